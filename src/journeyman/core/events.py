@@ -1,0 +1,142 @@
+"""The typed events a run emits, in order, to UIs, trajectory files and hooks."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from journeyman.core.messages import ToolCall, ToolResult, Usage
+from journeyman.core.result import RunResult
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    session_id: str
+    task: str
+    provider: str
+    model: str
+    workspace: str
+    parent_session_id: str | None = None
+    timestamp: float = field(default_factory=_now)
+    type: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True)
+class ModelRequestSent:
+    iteration: int
+    message_count: int
+    tool_count: int
+    timestamp: float = field(default_factory=_now)
+    type: Literal["model_request"] = "model_request"
+
+
+@dataclass(frozen=True)
+class ModelResponseReceived:
+    iteration: int
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    cost_usd: float | None
+    stop_reason: str | None
+    latency_s: float
+    timestamp: float = field(default_factory=_now)
+    type: Literal["model_response"] = "model_response"
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    timestamp: float = field(default_factory=_now)
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    iteration: int
+    call: ToolCall
+    timestamp: float = field(default_factory=_now)
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True)
+class ToolResultReceived:
+    iteration: int
+    result: ToolResult
+    duration_s: float
+    timestamp: float = field(default_factory=_now)
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True)
+class StateChanged:
+    from_state: str
+    to_state: str
+    timestamp: float = field(default_factory=_now)
+    type: Literal["state_change"] = "state_change"
+
+
+@dataclass(frozen=True)
+class NudgeInjected:
+    kind: str
+    message: str
+    timestamp: float = field(default_factory=_now)
+    type: Literal["nudge"] = "nudge"
+
+
+@dataclass(frozen=True)
+class ErrorOccurred:
+    category: str
+    message: str
+    retryable: bool
+    details: dict[str, Any] = field(default_factory=dict)
+    timestamp: float = field(default_factory=_now)
+    type: Literal["error"] = "error"
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    result: RunResult
+    timestamp: float = field(default_factory=_now)
+    type: Literal["run_finished"] = "run_finished"
+
+
+Event = (
+    RunStarted
+    | ModelRequestSent
+    | ModelResponseReceived
+    | TextDelta
+    | ToolCallStarted
+    | ToolResultReceived
+    | StateChanged
+    | NudgeInjected
+    | ErrorOccurred
+    | RunFinished
+)
+
+EventHandler = Callable[[Event], object]
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """A JSON-ready dict of the event, with nested records in their own dict form."""
+    data: dict[str, Any] = {"type": event.type}
+    for f in dataclasses.fields(event):
+        if f.name == "type":
+            continue
+        value = getattr(event, f.name)
+        data[f.name] = _jsonable(value)
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    return value

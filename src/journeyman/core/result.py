@@ -1,0 +1,111 @@
+"""How a run ended: typed finish reasons in four groups, and the run's summary record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from journeyman.core.messages import Message, Usage
+
+
+class FinishCategory(StrEnum):
+    SUCCESS = "success"
+    CAPACITY = "capacity"
+    """A limit was reached; a bigger budget could let the run go on."""
+    RETRYABLE = "retryable"
+    """The run stopped for a reason that another attempt may not hit."""
+    FATAL = "fatal"
+
+
+class FinishReason(StrEnum):
+    COMPLETED = "completed"
+    """The model called `finish`."""
+    ANSWERED = "answered"
+    """The model replied with text and no tool calls."""
+    MAX_ITERATIONS = "max_iterations"
+    MAX_BUDGET_USD = "max_budget_usd"
+    MAX_TOKENS = "max_tokens"
+    MAX_DURATION = "max_duration"
+    MAX_CONSECUTIVE_MISTAKES = "max_consecutive_mistakes"
+    NO_PROGRESS = "no_progress"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    """Retryable provider faults outlasted the retry budget and every fallback."""
+    PROVIDER_ERROR = "provider_error"
+    """The provider refused the request for good (authentication, bad request)."""
+    CONFIGURATION_ERROR = "configuration_error"
+    CANCELLED = "cancelled"
+    INTERNAL_ERROR = "internal_error"
+
+    @property
+    def category(self) -> FinishCategory:
+        return _CATEGORIES[self]
+
+    @property
+    def is_success(self) -> bool:
+        return self.category is FinishCategory.SUCCESS
+
+
+_CATEGORIES: dict[FinishReason, FinishCategory] = {
+    FinishReason.COMPLETED: FinishCategory.SUCCESS,
+    FinishReason.ANSWERED: FinishCategory.SUCCESS,
+    FinishReason.MAX_ITERATIONS: FinishCategory.CAPACITY,
+    FinishReason.MAX_BUDGET_USD: FinishCategory.CAPACITY,
+    FinishReason.MAX_TOKENS: FinishCategory.CAPACITY,
+    FinishReason.MAX_DURATION: FinishCategory.CAPACITY,
+    FinishReason.MAX_CONSECUTIVE_MISTAKES: FinishCategory.RETRYABLE,
+    FinishReason.NO_PROGRESS: FinishCategory.RETRYABLE,
+    FinishReason.PROVIDER_UNAVAILABLE: FinishCategory.RETRYABLE,
+    FinishReason.PROVIDER_ERROR: FinishCategory.FATAL,
+    FinishReason.CONFIGURATION_ERROR: FinishCategory.FATAL,
+    FinishReason.CANCELLED: FinishCategory.FATAL,
+    FinishReason.INTERNAL_ERROR: FinishCategory.FATAL,
+}
+
+
+@dataclass
+class RunResult:
+    """The outcome of one run, as returned by the library and printed by `--output-format json`."""
+
+    final_text: str
+    finish_reason: FinishReason
+    iterations: int
+    tool_calls_made: int
+    usage: Usage
+    cost_usd: float | None
+    """None when the price of at least one call is unknown (never a silent 0)."""
+    duration_s: float
+    session_id: str
+    parent_session_id: str | None = None
+    error: str | None = None
+    """One-line reason when the run did not succeed."""
+    no_progress_snapshot: list[Message] | None = None
+    trajectory_path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.finish_reason.is_success
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "success": self.success,
+            "final_text": self.final_text,
+            "finish_reason": self.finish_reason.value,
+            "finish_category": self.finish_reason.category.value,
+            "iterations": self.iterations,
+            "tool_calls_made": self.tool_calls_made,
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+            "duration_s": round(self.duration_s, 3),
+            "session_id": self.session_id,
+            "parent_session_id": self.parent_session_id,
+            "error": self.error,
+            "no_progress_snapshot": (
+                [m.to_dict() for m in self.no_progress_snapshot]
+                if self.no_progress_snapshot is not None
+                else None
+            ),
+            "trajectory_path": self.trajectory_path,
+            **({"extra": self.extra} if self.extra else {}),
+        }

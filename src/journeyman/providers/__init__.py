@@ -1,0 +1,1 @@
+"""Model adapters behind one `Provider` protocol."""

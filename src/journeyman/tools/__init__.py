@@ -1,0 +1,1 @@
+"""The `Tool` protocol, the registry, the built-in tools and workspace confinement."""

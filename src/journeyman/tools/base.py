@@ -1,0 +1,117 @@
+"""The `Tool` protocol: a name, a description, a pydantic args model and an async `execute`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from journeyman.core.messages import ToolResult
+from journeyman.providers.base import ToolSpec
+from journeyman.tools.context import ToolContext
+
+
+class ToolArgs(BaseModel):
+    """Base for tool argument models: unknown fields are rejected so typos reach the model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    read_only: bool
+    """The tool never changes the workspace or the outside world."""
+    parallel_safe: bool
+    """Calls may run concurrently with other parallel-safe calls of the same turn."""
+
+    async def execute(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    """The model-facing description of a tool, its schema derived from the args model."""
+    schema = tool.args_model.model_json_schema()
+    schema.pop("title", None)
+    return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
+
+
+def ok(tool: str, content: str, **metadata: Any) -> ToolResult:
+    """A successful result; the registry fills in the call id."""
+    return ToolResult(call_id="", name=tool, content=content, metadata=metadata)
+
+
+def fail(tool: str, content: str, **metadata: Any) -> ToolResult:
+    """A failed result the model is shown; the registry fills in the call id."""
+    return ToolResult(call_id="", name=tool, content=content, is_error=True, metadata=metadata)
+
+
+class BaseTool:
+    """Convenience base class: set the class attributes and implement `run`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = False
+    parallel_safe: ClassVar[bool] = False
+
+    async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
+class FunctionTool:
+    """A tool made from an async or sync function `(args, ctx) -> str | ToolResult`."""
+
+    def __init__(
+        self,
+        func: Callable[[Any, ToolContext], Awaitable[str | ToolResult] | str | ToolResult],
+        *,
+        name: str,
+        description: str,
+        args_model: type[BaseModel],
+        read_only: bool = False,
+        parallel_safe: bool = False,
+    ) -> None:
+        self._func = func
+        self.name = name
+        self.description = description
+        self.args_model = args_model
+        self.read_only = read_only
+        self.parallel_safe = parallel_safe
+
+    async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
+        value = self._func(args, ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        if isinstance(value, ToolResult):
+            return value
+        return ok(self.name, str(value))
+
+
+def tool(
+    *,
+    args: type[BaseModel],
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    parallel_safe: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]:
+    """Decorator that turns `def f(args, ctx) -> str` into a registered-ready tool.
+
+    The description defaults to the function's docstring.
+    """
+
+    def wrap(func: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            func,
+            name=name or func.__name__,
+            description=description or inspect.cleandoc(func.__doc__ or func.__name__),
+            args_model=args,
+            read_only=read_only,
+            parallel_safe=parallel_safe,
+        )
+
+    return wrap

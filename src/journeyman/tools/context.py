@@ -1,0 +1,56 @@
+"""What a tool can see of the run: the workspace root (with path confinement) and ids."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from journeyman.core.errors import ToolError
+
+
+class PathOutsideWorkspaceError(ToolError):
+    """A path resolved to somewhere outside the workspace root."""
+
+
+@dataclass
+class ToolContext:
+    workspace: Path
+    session_id: str = ""
+    iteration: int = 0
+    env_passthrough: tuple[str, ...] = ()
+    """Environment variables passed to commands even though they look secret."""
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.workspace = Path(os.path.realpath(self.workspace))
+
+    def resolve(self, path: str, *, tool: str = "tool") -> Path:
+        """Resolve a model-supplied path inside the workspace, following symlinks.
+
+        Relative paths are taken from the workspace root. `..` segments, absolute paths outside
+        the root and symlinks (of the file or of any parent) that lead outside are refused.
+        """
+        if not path or "\x00" in path:
+            raise ToolError(f"{tool}: empty or invalid path {path!r}")
+        raw = Path(path)
+        if any(part == ".." for part in raw.parts):
+            raise PathOutsideWorkspaceError(
+                f"{tool}: path {path!r} contains '..'; use a path inside the workspace"
+            )
+        candidate = raw if raw.is_absolute() else self.workspace / raw
+        resolved = Path(os.path.realpath(candidate))
+        if resolved != self.workspace and self.workspace not in resolved.parents:
+            how = "leads (through a symlink) outside" if not raw.is_absolute() else "is outside"
+            raise PathOutsideWorkspaceError(
+                f"{tool}: path {path!r} {how} the workspace {self.workspace}"
+            )
+        return resolved
+
+    def relative(self, path: Path) -> str:
+        """Workspace-relative display form of a resolved path."""
+        try:
+            return path.relative_to(self.workspace).as_posix() or "."
+        except ValueError:
+            return str(path)
+
