@@ -81,7 +81,9 @@ class Message:
         return cls(Role.USER, text)
 
     @classmethod
-    def assistant(cls, text: str, tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()) -> Message:
+    def assistant(
+        cls, text: str, tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()
+    ) -> Message:
         return cls(Role.ASSISTANT, text, tuple(tool_calls))
 
     @classmethod

@@ -1,0 +1,5 @@
+"""`python -m journeyman` runs the command line."""
+
+from journeyman.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The `journeyman` command line (Typer) and its headless output formats."""

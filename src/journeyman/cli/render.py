@@ -1,0 +1,113 @@
+"""Output of `journeyman run`: compact text (rich), a final JSON result, or a JSON event stream."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from journeyman.core import events as ev
+from journeyman.core.events import event_to_dict
+from journeyman.core.result import RunResult
+from journeyman.session.redact import Redactor
+
+
+class OutputFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    STREAM_JSON = "stream-json"
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _format_args(arguments: dict[str, Any]) -> str:
+    parts = []
+    for key, value in arguments.items():
+        shown = value if isinstance(value, str) else json.dumps(value)
+        parts.append(f"{key}={_one_line(str(shown), 60)}")
+    return " ".join(parts)
+
+
+def format_cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
+
+
+class Renderer:
+    """Turns events into output in one of the three formats."""
+
+    def __init__(self, fmt: OutputFormat, console: Console | None = None) -> None:
+        self.fmt = fmt
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self._redact = Redactor()
+        self._streaming_text = False
+
+    def __call__(self, event: ev.Event) -> None:
+        if self.fmt is OutputFormat.STREAM_JSON:
+            line = json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
+            sys.stdout.write(self._redact(line) + "\n")
+            sys.stdout.flush()
+        elif self.fmt is OutputFormat.TEXT:
+            self._text(event)
+
+    def _text(self, event: ev.Event) -> None:
+        out = self.console
+        match event:
+            case ev.RunStarted():
+                out.print(
+                    f"[bold]journeyman[/] {escape(event.provider)}:{escape(event.model)} "
+                    f"in {escape(event.workspace)}  [dim]session {event.session_id}[/]"
+                )
+            case ev.TextDelta():
+                self._streaming_text = True
+                out.print(escape(event.text), end="")
+            case ev.ModelResponseReceived():
+                if self._streaming_text:
+                    out.print()
+                    self._streaming_text = False
+                elif event.text.strip():
+                    out.print(f"[cyan]{escape(event.text.strip())}[/]")
+            case ev.ToolCallStarted():
+                out.print(
+                    f"[bold]→ {escape(event.call.name)}[/] "
+                    f"{escape(_format_args(event.call.arguments))}"
+                )
+            case ev.ToolResultReceived():
+                mark = "[red]✗[/]" if event.result.is_error else "[green]✓[/]"
+                preview = _one_line(self._redact(event.result.content))
+                out.print(f"  {mark} [dim]{escape(preview)}[/]")
+            case ev.ErrorOccurred():
+                out.print(f"[yellow]! {escape(event.category)}: {escape(event.message)}[/]")
+            case ev.NudgeInjected():
+                out.print(f"[magenta]» {escape(event.message)}[/]")
+            case ev.RunFinished():
+                self._summary(event.result)
+            case _:
+                pass
+
+    def _summary(self, result: RunResult) -> None:
+        usage = result.usage
+        colour = "green" if result.success else "red"
+        self.console.print(
+            f"[{colour}]■ {result.finish_reason.value}[/] after {result.iterations} turns, "
+            f"{result.tool_calls_made} tool calls, {result.duration_s:.1f} s"
+        )
+        self.console.print(
+            f"  tokens: {usage.input_tokens} in, {usage.output_tokens} out, "
+            f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write; "
+            f"cost {format_cost(result.cost_usd)}"
+        )
+        if result.final_text:
+            self.console.print(f"  {escape(result.final_text.strip())}")
+        if result.trajectory_path:
+            self.console.print(f"  [dim]trajectory: {escape(result.trajectory_path)}[/]")
+
+    def final(self, result: RunResult) -> None:
+        if self.fmt is OutputFormat.JSON:
+            sys.stdout.write(self._redact(json.dumps(result.to_dict(), indent=2)) + "\n")

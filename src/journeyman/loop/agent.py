@@ -1,0 +1,84 @@
+"""`Agent`: the library entry point that wires provider, tools, config and kernel together."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from journeyman.core.events import EventHandler
+from journeyman.core.result import RunResult
+from journeyman.loop.config import AgentConfig
+from journeyman.loop.kernel import Kernel
+from journeyman.loop.modes.react import ReactMode
+from journeyman.providers.base import Provider
+from journeyman.providers.resilient import ResilientProvider, RetryPolicy
+from journeyman.tools.base import Tool
+from journeyman.tools.builtin import default_tools
+from journeyman.tools.registry import ToolRegistry
+
+
+class Agent:
+    """Runs tasks in one workspace with one provider (plus optional fallbacks).
+
+    >>> agent = Agent(provider, workspace="path/to/repo")
+    >>> result = agent.run_sync("make the failing test pass")
+    """
+
+    def __init__(
+        self,
+        provider: Provider | Sequence[Provider],
+        *,
+        workspace: str | Path = ".",
+        tools: Iterable[Tool] | None = None,
+        config: AgentConfig | None = None,
+        on_event: EventHandler | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        if isinstance(provider, ResilientProvider):
+            self.provider = provider
+        else:
+            chain = [provider] if isinstance(provider, Provider) else list(provider)
+            self.provider = ResilientProvider(chain, retry_policy)
+        self.workspace = Path(workspace).resolve()
+        if not self.workspace.is_dir():
+            raise NotADirectoryError(f"workspace {self.workspace} is not a directory")
+        self.registry = ToolRegistry(default_tools() if tools is None else tools)
+        self.config = config or AgentConfig()
+        self.on_event = on_event
+        self._cancel = asyncio.Event()
+
+    def cancel(self) -> None:
+        """Ask the running task to stop before its next turn."""
+        self._cancel.set()
+
+    async def run(
+        self, task: str, *, session_id: str | None = None, parent_session_id: str | None = None
+    ) -> RunResult:
+        self._cancel.clear()
+        kernel = Kernel(
+            provider=self.provider,
+            registry=self.registry,
+            mode=ReactMode(),
+            workspace=self.workspace,
+            config=self.config,
+            on_event=self.on_event,
+            cancel_event=self._cancel,
+        )
+        return await kernel.run(task, session_id=session_id, parent_session_id=parent_session_id)
+
+    def run_sync(self, task: str, **kwargs: str | None) -> RunResult:
+        """`run` for code that is not async."""
+        return asyncio.run(self.run(task, **kwargs))
+
+
+def run(
+    task: str,
+    provider: Provider | Sequence[Provider],
+    *,
+    workspace: str | Path = ".",
+    config: AgentConfig | None = None,
+    on_event: EventHandler | None = None,
+) -> RunResult:
+    """Run one task synchronously: `journeyman.run("fix the tests", provider, workspace=".")`."""
+    return Agent(provider, workspace=workspace, config=config, on_event=on_event).run_sync(task)

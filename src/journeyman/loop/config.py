@@ -1,0 +1,38 @@
+"""Reliability knobs and settings of one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AgentConfig(BaseModel):
+    """Limits and settings of a run; every limit is checked before each turn, in field order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_iterations: int = Field(default=50, ge=1)
+    """Stop after this many model turns (finish reason `max_iterations`)."""
+    max_consecutive_mistakes: int = Field(default=3, ge=1)
+    """Stop after this many turns in a row whose tool calls all failed or were malformed."""
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    """Stop once the run has cost this many US dollars; None means no cost limit."""
+    max_unproductive_iterations: int = Field(default=3, ge=1)
+    """Stop after this many turns in a row that add no new call, result or text."""
+    max_concurrency: int = Field(default=4, ge=1)
+    """How many parallel-safe tool calls of one turn may run at the same time."""
+    tool_timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds one tool call may run before it is stopped."""
+    max_output_tokens: int = Field(default=4096, ge=1)
+    """Upper bound of tokens the model may produce per turn."""
+    temperature: float | None = None
+    """Sampling temperature passed to the model; None keeps the provider's default."""
+    stream: bool = False
+    """Stream text deltas from the model (emitted as `text_delta` events)."""
+    session_dir: Path | None = None
+    """Root folder of session directories; None uses the per-user data dir."""
+    system_prompt: str | None = None
+    """Replaces the built-in system prompt when given."""
+    snapshot_messages: int = Field(default=6, ge=1)
+    """How many trailing messages a `no_progress` result carries for diagnosis."""

@@ -1,0 +1,304 @@
+"""The loop: gates in a fixed order, one mode turn, tools, accounting, persistence.
+
+One iteration, top to bottom (DESIGN.md, "One iteration"):
+  1. gates: cancellation, iterations, consecutive mistakes, USD budget, no progress
+  2. the mode builds the request and calls the provider (retries live in `resilient`)
+  3. tool calls run: parallel-safe ones concurrently, the rest in order, each under a timeout
+  4. every event is appended to the trajectory as it happens
+  5. progress and mistake counters update; the lifecycle machine moves at start and end
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import traceback
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from journeyman.core import events as ev
+from journeyman.core.errors import AgentError, ErrorCategory, ProviderError
+from journeyman.core.lifecycle import AgentState, LifecycleMachine
+from journeyman.core.messages import Message, ToolCall, ToolResult
+from journeyman.core.result import FinishCategory, FinishReason, RunResult
+from journeyman.loop import prompts
+from journeyman.loop.config import AgentConfig
+from journeyman.loop.modes import Mode
+from journeyman.loop.state import LoopState, TurnOutcome
+from journeyman.providers.base import ModelRequest, ModelResponse, Provider
+from journeyman.providers.pricing import add_costs, cost_usd
+from journeyman.session.trajectory import TrajectoryWriter, default_session_root
+from journeyman.tools.context import ToolContext
+from journeyman.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+class Kernel:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        registry: ToolRegistry,
+        mode: Mode,
+        workspace: Path,
+        config: AgentConfig,
+        on_event: ev.EventHandler | None = None,
+        cancel_event: asyncio.Event | None = None,
+    ) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.mode = mode
+        self.workspace = workspace
+        self.config = config
+        self.cancel_event = cancel_event or asyncio.Event()
+        self.lifecycle = LifecycleMachine()
+        self.system_prompt = prompts.system_prompt(workspace, config.system_prompt)
+        self.tool_specs = registry.specs()
+        self._on_event = on_event
+        self._writer: TrajectoryWriter | None = None
+        self._warned_unpriced = False
+        self.lifecycle.on_transition(
+            lambda a, b, _meta: self.emit(ev.StateChanged(a.value, b.value))
+        )
+
+    # --- events -------------------------------------------------------------------------
+
+    def emit(self, event: ev.Event) -> None:
+        if self._writer is not None:
+            self._writer.write(event)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:  # a broken UI callback must not end the run
+                log.exception("on_event callback failed for %s", event.type)
+
+    # --- the run ------------------------------------------------------------------------
+
+    async def run(
+        self, task: str, *, session_id: str | None = None, parent_session_id: str | None = None
+    ) -> RunResult:
+        state = LoopState(
+            task=task,
+            session_id=session_id or new_session_id(),
+            parent_session_id=parent_session_id,
+            messages=[Message.user(task)],
+        )
+        root = self.config.session_dir or default_session_root()
+        self._writer = TrajectoryWriter(root, state.session_id)
+        try:
+            self.lifecycle.initialize()
+            self.emit(
+                ev.RunStarted(
+                    session_id=state.session_id,
+                    task=task,
+                    provider=self.provider.name,
+                    model=self.provider.model,
+                    workspace=str(self.workspace),
+                    parent_session_id=parent_session_id,
+                )
+            )
+            self.lifecycle.start()
+            await self._loop(state)
+        except asyncio.CancelledError:
+            state.finish_reason = FinishReason.CANCELLED
+            state.error = "cancelled by the user"
+        except AgentError as error:
+            state.finish_reason = finish_reason_for(error)
+            state.error = error.message
+            self.emit(
+                ev.ErrorOccurred(
+                    error.category.value, error.message, error.retryable, _safe_details(error)
+                )
+            )
+        except Exception as error:  # the run must end with a result, whatever happened
+            state.finish_reason = FinishReason.INTERNAL_ERROR
+            state.error = f"{type(error).__name__}: {error}"
+            self.emit(
+                ev.ErrorOccurred(
+                    ErrorCategory.INTERNAL.value,
+                    state.error,
+                    False,
+                    {"traceback": traceback.format_exc(limit=8)},
+                )
+            )
+        return self._finish(state)
+
+    async def _loop(self, state: LoopState) -> None:
+        while True:
+            reason = self._check_gates(state)
+            if reason is not None:
+                state.finish_reason = reason
+                return
+            outcome = await self.mode.iterate(state, self)
+            self._account(state, outcome)
+            if outcome.finish_reason is not None:
+                state.finish_reason = outcome.finish_reason
+                state.final_text = outcome.final_text
+                return
+
+    def _check_gates(self, state: LoopState) -> FinishReason | None:
+        cfg = self.config
+        if self.cancel_event.is_set():
+            state.error = "cancelled"
+            return FinishReason.CANCELLED
+        if state.iterations >= cfg.max_iterations:
+            state.error = f"reached the limit of {cfg.max_iterations} iterations"
+            return FinishReason.MAX_ITERATIONS
+        if state.consecutive_mistakes >= cfg.max_consecutive_mistakes:
+            state.error = (
+                f"{state.consecutive_mistakes} turns in a row produced only failed or "
+                "malformed tool calls"
+            )
+            return FinishReason.MAX_CONSECUTIVE_MISTAKES
+        if cfg.max_budget_usd is not None:
+            if state.cost_usd is None:
+                self._warn_unpriced()
+            elif state.cost_usd >= cfg.max_budget_usd:
+                state.error = (
+                    f"spent ${state.cost_usd:.4f}, reaching the ${cfg.max_budget_usd:g} limit"
+                )
+                return FinishReason.MAX_BUDGET_USD
+        if state.progress.unproductive_streak >= cfg.max_unproductive_iterations:
+            state.error = (
+                f"{state.progress.unproductive_streak} turns in a row repeated earlier calls "
+                "and results without anything new"
+            )
+            state.no_progress_snapshot = state.messages[-cfg.snapshot_messages :]
+            return FinishReason.NO_PROGRESS
+        return None
+
+    def _warn_unpriced(self) -> None:
+        if not self._warned_unpriced:
+            self._warned_unpriced = True
+            self.emit(
+                ev.ErrorOccurred(
+                    ErrorCategory.BUDGET.value,
+                    f"the price of {self.provider.name}:{self.provider.model} is unknown, so "
+                    "--max-budget-usd cannot be enforced; other limits still apply",
+                    False,
+                )
+            )
+
+    def _account(self, state: LoopState, outcome: TurnOutcome) -> None:
+        state.iterations += 1
+        state.tool_calls_made += len(outcome.calls)
+        state.consecutive_mistakes = state.consecutive_mistakes + 1 if outcome.mistake else 0
+        state.progress.observe(outcome.text, outcome.calls, outcome.results)
+
+    def _finish(self, state: LoopState) -> RunResult:
+        reason = state.finish_reason or FinishReason.INTERNAL_ERROR
+        try:
+            if self.lifecycle.state is AgentState.RUNNING:
+                if reason.category is FinishCategory.FATAL:
+                    self.lifecycle.fail(state.error)
+                else:
+                    self.lifecycle.complete()
+                    self.lifecycle.finish()
+            elif self.lifecycle.state is AgentState.INITIALIZING:
+                self.lifecycle.fail(state.error)
+        finally:
+            result = RunResult(
+                final_text=state.final_text,
+                finish_reason=reason,
+                iterations=state.iterations,
+                tool_calls_made=state.tool_calls_made,
+                usage=state.usage,
+                cost_usd=state.cost_usd if state.model_calls else 0.0,
+                duration_s=time.monotonic() - state.started_at,
+                session_id=state.session_id,
+                parent_session_id=state.parent_session_id,
+                error=None if reason.is_success else state.error,
+                no_progress_snapshot=state.no_progress_snapshot,
+                trajectory_path=str(self._writer.path) if self._writer else None,
+            )
+            self.emit(ev.RunFinished(result))
+            if self._writer is not None:
+                self._writer.close()
+        return result
+
+    # --- services for modes ---------------------------------------------------------------
+
+    async def call_model(
+        self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()
+    ) -> ModelResponse:
+        """One model call with the current history; emits events and accounts usage/cost."""
+        request = ModelRequest(
+            system=self.system_prompt,
+            messages=(*state.messages, *extra),
+            tools=self.tool_specs if tools_enabled else (),
+            max_output_tokens=self.config.max_output_tokens,
+            temperature=self.config.temperature,
+        )
+        iteration = state.iterations + 1
+        self.emit(ev.ModelRequestSent(iteration, len(request.messages), len(request.tools)))
+        on_text = (lambda text: self.emit(ev.TextDelta(text))) if self.config.stream else None
+        started = time.monotonic()
+        response = await self.provider.complete(request, on_text)
+        latency = time.monotonic() - started
+        call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
+        state.cost_usd = add_costs(state.cost_usd, call_cost, first=state.model_calls == 0)
+        state.model_calls += 1
+        state.usage = state.usage + response.usage
+        self.emit(
+            ev.ModelResponseReceived(
+                iteration=iteration,
+                text=response.text,
+                tool_calls=response.tool_calls,
+                usage=response.usage,
+                cost_usd=call_cost,
+                stop_reason=response.stop_reason,
+                latency_s=latency,
+            )
+        )
+        return response
+
+    async def run_tools(self, state: LoopState, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run one turn's calls: consecutive parallel-safe calls as a concurrent batch, others
+        one at a time, keeping the model's order in the returned results."""
+        ctx = ToolContext(self.workspace, session_id=state.session_id, iteration=state.iterations)
+        limit = asyncio.Semaphore(self.config.max_concurrency)
+        iteration = state.iterations + 1
+
+        async def one(call: ToolCall) -> ToolResult:
+            async with limit:
+                self.emit(ev.ToolCallStarted(iteration, call))
+                started = time.monotonic()
+                result = await self.registry.execute(call, ctx, self.config.tool_timeout_s)
+                self.emit(ev.ToolResultReceived(iteration, result, time.monotonic() - started))
+                return result
+
+        results: list[ToolResult] = []
+        index = 0
+        while index < len(calls):
+            end = index + 1
+            if self.registry.is_parallel_safe(calls[index]):
+                while end < len(calls) and self.registry.is_parallel_safe(calls[end]):
+                    end += 1
+            results.extend(await asyncio.gather(*(one(c) for c in calls[index:end])))
+            index = end
+        return results
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
+
+
+def finish_reason_for(error: AgentError) -> FinishReason:
+    if error.category is ErrorCategory.CONFIGURATION:
+        return FinishReason.CONFIGURATION_ERROR
+    if error.category is ErrorCategory.CANCELLATION:
+        return FinishReason.CANCELLED
+    if isinstance(error, ProviderError) and error.details.get("exhausted"):
+        return FinishReason.PROVIDER_UNAVAILABLE
+    if error.category in (ErrorCategory.PROVIDER, ErrorCategory.LLM):
+        return FinishReason.PROVIDER_UNAVAILABLE if error.retryable else FinishReason.PROVIDER_ERROR
+    if error.category is ErrorCategory.BUDGET:
+        return FinishReason.MAX_BUDGET_USD
+    return FinishReason.INTERNAL_ERROR
+
+
+def _safe_details(error: AgentError) -> dict[str, object]:
+    return {k: v for k, v in error.details.items() if isinstance(v, str | int | float | bool)}

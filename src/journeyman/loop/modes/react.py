@@ -1,0 +1,51 @@
+"""The default mode: ask the model, run the tools it calls, repeat until it finishes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from journeyman.core.messages import Message
+from journeyman.core.result import FinishReason
+from journeyman.loop import prompts
+from journeyman.loop.state import LoopState, TurnOutcome
+
+if TYPE_CHECKING:
+    from journeyman.loop.kernel import Kernel
+
+EMPTY_REPLY = (
+    "Your last reply was empty. Call a tool to continue the task, or call finish if it is done."
+)
+
+
+class ReactMode:
+    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+        response = await kernel.call_model(state)
+        state.messages.append(Message.assistant(response.text, response.tool_calls))
+
+        if response.format_error is not None:
+            state.messages.append(
+                Message.user(prompts.FORMAT_ERROR.format(error=response.format_error))
+            )
+            return TurnOutcome(text=response.text, mistake=True)
+
+        if not response.tool_calls:
+            if not response.text.strip():
+                state.messages.append(Message.user(EMPTY_REPLY))
+                return TurnOutcome(mistake=True)
+            return TurnOutcome(
+                text=response.text,
+                finish_reason=FinishReason.ANSWERED,
+                final_text=response.text,
+            )
+
+        results = await kernel.run_tools(state, response.tool_calls)
+        state.messages.extend(Message.tool(r) for r in results)
+        finished = next((r for r in results if r.terminate and not r.is_error), None)
+        return TurnOutcome(
+            text=response.text,
+            calls=response.tool_calls,
+            results=tuple(results),
+            mistake=all(r.is_error for r in results),
+            finish_reason=FinishReason.COMPLETED if finished else None,
+            final_text=finished.content if finished else "",
+        )

@@ -1,0 +1,45 @@
+"""The record threaded through every turn of a run, and what one turn reports back."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
+from journeyman.core.result import FinishReason
+from journeyman.loop.progress import ProgressTracker
+
+
+@dataclass
+class LoopState:
+    task: str
+    session_id: str
+    parent_session_id: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    """The conversation as the model sees it (the system prompt is kept apart)."""
+    iterations: int = 0
+    tool_calls_made: int = 0
+    consecutive_mistakes: int = 0
+    model_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    """Running cost; None once any call could not be priced."""
+    progress: ProgressTracker = field(default_factory=ProgressTracker)
+    started_at: float = field(default_factory=time.monotonic)
+    finish_reason: FinishReason | None = None
+    final_text: str = ""
+    error: str | None = None
+    no_progress_snapshot: list[Message] | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What a mode did in one turn, for the kernel's accounting."""
+
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+    mistake: bool = False
+    """The turn's output was unusable: malformed, empty, or every tool call failed."""
+    finish_reason: FinishReason | None = None
+    final_text: str = ""

@@ -1,0 +1,53 @@
+"""Cost of a model call from the `genai-prices` database; unknown models cost None, never 0."""
+
+from __future__ import annotations
+
+import warnings
+from functools import lru_cache
+
+from journeyman.core.messages import Usage
+
+_PROVIDER_IDS = {"anthropic": "anthropic", "openai": "openai"}
+
+
+def cost_usd(provider: str, model: str, usage: Usage) -> float | None:
+    """Price of one call in US dollars, or None when the model's price is not known."""
+    if not _is_priced(provider, model):
+        return None
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    price_usage = PriceUsage(
+        # genai-prices counts cached tokens inside input_tokens.
+        input_tokens=usage.total_input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+    calc = calc_price(price_usage, model, provider_id=_PROVIDER_IDS[provider])
+    return float(calc.total_price)
+
+
+@lru_cache(maxsize=64)
+def _is_priced(provider: str, model: str) -> bool:
+    if provider not in _PROVIDER_IDS:
+        return False
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            calc_price(PriceUsage(input_tokens=1), model, provider_id=_PROVIDER_IDS[provider])
+    except LookupError:
+        return False
+    return True
+
+
+def add_costs(total: float | None, call: float | None, *, first: bool) -> float | None:
+    """Accumulate call costs; once any call is unpriced the total is unknown (None)."""
+    if call is None:
+        return None
+    if first:
+        return call
+    return None if total is None else total + call

@@ -1,0 +1,1 @@
+"""Persistence of runs: trajectories (and, later, the SQLite session store, resume, undo)."""

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.core.messages import Usage
+from journeyman.providers.factory import create_provider, detect_provider
+from journeyman.providers.pricing import add_costs, cost_usd
+
+
+def test_detection_order() -> None:
+    assert detect_provider({"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "b"}) == "anthropic"
+    assert detect_provider({"OPENAI_API_KEY": "b"}) == "openai"
+    assert detect_provider({"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}) == "openai"
+    assert detect_provider({}) is None
+
+
+def test_no_provider_explains_how_to_configure() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        create_provider(env={})
+    assert "ANTHROPIC_API_KEY" in info.value.message and "OPENAI_API_KEY" in info.value.message
+
+
+def test_explicit_provider_without_key_is_a_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+        create_provider("anthropic", env={})
+    with pytest.raises(ConfigurationError, match="unknown provider"):
+        create_provider("mystery", env={})
+
+
+def test_local_server_needs_no_key() -> None:
+    provider = create_provider("openai", "qwen", "http://127.0.0.1:9/v1", env={})
+    assert (provider.name, provider.model) == ("openai", "qwen")
+
+
+def test_costs_come_from_the_price_database_and_unknown_is_none() -> None:
+    known = cost_usd("anthropic", "claude-sonnet-4-5", Usage(1_000_000, 0))
+    assert known == pytest.approx(3.0)
+    cached = cost_usd("anthropic", "claude-sonnet-4-5", Usage(0, 0, cache_read_tokens=1_000_000))
+    assert cached == pytest.approx(0.3)
+    assert cost_usd("openai", "no-such-model-xyz", Usage(10, 10)) is None
+    assert cost_usd("scripted", "scripted", Usage(10, 10)) is None
+    assert add_costs(None, 1.0, first=False) is None
+    assert add_costs(1.0, None, first=False) is None
+    assert add_costs(0.0, 0.5, first=True) == 0.5
