@@ -34,10 +34,11 @@ def test_local_server_needs_no_key() -> None:
 
 
 def test_costs_come_from_the_price_database_and_unknown_is_none() -> None:
-    known = cost_usd("anthropic", "claude-sonnet-4-5", Usage(1_000_000, 0))
-    assert known == pytest.approx(3.0)
-    cached = cost_usd("anthropic", "claude-sonnet-4-5", Usage(0, 0, cache_read_tokens=1_000_000))
-    assert cached == pytest.approx(0.3)
+    # $3 per million input tokens below the 200k-token tier, cache reads a tenth of that
+    known = cost_usd("anthropic", "claude-sonnet-4-5", Usage(100_000, 0))
+    assert known == pytest.approx(0.3)
+    cached = cost_usd("anthropic", "claude-sonnet-4-5", Usage(0, 0, cache_read_tokens=100_000))
+    assert cached == pytest.approx(0.03)
     assert cost_usd("openai", "no-such-model-xyz", Usage(10, 10)) is None
     assert cost_usd("scripted", "scripted", Usage(10, 10)) is None
     assert add_costs(None, 1.0, first=False) is None

@@ -323,9 +323,7 @@ async def test_retries_are_bounded(tmp_path: Path) -> None:
 
 
 async def test_auth_error_fails_at_once(tmp_path: Path) -> None:
-    auth = ProviderError(
-        "set OPENAI_API_KEY", provider="openai", status_code=401, retryable=False
-    )
+    auth = ProviderError("set OPENAI_API_KEY", provider="openai", status_code=401, retryable=False)
     agent, provider = make_agent(tmp_path, [auth, turn(text="unreached")])
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.PROVIDER_ERROR

@@ -53,13 +53,13 @@ def create_provider(
         else:
             raise ConfigurationError(HOW_TO_CONFIGURE)
     if chosen == "anthropic":
-        from journeyman.providers.anthropic import AnthropicProvider
-
         key = env.get("ANTHROPIC_API_KEY")
         if not key:
             raise ConfigurationError(
                 "--provider anthropic needs ANTHROPIC_API_KEY in the environment"
             )
+        from journeyman.providers.anthropic import AnthropicProvider
+
         return AnthropicProvider(
             model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["anthropic"],
             api_key=key,

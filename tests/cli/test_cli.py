@@ -1,0 +1,202 @@
+"""`journeyman` as a user runs it: a subprocess, against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from journeyman.session.trajectory import read_trajectory
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import error, reply
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
+BUGGY = "        return ordered[middle]\n    return ordered[middle]\n"
+FIXED = "        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "JOURNEYMAN_"))
+    }
+    env.update(extra)
+    return env
+
+
+def journeyman(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "journeyman", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    target = tmp_path / "demo"
+    shutil.copytree(DEMO, target)
+    return target
+
+
+def fix_the_demo_script(server: FakeOpenAIServer) -> None:
+    server.enqueue(
+        reply("Let me look at the code.", tool_calls=[("read_file", {"path": "calc/stats.py"})]),
+        reply(
+            tool_calls=[
+                ("edit_file", {"path": "calc/stats.py", "old_string": BUGGY, "new_string": FIXED})
+            ]
+        ),
+        reply(tool_calls=[("run_command", {"command": "python3 -m unittest -q"})]),
+        reply(tool_calls=[("finish", {"summary": "median now averages the middle pair"})]),
+    )
+
+
+def test_end_to_end_fixes_the_demo(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "unittest", "-q"], cwd=demo, capture_output=True
+        ).returncode
+        != 0
+    )
+    fix_the_demo_script(fake_openai)
+    env = clean_env(OPENAI_API_KEY="sk-test-e2e", OPENAI_BASE_URL=fake_openai.base_url)
+    sessions = tmp_path / "sessions"
+    done = journeyman(
+        "run",
+        (demo / "TASK.md").read_text(),
+        "--workspace",
+        str(demo),
+        "--model",
+        "gpt-4.1-mini",
+        "--session-dir",
+        str(sessions),
+        "--output-format",
+        "json",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["finish_reason"] == "completed" and result["success"]
+    assert result["iterations"] == 4 and result["tool_calls_made"] == 4
+    assert result["final_text"] == "median now averages the middle pair"
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "unittest", "-q"], cwd=demo, capture_output=True
+        ).returncode
+        == 0
+    )
+    events = read_trajectory(Path(result["trajectory_path"]))
+    kinds = [e["type"] for e in events]
+    assert kinds.count("tool_result") == 4 and kinds[-1] == "run_finished"
+    assert events[-1]["result"]["session_id"] == result["session_id"]
+    ran = [e for e in events if e["type"] == "tool_result" and e["result"]["name"] == "run_command"]
+    assert (
+        "exit code 0" in ran[0]["result"]["content"].lower() or "OK" in ran[0]["result"]["content"]
+    )
+    stored = (sessions / result["session_id"] / "trajectory.jsonl").read_text()
+    assert "sk-test-e2e" not in stored
+    # the model saw the tool schemas and its own earlier tool results
+    last = fake_openai.requests[-1].json
+    assert {t["function"]["name"] for t in last["tools"]} >= {"read_file", "edit_file", "finish"}
+    assert [m["role"] for m in last["messages"]].count("tool") == 3
+
+
+def test_text_output_and_stream_json(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    fix_the_demo_script(fake_openai)
+    text = journeyman("run", "fix it", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
+    assert text.returncode == 0, text.stderr
+    assert "→ edit_file" in text.stdout and "completed" in text.stdout and "cost" in text.stdout
+
+    fake_openai.enqueue(reply("Nothing to do."))
+    streamed = journeyman(
+        "run",
+        "say hi",
+        "-w",
+        str(demo),
+        "--session-dir",
+        str(tmp_path),
+        "-o",
+        "stream-json",
+        env=env,
+    )
+    assert streamed.returncode == 0, streamed.stderr
+    lines = [json.loads(line) for line in streamed.stdout.splitlines()]
+    kinds = [line["type"] for line in lines]
+    assert kinds[-1] == "run_finished" and "run_started" in kinds
+    assert "text_delta" in kinds
+    assert (
+        "".join(line["text"] for line in lines if line["type"] == "text_delta") == "Nothing to do."
+    )
+
+
+def test_failure_exits_nonzero_with_one_line_reason(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    env = clean_env(OPENAI_API_KEY="sk-wrong", OPENAI_BASE_URL=fake_openai.base_url)
+    fake_openai.enqueue(error(401))
+    done = journeyman("run", "x", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "OPENAI_API_KEY" in done.stderr
+
+
+def test_max_iterations_is_a_failure(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    fake_openai.enqueue(reply(tool_calls=[("list_files", {"path": "."})]))
+    done = journeyman(
+        "run",
+        "x",
+        "-w",
+        str(demo),
+        "--session-dir",
+        str(tmp_path),
+        "--max-iterations",
+        "1",
+        env=env,
+    )
+    assert done.returncode == 1 and "max_iterations" in done.stderr
+
+
+def test_no_provider_explains_and_exits_2(tmp_path: Path) -> None:
+    done = journeyman("run", "anything", "-w", str(tmp_path), env=clean_env())
+    assert done.returncode == 2
+    assert "ANTHROPIC_API_KEY" in done.stderr and "OPENAI_API_KEY" in done.stderr
+
+
+def test_make_demo_without_provider_exits_2(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "examples" / "run_demo.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--keep", str(tmp_path / "d")],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "OPENAI_API_KEY" in done.stderr
+
+
+def test_version_and_help() -> None:
+    version = journeyman("--version", env=clean_env())
+    assert version.returncode == 0 and version.stdout.startswith("journeyman ")
+    helped = journeyman("run", "--help", env=clean_env())
+    assert helped.returncode == 0
+    for flag in ("--workspace", "--provider", "--base-url", "--max-budget-usd", "--output-format"):
+        assert flag in helped.stdout
