@@ -200,3 +200,59 @@ def test_version_and_help() -> None:
     assert helped.returncode == 0
     for flag in ("--workspace", "--provider", "--base-url", "--max-budget-usd", "--output-format"):
         assert flag in helped.stdout
+
+
+def test_ctrl_c_cancels_and_kills_the_running_command(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    marker = f"jm-sigint-{os.getpid()}"
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    fake_openai.enqueue(reply(tool_calls=[("run_command", {"command": f"sleep 60 # {marker}"})]))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "journeyman",
+            "run",
+            "wait",
+            "-w",
+            str(demo),
+            "-o",
+            "stream-json",
+            "--session-dir",
+            str(tmp_path),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # wait until the command is running
+        if json.loads(line)["type"] == "tool_call":
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    finished = json.loads(out.splitlines()[-1])
+    assert finished["type"] == "run_finished"
+    assert finished["result"]["finish_reason"] == "cancelled"
+    time.sleep(0.2)
+    assert not processes_mentioning(marker), "the cancelled command's process group survived"
+
+
+def processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(int(entry.name))
+    return found
