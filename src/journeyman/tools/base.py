@@ -21,13 +21,24 @@ class ToolArgs(BaseModel):
 
 @runtime_checkable
 class Tool(Protocol):
-    name: str
-    description: str
-    args_model: type[BaseModel]
-    read_only: bool
-    """The tool never changes the workspace or the outside world."""
-    parallel_safe: bool
-    """Calls may run concurrently with other parallel-safe calls of the same turn."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def args_model(self) -> type[BaseModel]: ...
+
+    @property
+    def read_only(self) -> bool:
+        """The tool never changes the workspace or the outside world."""
+        ...
+
+    @property
+    def parallel_safe(self) -> bool:
+        """Calls may run concurrently with other parallel-safe calls of the same turn."""
+        ...
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult: ...
 

@@ -53,4 +53,3 @@ class ToolContext:
             return path.relative_to(self.workspace).as_posix() or "."
         except ValueError:
             return str(path)
-

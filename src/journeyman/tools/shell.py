@@ -1,0 +1,344 @@
+"""`run_command`: run a shell command in the workspace, in its own process group.
+
+How a command ends, and what happens to the processes it started:
+
+- It exits: output is collected until every process holding the output pipe has closed it.
+  Background processes that still hold it a moment later (`sleep 100 &`) are stopped, so
+  reading never hangs; ones that redirected their output elsewhere keep running.
+- It runs past its timeout, or the calling task is cancelled (Ctrl-C in the agent): the whole
+  process group gets SIGTERM, then SIGKILL after a short grace period. Cancellation is
+  re-raised once the group is gone.
+
+Output is stdout and stderr interleaved, read as it arrives and kept as a head and a tail of
+bounded size, so a command printing gigabytes costs no more memory than one printing 20 KB.
+Environment variables that look like credentials are not passed to the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from journeyman.core.messages import ToolResult
+from journeyman.tools.base import BaseTool, ToolArgs, fail, ok
+from journeyman.tools.context import ToolContext
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a command may run when the call does not say."""
+MAX_TIMEOUT = 600.0
+"""Longest timeout a call may ask for, in seconds."""
+HEAD_BYTES = 10_000
+"""Bytes kept from the start of the output."""
+TAIL_BYTES = 10_000
+"""Bytes kept from the end of the output."""
+KILL_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL when stopping a process group."""
+DRAIN_GRACE = 0.3
+"""Seconds to wait for the output pipe to close after the command itself has exited."""
+
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS"
+    r"|PASSPHRASE|CREDENTIALS?|AUTH_?KEY|SESSION_?KEY)(?:_|$)"
+    r"|_KEY$"
+    r"|^(?:AWS|ANTHROPIC|OPENAI|AZURE_OPENAI)_",
+    re.IGNORECASE,
+)
+
+_CHILD_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+"""Set for every command so that pagers and credential prompts cannot wait for input."""
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment variable's name suggests it holds a credential."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def scrub_env(env: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """A copy of `env` without credential-like variables, except those named in `passthrough`."""
+    keep = set(passthrough)
+    clean = {name: value for name, value in env.items() if name in keep or not looks_secret(name)}
+    clean.update(_CHILD_ENV)
+    return clean
+
+
+class RunCommandArgs(ToolArgs):
+    command: str = Field(
+        min_length=1,
+        description="Shell command line to run with bash (pipes, &&, redirections work). "
+        "stdin is empty, so interactive prompts get end-of-file.",
+    )
+    """Shell command line to run."""
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description=f"Seconds before the command and everything it started are killed; "
+        f"default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}.",
+    )
+    """Seconds before the command is killed; None means the tool's default."""
+    cwd: str = Field(
+        default=".",
+        description="Directory to run in, relative to the workspace root.",
+    )
+    """Directory to run in, relative to the workspace root."""
+
+
+class OutputBuffer:
+    """Keeps the first `head` and the last `tail` bytes of a stream, and counts the rest."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            excess = len(self.tail) - self._tail_limit
+            if excess > 0:
+                del self.tail[:excess]
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def render(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if self.omitted:
+            return f"{head}\n[... {self.omitted} bytes of output omitted ...]\n{tail}"
+        return head + tail
+
+
+class _Collector(asyncio.Protocol):
+    """Feeds a pipe's data into an OutputBuffer; `closed` resolves at end-of-file."""
+
+    def __init__(self, sink: OutputBuffer, closed: asyncio.Future[None]) -> None:
+        self.sink = sink
+        self.closed = closed
+
+    def data_received(self, data: bytes) -> None:
+        self.sink.feed(data)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class RunCommandTool(BaseTool):
+    name = "run_command"
+    description = (
+        "Run a shell command (bash) in the workspace and return its combined stdout and stderr "
+        "with the exit code. A non-zero exit code is reported, not treated as a tool failure. "
+        "Long output keeps its beginning and end. Commands are killed, with every process "
+        "they started, when they run past the timeout; background processes that keep the "
+        "output open are stopped when the command ends (redirect their output to a file to "
+        "keep them running)."
+    )
+    args_model = RunCommandArgs
+
+    def __init__(
+        self,
+        *,
+        default_timeout: float = DEFAULT_TIMEOUT,
+        max_timeout: float = MAX_TIMEOUT,
+        head_bytes: int = HEAD_BYTES,
+        tail_bytes: int = TAIL_BYTES,
+        kill_grace: float = KILL_GRACE,
+        drain_grace: float = DRAIN_GRACE,
+    ) -> None:
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self.head_bytes = head_bytes
+        self.tail_bytes = tail_bytes
+        self.kill_grace = kill_grace
+        self.drain_grace = drain_grace
+
+    async def execute(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
+        cwd = ctx.resolve(args.cwd, tool=self.name)
+        if not cwd.is_dir():
+            return fail(
+                self.name,
+                f"{self.name}: cwd {args.cwd!r} is not a directory of the workspace; pass an "
+                "existing directory relative to the workspace root",
+            )
+        asked = args.timeout or self.default_timeout
+        timeout = min(asked, self.max_timeout)
+        notes: list[str] = []
+        if asked > timeout:
+            notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
+
+        output = OutputBuffer(self.head_bytes, self.tail_bytes)
+        started = time.monotonic()
+        run = await self._run(args.command, cwd, ctx, timeout, output)
+        duration = round(time.monotonic() - started, 3)
+
+        if run.stopped_leftovers:
+            notes.append(
+                "background processes still holding the output open were stopped when the "
+                "command ended; to keep one running, redirect its output (`cmd > log 2>&1 &`)"
+            )
+        text = output.render().removesuffix("\n") if output.total else "(no output)"
+        meta = {
+            "exit_code": run.exit_code,
+            "timed_out": run.timed_out,
+            "duration": duration,
+            "output_bytes": output.total,
+            "truncated": output.omitted > 0,
+            "cwd": ctx.relative(cwd),
+        }
+        notes_text = "".join(f"\n[{note}]" for note in notes)
+        if run.timed_out:
+            return fail(
+                self.name,
+                f"{text}\n[timed out: the command was still running after {timeout:g} s and was "
+                "killed with every process it started. Pass a larger timeout (at most "
+                f"{self.max_timeout:g} s), or start long jobs in the background with output "
+                f"redirected to a file and check on them later]{notes_text}",
+                **meta,
+            )
+        return ok(
+            self.name, f"{text}\n[{_describe_exit(run.exit_code, duration)}]{notes_text}", **meta
+        )
+
+    async def _run(
+        self, command: str, cwd: Path, ctx: ToolContext, timeout: float, output: OutputBuffer
+    ) -> _Run:
+        loop = asyncio.get_running_loop()
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_shell(
+                command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=cwd,
+                env=scrub_env(os.environ, ctx.env_passthrough),
+                start_new_session=True,
+                executable=_shell(),
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            # Only the children may hold the write end, so end-of-file means they all closed it.
+            os.close(write_fd)
+
+        closed: asyncio.Future[None] = loop.create_future()
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        transport: asyncio.BaseTransport | None = None
+        group = proc.pid  # start_new_session makes the shell the leader of a new group
+        run = _Run()
+        try:
+            transport, _ = await loop.connect_read_pipe(lambda: _Collector(output, closed), pipe)
+            try:
+                run.exit_code = await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                run.timed_out = True
+                await _stop_group(group, self.kill_grace)
+                run.exit_code = await proc.wait()
+            if not await _wait_done(closed, self.drain_grace):
+                run.stopped_leftovers = not run.timed_out
+                await _stop_group(group, self.kill_grace)
+                await _wait_done(closed, self.drain_grace)
+        except BaseException:
+            # Cancelled (or failed): never leave the group running. Shielded so that a second
+            # cancellation cannot interrupt the cleanup half-way.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGTERM)
+            await asyncio.shield(_stop_group(group, self.kill_grace))
+            raise
+        finally:
+            if transport is not None:
+                transport.close()
+            else:
+                pipe.close()
+        return run
+
+
+@dataclass
+class _Run:
+    exit_code: int | None = None
+    timed_out: bool = False
+    stopped_leftovers: bool = False
+
+
+def _describe_exit(code: int | None, duration: float) -> str:
+    if code is None:
+        return f"exit code unknown, after {duration:g} s"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the command was killed by {name} after {duration:g} s"
+    if code == 0:
+        return f"exit code 0, after {duration:g} s"
+    return f"exit code {code} (non-zero), after {duration:g} s"
+
+
+def _shell() -> str | None:
+    """bash when available (models write bash), else the platform's /bin/sh."""
+    return shutil.which("bash") or None
+
+
+async def _wait_done(future: asyncio.Future[None], timeout: float) -> bool:
+    done, _ = await asyncio.wait({future}, timeout=timeout)
+    return bool(done)
+
+
+async def _stop_group(group: int, grace: float) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after `grace` seconds."""
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not group_alive(group):
+            return
+        await asyncio.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def group_alive(group: int) -> bool:
+    """Whether any process of the group is still running (zombies awaiting a reaper are not)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            return True
+    return False

@@ -1,0 +1,71 @@
+"""The default tool set, its schemas, and the finish tool."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from journeyman.core.messages import ToolCall
+from journeyman.tools.base import Tool, tool_spec
+from journeyman.tools.builtin import default_tools
+from journeyman.tools.context import ToolContext
+from journeyman.tools.registry import ToolRegistry
+
+from .conftest import CallTool
+
+EXPECTED = [
+    "read_file",
+    "list_files",
+    "glob",
+    "grep",
+    "edit_file",
+    "write_file",
+    "run_command",
+    "finish",
+]
+READ_ONLY = {"read_file", "list_files", "glob", "grep", "finish"}
+
+
+def test_default_tools_names_and_flags() -> None:
+    tools = default_tools()
+    assert [t.name for t in tools] == EXPECTED
+    for t in tools:
+        assert isinstance(t, Tool)
+        assert t.read_only is (t.name in READ_ONLY)
+        assert t.parallel_safe is (t.name in READ_ONLY - {"finish"})
+    assert default_tools()[0] is not tools[0]  # fresh instances each time
+
+
+@pytest.mark.parametrize("tool", default_tools(), ids=lambda t: t.name)
+def test_every_argument_is_described(tool: Tool) -> None:
+    spec = tool_spec(tool)
+    assert spec.description
+    assert spec.parameters["type"] == "object"
+    assert spec.parameters.get("additionalProperties") is False
+    model: type[BaseModel] = tool.args_model
+    for name, field in model.model_fields.items():
+        assert field.description, f"{tool.name}.{name} has no description"
+        assert spec.parameters["properties"][name]["description"] == field.description
+
+
+def test_registry_accepts_the_default_set() -> None:
+    registry = ToolRegistry(default_tools())
+    assert registry.names == EXPECTED
+    assert registry.is_parallel_safe(ToolCall("1", "grep", {}))
+    assert not registry.is_parallel_safe(ToolCall("1", "edit_file", {}))
+
+
+async def test_finish_terminates_with_the_summary(call: CallTool) -> None:
+    result = await call("finish", summary="  Fixed the bug; tests pass.  ")
+    assert result.terminate is True
+    assert not result.is_error
+    assert result.content == "Fixed the bug; tests pass."
+    assert result.call_id == "call-1"
+
+
+async def test_finish_needs_a_summary(call: CallTool, ctx: ToolContext) -> None:
+    for blank in ("", "   "):
+        result = await call("finish", summary=blank)
+        assert result.is_error and not result.terminate
+    missing = await call("finish")
+    assert missing.is_error and "summary" in missing.content
