@@ -1,0 +1,1 @@
+"""Budgets, usage accounting, loop and phase detection."""

@@ -1,0 +1,419 @@
+"""Adapter for the official `anthropic` SDK: the Messages API with prompt caching and streaming.
+
+The system prompt and the tool list are the stable prefix of every request, so both carry a
+`cache_control` breakpoint; later calls of a run then read that prefix from the prompt cache.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+import anthropic
+import httpx2
+from anthropic import AsyncAnthropic, AsyncStream, Omit, omit
+from anthropic.types import (
+    InputJSONDelta,
+    MessageDeltaUsage,
+    MessageParam,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStopEvent,
+    RawMessageStreamEvent,
+    TextBlock,
+    TextBlockParam,
+    TextDelta,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlock,
+    ToolUseBlockParam,
+)
+from anthropic.types import Message as AnthropicMessage
+from anthropic.types import Usage as AnthropicUsage
+
+from journeyman.core.errors import AgentError, ConfigurationError, LLMError
+from journeyman.core.messages import Message, Role, ToolCall, Usage
+from journeyman.providers.base import (
+    Capabilities,
+    ModelRequest,
+    ModelResponse,
+    TextCallback,
+    ToolSpec,
+)
+from journeyman.providers.http_errors import (
+    connection_error,
+    provider_error_from_status,
+    stream_interrupted,
+)
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+DEFAULT_TIMEOUT = 600.0
+"""Seconds; for streaming it bounds each read, not the whole reply."""
+
+_STATUS_OF_ERROR_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""Error types the API reports inside a stream (where the HTTP status is already 200)."""
+
+_Block: TypeAlias = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+
+
+@dataclass
+class _ToolBlock:
+    """A tool_use block being streamed."""
+
+    id: str
+    name: str
+    initial: object
+    json_parts: list[str] = field(default_factory=list)
+
+
+class AnthropicProvider:
+    """Messages API through `anthropic.AsyncAnthropic` (SDK retries off: `resilient` retries)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_output_tokens: int | None = None,
+        context_window: int = 200_000,
+        name: str = "anthropic",
+    ) -> None:
+        """`api_key`/`base_url` default to what the SDK finds (ANTHROPIC_API_KEY,
+        ANTHROPIC_BASE_URL). `max_output_tokens` overrides the request's limit."""
+        self._name = name
+        self._model = model
+        self.max_output_tokens = max_output_tokens
+        self._caps = Capabilities(
+            native_tools=True, streaming=True, prompt_caching=True, context_window=context_window
+        )
+        try:
+            self._client = AsyncAnthropic(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            )
+        except anthropic.CredentialsError as exc:  # a named profile that cannot be read
+            raise ConfigurationError(
+                f"{name}: no usable credentials; set {API_KEY_ENV} or pass api_key ({exc})"
+            ) from exc
+        self._base_url = str(self._client.base_url)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(
+        self, request: ModelRequest, on_text: TextCallback | None = None
+    ) -> ModelResponse:
+        system: list[TextBlockParam] | Omit = omit
+        if request.system:
+            system = [
+                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+            ]
+        tools = to_anthropic_tools(request.tools)
+        messages = to_anthropic_messages(request.messages)
+        max_tokens = self.max_output_tokens or request.max_output_tokens
+        # `request.temperature` is not sent: API version 2026-10-21 (SDK 2.x) rejects sampling
+        # parameters with a 400, and the SDK no longer offers them.
+        try:
+            if on_text is None:
+                reply = await self._client.messages.create(
+                    model=self._model,
+                    max_tokens=max_tokens,
+                    system=system,
+                    messages=messages,
+                    tools=tools or omit,
+                )
+                return self._from_message(reply)
+            stream = await self._client.messages.create(
+                model=self._model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=messages,
+                tools=tools or omit,
+                stream=True,
+            )
+        except anthropic.APIError as exc:
+            raise self._error(exc) from exc
+        except ValueError as exc:  # the body was not JSON
+            raise LLMError(f"{self._name}: the reply body was not valid JSON ({exc})") from exc
+        except anthropic.CredentialsError as exc:  # no key, and no usable profile on disk
+            raise ConfigurationError(
+                f"{self._name}: no API key; set {API_KEY_ENV} or pass api_key ({exc})"
+            ) from exc
+        except TypeError as exc:  # raised by the SDK before sending when it has no credentials
+            if "authentication" not in str(exc):
+                raise
+            raise ConfigurationError(
+                f"{self._name}: no API key; set {API_KEY_ENV} or pass api_key"
+            ) from exc
+        return await self._from_stream(stream, on_text)
+
+    # -- response --------------------------------------------------------------------
+
+    def _from_message(self, reply: AnthropicMessage) -> ModelResponse:
+        if not isinstance(reply, AnthropicMessage):  # e.g. a body that was not JSON at all
+            raise LLMError(f"{self._name}: the reply was not a message: {reply!r:.200}")
+        content = getattr(reply, "content", None)
+        if not isinstance(content, list):
+            raise LLMError(f"{self._name}: the reply had no content list")
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        problems: list[str] = []
+        for block in content:
+            if isinstance(block, TextBlock):
+                text.append(block.text)
+            elif isinstance(block, ToolUseBlock):
+                if isinstance(block.input, dict):
+                    calls.append(ToolCall(block.id, block.name, dict(block.input)))
+                else:
+                    kind = type(block.input).__name__
+                    problems.append(f"the input of {block.name} is a {kind}, not a JSON object")
+        usage = _usage(getattr(reply, "usage", None))
+        stop = getattr(reply, "stop_reason", None)
+        model = getattr(reply, "model", None)
+        return self._response("".join(text), calls, problems, usage, stop, model)
+
+    async def _from_stream(
+        self, stream: AsyncStream[RawMessageStreamEvent], on_text: TextCallback
+    ) -> ModelResponse:
+        text: list[str] = []
+        tools: dict[int, _ToolBlock] = {}
+        usage = Usage()
+        stop: str | None = None
+        model: str | None = None
+        finished = False
+        received = 0
+        try:
+            async with stream:
+                async for event in stream:
+                    received += 1
+                    if isinstance(event, RawMessageStartEvent):
+                        model = event.message.model
+                        usage = _usage(event.message.usage)
+                    elif isinstance(event, RawContentBlockStartEvent):
+                        started = event.content_block
+                        if isinstance(started, ToolUseBlock):
+                            tools[event.index] = _ToolBlock(started.id, started.name, started.input)
+                        elif isinstance(started, TextBlock) and started.text:
+                            text.append(started.text)
+                            on_text(started.text)
+                    elif isinstance(event, RawContentBlockDeltaEvent):
+                        delta = event.delta
+                        if isinstance(delta, TextDelta):
+                            text.append(delta.text)
+                            on_text(delta.text)
+                        elif isinstance(delta, InputJSONDelta) and event.index in tools:
+                            tools[event.index].json_parts.append(delta.partial_json)
+                    elif isinstance(event, RawMessageDeltaEvent):
+                        stop = event.delta.stop_reason or stop
+                        usage = _updated_usage(usage, event.usage)
+                    elif isinstance(event, RawMessageStopEvent):
+                        finished = True
+        except anthropic.APIStatusError as exc:  # an `event: error` inside the stream
+            raise self._error(exc) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise stream_interrupted(self._name, exc, received) from exc
+        except ValueError as exc:
+            raise LLMError(f"{self._name}: a stream event was not valid JSON ({exc})") from exc
+        if not finished:
+            raise LLMError(
+                f"{self._name}: the reply stream ended after {received} events without "
+                "message_stop; the reply is incomplete",
+                details={"stream_interrupted": True},
+            )
+        calls: list[ToolCall] = []
+        problems: list[str] = []
+        for index in sorted(tools):
+            block = tools[index]
+            source = "".join(block.json_parts)
+            try:
+                arguments = json.loads(source) if source.strip() else block.initial
+            except ValueError as exc:
+                if stop != "max_tokens":
+                    raise LLMError(
+                        f"{self._name}: the streamed input of tool {block.name} is not valid JSON "
+                        f"({exc})",
+                        details={"tool": block.name},
+                    ) from exc
+                problems.append(
+                    f"the output token limit cut off the arguments of {block.name}; "
+                    "make the call again with less content per call"
+                )
+                continue
+            if not isinstance(arguments, dict):
+                kind = type(arguments).__name__
+                problems.append(f"the input of {block.name} is a {kind}, not a JSON object")
+                continue
+            calls.append(ToolCall(block.id, block.name, arguments))
+        return self._response("".join(text), calls, problems, usage, stop, model)
+
+    def _response(
+        self,
+        text: str,
+        calls: list[ToolCall],
+        problems: list[str],
+        usage: Usage,
+        stop: str | None,
+        model: str | None,
+    ) -> ModelResponse:
+        format_error = None
+        if problems:
+            listed = "\n".join(f"- {p}" for p in problems)
+            format_error = f"Some tool calls could not be used and were not run:\n{listed}"
+        if not text.strip() and not calls and format_error is None:
+            hint = " (it hit the output token limit)" if stop == "max_tokens" else ""
+            raise LLMError(
+                f"{self._name}: the model returned no text and no tool calls{hint}",
+                details={"empty": True, "stop_reason": stop},
+            )
+        return ModelResponse(
+            text=text,
+            tool_calls=tuple(calls),
+            usage=usage,
+            stop_reason=stop,
+            model=model or self._model,
+            format_error=format_error,
+        )
+
+    # -- errors ----------------------------------------------------------------------
+
+    def _error(self, exc: anthropic.APIError) -> AgentError:
+        if isinstance(exc, anthropic.APITimeoutError):
+            return connection_error(self._name, self._base_url, timed_out=True, cause=exc)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return connection_error(self._name, self._base_url, timed_out=False, cause=exc)
+        if isinstance(exc, anthropic.APIResponseValidationError):
+            return LLMError(f"{self._name}: the reply did not have the expected shape ({exc})")
+        if isinstance(exc, anthropic.APIStatusError):
+            error_type = exc.type or ""
+            status: int | None = exc.status_code
+            if status is None or status < 400:  # reported inside a 200 stream
+                status = _STATUS_OF_ERROR_TYPE.get(error_type)
+            message = exc.api_message or exc.message
+            if error_type and error_type not in message:
+                message = f"{error_type}: {message}"
+            headers = {k.lower(): v for k, v in exc.response.headers.items()}
+            return provider_error_from_status(
+                self._name, status, message, headers, env_var=API_KEY_ENV
+            )
+        return provider_error_from_status(self._name, None, str(exc), {}, env_var=API_KEY_ENV)
+
+
+def _usage(usage: AnthropicUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )
+
+
+def _updated_usage(usage: Usage, delta: MessageDeltaUsage) -> Usage:
+    """message_delta counts are cumulative; take the ones it reports."""
+
+    def pick(value: int | None, current: int) -> int:
+        return current if value is None else value
+
+    return Usage(
+        input_tokens=pick(delta.input_tokens, usage.input_tokens),
+        output_tokens=pick(delta.output_tokens, usage.output_tokens),
+        cache_read_tokens=pick(delta.cache_read_input_tokens, usage.cache_read_tokens),
+        cache_write_tokens=pick(delta.cache_creation_input_tokens, usage.cache_write_tokens),
+    )
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
+    """Tool definitions. The API puts tools first in the prompt, so a cache breakpoint on the last
+    one covers all of them (the system block carries the next breakpoint)."""
+    params: list[ToolParam] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+    if params:
+        params[-1]["cache_control"] = {"type": "ephemeral"}
+    return params
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> list[MessageParam]:
+    """Neutral messages to Messages API turns.
+
+    Assistant tool calls become tool_use blocks; tool results become tool_result blocks in the
+    following user turn. Consecutive messages of one side are merged into one turn (the API
+    wants roles to alternate), with tool_result blocks first as the API requires. System
+    messages inside the conversation are sent as user text, since the API takes the system
+    prompt separately. Empty messages are dropped.
+    """
+    turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
+
+    def add(role: Literal["user", "assistant"], blocks: list[_Block]) -> None:
+        if not blocks:
+            return
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+
+    for message in messages:
+        if message.role is Role.ASSISTANT:
+            blocks: list[_Block] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            for call in message.tool_calls:
+                blocks.append(
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+                )
+            add("assistant", blocks)
+        elif message.role is Role.TOOL:
+            result = message.tool_result
+            if result is None:
+                raise ValueError("a Role.TOOL message must carry its tool_result")
+            block: ToolResultBlockParam = {
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.content,
+                "is_error": result.is_error,
+            }
+            add("user", [block])
+        elif message.content:
+            add("user", [{"type": "text", "text": message.content}])
+
+    out: list[MessageParam] = []
+    for role, blocks in turns:
+        if role == "user":
+            # tool results first, as the API requires; the sort is stable within each group
+            blocks.sort(key=lambda b: b["type"] != "tool_result")
+            out.append({"role": "user", "content": blocks})
+        else:
+            out.append({"role": "assistant", "content": blocks})
+    return out

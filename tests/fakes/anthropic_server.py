@@ -1,0 +1,175 @@
+"""A fake Anthropic Messages API: `POST /v1/messages`, JSON and SSE streaming."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .script import HTTPFault, MidStreamError, RecordedRequest, Reply
+from .server import FakeServer, SSEEvent, sse
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+_MESSAGES = {
+    400: "invalid request",
+    401: "invalid x-api-key",
+    403: "your API key does not have permission to use the specified resource",
+    404: "model not found",
+    429: "rate limit exceeded: too many requests",
+    500: "internal server error",
+    529: "Overloaded",
+}
+
+_STATUS_OF_TYPE = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+class FakeAnthropicServer(FakeServer):
+    """Speaks the Messages API. Pass `base_url` to `anthropic.AsyncAnthropic`."""
+
+    provider: ClassVar[str] = "anthropic"
+    api_path: ClassVar[str] = "/v1/messages"
+    request_id_header: ClassVar[str] = "request-id"
+
+    def _usage(self, reply: Reply) -> dict[str, int]:
+        return {
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
+            "cache_creation_input_tokens": reply.usage.cache_write_tokens,
+            "cache_read_input_tokens": reply.usage.cache_read_tokens,
+        }
+
+    def _stop_reason(self, reply: Reply) -> str:
+        if reply.stop_reason is not None:
+            return reply.stop_reason
+        return "tool_use" if reply.tool_calls else "end_turn"
+
+    def _model(self, reply: Reply, request: RecordedRequest) -> str:
+        requested = request.body.get("model") if isinstance(request.body, dict) else None
+        return reply.model or str(requested or "claude-fake")
+
+    def _tool_ids(self, reply: Reply) -> list[str]:
+        return [call.id or self.next_id("toolu_fake_") for call in reply.tool_calls]
+
+    def render_json(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if reply.text:
+            content.append({"type": "text", "text": reply.text})
+        for call, call_id in zip(reply.tool_calls, self._tool_ids(reply), strict=True):
+            content.append(
+                {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
+            )
+        return {
+            "id": self.next_id("msg_fake_"),
+            "type": "message",
+            "role": "assistant",
+            "model": self._model(reply, request),
+            "content": content,
+            "stop_reason": self._stop_reason(reply),
+            "stop_sequence": None,
+            "usage": self._usage(reply),
+        }
+
+    def render_events(self, reply: Reply, request: RecordedRequest) -> list[SSEEvent]:
+        start_usage = {**self._usage(reply), "output_tokens": 1}
+        message = {
+            "id": self.next_id("msg_fake_"),
+            "type": "message",
+            "role": "assistant",
+            "model": self._model(reply, request),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": start_usage,
+        }
+        events = [
+            sse({"type": "message_start", "message": message}, "message_start"),
+            sse({"type": "ping"}, "ping"),
+        ]
+        index = 0
+        if reply.text:
+            block = {"type": "text", "text": ""}
+            events.append(
+                sse(
+                    {"type": "content_block_start", "index": index, "content_block": block},
+                    "content_block_start",
+                )
+            )
+            for piece in _chunks(reply.text, reply.chunk_size):
+                delta = {"type": "text_delta", "text": piece}
+                events.append(
+                    sse(
+                        {"type": "content_block_delta", "index": index, "delta": delta},
+                        "content_block_delta",
+                        "text",
+                    )
+                )
+            events.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+            index += 1
+        for call, call_id in zip(reply.tool_calls, self._tool_ids(reply), strict=True):
+            block = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
+            events.append(
+                sse(
+                    {"type": "content_block_start", "index": index, "content_block": block},
+                    "content_block_start",
+                )
+            )
+            pieces = ["", *_chunks(call.arguments_json(), reply.chunk_size)]
+            for piece in pieces:
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                kind = "arguments" if piece else "other"
+                events.append(
+                    sse(
+                        {"type": "content_block_delta", "index": index, "delta": delta},
+                        "content_block_delta",
+                        kind,
+                    )
+                )
+            events.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+            index += 1
+        delta = {"stop_reason": self._stop_reason(reply), "stop_sequence": None}
+        events.append(
+            sse(
+                {
+                    "type": "message_delta",
+                    "delta": delta,
+                    "usage": {"output_tokens": reply.usage.output_tokens},
+                },
+                "message_delta",
+            )
+        )
+        events.append(sse({"type": "message_stop"}, "message_stop"))
+        return events
+
+    def error_body(self, fault: HTTPFault) -> dict[str, Any]:
+        error_type = fault.error_type or _ERROR_TYPES.get(
+            fault.status, "api_error" if fault.status >= 500 else "invalid_request_error"
+        )
+        message = fault.message or _MESSAGES.get(fault.status, f"HTTP {fault.status}")
+        return {
+            "type": "error",
+            "error": {"type": error_type, "message": message},
+            "request_id": self.next_id("req_fake_"),
+        }
+
+    def error_event(self, fault: MidStreamError) -> SSEEvent:
+        body = {"type": "error", "error": {"type": fault.error_type, "message": fault.message}}
+        return sse(body, "error")
+
+    def error_status(self, error_type: str) -> int:
+        return _STATUS_OF_TYPE.get(error_type, 500)
