@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 
 from journeyman.core.messages import ToolCall, ToolResult
+from journeyman.economics.loop_detector import call_signature
 
 
 def call_fingerprint(call: ToolCall) -> str:
-    """Tool name plus arguments as canonical JSON (sorted keys), hashed."""
-    canonical = json.dumps({"name": call.name, "args": call.arguments}, sort_keys=True, default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """The loop detector's call signature (name + sorted-key JSON args), hashed."""
+    return hashlib.sha256(call_signature(call.name, call.arguments).encode()).hexdigest()
 
 
 def _digest(kind: str, text: str) -> str:

@@ -1,0 +1,275 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from journeyman.economics.loop_detector import LoopCheck, LoopDetector
+from journeyman.economics.phases import (
+    NudgeKind,
+    Phase,
+    PhaseChange,
+    PhaseNudge,
+    PhaseTracker,
+)
+
+
+def _kinds(nudges: list[PhaseNudge]) -> list[NudgeKind]:
+    return [n.kind for n in nudges]
+
+
+def _phase(tracker: PhaseTracker) -> Phase:
+    """Read the phase through a call, so mypy does not narrow it across assertions."""
+    return tracker.phase
+
+
+def _loop(tool: str = "grep", signature: str = "sig-a") -> LoopCheck:
+    return LoopCheck(
+        is_loop=True,
+        count=3,
+        tool_name=tool,
+        message=f"`{tool}` repeated 3 times.",
+        signature=signature,
+    )
+
+
+def test_starts_in_exploration_with_empty_counters() -> None:
+    tracker = PhaseTracker()
+    assert _phase(tracker) is Phase.EXPLORATION
+    assert (tracker.reads, tracker.edits_made, tracker.commands) == (0, 0, 0)
+    assert tracker.files_read == frozenset()
+    assert tracker.history == (PhaseChange(Phase.EXPLORATION, 0),)
+
+
+@pytest.mark.parametrize("tool", ["read_file", "glob", "grep", "list_files"])
+def test_read_tools_explore_before_edits(tool: str) -> None:
+    tracker = PhaseTracker()
+    tracker.record_text()
+    assert _phase(tracker) is Phase.PLANNING
+    assert tracker.record(tool) == []
+    assert _phase(tracker) is Phase.EXPLORATION
+    assert tracker.reads == 1
+
+
+def test_text_while_exploring_is_planning() -> None:
+    tracker = PhaseTracker()
+    tracker.record("read_file", path="a.py")
+    tracker.record_text()
+    assert _phase(tracker) is Phase.PLANNING
+    assert tracker.history[-1] == PhaseChange(Phase.PLANNING, 2)
+
+
+def test_text_outside_exploration_changes_nothing() -> None:
+    tracker = PhaseTracker()
+    tracker.record("read_file")
+    tracker.record("edit_file")
+    tracker.record_text()
+    assert _phase(tracker) is Phase.ACTING
+    tracker.record("run_command")
+    tracker.record_text()
+    assert _phase(tracker) is Phase.VERIFYING
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file", "apply_patch"])
+def test_edit_tools_act(tool: str) -> None:
+    tracker = PhaseTracker()
+    tracker.record("read_file")
+    tracker.record_text()
+    tracker.record(tool)
+    assert _phase(tracker) is Phase.ACTING
+    assert tracker.edits_made == 1
+
+
+def test_command_before_any_edit_keeps_the_phase() -> None:
+    tracker = PhaseTracker()
+    tracker.record("run_command")
+    assert _phase(tracker) is Phase.EXPLORATION
+    tracker.record_text()
+    tracker.record("run_command")
+    assert _phase(tracker) is Phase.PLANNING
+    assert tracker.commands == 2
+
+
+def test_command_after_edit_verifies_and_new_edit_acts_again() -> None:
+    tracker = PhaseTracker()
+    tracker.record("read_file")
+    tracker.record("edit_file")
+    tracker.record("run_command", is_error=True)  # a failing test run is still verification
+    assert _phase(tracker) is Phase.VERIFYING
+    tracker.record("edit_file")
+    assert _phase(tracker) is Phase.ACTING
+    tracker.record("run_command")
+    assert _phase(tracker) is Phase.VERIFYING
+    assert tracker.commands == 2
+    assert [c.phase for c in tracker.history] == [
+        Phase.EXPLORATION,
+        Phase.ACTING,
+        Phase.VERIFYING,
+        Phase.ACTING,
+        Phase.VERIFYING,
+    ]
+    assert [c.call_index for c in tracker.history] == [0, 2, 3, 4, 5]
+
+
+def test_reading_after_edits_keeps_the_current_phase() -> None:
+    tracker = PhaseTracker()
+    tracker.record("read_file")
+    tracker.record("edit_file")
+    tracker.record("read_file")
+    assert _phase(tracker) is Phase.ACTING
+    tracker.record("run_command")
+    tracker.record("grep")
+    assert _phase(tracker) is Phase.VERIFYING
+
+
+def test_failed_reads_and_edits_count_for_nothing() -> None:
+    tracker = PhaseTracker()
+    tracker.record("read_file", is_error=True, path="missing.py")
+    assert tracker.reads == 0
+    assert tracker.files_read == frozenset()
+    tracker.record("read_file")
+    assert tracker.record("edit_file", is_error=True) == []
+    assert tracker.edits_made == 0
+    assert _phase(tracker) is Phase.EXPLORATION
+
+
+def test_unknown_tools_change_nothing() -> None:
+    tracker = PhaseTracker()
+    assert tracker.record("web_fetch") == []
+    assert _phase(tracker) is Phase.EXPLORATION
+    assert (tracker.reads, tracker.edits_made, tracker.commands) == (0, 0, 0)
+
+
+def test_saturation_fires_on_the_tenth_read_and_only_once() -> None:
+    tracker = PhaseTracker()
+    for i in range(9):
+        assert tracker.record("read_file", path=f"f{i}.py") == []
+    nudges = tracker.record("read_file", path="f9.py")
+    assert _kinds(nudges) == [NudgeKind.EXPLORATION_SATURATION]
+    assert "10 read/search calls" in nudges[0].message
+    assert "10 distinct files" in nudges[0].message
+    assert tracker.files_read == frozenset(f"f{i}.py" for i in range(10))
+    for _ in range(15):
+        assert tracker.record("grep") == []
+
+
+def test_saturation_counts_calls_not_distinct_files() -> None:
+    tracker = PhaseTracker(exploration_saturation=3)
+    tracker.record("read_file", path="a.py")
+    tracker.record("read_file", path="a.py")
+    nudges = tracker.record("grep")
+    assert _kinds(nudges) == [NudgeKind.EXPLORATION_SATURATION]
+    assert "3 read/search calls over 1 distinct files" in nudges[0].message
+
+
+def test_saturation_threshold_is_configurable() -> None:
+    tracker = PhaseTracker(exploration_saturation=2)
+    assert tracker.record("glob") == []
+    assert _kinds(tracker.record("list_files")) == [NudgeKind.EXPLORATION_SATURATION]
+
+
+def test_no_saturation_once_something_was_edited() -> None:
+    tracker = PhaseTracker(exploration_saturation=3)
+    tracker.record("read_file")
+    tracker.record("edit_file")
+    for _ in range(10):
+        assert tracker.record("read_file") == []
+
+
+def test_blind_edit_nudge_fires_once() -> None:
+    tracker = PhaseTracker()
+    nudges = tracker.record("write_file")
+    assert _kinds(nudges) == [NudgeKind.ACTING_WITHOUT_EXPLORATION]
+    assert "`write_file`" in nudges[0].message
+    assert tracker.record("edit_file") == []
+
+
+def test_no_blind_edit_nudge_after_a_search() -> None:
+    tracker = PhaseTracker()
+    tracker.record("grep")
+    assert tracker.record("edit_file") == []
+
+
+def test_stuck_nudge_from_loop_detector() -> None:
+    detector = LoopDetector()
+    tracker = PhaseTracker()
+    nudge = None
+    for _ in range(3):
+        tracker.record("grep")
+        check = detector.record("grep", {"pattern": "x"})
+        nudge = tracker.note_loop(check)
+    assert nudge is not None
+    assert nudge.kind is NudgeKind.STUCK_IN_LOOP
+    assert "`grep`" in nudge.message
+    assert "3 times" in nudge.message
+    # the same loop continuing does not nudge again
+    assert tracker.note_loop(detector.record("grep", {"pattern": "x"})) is None
+
+
+def test_stuck_nudge_rearms() -> None:
+    tracker = PhaseTracker()
+    assert tracker.note_loop(_loop()) is not None
+    assert tracker.note_loop(_loop()) is None
+    # a different signature looping is a new loop
+    assert tracker.note_loop(_loop("read_file", "sig-b")) is not None
+    # a non-loop verdict re-arms
+    tracker.note_loop(LoopCheck(is_loop=False, count=1, tool_name="grep", message=""))
+    assert tracker.note_loop(_loop("read_file", "sig-b")) is not None
+    # so does a successful edit
+    tracker.record("edit_file")
+    assert tracker.note_loop(_loop("read_file", "sig-b")) is not None
+
+
+def test_stuck_message_without_detector_text() -> None:
+    tracker = PhaseTracker()
+    nudge = tracker.note_loop(LoopCheck(is_loop=True, count=4, tool_name="glob", message=""))
+    assert nudge is not None
+    assert "`glob` was called 4 times" in nudge.message
+
+
+def test_tool_kinds_are_configurable() -> None:
+    tracker = PhaseTracker(read_tools={"view"}, edit_tools={"str_replace"}, command_tools={"bash"})
+    tracker.record("read_file")  # no longer a read tool
+    assert tracker.reads == 0
+    tracker.record("view")
+    tracker.record("str_replace")
+    assert _phase(tracker) is Phase.ACTING
+    tracker.record("bash")
+    assert _phase(tracker) is Phase.VERIFYING
+
+
+def test_invalid_configuration_is_rejected() -> None:
+    with pytest.raises(ValueError, match="exploration_saturation"):
+        PhaseTracker(exploration_saturation=0)
+    with pytest.raises(ValueError, match="run_command"):
+        PhaseTracker(read_tools={"read_file", "run_command"})
+
+
+_events = st.lists(
+    st.tuples(
+        st.sampled_from(["read_file", "grep", "edit_file", "write_file", "run_command", "text"]),
+        st.booleans(),
+    ),
+    max_size=60,
+)
+
+
+@given(events=_events, saturation=st.integers(1, 12))
+def test_phase_invariants(events: list[tuple[str, bool]], saturation: int) -> None:
+    tracker = PhaseTracker(exploration_saturation=saturation)
+    fired: list[NudgeKind] = []
+    for tool, is_error in events:
+        if tool == "text":
+            tracker.record_text()
+        else:
+            fired += _kinds(tracker.record(tool, is_error=is_error))
+        # edits exist exactly when the run is acting or verifying
+        assert (tracker.edits_made > 0) == (tracker.phase in {Phase.ACTING, Phase.VERIFYING})
+        assert tracker.history[-1].phase is tracker.phase
+    assert len(fired) == len(set(fired))
+    phases = [c.phase for c in tracker.history]
+    assert all(a is not b for a, b in itertools.pairwise(phases))
+    indexes = [c.call_index for c in tracker.history]
+    assert indexes == sorted(indexes)
