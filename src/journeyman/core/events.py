@@ -91,6 +91,47 @@ class NudgeInjected:
 
 
 @dataclass(frozen=True)
+class BudgetUpdated:
+    """Where the run stands against its limits, before each turn."""
+
+    level: str
+    previous_level: str
+    fraction: float
+    """Used fraction of the limit closest to exhaustion."""
+    driver: str | None
+    """Which limit that is: tokens, usd, iterations or duration."""
+    incremental_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+    text_only: bool = False
+    max_tool_calls: int | None = None
+    timestamp: float = field(default_factory=_now)
+    type: Literal["budget"] = "budget"
+
+
+@dataclass(frozen=True)
+class ExtensionRequested:
+    additional_tokens: int
+    additional_usd: float
+    reason: str
+    extensions_granted: int
+    max_extensions: int
+    timestamp: float = field(default_factory=_now)
+    type: Literal["extension_requested"] = "extension_requested"
+
+
+@dataclass(frozen=True)
+class ExtensionDecided:
+    granted: bool
+    additional_tokens: int
+    additional_usd: float
+    reason: str = ""
+    """Why it was refused without asking (limit of extensions, cooldown), if it was."""
+    timestamp: float = field(default_factory=_now)
+    type: Literal["extension_decided"] = "extension_decided"
+
+
+@dataclass(frozen=True)
 class ErrorOccurred:
     category: str
     message: str
@@ -116,6 +157,9 @@ Event = (
     | ToolResultReceived
     | StateChanged
     | NudgeInjected
+    | BudgetUpdated
+    | ExtensionRequested
+    | ExtensionDecided
     | ErrorOccurred
     | RunFinished
 )

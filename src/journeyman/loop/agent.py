@@ -8,6 +8,8 @@ from pathlib import Path
 
 from journeyman.core.events import EventHandler
 from journeyman.core.result import RunResult
+from journeyman.economics.approval import ExtensionApprover, deny_extensions
+from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes.react import ReactMode
@@ -34,6 +36,7 @@ class Agent:
         config: AgentConfig | None = None,
         on_event: EventHandler | None = None,
         retry_policy: RetryPolicy | None = None,
+        approver: ExtensionApprover = deny_extensions,
     ) -> None:
         if isinstance(provider, ResilientProvider):
             self.provider = provider
@@ -46,6 +49,9 @@ class Agent:
         self.registry = ToolRegistry(default_tools() if tools is None else tools)
         self.config = config or AgentConfig()
         self.on_event = on_event
+        self.approver = approver
+        self.economics = economics_for(self.config)
+        """Budget accounting shared by every run of this agent (one session's worth)."""
         self._cancel = asyncio.Event()
 
     def cancel(self) -> None:
@@ -57,6 +63,8 @@ class Agent:
     ) -> RunResult:
         self._cancel.clear()
         kernel = Kernel(
+            economics=self.economics,
+            approver=self.approver,
             provider=self.provider,
             registry=self.registry,
             mode=ReactMode(),
@@ -70,6 +78,18 @@ class Agent:
     def run_sync(self, task: str, **kwargs: str | None) -> RunResult:
         """`run` for code that is not async."""
         return asyncio.run(self.run(task, **kwargs))
+
+
+def economics_for(config: AgentConfig) -> ExecutionEconomics:
+    return ExecutionEconomics(
+        limits=BudgetLimits(
+            max_total_tokens=config.max_total_tokens,
+            max_usd=config.max_budget_usd,
+            max_iterations=config.max_iterations,
+            max_duration_s=config.max_duration_s,
+        ),
+        mode=config.budget_mode,
+    )
 
 
 def run(

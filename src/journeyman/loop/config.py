@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from journeyman.economics.budget import BudgetMode
+
 
 class AgentConfig(BaseModel):
     """Limits and settings of a run; every limit is checked before each turn, in field order."""
@@ -17,7 +19,19 @@ class AgentConfig(BaseModel):
     max_consecutive_mistakes: int = Field(default=3, ge=1)
     """Stop after this many turns in a row whose tool calls all failed or were malformed."""
     max_budget_usd: float | None = Field(default=None, gt=0)
-    """Stop once the run has cost this many US dollars; None means no cost limit."""
+    """Stop once the session has cost this many US dollars; None means no cost limit."""
+    max_total_tokens: int | None = Field(default=None, gt=0)
+    """Token budget of the session (input + output since the baseline); None means none."""
+    max_duration_s: float | None = Field(default=None, gt=0)
+    """Wall-clock seconds one run may last; None means no time limit."""
+    budget_mode: BudgetMode = BudgetMode.STRICT
+    """strict: stop at 100 %, text only from 95 %; advisory: nudges only; soft: tracking only."""
+    extension_share: float = Field(default=0.5, gt=0)
+    """Size of a budget extension as a fraction of the original token/USD limit."""
+    exploration_saturation: int = Field(default=10, ge=1)
+    """Read/search calls without an edit before the model is told to start acting."""
+    loop_threshold: int = Field(default=3, ge=2)
+    """Identical calls (same arguments and same result) within the window that count as a loop."""
     max_unproductive_iterations: int = Field(default=3, ge=1)
     """Stop after this many turns in a row that add no new call, result or text."""
     max_concurrency: int = Field(default=4, ge=1)

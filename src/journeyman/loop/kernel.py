@@ -1,11 +1,13 @@
 """The loop: gates in a fixed order, one mode turn, tools, accounting, persistence.
 
 One iteration, top to bottom (DESIGN.md, "One iteration"):
-  1. gates: cancellation, iterations, consecutive mistakes, USD budget, no progress
-  2. the mode builds the request and calls the provider (retries live in `resilient`)
-  3. tool calls run: parallel-safe ones concurrently, the rest in order, each under a timeout
-  4. every event is appended to the trajectory as it happens
-  5. progress and mistake counters update; the lifecycle machine moves at start and end
+  1. gates: cancellation, iterations, consecutive mistakes, budget (tokens, USD, duration),
+     no progress; the budget may instead ask for an extension, nudge, or force text only
+  2. pending nudges (budget, phase, loop) reach the model as one user message
+  3. the mode builds the request and calls the provider (retries live in `resilient`)
+  4. tool calls run: parallel-safe ones concurrently, the rest in order, each under a timeout
+  5. every event is appended to the trajectory and every call to the usage log as it happens
+  6. progress, mistakes, loop detector and phase tracker update
 """
 
 from __future__ import annotations
@@ -23,6 +25,16 @@ from journeyman.core.errors import AgentError, ErrorCategory, ProviderError
 from journeyman.core.lifecycle import AgentState, LifecycleMachine
 from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
+from journeyman.economics.approval import ExtensionApprover, deny_extensions
+from journeyman.economics.budget import (
+    BudgetKind,
+    BudgetStatus,
+    EnforcementLevel,
+    ExecutionEconomics,
+)
+from journeyman.economics.loop_detector import LoopDetector, result_digest
+from journeyman.economics.phases import Phase, PhaseTracker
+from journeyman.economics.usage_log import DATABASE_FILE, UsageLog, UsageRow
 from journeyman.loop import prompts
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.modes import Mode
@@ -45,8 +57,10 @@ class Kernel:
         mode: Mode,
         workspace: Path,
         config: AgentConfig,
+        economics: ExecutionEconomics,
         on_event: ev.EventHandler | None = None,
         cancel_event: asyncio.Event | None = None,
+        approver: ExtensionApprover = deny_extensions,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -54,6 +68,14 @@ class Kernel:
         self.workspace = workspace
         self.config = config
         self.cancel_event = cancel_event or asyncio.Event()
+        self.economics = economics
+        self.approver = approver
+        self.loop_detector = LoopDetector(threshold=config.loop_threshold)
+        self.phases = PhaseTracker(config.exploration_saturation)
+        self._usage_log: UsageLog | None = None
+        self._last_level = EnforcementLevel.NONE
+        self._last_nudge: str | None = None
+        self._extension_asked_for: object = None
         self.lifecycle = LifecycleMachine()
         self.system_prompt = prompts.system_prompt(workspace, config.system_prompt)
         self.tool_specs = registry.specs()
@@ -88,6 +110,10 @@ class Kernel:
         )
         root = self.config.session_dir or default_session_root()
         self._writer = TrajectoryWriter(root, state.session_id)
+        self._usage_log = UsageLog(root / DATABASE_FILE)
+        self.economics.start()
+        if self.economics.calls == 0:
+            self.economics.set_baseline(estimate_tokens(self.system_prompt, self.tool_specs))
         try:
             self.lifecycle.initialize()
             self.emit(
@@ -128,10 +154,11 @@ class Kernel:
 
     async def _loop(self, state: LoopState) -> None:
         while True:
-            reason = self._check_gates(state)
+            reason = await self._check_gates(state)
             if reason is not None:
                 state.finish_reason = reason
                 return
+            self._deliver_nudges(state)
             outcome = await self.mode.iterate(state, self)
             self._account(state, outcome)
             if outcome.finish_reason is not None:
@@ -139,12 +166,13 @@ class Kernel:
                 state.final_text = outcome.final_text
                 return
 
-    def _check_gates(self, state: LoopState) -> FinishReason | None:
+    async def _check_gates(self, state: LoopState) -> FinishReason | None:
         cfg = self.config
         if self.cancel_event.is_set():
             state.error = "cancelled"
             return FinishReason.CANCELLED
-        if state.iterations >= cfg.max_iterations:
+        status = await self._budget_status(state)
+        if status.stop and status.driver is BudgetKind.ITERATIONS:
             state.error = f"reached the limit of {cfg.max_iterations} iterations"
             return FinishReason.MAX_ITERATIONS
         if state.consecutive_mistakes >= cfg.max_consecutive_mistakes:
@@ -153,14 +181,9 @@ class Kernel:
                 "malformed tool calls"
             )
             return FinishReason.MAX_CONSECUTIVE_MISTAKES
-        if cfg.max_budget_usd is not None:
-            if state.cost_usd is None:
-                self._warn_unpriced()
-            elif state.cost_usd >= cfg.max_budget_usd:
-                state.error = (
-                    f"spent ${state.cost_usd:.4f}, reaching the ${cfg.max_budget_usd:g} limit"
-                )
-                return FinishReason.MAX_BUDGET_USD
+        if status.stop:
+            state.error = self._capacity_message(status)
+            return self.capacity_reason(state)
         if state.progress.unproductive_streak >= cfg.max_unproductive_iterations:
             state.error = (
                 f"{state.progress.unproductive_streak} turns in a row repeated earlier calls "
@@ -169,6 +192,102 @@ class Kernel:
             state.no_progress_snapshot = state.messages[-cfg.snapshot_messages :]
             return FinishReason.NO_PROGRESS
         return None
+
+    async def _budget_status(self, state: LoopState) -> BudgetStatus:
+        """The economics verdict for this turn, after asking for an extension if it helps."""
+        if self.config.max_budget_usd is not None and self.economics.cost_usd is None:
+            self._warn_unpriced()
+        status = self.economics.check()
+        extendable = status.driver in (BudgetKind.TOKENS, BudgetKind.USD)
+        if (status.stop or status.text_only) and extendable and await self._try_extension(status):
+            status = self.economics.check()
+        state.budget = status
+        self.emit(
+            ev.BudgetUpdated(
+                level=status.level.value,
+                previous_level=self._last_level.value,
+                fraction=round(status.fraction, 4),
+                driver=status.driver.value if status.driver else None,
+                incremental_tokens=self.economics.incremental_tokens,
+                total_tokens=self.economics.total_tokens,
+                cost_usd=self.economics.cost_usd,
+                text_only=status.text_only,
+                max_tool_calls=status.max_tool_calls,
+            )
+        )
+        self._last_level = status.level
+        if status.nudge and status.nudge != self._last_nudge and not status.stop:
+            self._last_nudge = status.nudge
+            state.pending_nudges.append(("budget", status.nudge))
+        if status.text_only and self.phases.phase is not Phase.WRAPUP:
+            state.pending_nudges.append(("budget", prompts.TEXT_ONLY))
+        return status
+
+    async def _try_extension(self, status: BudgetStatus) -> bool:
+        """Ask the approver once per limit setting; True when the budget was extended."""
+        limits = self.economics.limits
+        if self._extension_asked_for == limits:
+            return False
+        self._extension_asked_for = limits
+        share = self.config.extension_share
+        add_tokens = int((self.config.max_total_tokens or 0) * share)
+        add_usd = (self.config.max_budget_usd or 0.0) * share
+        reason = f"the {status.driver.value if status.driver else ''} budget is nearly spent"
+        request = self.economics.request_extension(
+            additional_tokens=add_tokens, additional_usd=add_usd, reason=reason
+        )
+        if not request.can_request:
+            self.emit(ev.ExtensionDecided(False, add_tokens, add_usd, request.refusal or ""))
+            return False
+        self.emit(
+            ev.ExtensionRequested(
+                add_tokens, add_usd, reason, request.extensions_granted, request.max_extensions
+            )
+        )
+        try:
+            granted = bool(await self.approver(request))
+        except Exception:  # an approver failure is a denial, never a crash
+            log.exception("budget extension approver failed")
+            granted = False
+        self.emit(ev.ExtensionDecided(granted, add_tokens, add_usd))
+        if granted:
+            self.economics.record_extension(add_tokens, add_usd)
+            self._last_nudge = None
+        return granted
+
+    def capacity_reason(self, state: LoopState) -> FinishReason:
+        """The finish reason for the limit that drives the current budget status."""
+        driver = state.budget.driver if state.budget else None
+        return {
+            BudgetKind.TOKENS: FinishReason.MAX_TOKENS,
+            BudgetKind.USD: FinishReason.MAX_BUDGET_USD,
+            BudgetKind.ITERATIONS: FinishReason.MAX_ITERATIONS,
+            BudgetKind.DURATION: FinishReason.MAX_DURATION,
+        }.get(driver or BudgetKind.TOKENS, FinishReason.MAX_TOKENS)
+
+    def _capacity_message(self, status: BudgetStatus) -> str:
+        eco, cfg = self.economics, self.config
+        match status.driver:
+            case BudgetKind.TOKENS:
+                return (
+                    f"used {eco.incremental_tokens:,} of {eco.limits.max_total_tokens:,} "
+                    "budgeted tokens"
+                )
+            case BudgetKind.USD:
+                return f"spent ${eco.cost_usd or 0:.4f} of the ${eco.limits.max_usd:g} limit"
+            case BudgetKind.DURATION:
+                return f"ran {eco.elapsed_s:.0f} s of the {cfg.max_duration_s:g} s limit"
+            case _:
+                return f"reached the limit of {cfg.max_iterations} iterations"
+
+    def _deliver_nudges(self, state: LoopState) -> None:
+        if not state.pending_nudges:
+            return
+        for kind, message in state.pending_nudges:
+            self.emit(ev.NudgeInjected(kind, message))
+        text = "\n\n".join(dict.fromkeys(m for _, m in state.pending_nudges))
+        state.messages.append(Message.user(f"[journeyman] {text}"))
+        state.pending_nudges.clear()
 
     def _warn_unpriced(self) -> None:
         if not self._warned_unpriced:
@@ -184,9 +303,26 @@ class Kernel:
 
     def _account(self, state: LoopState, outcome: TurnOutcome) -> None:
         state.iterations += 1
+        self.economics.record_iteration()
         state.tool_calls_made += len(outcome.calls)
         state.consecutive_mistakes = state.consecutive_mistakes + 1 if outcome.mistake else 0
         state.progress.observe(outcome.text, outcome.calls, outcome.results)
+        if not outcome.calls and outcome.text.strip():
+            self.phases.record_text()
+        for call, result in zip(outcome.calls, outcome.results, strict=False):
+            path = call.arguments.get("path")
+            nudges = self.phases.record(
+                call.name, is_error=result.is_error, path=path if isinstance(path, str) else None
+            )
+            state.pending_nudges.extend((n.kind.value, n.message) for n in nudges)
+            check = self.loop_detector.record(
+                call.name, call.arguments, result_digest(result.content)
+            )
+            if check.is_loop:
+                stuck = self.phases.note_loop(check)
+                state.pending_nudges.append(("loop", check.message))
+                if stuck is not None:
+                    state.pending_nudges.append((stuck.kind.value, stuck.message))
 
     def _finish(self, state: LoopState) -> RunResult:
         reason = state.finish_reason or FinishReason.INTERNAL_ERROR
@@ -217,6 +353,8 @@ class Kernel:
             self.emit(ev.RunFinished(result))
             if self._writer is not None:
                 self._writer.close()
+            if self._usage_log is not None:
+                self._usage_log.close()
         return result
 
     # --- services for modes ---------------------------------------------------------------
@@ -242,6 +380,25 @@ class Kernel:
         state.cost_usd = add_costs(state.cost_usd, call_cost, first=state.model_calls == 0)
         state.model_calls += 1
         state.usage = state.usage + response.usage
+        record = self.economics.record_call(
+            response.usage,
+            call_cost,
+            model=self.provider.model,
+            latency_s=latency,
+            phase=self.phases.phase if tools_enabled else Phase.WRAPUP,
+        )
+        if self._usage_log is not None:
+            self._usage_log.append(
+                UsageRow(
+                    session_id=state.session_id,
+                    call_index=record.index,
+                    provider=self.provider.name,
+                    model=self.provider.model,
+                    usage=response.usage,
+                    cost_usd=call_cost,
+                    latency_s=latency,
+                )
+            )
         self.emit(
             ev.ModelResponseReceived(
                 iteration=iteration,
@@ -261,6 +418,19 @@ class Kernel:
         ctx = ToolContext(self.workspace, session_id=state.session_id, iteration=state.iterations)
         limit = asyncio.Semaphore(self.config.max_concurrency)
         iteration = state.iterations + 1
+        allowed = self._allowed_calls(state)
+        refused = [
+            ToolResult(
+                call.id,
+                call.name,
+                f"{call.name}: not run — the budget allows only {allowed} tool call(s) per turn "
+                "now; send the most important call alone",
+                is_error=True,
+                metadata={"error": "budget_restricted"},
+            )
+            for call in calls[allowed:]
+        ]
+        calls = calls[:allowed]
 
         async def one(call: ToolCall) -> ToolResult:
             async with limit:
@@ -279,7 +449,23 @@ class Kernel:
                     end += 1
             results.extend(await asyncio.gather(*(one(c) for c in calls[index:end])))
             index = end
-        return results
+        for result in refused:
+            self.emit(ev.ToolResultReceived(iteration, result, 0.0))
+        return results + refused
+
+    @staticmethod
+    def _allowed_calls(state: LoopState) -> int:
+        budget = state.budget
+        if budget is None:
+            return 1_000_000
+        if budget.text_only:
+            return 0
+        return budget.max_tool_calls if budget.max_tool_calls is not None else 1_000_000
+
+
+def estimate_tokens(system: str, tools: Sequence[object]) -> int:
+    """Rough size of the fixed prompt (4 characters a token) before the provider reports it."""
+    return (len(system) + sum(len(repr(t)) for t in tools)) // 4
 
 
 def new_session_id() -> str:

@@ -29,3 +29,8 @@ NO_TOOL_FOR_TEXT = "(no text)"
 
 def system_prompt(workspace: Path, override: str | None = None) -> str:
     return override if override is not None else SYSTEM_PROMPT.format(workspace=workspace)
+
+
+TEXT_ONLY = """\
+Tools are no longer available in this run because its budget is nearly spent. Reply with a \
+short closing report: what you changed, what you verified, and what is left to do."""

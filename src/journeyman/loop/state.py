@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
 from journeyman.core.result import FinishReason
+from journeyman.economics.budget import BudgetStatus
 from journeyman.loop.progress import ProgressTracker
 
 
@@ -30,6 +31,10 @@ class LoopState:
     final_text: str = ""
     error: str | None = None
     no_progress_snapshot: list[Message] | None = None
+    budget: BudgetStatus | None = None
+    """The enforcement verdict for the current turn."""
+    pending_nudges: list[tuple[str, str]] = field(default_factory=list)
+    """(kind, message) pairs to tell the model before its next turn."""
 
 
 @dataclass(frozen=True)

@@ -133,5 +133,3 @@ def stream_interrupted(provider: str, cause: BaseException, received: int) -> LL
         f"({type(reason).__name__}: {reason}); the partial reply was discarded"
     )
     return LLMError(text, retryable=True, details={"stream_interrupted": True})
-
-

@@ -19,7 +19,8 @@ EMPTY_REPLY = (
 
 class ReactMode:
     async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
-        response = await kernel.call_model(state)
+        text_only = state.budget is not None and state.budget.text_only
+        response = await kernel.call_model(state, tools_enabled=not text_only)
         state.messages.append(Message.assistant(response.text, response.tool_calls))
 
         if response.format_error is not None:
@@ -32,11 +33,9 @@ class ReactMode:
             if not response.text.strip():
                 state.messages.append(Message.user(EMPTY_REPLY))
                 return TurnOutcome(mistake=True)
-            return TurnOutcome(
-                text=response.text,
-                finish_reason=FinishReason.ANSWERED,
-                final_text=response.text,
-            )
+            # a wrap-up forced by the budget ends for lack of budget, not as a success
+            reason = kernel.capacity_reason(state) if text_only else FinishReason.ANSWERED
+            return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
 
         results = await kernel.run_tools(state, response.tool_calls)
         state.messages.extend(Message.tool(r) for r in results)
