@@ -256,3 +256,47 @@ def processes_mentioning(text: str) -> list[int]:
             if text in cmdline:
                 found.append(int(entry.name))
     return found
+
+
+def test_budget_drives_the_run_to_a_clean_capacity_stop(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(
+        reply(tool_calls=[("list_files", {"path": "."})], input_tokens=100, output_tokens=0),
+        reply(
+            tool_calls=[("read_file", {"path": "calc/stats.py"})], input_tokens=0, output_tokens=700
+        ),
+        reply(tool_calls=[("grep", {"pattern": "median"})], input_tokens=0, output_tokens=200),
+        reply(
+            tool_calls=[("read_file", {"path": "calc/__init__.py"}), ("glob", {"pattern": "*"})],
+            input_tokens=0,
+            output_tokens=60,
+        ),
+        reply(
+            "Closing report: found the bug in median(); no edit made yet.",
+            input_tokens=0,
+            output_tokens=20,
+        ),
+    )
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    done = journeyman(
+        "run",
+        "fix it",
+        "-w",
+        str(demo),
+        "--session-dir",
+        str(tmp_path),
+        "--max-total-tokens",
+        "1000",
+        env=env,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("journeyman: max_tokens: used 980 of 1,000 budgeted tokens")
+    out = done.stdout
+    assert "level warn" in out and "level restricted" in out and "text only" in out
+    assert "not run — the budget allows only 1 tool call(s)" in out
+    assert "Closing report: found the bug" in out and "max_tokens" in out
+    final_request = fake_openai.requests[-1].json
+    assert "tools" not in final_request
+    usage = journeyman("usage", "--session-dir", str(tmp_path), env={**env, "COLUMNS": "200"})
+    assert usage.returncode == 0 and "gpt-4.1-mini" in usage.stdout and "5" in usage.stdout

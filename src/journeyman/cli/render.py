@@ -9,10 +9,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from journeyman.core import events as ev
 from journeyman.core.events import event_to_dict
 from journeyman.core.result import RunResult
+from journeyman.economics.usage_log import ModelUsage
 from journeyman.session.redact import Redactor
 
 
@@ -47,6 +49,7 @@ class Renderer:
         self.console = console or Console(highlight=False, soft_wrap=True)
         self._redact = Redactor()
         self._streaming_text = False
+        self._budget_shown: tuple[str, int] | None = None
 
     def __call__(self, event: ev.Event) -> None:
         if self.fmt is OutputFormat.STREAM_JSON:
@@ -86,10 +89,36 @@ class Renderer:
                 out.print(f"[yellow]! {escape(event.category)}: {escape(event.message)}[/]")
             case ev.NudgeInjected():
                 out.print(f"[magenta]» {escape(event.message)}[/]")
+            case ev.BudgetUpdated():
+                self._budget_line(event)
+            case ev.ExtensionRequested():
+                out.print(f"[yellow]$ asking for a budget extension: {escape(event.reason)}[/]")
+            case ev.ExtensionDecided():
+                verdict = "granted" if event.granted else "denied"
+                why = f" ({escape(event.reason)})" if event.reason else ""
+                out.print(f"[yellow]$ extension {verdict}{why}[/]")
             case ev.RunFinished():
                 self._summary(event.result)
             case _:
                 pass
+
+    def _budget_line(self, event: ev.BudgetUpdated) -> None:
+        """A compact line whenever the level changes or another tenth of the budget is used."""
+        if event.driver is None:
+            return
+        key = (event.level, int(event.fraction * 10))
+        if key == self._budget_shown:
+            return
+        self._budget_shown = key
+        colour = {"none": "dim", "warn": "yellow", "restricted": "yellow"}.get(event.level, "red")
+        extras = " · text only" if event.text_only else ""
+        if event.max_tool_calls is not None:
+            extras += f" · {event.max_tool_calls} tool call(s) per turn"
+        self.console.print(
+            f"[{colour}]budget {event.fraction:.0%} of {event.driver} · "
+            f"{event.incremental_tokens:,} tokens · {format_cost(event.cost_usd)} · "
+            f"level {event.level}{extras}[/]"
+        )
 
     def _summary(self, result: RunResult) -> None:
         usage = result.usage
@@ -111,3 +140,22 @@ class Renderer:
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
             sys.stdout.write(self._redact(json.dumps(result.to_dict(), indent=2)) + "\n")
+
+
+def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:
+    table = Table(
+        "provider", "model", "calls", "input", "output", "cache read", "cache write", "cost"
+    )
+    for row in rows:
+        u = row.usage
+        table.add_row(
+            row.provider,
+            row.model,
+            str(row.calls),
+            f"{u.input_tokens:,}",
+            f"{u.output_tokens:,}",
+            f"{u.cache_read_tokens:,}",
+            f"{u.cache_write_tokens:,}",
+            format_cost(row.cost_usd),
+        )
+    (console or Console()).print(table)

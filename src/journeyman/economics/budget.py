@@ -51,6 +51,11 @@ class BudgetKind(StrEnum):
     ITERATIONS = "iterations"
     DURATION = "duration"
 
+    @property
+    def noun(self) -> str:
+        """How messages name this budget: "token", "cost", "turn", "time"."""
+        return _KIND_WORDS[self]
+
 
 PHASE_RESERVES: dict[Phase, float] = {
     Phase.EXPLORATION: 0.30,
@@ -273,7 +278,7 @@ class ExecutionEconomics:
 
     def _nudge(self, driver: BudgetKind, fraction: float) -> str:
         remaining = max(0.0, 1.0 - fraction)
-        what = _KIND_WORDS[driver]
+        what = driver.noun
         if remaining < 0.05:
             text = (
                 f"Your {what} budget is all but gone ({fraction:.0%} used). Stop exploring: "

@@ -164,6 +164,11 @@ class Kernel:
             if outcome.finish_reason is not None:
                 state.finish_reason = outcome.finish_reason
                 state.final_text = outcome.final_text
+                if outcome.finish_reason.category is FinishCategory.CAPACITY and state.budget:
+                    state.error = (
+                        f"{self._capacity_message(state.budget)}; tools were withheld and "
+                        "the model wrote a closing report"
+                    )
                 return
 
     async def _check_gates(self, state: LoopState) -> FinishReason | None:
@@ -232,7 +237,7 @@ class Kernel:
         share = self.config.extension_share
         add_tokens = int((self.config.max_total_tokens or 0) * share)
         add_usd = (self.config.max_budget_usd or 0.0) * share
-        reason = f"the {status.driver.value if status.driver else ''} budget is nearly spent"
+        reason = f"the {status.driver.noun if status.driver else ''} budget is nearly spent"
         request = self.economics.request_extension(
             additional_tokens=add_tokens, additional_usd=add_usd, reason=reason
         )
