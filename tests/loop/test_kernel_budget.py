@@ -241,3 +241,20 @@ async def test_every_call_is_in_the_usage_log(tmp_path: Path) -> None:
         log.close()
     assert (row.provider, row.model, row.calls) == ("scripted", "scripted", 2)
     assert row.usage == Usage(3, 9) and row.cost_usd is None
+
+
+async def test_a_new_task_is_refused_on_a_nearly_spent_budget(tmp_path: Path) -> None:
+    events: list[Event] = []
+    script = [
+        turn(("echo", "a"), tokens=0),
+        turn(("echo", "b"), tokens=930),
+        ModelResponse(text="first task done", usage=Usage(0, 1)),
+        turn(("echo", "c"), tokens=1),
+    ]
+    agent, provider = make(tmp_path, script, events, max_total_tokens=1000)
+    first = await agent.run("first task")
+    assert first.finish_reason is FinishReason.ANSWERED  # finished at 93 % of the budget
+    second = await agent.run("second task")
+    assert second.finish_reason is FinishReason.MAX_TOKENS
+    assert "not starting a new task" in (second.error or "")
+    assert len(provider.requests) == 3  # the second task never reached the model

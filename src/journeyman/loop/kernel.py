@@ -153,6 +153,15 @@ class Kernel:
         return self._finish(state)
 
     async def _loop(self, state: LoopState) -> None:
+        if self.economics.calls and not self.economics.allow_task_continuation():
+            # an agent reused for another task: refuse to start on a nearly spent budget
+            state.budget = self.economics.check()
+            state.error = (
+                f"not starting a new task: {self._capacity_message(state.budget)} "
+                "leaves too little for it"
+            )
+            state.finish_reason = self.capacity_reason(state)
+            return
         while True:
             reason = await self._check_gates(state)
             if reason is not None:
