@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from journeyman.session.trajectory import read_trajectory
+from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import error, reply
 
@@ -99,7 +99,8 @@ def test_end_to_end_fixes_the_demo(
         ).returncode
         == 0
     )
-    events = read_trajectory(Path(result["trajectory_path"]))
+    store = SessionStore(sessions)
+    events = list(store.events(result["session_id"]))
     kinds = [e["type"] for e in events]
     assert kinds.count("tool_result") == 4 and kinds[-1] == "run_finished"
     assert events[-1]["result"]["session_id"] == result["session_id"]
@@ -107,8 +108,9 @@ def test_end_to_end_fixes_the_demo(
     assert (
         "exit code 0" in ran[0]["result"]["content"].lower() or "OK" in ran[0]["result"]["content"]
     )
-    stored = (sessions / result["session_id"] / "trajectory.jsonl").read_text()
-    assert "sk-test-e2e" not in stored
+    store.close()
+    for stored in sessions.glob("journeyman.db*"):  # the database and its WAL
+        assert b"sk-test-e2e" not in stored.read_bytes()
     # the model saw the tool schemas and its own earlier tool results
     last = fake_openai.requests[-1].json
     assert {t["function"]["name"] for t in last["tools"]} >= {"read_file", "edit_file", "finish"}

@@ -15,7 +15,7 @@ from journeyman.core.messages import Role, ToolCall, Usage
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider
-from journeyman.session.trajectory import read_trajectory
+from journeyman.session.store import SessionStore
 from journeyman.tools.builtin import default_tools
 
 NO_WAIT = RetryPolicy(max_retries=2, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
@@ -123,13 +123,22 @@ async def test_finish_tool_completes_and_trajectory_is_complete(tmp_path: Path) 
     second = provider.requests[1].messages
     assert [m.role for m in second] == [Role.USER, Role.ASSISTANT, Role.TOOL]
     assert second[-1].tool_result is not None and second[-1].tool_result.content == "one"
-    assert result.trajectory_path is not None
-    lines = read_trajectory(Path(result.trajectory_path))
+    store = SessionStore(tmp_path / "sessions")
+    lines = list(store.events(result.session_id))
     kinds = [line["type"] for line in lines]
     assert kinds[0] == "state_change" and "run_started" in kinds
     assert kinds[-1] == "run_finished"
     assert lines[-1]["result"]["finish_reason"] == "completed"
     assert kinds.count("tool_result") == 2 and kinds.count("model_response") == 2
+    assert store.summary(result.session_id).finish_reason == "completed"
+    assert [m.role for m in store.messages(result.session_id)] == [
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+        Role.TOOL,
+    ]
+    store.close()
     assert [e.type for e in events if e.type != "text_delta"] == kinds
 
 

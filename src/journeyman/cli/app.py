@@ -19,7 +19,7 @@ from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig
 from journeyman.providers.factory import create_provider
-from journeyman.session.trajectory import default_session_root
+from journeyman.session.store import default_session_root
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -134,8 +134,10 @@ class Renderer:
         )
         if result.final_text:
             self.console.print(f"  {escape(result.final_text.strip())}")
-        if result.trajectory_path:
-            self.console.print(f"  [dim]trajectory: {escape(result.trajectory_path)}[/]")
+        self.console.print(
+            f"  [dim]session {result.session_id} — `journeyman sessions show "
+            f"{result.session_id}` to inspect, `journeyman resume {result.session_id}` to go on[/]"
+        )
 
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:

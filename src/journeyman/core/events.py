@@ -24,6 +24,8 @@ class RunStarted:
     model: str
     workspace: str
     parent_session_id: str | None = None
+    resumed_at_step: int | None = None
+    """Set when this run continues a stored session after that many steps."""
     timestamp: float = field(default_factory=_now)
     type: Literal["run_started"] = "run_started"
 

@@ -80,7 +80,8 @@ class RunResult:
     error: str | None = None
     """One-line reason when the run did not succeed."""
     no_progress_snapshot: list[Message] | None = None
-    trajectory_path: str | None = None
+    store_path: str | None = None
+    """The session database holding this run's steps and events."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -106,6 +107,6 @@ class RunResult:
                 if self.no_progress_snapshot is not None
                 else None
             ),
-            "trajectory_path": self.trajectory_path,
+            "store_path": self.store_path,
             **({"extra": self.extra} if self.extra else {}),
         }

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from journeyman.core.messages import Usage
 from journeyman.economics.phases import Phase
@@ -170,9 +171,45 @@ class ExecutionEconomics:
 
     # --- accounting ---------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, already_elapsed_s: float = 0.0) -> None:
         """Start (or restart, for a new run of the session) the wall clock."""
-        self._started_at = self.clock()
+        self._started_at = self.clock() - already_elapsed_s
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything needed to continue this accounting in another process."""
+        since_extension = (
+            None if self._last_extension_at is None else self.clock() - self._last_extension_at
+        )
+        return {
+            "limits": asdict(self.limits),
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+            "calls": self.calls,
+            "iterations": self.iterations,
+            "baseline_tokens": self.baseline_tokens,
+            "baseline_refined": self._baseline_refined,
+            "extensions_granted": self.extensions_granted,
+            "seconds_since_extension": since_extension,
+            "phase_tokens": {k.value: v for k, v in self.phase_tokens.items()},
+            "reported_reserves": sorted(p.value for p in self._reported_reserves),
+            "elapsed_s": self.elapsed_s,
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Load a `snapshot`; the wall clock continues from the saved elapsed time."""
+        self.limits = BudgetLimits(**data["limits"])
+        self.usage = Usage.from_dict(data["usage"])
+        self.cost_usd = data["cost_usd"]
+        self.calls = data["calls"]
+        self.iterations = data["iterations"]
+        self.baseline_tokens = data["baseline_tokens"]
+        self._baseline_refined = data["baseline_refined"]
+        self.extensions_granted = data["extensions_granted"]
+        since = data["seconds_since_extension"]
+        self._last_extension_at = None if since is None else self.clock() - since
+        self.phase_tokens = {Phase(k): v for k, v in data["phase_tokens"].items()}
+        self._reported_reserves = {Phase(p) for p in data["reported_reserves"]}
+        self.start(data["elapsed_s"])
 
     @property
     def elapsed_s(self) -> float:

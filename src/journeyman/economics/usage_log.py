@@ -69,31 +69,36 @@ def connect(path: Path) -> sqlite3.Connection:
     return connection
 
 
+def insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
+    """Insert one row; inside the caller's transaction when it has one open."""
+    u = row.usage
+    db.execute(
+        "INSERT INTO usage_logs (session_id, call_index, provider, model, input_tokens,"
+        " output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_s,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.session_id,
+            row.call_index,
+            row.provider,
+            row.model,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            row.cost_usd,
+            row.latency_s,
+            row.created_at,
+        ),
+    )
+
+
 class UsageLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db = connect(path)
 
     def append(self, row: UsageRow) -> None:
-        u = row.usage
-        self._db.execute(
-            "INSERT INTO usage_logs (session_id, call_index, provider, model, input_tokens,"
-            " output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_s,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.session_id,
-                row.call_index,
-                row.provider,
-                row.model,
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_tokens,
-                u.cache_write_tokens,
-                row.cost_usd,
-                row.latency_s,
-                row.created_at,
-            ),
-        )
+        insert_usage(self._db, row)
 
     def next_call_index(self, session_id: str) -> int:
         """1 + the highest call index stored for the session (1 for a new session)."""

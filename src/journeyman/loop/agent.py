@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from journeyman.core.events import EventHandler
+from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
@@ -15,6 +18,7 @@ from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes.react import ReactMode
 from journeyman.providers.base import Provider
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
+from journeyman.session.store import SessionStore, default_session_root
 from journeyman.tools.base import Tool
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.registry import ToolRegistry
@@ -37,6 +41,7 @@ class Agent:
         on_event: EventHandler | None = None,
         retry_policy: RetryPolicy | None = None,
         approver: ExtensionApprover = deny_extensions,
+        settings: dict[str, Any] | None = None,
     ) -> None:
         if isinstance(provider, ResilientProvider):
             self.provider = provider
@@ -52,6 +57,14 @@ class Agent:
         self.approver = approver
         self.economics = economics_for(self.config)
         """Budget accounting shared by every run of this agent (one session's worth)."""
+        self.settings = {
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "config": self.config.model_dump(mode="json", exclude={"session_dir"}),
+            **(settings or {}),
+        }
+        """What a session remembers for `resume` (never API keys)."""
+        self.session_root = self.config.session_dir or default_session_root()
         self._cancel = asyncio.Event()
 
     def cancel(self) -> None:
@@ -59,25 +72,60 @@ class Agent:
         self._cancel.set()
 
     async def run(
-        self, task: str, *, session_id: str | None = None, parent_session_id: str | None = None
+        self,
+        task: str,
+        *,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        history: Sequence[Message] = (),
+        forked_at_step: int | None = None,
     ) -> RunResult:
-        self._cancel.clear()
-        kernel = Kernel(
-            economics=self.economics,
-            approver=self.approver,
-            provider=self.provider,
-            registry=self.registry,
-            mode=ReactMode(),
-            workspace=self.workspace,
-            config=self.config,
-            on_event=self.on_event,
-            cancel_event=self._cancel,
-        )
-        return await kernel.run(task, session_id=session_id, parent_session_id=parent_session_id)
+        """Start a new session on `task` (after `history`, when continuing a fork)."""
+        with self._kernel() as kernel:
+            return await kernel.run(
+                task,
+                session_id=session_id,
+                parent_session_id=parent_session_id,
+                history=history,
+                forked_at_step=forked_at_step,
+            )
 
-    def run_sync(self, task: str, **kwargs: str | None) -> RunResult:
+    async def resume(self, session_id: str, *, override_limits: bool = False) -> RunResult:
+        """Continue a stored session from its last completed step.
+
+        With `override_limits`, this agent's configured limits replace the stored ones.
+        """
+        with self._kernel() as kernel:
+            if override_limits:
+                kernel.on_restore = lambda: setattr(
+                    self.economics, "limits", economics_for(self.config).limits
+                )
+            return await kernel.resume(session_id)
+
+    def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         """`run` for code that is not async."""
         return asyncio.run(self.run(task, **kwargs))
+
+    @contextmanager
+    def _kernel(self) -> Iterator[Kernel]:
+        self._cancel.clear()
+        store = SessionStore(self.session_root)
+        try:
+            yield Kernel(
+                economics=self.economics,
+                approver=self.approver,
+                provider=self.provider,
+                registry=self.registry,
+                mode=ReactMode(),
+                workspace=self.workspace,
+                config=self.config,
+                store=store,
+                settings=self.settings,
+                on_event=self.on_event,
+                cancel_event=self._cancel,
+            )
+        finally:
+            store.close()
 
 
 def economics_for(config: AgentConfig) -> ExecutionEconomics:

@@ -2,12 +2,13 @@
 
 One iteration, top to bottom (DESIGN.md, "One iteration"):
   1. gates: cancellation, iterations, consecutive mistakes, budget (tokens, USD, duration),
-     no progress; the budget may instead ask for an extension, nudge, or force text only
+     no progress; the budget gate may also ask for an extension, nudge, or force text only
   2. pending nudges (budget, phase, loop) reach the model as one user message
   3. the mode builds the request and calls the provider (retries live in `resilient`)
-  4. tool calls run: parallel-safe ones concurrently, the rest in order, each under a timeout
-  5. every event is appended to the trajectory and every call to the usage log as it happens
-  6. progress, mistakes, loop detector and phase tracker update
+  4. tool calls run: parallel-safe ones concurrently, the rest in order, each under a timeout;
+     file writes are journaled before they happen
+  5. the observer updates progress, loop and phase knowledge and queues nudges
+  6. the step (messages, events, usage, checkpoint) is committed in one transaction
 """
 
 from __future__ import annotations
@@ -17,31 +18,29 @@ import logging
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ErrorCategory, ProviderError
 from journeyman.core.lifecycle import AgentState, LifecycleMachine
-from journeyman.core.messages import Message, ToolCall, ToolResult
+from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
-from journeyman.economics.budget import (
-    BudgetKind,
-    BudgetStatus,
-    EnforcementLevel,
-    ExecutionEconomics,
-)
-from journeyman.economics.loop_detector import LoopDetector, result_digest
-from journeyman.economics.phases import Phase, PhaseTracker
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog, UsageRow
+from journeyman.economics.budget import BudgetKind, ExecutionEconomics
+from journeyman.economics.phases import Phase
+from journeyman.economics.usage_log import UsageRow
 from journeyman.loop import prompts
+from journeyman.loop.budget_gate import BudgetGate, capacity_reason
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.modes import Mode
+from journeyman.loop.observer import TurnObserver
+from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
 from journeyman.providers.pricing import add_costs, cost_usd
-from journeyman.session.trajectory import TrajectoryWriter, default_session_root
+from journeyman.session.store import SessionRecord, SessionStore
 from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
 
@@ -58,6 +57,8 @@ class Kernel:
         workspace: Path,
         config: AgentConfig,
         economics: ExecutionEconomics,
+        store: SessionStore,
+        settings: dict[str, Any] | None = None,
         on_event: ev.EventHandler | None = None,
         cancel_event: asyncio.Event | None = None,
         approver: ExtensionApprover = deny_extensions,
@@ -67,21 +68,21 @@ class Kernel:
         self.mode = mode
         self.workspace = workspace
         self.config = config
-        self.cancel_event = cancel_event or asyncio.Event()
         self.economics = economics
-        self.approver = approver
-        self.loop_detector = LoopDetector(threshold=config.loop_threshold)
-        self.phases = PhaseTracker(config.exploration_saturation)
-        self._usage_log: UsageLog | None = None
-        self._last_level = EnforcementLevel.NONE
-        self._last_nudge: str | None = None
-        self._extension_asked_for: object = None
+        self.store = store
+        self.settings = settings or {}
+        self.cancel_event = cancel_event or asyncio.Event()
+        self.observer = TurnObserver(config)
+        self.budget = BudgetGate(
+            economics, config, approver, self.emit, lambda: f"{provider.name}:{provider.model}"
+        )
         self.lifecycle = LifecycleMachine()
         self.system_prompt = prompts.system_prompt(workspace, config.system_prompt)
         self.tool_specs = registry.specs()
         self._on_event = on_event
-        self._writer: TrajectoryWriter | None = None
-        self._warned_unpriced = False
+        self._recorder: StepRecorder | None = None
+        self.on_restore: Callable[[], object] | None = None
+        """Called after a resumed session's state is loaded (e.g. to apply new limits)."""
         self.lifecycle.on_transition(
             lambda a, b, _meta: self.emit(ev.StateChanged(a.value, b.value))
         )
@@ -89,45 +90,97 @@ class Kernel:
     # --- events -------------------------------------------------------------------------
 
     def emit(self, event: ev.Event) -> None:
-        if self._writer is not None:
-            self._writer.write(event)
+        if self._recorder is not None:
+            self._recorder.event(event)
         if self._on_event is not None:
             try:
                 self._on_event(event)
             except Exception:  # a broken UI callback must not end the run
                 log.exception("on_event callback failed for %s", event.type)
 
-    # --- the run ------------------------------------------------------------------------
+    # --- starting a run -----------------------------------------------------------------
 
     async def run(
-        self, task: str, *, session_id: str | None = None, parent_session_id: str | None = None
+        self,
+        task: str,
+        *,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        history: Sequence[Message] = (),
+        forked_at_step: int | None = None,
     ) -> RunResult:
+        """A new session; `history` (a fork's first steps) comes before the task."""
         state = LoopState(
             task=task,
             session_id=session_id or new_session_id(),
             parent_session_id=parent_session_id,
-            messages=[Message.user(task)],
+            messages=[*history, Message.user(task)],
         )
-        root = self.config.session_dir or default_session_root()
-        self._writer = TrajectoryWriter(root, state.session_id)
-        self._usage_log = UsageLog(root / DATABASE_FILE)
+        self.store.create_session(
+            SessionRecord(
+                id=state.session_id,
+                task=task,
+                workspace=str(self.workspace),
+                settings=self.settings,
+                system_prompt=self.system_prompt,
+                parent_id=parent_session_id,
+                forked_at_step=forked_at_step,
+            )
+        )
+        self._recorder = StepRecorder(self.store, state.session_id)
         self.economics.start()
         if self.economics.calls == 0:
             self.economics.set_baseline(estimate_tokens(self.system_prompt, self.tool_specs))
+        self.observer.replay(history)
+        return await self._drive(state, resumed=False)
+
+    async def resume(self, session_id: str) -> RunResult:
+        """Continue a stored session exactly where its last completed step left it."""
+        record = self.store.load_session(session_id)
+        step, checkpoint = self.store.checkpoint(session_id)
+        messages = self.store.messages(session_id)
+        self.system_prompt = record.system_prompt
+        state = LoopState(
+            task=record.task,
+            session_id=session_id,
+            parent_session_id=record.parent_id,
+            messages=messages,
+        )
+        if checkpoint:
+            counters = checkpoint["counters"]
+            state.iterations = counters["iterations"]
+            state.tool_calls_made = counters["tool_calls_made"]
+            state.consecutive_mistakes = counters["consecutive_mistakes"]
+            state.pending_nudges = [(kind, text) for kind, text in checkpoint["pending_nudges"]]
+            self.economics.restore(checkpoint["economics"])
+            self.budget.restore(checkpoint["budget_gate"])
+        else:
+            self.economics.start()
+            self.economics.set_baseline(estimate_tokens(self.system_prompt, self.tool_specs))
+        if self.on_restore is not None:
+            self.on_restore()
+        self.observer.replay(messages)
+        self.store.clear_outcome(session_id)
+        self._recorder = StepRecorder(self.store, session_id, saved_messages=len(messages))
+        assert step == state.iterations
+        return await self._drive(state, resumed=True)
+
+    async def _drive(self, state: LoopState, *, resumed: bool) -> RunResult:
         try:
             self.lifecycle.initialize()
             self.emit(
                 ev.RunStarted(
                     session_id=state.session_id,
-                    task=task,
+                    task=state.task,
                     provider=self.provider.name,
                     model=self.provider.model,
                     workspace=str(self.workspace),
-                    parent_session_id=parent_session_id,
+                    parent_session_id=state.parent_session_id,
+                    resumed_at_step=state.iterations if resumed else None,
                 )
             )
             self.lifecycle.start()
-            await self._loop(state)
+            await self._loop(state, resumed=resumed)
         except asyncio.CancelledError:
             state.finish_reason = FinishReason.CANCELLED
             state.error = "cancelled by the user"
@@ -152,15 +205,18 @@ class Kernel:
             )
         return self._finish(state)
 
-    async def _loop(self, state: LoopState) -> None:
-        if self.economics.calls and not self.economics.allow_task_continuation():
+    # --- the loop -----------------------------------------------------------------------
+
+    async def _loop(self, state: LoopState, *, resumed: bool) -> None:
+        continuing = self.economics.calls and not resumed
+        if continuing and not self.economics.allow_task_continuation():
             # an agent reused for another task: refuse to start on a nearly spent budget
             state.budget = self.economics.check()
             state.error = (
-                f"not starting a new task: {self._capacity_message(state.budget)} "
+                f"not starting a new task: {self.budget.capacity_message(state.budget)} "
                 "leaves too little for it"
             )
-            state.finish_reason = self.capacity_reason(state)
+            state.finish_reason = capacity_reason(state.budget)
             return
         while True:
             reason = await self._check_gates(state)
@@ -168,15 +224,18 @@ class Kernel:
                 state.finish_reason = reason
                 return
             self._deliver_nudges(state)
+            if self._recorder is not None:
+                self._recorder.step = state.iterations + 1
             outcome = await self.mode.iterate(state, self)
             self._account(state, outcome)
+            self._commit(state)
             if outcome.finish_reason is not None:
                 state.finish_reason = outcome.finish_reason
                 state.final_text = outcome.final_text
                 if outcome.finish_reason.category is FinishCategory.CAPACITY and state.budget:
                     state.error = (
-                        f"{self._capacity_message(state.budget)}; tools were withheld and "
-                        "the model wrote a closing report"
+                        f"{self.budget.capacity_message(state.budget)}; tools were withheld "
+                        "and the model wrote a closing report"
                     )
                 return
 
@@ -185,9 +244,10 @@ class Kernel:
         if self.cancel_event.is_set():
             state.error = "cancelled"
             return FinishReason.CANCELLED
-        status = await self._budget_status(state)
+        status, nudges = await self.budget.check()
+        state.budget = status
         if status.stop and status.driver is BudgetKind.ITERATIONS:
-            state.error = f"reached the limit of {cfg.max_iterations} iterations"
+            state.error = self.budget.capacity_message(status)
             return FinishReason.MAX_ITERATIONS
         if state.consecutive_mistakes >= cfg.max_consecutive_mistakes:
             state.error = (
@@ -196,103 +256,17 @@ class Kernel:
             )
             return FinishReason.MAX_CONSECUTIVE_MISTAKES
         if status.stop:
-            state.error = self._capacity_message(status)
-            return self.capacity_reason(state)
-        if state.progress.unproductive_streak >= cfg.max_unproductive_iterations:
+            state.error = self.budget.capacity_message(status)
+            return capacity_reason(status)
+        if self.observer.unproductive_streak >= cfg.max_unproductive_iterations:
             state.error = (
-                f"{state.progress.unproductive_streak} turns in a row repeated earlier calls "
+                f"{self.observer.unproductive_streak} turns in a row repeated earlier calls "
                 "and results without anything new"
             )
             state.no_progress_snapshot = state.messages[-cfg.snapshot_messages :]
             return FinishReason.NO_PROGRESS
+        state.pending_nudges.extend(nudges)
         return None
-
-    async def _budget_status(self, state: LoopState) -> BudgetStatus:
-        """The economics verdict for this turn, after asking for an extension if it helps."""
-        if self.config.max_budget_usd is not None and self.economics.cost_usd is None:
-            self._warn_unpriced()
-        status = self.economics.check()
-        extendable = status.driver in (BudgetKind.TOKENS, BudgetKind.USD)
-        if (status.stop or status.text_only) and extendable and await self._try_extension(status):
-            status = self.economics.check()
-        state.budget = status
-        self.emit(
-            ev.BudgetUpdated(
-                level=status.level.value,
-                previous_level=self._last_level.value,
-                fraction=round(status.fraction, 4),
-                driver=status.driver.value if status.driver else None,
-                incremental_tokens=self.economics.incremental_tokens,
-                total_tokens=self.economics.total_tokens,
-                cost_usd=self.economics.cost_usd,
-                text_only=status.text_only,
-                max_tool_calls=status.max_tool_calls,
-            )
-        )
-        self._last_level = status.level
-        if status.nudge and status.nudge != self._last_nudge and not status.stop:
-            self._last_nudge = status.nudge
-            state.pending_nudges.append(("budget", status.nudge))
-        if status.text_only and self.phases.phase is not Phase.WRAPUP:
-            state.pending_nudges.append(("budget", prompts.TEXT_ONLY))
-        return status
-
-    async def _try_extension(self, status: BudgetStatus) -> bool:
-        """Ask the approver once per limit setting; True when the budget was extended."""
-        limits = self.economics.limits
-        if self._extension_asked_for == limits:
-            return False
-        self._extension_asked_for = limits
-        share = self.config.extension_share
-        add_tokens = int((self.config.max_total_tokens or 0) * share)
-        add_usd = (self.config.max_budget_usd or 0.0) * share
-        reason = f"the {status.driver.noun if status.driver else ''} budget is nearly spent"
-        request = self.economics.request_extension(
-            additional_tokens=add_tokens, additional_usd=add_usd, reason=reason
-        )
-        if not request.can_request:
-            self.emit(ev.ExtensionDecided(False, add_tokens, add_usd, request.refusal or ""))
-            return False
-        self.emit(
-            ev.ExtensionRequested(
-                add_tokens, add_usd, reason, request.extensions_granted, request.max_extensions
-            )
-        )
-        try:
-            granted = bool(await self.approver(request))
-        except Exception:  # an approver failure is a denial, never a crash
-            log.exception("budget extension approver failed")
-            granted = False
-        self.emit(ev.ExtensionDecided(granted, add_tokens, add_usd))
-        if granted:
-            self.economics.record_extension(add_tokens, add_usd)
-            self._last_nudge = None
-        return granted
-
-    def capacity_reason(self, state: LoopState) -> FinishReason:
-        """The finish reason for the limit that drives the current budget status."""
-        driver = state.budget.driver if state.budget else None
-        return {
-            BudgetKind.TOKENS: FinishReason.MAX_TOKENS,
-            BudgetKind.USD: FinishReason.MAX_BUDGET_USD,
-            BudgetKind.ITERATIONS: FinishReason.MAX_ITERATIONS,
-            BudgetKind.DURATION: FinishReason.MAX_DURATION,
-        }.get(driver or BudgetKind.TOKENS, FinishReason.MAX_TOKENS)
-
-    def _capacity_message(self, status: BudgetStatus) -> str:
-        eco, cfg = self.economics, self.config
-        match status.driver:
-            case BudgetKind.TOKENS:
-                return (
-                    f"used {eco.incremental_tokens:,} of {eco.limits.max_total_tokens:,} "
-                    "budgeted tokens"
-                )
-            case BudgetKind.USD:
-                return f"spent ${eco.cost_usd or 0:.4f} of the ${eco.limits.max_usd:g} limit"
-            case BudgetKind.DURATION:
-                return f"ran {eco.elapsed_s:.0f} s of the {cfg.max_duration_s:g} s limit"
-            case _:
-                return f"reached the limit of {cfg.max_iterations} iterations"
 
     def _deliver_nudges(self, state: LoopState) -> None:
         if not state.pending_nudges:
@@ -303,40 +277,33 @@ class Kernel:
         state.messages.append(Message.user(f"[journeyman] {text}"))
         state.pending_nudges.clear()
 
-    def _warn_unpriced(self) -> None:
-        if not self._warned_unpriced:
-            self._warned_unpriced = True
-            self.emit(
-                ev.ErrorOccurred(
-                    ErrorCategory.BUDGET.value,
-                    f"the price of {self.provider.name}:{self.provider.model} is unknown, so "
-                    "--max-budget-usd cannot be enforced; other limits still apply",
-                    False,
-                )
-            )
-
     def _account(self, state: LoopState, outcome: TurnOutcome) -> None:
         state.iterations += 1
         self.economics.record_iteration()
         state.tool_calls_made += len(outcome.calls)
         state.consecutive_mistakes = state.consecutive_mistakes + 1 if outcome.mistake else 0
-        state.progress.observe(outcome.text, outcome.calls, outcome.results)
-        if not outcome.calls and outcome.text.strip():
-            self.phases.record_text()
-        for call, result in zip(outcome.calls, outcome.results, strict=False):
-            path = call.arguments.get("path")
-            nudges = self.phases.record(
-                call.name, is_error=result.is_error, path=path if isinstance(path, str) else None
-            )
-            state.pending_nudges.extend((n.kind.value, n.message) for n in nudges)
-            check = self.loop_detector.record(
-                call.name, call.arguments, result_digest(result.content)
-            )
-            if check.is_loop:
-                stuck = self.phases.note_loop(check)
-                state.pending_nudges.append(("loop", check.message))
-                if stuck is not None:
-                    state.pending_nudges.append((stuck.kind.value, stuck.message))
+        state.pending_nudges.extend(
+            self.observer.observe(outcome.text, outcome.calls, outcome.results)
+        )
+
+    def _commit(self, state: LoopState) -> None:
+        if self._recorder is None:
+            return
+        self._recorder.commit(
+            state.iterations,
+            state.messages,
+            {
+                "counters": {
+                    "iterations": state.iterations,
+                    "tool_calls_made": state.tool_calls_made,
+                    "consecutive_mistakes": state.consecutive_mistakes,
+                },
+                "pending_nudges": [list(n) for n in state.pending_nudges],
+                "economics": self.economics.snapshot(),
+                "budget_gate": self.budget.snapshot(),
+                "lifecycle": self.lifecycle.state.value,
+            },
+        )
 
     def _finish(self, state: LoopState) -> RunResult:
         reason = state.finish_reason or FinishReason.INTERNAL_ERROR
@@ -362,13 +329,13 @@ class Kernel:
                 parent_session_id=state.parent_session_id,
                 error=None if reason.is_success else state.error,
                 no_progress_snapshot=state.no_progress_snapshot,
-                trajectory_path=str(self._writer.path) if self._writer else None,
+                store_path=str(self.store.path),
             )
             self.emit(ev.RunFinished(result))
-            if self._writer is not None:
-                self._writer.close()
-            if self._usage_log is not None:
-                self._usage_log.close()
+            if self._recorder is not None:
+                self._recorder.finish(
+                    state.iterations, reason.value, state.final_text, result.error
+                )
         return result
 
     # --- services for modes ---------------------------------------------------------------
@@ -391,28 +358,7 @@ class Kernel:
         response = await self.provider.complete(request, on_text)
         latency = time.monotonic() - started
         call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
-        state.cost_usd = add_costs(state.cost_usd, call_cost, first=state.model_calls == 0)
-        state.model_calls += 1
-        state.usage = state.usage + response.usage
-        record = self.economics.record_call(
-            response.usage,
-            call_cost,
-            model=self.provider.model,
-            latency_s=latency,
-            phase=self.phases.phase if tools_enabled else Phase.WRAPUP,
-        )
-        if self._usage_log is not None:
-            self._usage_log.append(
-                UsageRow(
-                    session_id=state.session_id,
-                    call_index=record.index,
-                    provider=self.provider.name,
-                    model=self.provider.model,
-                    usage=response.usage,
-                    cost_usd=call_cost,
-                    latency_s=latency,
-                )
-            )
+        self._account_call(state, response.usage, call_cost, latency, tools_enabled)
         self.emit(
             ev.ModelResponseReceived(
                 iteration=iteration,
@@ -426,13 +372,44 @@ class Kernel:
         )
         return response
 
+    def _account_call(
+        self, state: LoopState, usage: Usage, call_cost: float | None, latency: float, tools: bool
+    ) -> None:
+        state.cost_usd = add_costs(state.cost_usd, call_cost, first=state.model_calls == 0)
+        state.model_calls += 1
+        state.usage = state.usage + usage
+        record = self.economics.record_call(
+            usage,
+            call_cost,
+            model=self.provider.model,
+            latency_s=latency,
+            phase=self.observer.phases.phase if tools else Phase.WRAPUP,
+        )
+        if self._recorder is not None:
+            self._recorder.usage(
+                UsageRow(
+                    session_id=state.session_id,
+                    call_index=record.index,
+                    provider=self.provider.name,
+                    model=self.provider.model,
+                    usage=usage,
+                    cost_usd=call_cost,
+                    latency_s=latency,
+                )
+            )
+
     async def run_tools(self, state: LoopState, calls: Sequence[ToolCall]) -> list[ToolResult]:
         """Run one turn's calls: consecutive parallel-safe calls as a concurrent batch, others
         one at a time, keeping the model's order in the returned results."""
-        ctx = ToolContext(self.workspace, session_id=state.session_id, iteration=state.iterations)
+        ctx = ToolContext(
+            self.workspace,
+            session_id=state.session_id,
+            iteration=state.iterations,
+            journal=self._recorder.journal if self._recorder else None,
+        )
         limit = asyncio.Semaphore(self.config.max_concurrency)
         iteration = state.iterations + 1
-        allowed = self._allowed_calls(state)
+        allowed = _allowed_calls(state)
         refused = [
             ToolResult(
                 call.id,
@@ -467,14 +444,12 @@ class Kernel:
             self.emit(ev.ToolResultReceived(iteration, result, 0.0))
         return results + refused
 
-    @staticmethod
-    def _allowed_calls(state: LoopState) -> int:
-        budget = state.budget
-        if budget is None:
-            return 1_000_000
-        if budget.text_only:
-            return 0
-        return budget.max_tool_calls if budget.max_tool_calls is not None else 1_000_000
+
+def _allowed_calls(state: LoopState) -> int:
+    budget = state.budget
+    if budget is None or (budget.max_tool_calls is None and not budget.text_only):
+        return 1_000_000
+    return 0 if budget.text_only else budget.max_tool_calls or 0
 
 
 def estimate_tokens(system: str, tools: Sequence[object]) -> int:

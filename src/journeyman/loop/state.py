@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
 from journeyman.core.result import FinishReason
 from journeyman.economics.budget import BudgetStatus
-from journeyman.loop.progress import ProgressTracker
 
 
 @dataclass
@@ -23,9 +22,9 @@ class LoopState:
     consecutive_mistakes: int = 0
     model_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    """Tokens of this run (the session's cumulative figures live in the economics)."""
     cost_usd: float | None = 0.0
-    """Running cost; None once any call could not be priced."""
-    progress: ProgressTracker = field(default_factory=ProgressTracker)
+    """Running cost of this run; None once any call could not be priced."""
     started_at: float = field(default_factory=time.monotonic)
     finish_reason: FinishReason | None = None
     final_text: str = ""

@@ -1,63 +1,83 @@
-"""Append-only JSONL trajectory: one line per event, flushed as it happens, secrets removed."""
+"""JSONL export and import of sessions: one header line, then every message and event."""
 
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import platformdirs
+from journeyman.core.errors import ConfigurationError
+from journeyman.core.messages import Message
+from journeyman.session.store import SessionRecord, SessionStore, StepRecord
 
-from journeyman.core.events import Event, event_to_dict
-from journeyman.session.redact import Redactor
-
-TRAJECTORY_FILE = "trajectory.jsonl"
-SKIPPED_EVENTS = frozenset({"text_delta"})
-"""Streaming deltas are not persisted; the full text arrives in the model_response event."""
+FORMAT = "journeyman-session-1"
 
 
-def default_session_root() -> Path:
-    """Where sessions go unless `--session-dir` or JOURNEYMAN_SESSION_DIR says otherwise."""
-    override = os.environ.get("JOURNEYMAN_SESSION_DIR")
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_data_dir("journeyman")) / "sessions"
+def export_jsonl(store: SessionStore, session_id: str, out: IO[str]) -> int:
+    """Write the session as JSON lines; returns the number of lines written."""
+    summary = store.summary(session_id)
+    record = summary.record
+    lines: list[dict[str, Any]] = [
+        {
+            "kind": "session",
+            "format": FORMAT,
+            "id": record.id,
+            "task": record.task,
+            "workspace": record.workspace,
+            "settings": record.settings,
+            "system_prompt": record.system_prompt,
+            "parent_id": record.parent_id,
+            "forked_at_step": record.forked_at_step,
+            "created_at": record.created_at,
+            "steps": summary.steps,
+            "finish_reason": summary.finish_reason,
+            "final_text": summary.final_text,
+        }
+    ]
+    lines += [{"kind": "message", **m.to_dict()} for m in store.messages(session_id)]
+    lines += [{"kind": "event", **e} for e in store.events(session_id)]
+    for line in lines:
+        out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+    return len(lines)
 
 
-class TrajectoryWriter:
-    """Writes events of one session to `<root>/<session_id>/trajectory.jsonl`.
-
-    Each line is written whole and flushed, so a killed process leaves every completed event
-    on disk and at most one partial trailing line (which `read_trajectory` ignores).
-    """
-
-    def __init__(self, root: Path, session_id: str, redactor: Redactor | None = None) -> None:
-        self.directory = root / session_id
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.path = self.directory / TRAJECTORY_FILE
-        self._redact = redactor or Redactor()
-        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
-
-    def write(self, event: Event) -> None:
-        if self._file is None or event.type in SKIPPED_EVENTS:
-            return
-        line = json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
-        self._file.write(self._redact(line) + "\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
-def read_trajectory(path: Path) -> list[dict[str, Any]]:
-    """All complete events of a trajectory file; a torn last line is skipped."""
-    events = []
+def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break
-            events.append(json.loads(line))
-    return events
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ConfigurationError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+
+
+def import_jsonl(store: SessionStore, path: Path, new_id: str) -> str:
+    """Store an exported session under `new_id` (its messages as one step); returns the id."""
+    lines = list(_read_lines(path))
+    if not lines or lines[0].get("kind") != "session" or lines[0].get("format") != FORMAT:
+        raise ConfigurationError(f"{path} is not a journeyman session export ({FORMAT})")
+    header = lines[0]
+    messages = [
+        Message.from_dict({k: v for k, v in line.items() if k != "kind"})
+        for line in lines[1:]
+        if line.get("kind") == "message"
+    ]
+    events = [
+        {k: v for k, v in line.items() if k != "kind"}
+        for line in lines[1:]
+        if line.get("kind") == "event"
+    ]
+    store.create_session(
+        SessionRecord(
+            id=new_id,
+            task=header["task"],
+            workspace=header["workspace"],
+            settings={**header["settings"], "imported_from": header["id"]},
+            system_prompt=header["system_prompt"],
+            parent_id=header.get("parent_id"),
+        )
+    )
+    store.record_step(new_id, StepRecord(step=0, messages=messages, events=events, checkpoint={}))
+    return new_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,19 @@ class PathOutsideWorkspaceError(ToolError):
     """A path resolved to somewhere outside the workspace root."""
 
 
+@dataclass(frozen=True)
+class FileChangeIntent:
+    """A file write a tool is about to make, reported before the bytes hit the disk."""
+
+    path: str
+    """Workspace-relative path."""
+    before: str | None
+    """Content before the change; None when the file is being created."""
+    after: str | None
+    """Content after the change; None when the file is being deleted."""
+    tool: str
+
+
 @dataclass
 class ToolContext:
     workspace: Path
@@ -21,6 +35,8 @@ class ToolContext:
     env_passthrough: tuple[str, ...] = ()
     """Environment variables passed to commands even though they look secret."""
     extra: dict[str, object] = field(default_factory=dict)
+    journal: Callable[[FileChangeIntent], None] | None = None
+    """Called before every file write so a crash between write and step end loses nothing."""
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -53,3 +69,8 @@ class ToolContext:
             return path.relative_to(self.workspace).as_posix() or "."
         except ValueError:
             return str(path)
+
+    def record_change(self, path: str, before: str | None, after: str | None, tool: str) -> None:
+        """Report an imminent write to the journal, if the run keeps one."""
+        if self.journal is not None:
+            self.journal(FileChangeIntent(path, before, after, tool))

@@ -188,6 +188,7 @@ class WriteFileTool(BaseTool):
             return ok(
                 self.name, f"{rel} already has exactly this content; nothing written", path=rel
             )
+        ctx.record_change(rel, before, args.content, self.name)
         await asyncio.to_thread(write_text, path, args.content)
         lines = count_lines(args.content)
         if before is None:
@@ -242,6 +243,7 @@ class EditFileTool(BaseTool):
             return fail(self.name, problem)
         if not path.exists():
             if args.old_string == "":
+                ctx.record_change(rel, None, args.new_string, self.name)
                 await asyncio.to_thread(write_text, path, args.new_string)
                 return ok(
                     self.name,
@@ -270,6 +272,7 @@ class EditFileTool(BaseTool):
                 f"{self.name}: after fitting new_string to the file's indentation, {rel} would "
                 "not change; check that new_string really differs from the file's text",
             )
+        ctx.record_change(rel, before, outcome.text, self.name)
         await asyncio.to_thread(write_text, path, outcome.text)
         return ok(
             self.name,

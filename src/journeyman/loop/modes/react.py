@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from journeyman.core.messages import Message
 from journeyman.core.result import FinishReason
 from journeyman.loop import prompts
+from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.state import LoopState, TurnOutcome
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class ReactMode:
                 state.messages.append(Message.user(EMPTY_REPLY))
                 return TurnOutcome(mistake=True)
             # a wrap-up forced by the budget ends for lack of budget, not as a success
-            reason = kernel.capacity_reason(state) if text_only else FinishReason.ANSWERED
+            reason = capacity_reason(state.budget) if text_only else FinishReason.ANSWERED
             return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
 
         results = await kernel.run_tools(state, response.tool_calls)

@@ -1,0 +1,1 @@
+"""Rules, project knowledge and the context the model is shown each turn."""

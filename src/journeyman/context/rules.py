@@ -1,0 +1,215 @@
+"""Rules: instruction files from the project and the user, injected into the system prompt.
+
+Where rules come from, lowest priority first (the order they appear in the prompt):
+
+1. ``<workspace>/.agent/rules.md`` (legacy): the old project location, a fallback.
+2. ``~/.journeyman/rules.md`` (user): personal habits that apply to every project.
+3. ``<workspace>/CLAUDE.md`` (project): another agent's file, read for compatibility.
+4. ``<workspace>/AGENTS.md`` (project): the convention shared by coding agents.
+5. ``<workspace>/.journeyman/rules.md`` (project): this agent's own project rules, highest.
+
+Highest priority comes last: when two files disagree, the model reads the more specific
+instruction after the general one, and models tend to follow the later of two conflicting
+instructions. Project files outrank the user file because they describe the repository at
+hand; the user file outranks the legacy location, as in the seed.
+
+Behaviour: nothing is read until `.text` or `.sources` is first used; empty (or whitespace-only)
+files are skipped; a file that cannot be read is skipped and logged, never raised; bytes are
+decoded as UTF-8 with replacement characters; the same file reached twice (``CLAUDE.md`` as a
+symlink to ``AGENTS.md``, or a workspace that is the home directory) is read once, at its
+highest priority.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "\n\n---\n\n"
+"""Placed between the contents of two rules files."""
+
+
+class RuleScope(StrEnum):
+    PROJECT = "project"
+    USER = "user"
+    LEGACY = "legacy"
+
+
+class RuleStatus(StrEnum):
+    LOADED = "loaded"
+    EMPTY = "empty"
+    ERROR = "error"
+    MISSING = "missing"
+    DUPLICATE = "duplicate"
+    """The same file as one with a higher priority (a symlink, or the workspace is home)."""
+
+
+class RuleBase(StrEnum):
+    WORKSPACE = "workspace"
+    HOME = "home"
+
+
+@dataclass(frozen=True)
+class RuleFile:
+    """Where to look for one rules file."""
+
+    relative_path: str
+    base: RuleBase
+    scope: RuleScope
+
+
+DEFAULT_RULE_FILES: tuple[RuleFile, ...] = (
+    RuleFile(".agent/rules.md", RuleBase.WORKSPACE, RuleScope.LEGACY),
+    RuleFile(".journeyman/rules.md", RuleBase.HOME, RuleScope.USER),
+    RuleFile("CLAUDE.md", RuleBase.WORKSPACE, RuleScope.PROJECT),
+    RuleFile("AGENTS.md", RuleBase.WORKSPACE, RuleScope.PROJECT),
+    RuleFile(".journeyman/rules.md", RuleBase.WORKSPACE, RuleScope.PROJECT),
+)
+"""Lowest priority first; the last entry wins a conflict."""
+
+
+@dataclass(frozen=True)
+class RuleSource:
+    """What happened to one candidate rules file."""
+
+    path: Path
+    scope: RuleScope
+    priority: int
+    """1 is the lowest; sources are listed, and rendered, in ascending priority."""
+    status: RuleStatus
+    size: int = 0
+    """Bytes on disk (0 when missing, unreadable or a duplicate)."""
+    display: str = ""
+    """Short form for prompts and listings: workspace-relative, or ``~/...`` for the user's."""
+    error: str | None = None
+    """Why the file could not be read, when `status` is ERROR."""
+    content: str = ""
+    """Decoded text without surrounding blank space, when `status` is LOADED."""
+
+
+class RulesLoader:
+    """Finds and reads the rules files of one workspace, once, on first access."""
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        home: str | os.PathLike[str] | None = None,
+        *,
+        files: Sequence[RuleFile] = DEFAULT_RULE_FILES,
+    ) -> None:
+        self._workspace = Path(workspace)
+        self._home = Path(home) if home is not None else None
+        self._files = tuple(files)
+        self._sources: list[RuleSource] | None = None
+
+    @property
+    def sources(self) -> list[RuleSource]:
+        """Every candidate file with its status, lowest priority first (loads on first use)."""
+        if self._sources is None:
+            self._sources = self._load()
+        return list(self._sources)
+
+    @property
+    def loaded(self) -> list[RuleSource]:
+        """Only the sources whose text is used, lowest priority first."""
+        return [s for s in self.sources if s.status is RuleStatus.LOADED]
+
+    @property
+    def text(self) -> str:
+        """The loaded files' contents joined by `SEPARATOR`; empty when there are none."""
+        return SEPARATOR.join(s.content for s in self.loaded)
+
+    def reload(self) -> None:
+        """Forget what was read; the next access reads the files again."""
+        self._sources = None
+
+    def _load(self) -> list[RuleSource]:
+        home = self._home if self._home is not None else Path.home()
+        candidates = [
+            (priority, spec, (home if spec.base is RuleBase.HOME else self._workspace))
+            for priority, spec in enumerate(self._files, start=1)
+        ]
+        # The same file may be reachable twice; keep it at its highest priority only.
+        owner: dict[str, int] = {}
+        for priority, spec, base in candidates:
+            owner[os.path.realpath(base / spec.relative_path)] = priority
+        sources = []
+        for priority, spec, base in candidates:
+            path = base / spec.relative_path
+            display = _display(spec, home)
+            if owner[os.path.realpath(path)] != priority:
+                status = RuleStatus.DUPLICATE if path.exists() else RuleStatus.MISSING
+                sources.append(RuleSource(path, spec.scope, priority, status, display=display))
+                continue
+            sources.append(_read(path, spec.scope, priority, display))
+        return sources
+
+
+def _display(spec: RuleFile, home: Path) -> str:
+    if spec.base is RuleBase.HOME:
+        return f"~/{spec.relative_path}" if home == Path.home() else str(home / spec.relative_path)
+    return spec.relative_path
+
+
+def _read(path: Path, scope: RuleScope, priority: int, display: str) -> RuleSource:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return RuleSource(path, scope, priority, RuleStatus.MISSING, display=display)
+    except OSError as exc:
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        log.warning("rules file %s skipped: could not be read (%s)", path, reason)
+        return RuleSource(path, scope, priority, RuleStatus.ERROR, display=display, error=reason)
+    content = raw.decode("utf-8", errors="replace").strip()
+    status = RuleStatus.LOADED if content else RuleStatus.EMPTY
+    return RuleSource(path, scope, priority, status, len(raw), display, content=content)
+
+
+RULES_HEADING = "# Rules and instructions for this project"
+
+RULES_INTRO = (
+    "The files below were written by the people you work for. Follow them unless the task "
+    "says otherwise. They are listed from the most general to the most specific; where two "
+    "disagree, the later one wins."
+)
+
+
+def render_rules_section(rules: RulesLoader | Sequence[RuleSource]) -> str:
+    """The system prompt section for the loaded rules, or "" when no rules file has text.
+
+    Each file's text is preceded by a line naming it, and files are joined with `SEPARATOR`.
+    The output depends only on the files' contents, so the prompt prefix stays cacheable.
+    """
+    sources = rules.sources if isinstance(rules, RulesLoader) else list(rules)
+    blocks = [
+        f"From {s.display or s.path} ({s.scope.value}):\n\n{s.content}"
+        for s in sources
+        if s.status is RuleStatus.LOADED
+    ]
+    if not blocks:
+        return ""
+    return f"{RULES_HEADING}\n\n{RULES_INTRO}\n\n{SEPARATOR.join(blocks)}"
+
+
+def describe_sources(sources: Sequence[RuleSource]) -> list[str]:
+    """One line per candidate file for `journeyman rules`: priority, status, scope, size, path."""
+    lines = []
+    for s in reversed(sources):  # highest priority first reads naturally in a listing
+        detail = (
+            f"{s.size} byte{'' if s.size == 1 else 's'}"
+            if s.status in (RuleStatus.LOADED, RuleStatus.EMPTY)
+            else ""
+        )
+        if s.error:
+            detail = s.error
+        lines.append(
+            f"{s.priority}  {s.status.value:<9}  {s.scope.value:<7}  {s.path}"
+            + (f"  ({detail})" if detail else "")
+        )
+    return lines

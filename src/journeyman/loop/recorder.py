@@ -1,0 +1,63 @@
+"""Persistence of a run in the session store: events and usage are buffered during a step and
+written with the step's messages and checkpoint in one transaction; file changes are journaled
+at once, before the tool writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from journeyman.core.events import Event, event_to_dict
+from journeyman.core.messages import Message
+from journeyman.economics.usage_log import UsageRow
+from journeyman.session.store import SessionStore, StepRecord
+from journeyman.tools.context import FileChangeIntent
+
+UNPERSISTED_EVENTS = frozenset({"text_delta"})
+"""Streaming deltas are not stored; the full text arrives in the model_response event."""
+
+
+class StepRecorder:
+    def __init__(self, store: SessionStore, session_id: str, saved_messages: int = 0) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.saved_messages = saved_messages
+        """How many of the run's messages are already in the store."""
+        self.step = 0
+        """The step in progress (for journaled file changes)."""
+        self._events: list[dict[str, Any]] = []
+        self._usage: list[UsageRow] = []
+
+    def event(self, event: Event) -> None:
+        if event.type not in UNPERSISTED_EVENTS:
+            self._events.append(event_to_dict(event))
+
+    def usage(self, row: UsageRow) -> None:
+        self._usage.append(row)
+
+    def journal(self, change: FileChangeIntent) -> None:
+        self.store.record_file_change(
+            self.session_id, self.step, change.path, change.before, change.after, change.tool
+        )
+
+    def commit(self, step: int, messages: list[Message], checkpoint: dict[str, Any]) -> None:
+        """Write everything since the last commit as step `step`."""
+        self.store.record_step(
+            self.session_id,
+            StepRecord(
+                step=step,
+                messages=messages[self.saved_messages :],
+                events=self._events,
+                checkpoint=checkpoint,
+                usage=self._usage,
+            ),
+        )
+        self.saved_messages = len(messages)
+        self._events = []
+        self._usage = []
+
+    def finish(self, step: int, finish_reason: str, final_text: str, error: str | None) -> None:
+        """Store the run's last events (those after its last step) and its outcome."""
+        self.store.append_events(self.session_id, step, self._events, self._usage)
+        self.store.record_outcome(self.session_id, finish_reason, final_text, error)
+        self._events = []
+        self._usage = []

@@ -1,0 +1,1 @@
+"""Permission checks and lifecycle hooks consulted before and after tool calls."""

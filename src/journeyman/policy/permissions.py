@@ -1,0 +1,719 @@
+"""Permissions: whether a tool call may run, must be approved by the user, or is refused.
+
+A decision combines the permission mode with allow / ask / deny rules, in this order:
+
+1. a matching **deny** rule refuses the call, in every mode (``bypass`` included);
+2. in ``plan`` mode a file-edit tool is refused, whatever the allow rules say (plan mode never
+   changes files; an allow rule can still let a command such as ``git status`` run);
+3. a matching **allow** rule lets the call run;
+4. the **mode** gives a baseline (table below);
+5. where that baseline is "allow", a matching **ask** rule turns it into "ask"; ``bypass``
+   ignores ask rules (it never asks), ``trusted`` honours them.
+
+=============  ============  ============  ===============  ==============
+mode           read-only     file edits    commands, other  ask rules
+=============  ============  ============  ===============  ==============
+plan           allow         deny (hard)   deny             apply
+default        allow         ask           ask              apply
+accept_edits   allow         allow         ask              apply
+trusted        allow         allow         allow            apply
+bypass         allow         allow         allow            ignored
+=============  ============  ============  ===============  ==============
+
+So ``trusted`` asks only where the user wrote an ask rule, and ``bypass`` never asks; both
+keep deny rules, which are the user's hard limits (we chose this over skipping deny rules too,
+because a sandboxed unattended run is exactly where a forgotten ``rm -rf`` does damage).
+An allow rule beats ``ask`` rules (step 3 before step 5): to be asked about ``git push`` while
+``git status`` runs freely, allow ``run_command(git status*)`` rather than ``run_command(git *)``.
+
+Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may use ``*`` and
+``?`` (``mcp__github__*``). The pattern matches the tool's *primary argument*, looked up in
+`DEFAULT_PRIMARY_ARGS` (extensible per policy):
+
+- command arguments (``run_command``): ``*`` matches any text, spaces and ``/`` included.
+  A command is split at unquoted ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines. A deny or
+  ask rule matches when it matches the whole command or any part; an allow rule applies only
+  when every part is matched by some allow rule, and never to a command with ``$(...)``,
+  backticks, process substitution or output redirection to a file (so ``git status*`` does not
+  allow ``git status; rm -rf ~`` or ``git status > setup.py``).
+- path arguments (file tools): paths are taken relative to the workspace and normalised
+  (``./a/../b`` is ``b``); ``*`` and ``?`` stay within one path segment, ``**`` spans any
+  number of segments (``src/**`` is everything under ``src``). A path is checked both as written
+  and with symlinks resolved: a deny or ask rule matches if either form matches, an allow rule
+  only if both do.
+- tools without a known primary argument (MCP and user tools): the pattern is matched, like a
+  command, against the arguments as compact JSON with sorted keys, e.g.
+  ``deploy(*"env":"prod"*)``. A bare name is the dependable way to cover such a tool.
+
+A backslash makes the next character literal (``\\*``). A rule whose primary argument is
+missing from the call, or is not a string, does not match (bare-name rules still do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import functools
+import json
+import logging
+import os
+import posixpath
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from journeyman.core.errors import PermissionDeniedError
+from journeyman.core.messages import ToolCall, ToolResult
+
+log = logging.getLogger(__name__)
+
+
+class PermissionMode(StrEnum):
+    PLAN = "plan"
+    DEFAULT = "default"
+    ACCEPT_EDITS = "accept_edits"
+    TRUSTED = "trusted"
+    BYPASS = "bypass"
+
+
+class DecisionKind(StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class ArgKind(StrEnum):
+    COMMAND = "command"
+    PATH = "path"
+    JSON = "json"
+
+
+@dataclass(frozen=True)
+class PrimaryArg:
+    """Which argument of a tool the pattern in ``tool(pattern)`` is matched against."""
+
+    field: str
+    kind: ArgKind
+
+
+DEFAULT_PRIMARY_ARGS: Mapping[str, PrimaryArg] = {
+    "run_command": PrimaryArg("command", ArgKind.COMMAND),
+    "read_file": PrimaryArg("path", ArgKind.PATH),
+    "write_file": PrimaryArg("path", ArgKind.PATH),
+    "edit_file": PrimaryArg("path", ArgKind.PATH),
+    "list_files": PrimaryArg("path", ArgKind.PATH),
+    "glob": PrimaryArg("path", ArgKind.PATH),
+    "grep": PrimaryArg("path", ArgKind.PATH),
+}
+"""Built-in tools and their primary argument; pass `primary_args` to a policy to add more."""
+
+DEFAULT_EDIT_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "apply_patch"})
+"""Tools that change files: allowed by ``accept_edits``, refused outright by ``plan``."""
+
+
+# --------------------------------------------------------------------------------- patterns
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a pattern that matches exactly itself."""
+    return re.sub(r"([\\*?])", r"\\\1", text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(spec: str, kind: ArgKind) -> re.Pattern[str]:
+    out: list[str] = []
+    i = 0
+    path = kind is ArgKind.PATH
+    while i < len(spec):
+        char = spec[i]
+        if char == "\\" and i + 1 < len(spec):
+            out.append(re.escape(spec[i + 1]))
+            i += 2
+            continue
+        if char == "*" and spec.startswith("**", i) and path:
+            at_start = i == 0 or spec[i - 1] == "/"
+            if at_start and spec.startswith("**/", i):
+                out.append("(?:.*/)?")  # zero or more leading directories
+                i += 3
+                continue
+            if at_start and i + 2 == len(spec) and i > 0:
+                out.pop()  # the "/" before a trailing "**": `src/**` also matches `src`
+                out.append("(?:/.*)?")
+                i += 2
+                continue
+            out.append(".*")
+            i += 2
+            continue
+        if char == "*":
+            while spec.startswith("*", i + 1):
+                i += 1
+            out.append("[^/]*" if path else ".*")
+        elif char == "?":
+            out.append("[^/]" if path else ".")
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+_RULE = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class PermissionRule:
+    """One parsed ``tool`` or ``tool(pattern)`` rule."""
+
+    tool: str
+    pattern: str | None = None
+    """The text inside the parentheses; None for a bare tool name (any arguments)."""
+    source: str = ""
+    """Where the rule came from ("config", "remembered", ...), for messages."""
+
+    @classmethod
+    def parse(cls, text: str, source: str = "") -> PermissionRule:
+        match = _RULE.fullmatch(text)
+        if match is None:
+            raise ValueError(
+                f"permission rule {text!r} is not `tool` or `tool(pattern)`, "
+                "e.g. `run_command(git status*)` or `write_file(src/**)`"
+            )
+        tool, pattern = match.group(1), match.group(2)
+        if pattern is not None and not pattern.strip():
+            raise ValueError(
+                f"permission rule {text!r} has an empty pattern; write just {tool!r} to "
+                "cover any arguments"
+            )
+        return cls(tool, pattern.strip() if pattern is not None else None, source)
+
+    def __str__(self) -> str:
+        return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
+
+    def names(self, tool_name: str) -> bool:
+        """Whether the tool part of the rule covers `tool_name`."""
+        return fnmatch.fnmatchcase(tool_name, self.tool)
+
+    def matches_value(self, value: str, kind: ArgKind) -> bool:
+        if self.pattern is None:
+            return True
+        return _compile(self.pattern, kind).fullmatch(value) is not None
+
+
+def parse_rules(
+    texts: Iterable[str | PermissionRule], source: str = ""
+) -> tuple[PermissionRule, ...]:
+    return tuple(
+        t if isinstance(t, PermissionRule) else PermissionRule.parse(t, source) for t in texts
+    )
+
+
+# ----------------------------------------------------------------- what a call is matched on
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """A call reduced to what rules match: the values of its primary argument."""
+
+    tool: str
+    kind: ArgKind
+    any_values: tuple[str, ...]
+    """A deny or ask rule matches if it matches any of these."""
+    all_values: tuple[str, ...]
+    """An allow rule applies if every one of these is matched by some allow rule."""
+    coverable: bool
+    """False when no pattern may allow the call (substitutions, redirection, missing argument)."""
+
+
+def split_command(command: str) -> tuple[list[str], bool]:
+    """The parts of a shell command line, and whether it is too dynamic to allow by pattern.
+
+    Parts are separated by unquoted ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines. The
+    command is "risky" when it substitutes commands (``$(...)``, backticks, ``<(...)``) or
+    redirects output to a file other than /dev/null.
+    """
+    parts: list[str] = []
+    current: list[str] = []
+    risky = False
+    quote: str | None = None
+    i, n = 0, len(command)
+    while i < n:
+        char = command[i]
+        if quote == "'":
+            current.append(char)
+            if char == "'":
+                quote = None
+            i += 1
+            continue
+        if char == "\\" and i + 1 < n:
+            current.append(command[i : i + 2])
+            i += 2
+            continue
+        if quote == '"':
+            current.append(char)
+            if char == '"':
+                quote = None
+            elif char == "`" or command.startswith("$(", i):
+                risky = True
+            i += 1
+            continue
+        if char in "'\"":
+            quote = char
+            current.append(char)
+            i += 1
+            continue
+        if char == "`" or command.startswith(("$(", "<(", ">("), i):
+            risky = True
+            current.append(char)
+            i += 1
+            continue
+        if char == ">":
+            end = i + 1
+            while end < n and command[end] in ">|":
+                end += 1
+            if end < n and command[end] == "&":  # >&2, 2>&1: duplicates a descriptor
+                current.append(command[i : end + 1])
+                i = end + 1
+                continue
+            target_start = end
+            while target_start < n and command[target_start] in " \t":
+                target_start += 1
+            target_end = target_start
+            while target_end < n and command[target_end] not in " \t\n;&|<>()":
+                target_end += 1
+            if command[target_start:target_end] != "/dev/null":
+                risky = True
+            current.append(command[i:target_end])
+            i = target_end
+            continue
+        if char in ";\n|&":
+            if char == "&" and current and current[-1].endswith(("<", ">")):
+                current.append(char)
+                i += 1
+                continue
+            parts.append("".join(current))
+            current = []
+            i += 1
+            while i < n and command[i] in "|&;":
+                i += 1
+            continue
+        current.append(char)
+        i += 1
+    parts.append("".join(current))
+    if quote is not None:
+        risky = True
+    return [p.strip() for p in parts if p.strip()], risky
+
+
+def _normalise_path(value: str, workspace: Path | None) -> list[str]:
+    """The path as written (normalised, workspace-relative) and with symlinks resolved."""
+    forms: list[str] = []
+    if workspace is not None and os.path.isabs(value):
+        absolute = os.path.normpath(value)
+        lexical = _relative_to(absolute, workspace) or absolute
+    else:
+        lexical = posixpath.normpath(value.replace(os.sep, "/")) if value else value
+    forms.append(lexical)
+    if workspace is not None:
+        real = os.path.realpath(workspace / value)
+        resolved = _relative_to(real, workspace) or real
+        if resolved not in forms:
+            forms.append(resolved)
+    return forms
+
+
+def _relative_to(path: str, root: Path) -> str | None:
+    try:
+        return Path(path).relative_to(root).as_posix() or "."
+    except ValueError:
+        return None
+
+
+# -------------------------------------------------------------------------------- the policy
+
+
+def mode_baseline(mode: PermissionMode, *, read_only: bool, edit: bool) -> DecisionKind:
+    """What a mode says about a call that no rule covers."""
+    if read_only or mode in (PermissionMode.TRUSTED, PermissionMode.BYPASS):
+        return DecisionKind.ALLOW
+    if mode is PermissionMode.PLAN:
+        return DecisionKind.DENY
+    if mode is PermissionMode.ACCEPT_EDITS and edit:
+        return DecisionKind.ALLOW
+    return DecisionKind.ASK
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: DecisionKind
+    reason: str
+    """Why, in a sentence that can be shown to the user and the model."""
+    rule: PermissionRule | None = None
+    """The rule that decided, when one did."""
+
+
+class PermissionsConfig(BaseModel):
+    """The ``[permissions]`` section of the config file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: PermissionMode = PermissionMode.DEFAULT
+    """Baseline for calls no rule covers: plan, default, accept_edits, trusted or bypass."""
+    allow: list[str] = []
+    """Rules for calls that run without asking, e.g. "run_command(git status*)"."""
+    ask: list[str] = []
+    """Rules for calls that need the user's approval even where the mode would allow them."""
+    deny: list[str] = []
+    """Rules for calls that are always refused, in every mode, e.g. "run_command(rm -rf *)"."""
+    edit_tools: list[str] = sorted(DEFAULT_EDIT_TOOLS)
+    """Names of the tools that change files (allowed by accept_edits, refused by plan)."""
+
+    @field_validator("allow", "ask", "deny")
+    @classmethod
+    def _rules_parse(cls, value: list[str]) -> list[str]:
+        for text in value:
+            PermissionRule.parse(text)
+        return value
+
+
+class PermissionPolicy:
+    """Decides allow / ask / deny for one call; pure apart from resolving symlinks."""
+
+    def __init__(
+        self,
+        mode: PermissionMode | str = PermissionMode.DEFAULT,
+        *,
+        allow: Iterable[str | PermissionRule] = (),
+        ask: Iterable[str | PermissionRule] = (),
+        deny: Iterable[str | PermissionRule] = (),
+        workspace: str | os.PathLike[str] | None = None,
+        primary_args: Mapping[str, PrimaryArg] | None = None,
+        edit_tools: Iterable[str] = DEFAULT_EDIT_TOOLS,
+    ) -> None:
+        self.mode = PermissionMode(mode)
+        self.allow = parse_rules(allow, "allow")
+        self.ask = parse_rules(ask, "ask")
+        self.deny = parse_rules(deny, "deny")
+        self.workspace = Path(os.path.realpath(workspace)) if workspace is not None else None
+        self.primary_args: dict[str, PrimaryArg] = {**DEFAULT_PRIMARY_ARGS, **(primary_args or {})}
+        self.edit_tools = frozenset(edit_tools)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: PermissionsConfig,
+        workspace: str | os.PathLike[str] | None = None,
+        *,
+        mode: PermissionMode | str | None = None,
+        primary_args: Mapping[str, PrimaryArg] | None = None,
+    ) -> PermissionPolicy:
+        """A policy from the config section; `mode` (e.g. ``--permission-mode``) overrides it."""
+        return cls(
+            mode if mode is not None else config.mode,
+            allow=config.allow,
+            ask=config.ask,
+            deny=config.deny,
+            workspace=workspace,
+            primary_args=primary_args,
+            edit_tools=config.edit_tools,
+        )
+
+    def decide(self, tool_name: str, args: Mapping[str, Any], read_only: bool) -> Decision:
+        subject = self._subject(tool_name, args)
+        rule = _first_match(self.deny, subject)
+        if rule is not None:
+            return Decision(DecisionKind.DENY, f"the deny rule `{rule}` matches this call", rule)
+        edit = tool_name in self.edit_tools and not read_only
+        if self.mode is PermissionMode.PLAN and edit:
+            return Decision(
+                DecisionKind.DENY, "plan mode does not change files; describe the change instead"
+            )
+        rule = _covering(self.allow, subject)
+        if rule is not None:
+            return Decision(DecisionKind.ALLOW, f"the allow rule `{rule}` covers this call", rule)
+        baseline = mode_baseline(self.mode, read_only=read_only, edit=edit)
+        if baseline is DecisionKind.ALLOW and self.mode is not PermissionMode.BYPASS:
+            rule = _first_match(self.ask, subject)
+            if rule is not None:
+                return Decision(DecisionKind.ASK, f"the ask rule `{rule}` matches this call", rule)
+        return Decision(baseline, _mode_reason(self.mode, baseline, read_only=read_only, edit=edit))
+
+    def covered(self, tool_name: str, args: Mapping[str, Any], rules: Sequence[str]) -> bool:
+        """Whether `rules` (remembered "always" answers) would allow this call like allow rules."""
+        parsed = parse_rules(rules, "remembered")
+        return _covering(parsed, self._subject(tool_name, args)) is not None
+
+    def suggest_rules(self, tool_name: str, args: Mapping[str, Any]) -> list[str]:
+        """The narrowest rules that would allow exactly this call in future ("always").
+
+        One rule per part of a compound command and per form of a symlinked path; empty when
+        the call cannot be allowed by pattern (a command with substitutions, a missing argument).
+        """
+        subject = self._subject(tool_name, args)
+        if not subject.coverable:
+            return []
+        return [f"{glob_escape(tool_name)}({glob_escape(v)})" for v in subject.all_values]
+
+    def _subject(self, tool_name: str, args: Mapping[str, Any]) -> _Subject:
+        spec = self.primary_args.get(tool_name)
+        if spec is None:
+            dump = json.dumps(
+                dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+            )
+            return _Subject(tool_name, ArgKind.JSON, (dump,), (dump,), True)
+        value = args.get(spec.field)
+        if not isinstance(value, str):
+            return _Subject(tool_name, spec.kind, (), (), False)
+        if spec.kind is ArgKind.COMMAND:
+            parts, risky = split_command(value)
+            everything = (value, *[p for p in parts if p != value])
+            return _Subject(
+                tool_name, spec.kind, everything, tuple(parts), bool(parts) and not risky
+            )
+        if spec.kind is ArgKind.PATH:
+            forms = tuple(_normalise_path(value, self.workspace))
+            return _Subject(tool_name, spec.kind, forms, forms, bool(value))
+        return _Subject(tool_name, spec.kind, (value,), (value,), True)
+
+
+def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> PermissionRule | None:
+    for rule in rules:
+        if not rule.names(subject.tool):
+            continue
+        if rule.pattern is None:
+            return rule
+        if any(rule.matches_value(v, subject.kind) for v in subject.any_values):
+            return rule
+    return None
+
+
+def _covering(rules: Sequence[PermissionRule], subject: _Subject) -> PermissionRule | None:
+    named = [r for r in rules if r.names(subject.tool)]
+    for rule in named:
+        if rule.pattern is None:
+            return rule
+    if not subject.coverable or not subject.all_values:
+        return None
+    first: PermissionRule | None = None
+    for value in subject.all_values:
+        found = next((r for r in named if r.matches_value(value, subject.kind)), None)
+        if found is None:
+            return None
+        first = first or found
+    return first
+
+
+def _mode_reason(mode: PermissionMode, kind: DecisionKind, *, read_only: bool, edit: bool) -> str:
+    if read_only:
+        return "read-only tools run without asking"
+    what = "file edits" if edit else "commands and other tools that change things"
+    if kind is DecisionKind.DENY:
+        return f"{mode.value} mode allows only read-only tools"
+    if kind is DecisionKind.ASK:
+        return f"{what} need approval in {mode.value} mode"
+    return f"{what} run without asking in {mode.value} mode"
+
+
+# ----------------------------------------------------------------- asking and remembering
+
+
+class ApprovalAnswer(StrEnum):
+    ALLOW = "allow"
+    """Run this call once."""
+    DENY = "deny"
+    ALWAYS = "always"
+    """Run it, and allow the same call in this project from now on without asking."""
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the user is asked about."""
+
+    tool_name: str
+    args: Mapping[str, Any]
+    reason: str
+    """Why approval is needed (the mode, or the ask rule)."""
+    mode: PermissionMode
+    project: str
+    remember_as: tuple[str, ...] = ()
+    """The rules an "always" answer would store; empty when "always" cannot be remembered."""
+    rule: PermissionRule | None = None
+
+
+class Approver(Protocol):
+    """Asks the user; any async callable taking an `ApprovalRequest` fits.
+
+    It should not raise (an exception counts as "deny"), and should time out to "deny".
+    """
+
+    async def __call__(self, request: ApprovalRequest, /) -> ApprovalAnswer: ...
+
+
+class RememberedPermissions(Protocol):
+    """Where "always" answers are kept, per project (the workspace path) and tool.
+
+    The session store implements this on SQLite; `InMemoryRememberedPermissions` lasts a run.
+    """
+
+    def remembered(self, project: str, tool_name: str) -> Sequence[str]:
+        """The rules stored for this project and tool (``tool(pattern)`` texts)."""
+        ...
+
+    def remember(self, project: str, tool_name: str, rule: str) -> None:
+        """Store one rule; storing one that is already there changes nothing."""
+        ...
+
+
+@dataclass
+class InMemoryRememberedPermissions:
+    rules: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    def remembered(self, project: str, tool_name: str) -> Sequence[str]:
+        return tuple(self.rules.get((project, tool_name), ()))
+
+    def remember(self, project: str, tool_name: str, rule: str) -> None:
+        stored = self.rules.setdefault((project, tool_name), [])
+        if rule not in stored:
+            stored.append(rule)
+
+
+PERMISSION_ERROR_KIND = "permission"
+"""`ToolResult.metadata["error"]` of a refused call."""
+
+
+class PermissionGate:
+    """Policy, approver and memory together: may this call run?
+
+    `check` returns None when the call may run, or the text of the refusal to show the model.
+    Without an approver the run is non-interactive: calls that need approval are refused with
+    a message that says how to allow them, unless `yes` is set (``--yes``), which approves
+    every such call (deny rules and plan mode still refuse).
+    """
+
+    def __init__(
+        self,
+        policy: PermissionPolicy,
+        *,
+        approver: Approver | None = None,
+        memory: RememberedPermissions | None = None,
+        project: str | os.PathLike[str] | None = None,
+        yes: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.approver = approver
+        self.memory: RememberedPermissions = (
+            memory if memory is not None else InMemoryRememberedPermissions()
+        )
+        where = project if project is not None else policy.workspace
+        self.project = os.path.realpath(where) if where is not None else ""
+        self.yes = yes
+        self.denials: Counter[str] = Counter()
+        """How often each exact call (tool + arguments) was refused in this run."""
+        self._asking = asyncio.Lock()
+
+    async def check(
+        self, tool_name: str, args: Mapping[str, Any], *, read_only: bool
+    ) -> str | None:
+        """None when the call may run (asking the user if needed), else the refusal text."""
+        decision = self.policy.decide(tool_name, args, read_only)
+        if decision.kind is DecisionKind.ALLOW:
+            return None
+        if decision.kind is DecisionKind.DENY:
+            return self._refuse(
+                tool_name,
+                args,
+                f"{tool_name}: not allowed: {decision.reason}. "
+                "Do not retry it; find another way or ask the user to change "
+                "the permission rules.",
+            )
+        if self._remembered(tool_name, args):
+            return None
+        if self.yes:
+            return None
+        if self.approver is None:
+            hint = self.policy.suggest_rules(tool_name, args)
+            example = f" such as `{hint[0]}`" if hint else ""
+            return self._refuse(
+                tool_name,
+                args,
+                f"{tool_name}: needs the user's approval ({decision.reason}), but this run "
+                "cannot ask anyone, so the call was refused. Continue without it if you can; "
+                f"the user can rerun with --yes, add an allow rule{example}, or choose a more "
+                "permissive --permission-mode.",
+            )
+        async with self._asking:  # one question at a time, even for concurrent calls
+            if self._remembered(tool_name, args):
+                return None
+            return await self._ask(tool_name, args, decision)
+
+    async def check_call(self, call: ToolCall, *, read_only: bool) -> ToolResult | None:
+        """`check` for a model's call: None to run it, else the error result to send back.
+
+        The result's metadata holds ``error: "permission"`` and ``denials``: how many times
+        this exact call has been refused in the run (1 the first time).
+        """
+        message = await self.check(call.name, call.arguments, read_only=read_only)
+        if message is None:
+            return None
+        return ToolResult(
+            call.id,
+            call.name,
+            message,
+            is_error=True,
+            metadata={
+                "error": PERMISSION_ERROR_KIND,
+                "denials": self.denials[_call_key(call.name, call.arguments)],
+            },
+        )
+
+    async def _ask(self, tool_name: str, args: Mapping[str, Any], decision: Decision) -> str | None:
+        remember_as = tuple(self.policy.suggest_rules(tool_name, args))
+        request = ApprovalRequest(
+            tool_name=tool_name,
+            args=args,
+            reason=decision.reason,
+            mode=self.policy.mode,
+            project=self.project,
+            remember_as=remember_as,
+            rule=decision.rule,
+        )
+        assert self.approver is not None
+        try:
+            answer = ApprovalAnswer(await self.approver(request))
+        except Exception as exc:  # an approver bug refuses the call rather than ending the run
+            log.warning("permission approver failed for %s: %s", tool_name, exc)
+            answer = ApprovalAnswer.DENY
+        if answer is ApprovalAnswer.DENY:
+            return self._refuse(
+                tool_name,
+                args,
+                f"{tool_name}: the user declined this call. Do not repeat it; take another "
+                "approach or ask the user what they want.",
+            )
+        if answer is ApprovalAnswer.ALWAYS:
+            for rule in remember_as:
+                try:
+                    self.memory.remember(self.project, tool_name, rule)
+                except Exception as exc:  # the call still runs; only the memory is lost
+                    log.warning("could not remember permission %s: %s", rule, exc)
+        return None
+
+    def _remembered(self, tool_name: str, args: Mapping[str, Any]) -> bool:
+        try:
+            rules = self.memory.remembered(self.project, tool_name)
+        except Exception as exc:
+            log.warning("could not read remembered permissions: %s", exc)
+            return False
+        return bool(rules) and self.policy.covered(tool_name, args, rules)
+
+    def _refuse(self, tool_name: str, args: Mapping[str, Any], message: str) -> str:
+        self.denials[_call_key(tool_name, args)] += 1
+        return PermissionDeniedError(message, tool_name=tool_name).message
+
+
+def _call_key(tool_name: str, args: Mapping[str, Any]) -> str:
+    return tool_name + json.dumps(dict(args), sort_keys=True, default=str)

@@ -1,0 +1,476 @@
+"""The session store: one SQLite database (WAL) per session root holding every session.
+
+Tables: sessions, messages (as the model saw them), events, steps (a small checkpoint per
+step), file_changes (the undo journal), usage_logs (owned by `economics.usage_log`) and
+remembered permissions. Writes only append: a step is one transaction that inserts that step's
+messages, events, usage rows and checkpoint, so its cost does not grow with the session, and
+after a crash the store holds every completed step and never half of one.
+
+File changes are journaled on their own, before the tool writes to disk (see
+`ToolContext.journal`), because the disk changes at once even if the step never completes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.core.messages import Message
+from journeyman.economics.usage_log import DATABASE_FILE, UsageRow, connect, insert_usage
+from journeyman.session.redact import Redactor
+
+SCHEMA_VERSION = 1
+
+
+def default_session_root() -> Path:
+    """Where sessions go unless `--session-dir` or JOURNEYMAN_SESSION_DIR says otherwise."""
+    override = os.environ.get("JOURNEYMAN_SESSION_DIR")
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_data_dir("journeyman")) / "sessions"
+
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        parent_id TEXT,
+        forked_at_step INTEGER,
+        created_at REAL NOT NULL,
+        task TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        system_prompt TEXT NOT NULL
+    );
+    CREATE INDEX sessions_by_workspace ON sessions (workspace, created_at);
+    CREATE TABLE messages (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE TABLE events (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE TABLE steps (
+        session_id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        checkpoint TEXT NOT NULL,
+        PRIMARY KEY (session_id, step)
+    );
+    CREATE TABLE outcomes (
+        session_id TEXT PRIMARY KEY,
+        finished_at REAL NOT NULL,
+        finish_reason TEXT NOT NULL,
+        final_text TEXT NOT NULL,
+        error TEXT
+    );
+    CREATE TABLE file_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        before TEXT,
+        after TEXT,
+        tool TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX file_changes_by_session ON file_changes (session_id, id);
+    CREATE TABLE undone_changes (
+        change_id INTEGER PRIMARY KEY,
+        undone_at REAL NOT NULL
+    );
+    CREATE TABLE permissions (
+        project TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (project, tool, pattern)
+    );
+    """,
+}
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: str
+    task: str
+    workspace: str
+    settings: dict[str, Any]
+    """Provider, model, base URL, tool format, mode and limits — never API keys."""
+    system_prompt: str
+    created_at: float = field(default_factory=time.time)
+    parent_id: str | None = None
+    forked_at_step: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    record: SessionRecord
+    steps: int
+    finish_reason: str | None
+    """None while running, or when the process died before the run ended."""
+    final_text: str
+    error: str | None
+
+
+@dataclass(frozen=True)
+class FileChange:
+    id: int
+    session_id: str
+    step: int
+    path: str
+    kind: str
+    """created, modified or deleted."""
+    before: str | None
+    after: str | None
+    tool: str
+    created_at: float
+    undone: bool = False
+    description: str = ""
+
+
+@dataclass
+class StepRecord:
+    """What one completed step adds to the store."""
+
+    step: int
+    messages: Sequence[Message]
+    events: Sequence[dict[str, Any]]
+    checkpoint: dict[str, Any]
+    usage: Sequence[UsageRow] = ()
+
+
+class SessionNotFoundError(ConfigurationError):
+    """No session has the given id (or prefix)."""
+
+
+class SessionStore:
+    def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
+        self.root = root
+        self.path = root / DATABASE_FILE
+        self._db = connect(self.path)
+        self._redact = redactor or Redactor()
+        self._migrate()
+        self._message_seq: dict[str, int] = {}
+        self._event_seq: dict[str, int] = {}
+
+    # --- schema ---------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        current = row[0] or 0
+        if current > SCHEMA_VERSION:
+            raise ConfigurationError(
+                f"the session store {self.path} was written by a newer journeyman "
+                f"(schema {current} > {SCHEMA_VERSION}); upgrade journeyman to open it"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            with self._transaction():
+                for statement in _split_sql(_MIGRATIONS[version]):
+                    self._db.execute(statement)
+                self._db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # --- writing --------------------------------------------------------------------------
+
+    def create_session(self, record: SessionRecord) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO sessions (id, parent_id, forked_at_step, created_at, task, "
+                "workspace, settings, system_prompt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.parent_id,
+                    record.forked_at_step,
+                    record.created_at,
+                    self._redact(record.task),
+                    record.workspace,
+                    json.dumps(record.settings),
+                    self._redact(record.system_prompt),
+                ),
+            )
+
+    def record_step(self, session_id: str, step: StepRecord) -> None:
+        """Append one completed step atomically."""
+        message_seq = self._next_seq(session_id, "messages", self._message_seq)
+        event_seq = self._next_seq(session_id, "events", self._event_seq)
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT INTO messages (session_id, seq, step, body) VALUES (?, ?, ?, ?)",
+                [
+                    (session_id, message_seq + i, step.step, self._dump(m.to_dict()))
+                    for i, m in enumerate(step.messages)
+                ],
+            )
+            db.executemany(
+                "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (session_id, event_seq + i, step.step, e["type"], self._dump(e))
+                    for i, e in enumerate(step.events)
+                ],
+            )
+            for row in step.usage:
+                insert_usage(db, row)
+            db.execute(
+                "INSERT INTO steps (session_id, step, created_at, checkpoint) VALUES (?, ?, ?, ?)",
+                (session_id, step.step, time.time(), json.dumps(step.checkpoint)),
+            )
+        self._message_seq[session_id] = message_seq + len(step.messages)
+        self._event_seq[session_id] = event_seq + len(step.events)
+
+    def append_events(
+        self,
+        session_id: str,
+        step: int,
+        events: Sequence[dict[str, Any]],
+        usage: Sequence[UsageRow] = (),
+    ) -> None:
+        """Events (and usage) that belong to no completed step, e.g. a run's closing ones."""
+        event_seq = self._next_seq(session_id, "events", self._event_seq)
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (session_id, event_seq + i, step, e["type"], self._dump(e))
+                    for i, e in enumerate(events)
+                ],
+            )
+            for row in usage:
+                insert_usage(db, row)
+        self._event_seq[session_id] = event_seq + len(events)
+
+    def record_outcome(
+        self, session_id: str, finish_reason: str, final_text: str, error: str | None
+    ) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO outcomes (session_id, finished_at, finish_reason, "
+                "final_text, error) VALUES (?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    time.time(),
+                    finish_reason,
+                    self._redact(final_text),
+                    self._redact(error) if error else None,
+                ),
+            )
+
+    def clear_outcome(self, session_id: str) -> None:
+        """A resumed session is running again."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM outcomes WHERE session_id = ?", (session_id,))
+
+    def record_file_change(
+        self,
+        session_id: str,
+        step: int,
+        path: str,
+        before: str | None,
+        after: str | None,
+        tool: str,
+        description: str = "",
+    ) -> int:
+        kind = "created" if before is None else "deleted" if after is None else "modified"
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO file_changes (session_id, step, path, kind, before, after, tool, "
+                "description, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, step, path, kind, before, after, tool, description, time.time()),
+            )
+        return int(cursor.lastrowid or 0)
+
+    def mark_undone(self, change_id: int) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO undone_changes (change_id, undone_at) VALUES (?, ?)",
+                (change_id, time.time()),
+            )
+
+    def remember_permission(self, project: str, tool: str, pattern: str, decision: str) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO permissions (project, tool, pattern, decision, "
+                "created_at) VALUES (?, ?, ?, ?, ?)",
+                (project, tool, pattern, decision, time.time()),
+            )
+
+    def remembered_permissions(self, project: str) -> list[tuple[str, str, str]]:
+        rows = self._db.execute(
+            "SELECT tool, pattern, decision FROM permissions WHERE project = ?", (project,)
+        ).fetchall()
+        return [(t, p, d) for t, p, d in rows]
+
+    def delete_session(self, session_id: str) -> None:
+        with self._transaction() as db:
+            for table in ("messages", "events", "steps", "outcomes", "usage_logs"):
+                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            db.execute(
+                "DELETE FROM undone_changes WHERE change_id IN "
+                "(SELECT id FROM file_changes WHERE session_id = ?)",
+                (session_id,),
+            )
+            db.execute("DELETE FROM file_changes WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    # --- reading --------------------------------------------------------------------------
+
+    def resolve_id(self, prefix: str) -> str:
+        """The full id of the session whose id is or starts with `prefix`."""
+        rows = self._db.execute(
+            "SELECT id FROM sessions WHERE id = ? OR id LIKE ? ORDER BY created_at",
+            (prefix, prefix.replace("%", "") + "%"),
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        if prefix in ids:
+            return prefix
+        if len(ids) == 1:
+            return str(ids[0])
+        if not ids:
+            raise SessionNotFoundError(f"no session {prefix!r} in {self.path}")
+        raise SessionNotFoundError(
+            f"session id {prefix!r} is ambiguous ({len(ids)} matches); give more characters"
+        )
+
+    def load_session(self, session_id: str) -> SessionRecord:
+        row = self._db.execute(
+            "SELECT id, task, workspace, settings, system_prompt, created_at, parent_id, "
+            "forked_at_step FROM sessions WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+        return SessionRecord(
+            id=row[0],
+            task=row[1],
+            workspace=row[2],
+            settings=json.loads(row[3]),
+            system_prompt=row[4],
+            created_at=row[5],
+            parent_id=row[6],
+            forked_at_step=row[7],
+        )
+
+    def summary(self, session_id: str) -> SessionSummary:
+        record = self.load_session(session_id)
+        (steps,) = self._db.execute(
+            "SELECT COALESCE(MAX(step), 0) FROM steps WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        outcome = self._db.execute(
+            "SELECT finish_reason, final_text, error FROM outcomes WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        if outcome is None:
+            return SessionSummary(record, steps, None, "", None)
+        return SessionSummary(record, steps, outcome[0], outcome[1], outcome[2])
+
+    def list_sessions(self, workspace: str | None = None) -> list[SessionSummary]:
+        query = "SELECT id FROM sessions"
+        params: tuple[str, ...] = ()
+        if workspace is not None:
+            query += " WHERE workspace = ?"
+            params = (workspace,)
+        ids = [r[0] for r in self._db.execute(query + " ORDER BY created_at", params)]
+        return [self.summary(i) for i in ids]
+
+    def latest_session(self, workspace: str) -> SessionRecord | None:
+        row = self._db.execute(
+            "SELECT id FROM sessions WHERE workspace = ? ORDER BY created_at DESC LIMIT 1",
+            (workspace,),
+        ).fetchone()
+        return self.load_session(row[0]) if row else None
+
+    def messages(self, session_id: str, up_to_step: int | None = None) -> list[Message]:
+        query = "SELECT body FROM messages WHERE session_id = ?"
+        params: tuple[Any, ...] = (session_id,)
+        if up_to_step is not None:
+            query += " AND step <= ?"
+            params = (session_id, up_to_step)
+        rows = self._db.execute(query + " ORDER BY seq", params)
+        return [Message.from_dict(json.loads(body)) for (body,) in rows]
+
+    def events(self, session_id: str) -> Iterator[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        for (body,) in rows:
+            yield json.loads(body)
+
+    def checkpoint(self, session_id: str, step: int | None = None) -> tuple[int, dict[str, Any]]:
+        """(step, checkpoint) of the given step, or of the last completed one; (0, {}) if none."""
+        if step is None:
+            row = self._db.execute(
+                "SELECT step, checkpoint FROM steps WHERE session_id = ? "
+                "ORDER BY step DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        else:
+            row = self._db.execute(
+                "SELECT step, checkpoint FROM steps WHERE session_id = ? AND step = ?",
+                (session_id, step),
+            ).fetchone()
+        return (0, {}) if row is None else (int(row[0]), json.loads(row[1]))
+
+    def file_changes(self, session_id: str, *, pending_only: bool = False) -> list[FileChange]:
+        rows = self._db.execute(
+            "SELECT c.id, c.session_id, c.step, c.path, c.kind, c.before, c.after, c.tool, "
+            "c.created_at, u.change_id IS NOT NULL, c.description FROM file_changes c "
+            "LEFT JOIN undone_changes u ON u.change_id = c.id "
+            "WHERE c.session_id = ? ORDER BY c.id",
+            (session_id,),
+        ).fetchall()
+        changes = [
+            FileChange(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10])
+            for r in rows
+        ]
+        return [c for c in changes if not c.undone] if pending_only else changes
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _next_seq(self, session_id: str, table: str, cache: dict[str, int]) -> int:
+        if session_id not in cache:
+            (highest,) = self._db.execute(
+                f"SELECT COALESCE(MAX(seq), 0) FROM {table} WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            cache[session_id] = int(highest) + 1
+        return cache[session_id]
+
+    def _dump(self, data: dict[str, Any]) -> str:
+        return self._redact(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
