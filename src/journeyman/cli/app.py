@@ -1,25 +1,30 @@
-"""`journeyman` / `jm`: run the agent on a task from the command line."""
+"""`journeyman` / `jm`: run, resume and fork the agent; inspect, undo and diff its sessions."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 
 from journeyman import __version__
 from journeyman.cli.approver import choose_approver
+from journeyman.cli.mcp_cmd import mcp_list
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
+from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.result import FinishReason
+from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
 from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig
 from journeyman.providers.factory import create_provider
+from journeyman.session.fork import prepare_fork
 from journeyman.session.store import default_session_root
+from journeyman.session.undo import FileChangeTracker, UndoResult
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -37,6 +42,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(sessions_app, name="sessions")
+mcp_app = typer.Typer(help="MCP servers declared in .journeyman/mcp.json.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
 
 
 def _version(value: bool) -> None:
@@ -55,116 +63,138 @@ def main_options(
     """journeyman command line."""
 
 
-@app.command()
-def run(
-    task: Annotated[str, typer.Argument(help="What the agent should do, in plain words.")],
-    workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="Repository to work in.")
-    ] = Path("."),
-    provider: Annotated[
-        str | None,
-        typer.Option(help="anthropic or openai; auto-detected from the environment if omitted."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Model name (provider default if omitted).")
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp...)."),
-    ] = None,
-    tool_format: Annotated[
-        str,
-        typer.Option(help="native, or text for models without tool calling (fenced JSON)."),
-    ] = "native",
-    max_iterations: Annotated[int, typer.Option(min=1, help="Stop after N model turns.")] = 50,
-    max_budget_usd: Annotated[
-        float | None, typer.Option(min=0.0, help="Stop once the run has cost this many USD.")
-    ] = None,
-    max_total_tokens: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Token budget of the run (input + output tokens consumed; not the model's "
-            "output limit).",
-        ),
-    ] = None,
-    max_duration: Annotated[
-        str | None,
-        typer.Option(help="Wall-clock limit, e.g. 600, 90s, 10m or 1h."),
-    ] = None,
-    budget_mode: Annotated[
-        BudgetMode,
-        typer.Option(
-            help="strict: nudge at 70 %, fewer tools at 90 %, text only at 95 %, stop at 100 %; "
-            "advisory: nudges only; soft: track only.",
-        ),
-    ] = BudgetMode.STRICT,
-    auto_extend: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Grant up to N budget extensions without asking (default: ask on a terminal, "
-            "deny otherwise).",
-        ),
-    ] = 0,
-    tool_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds one tool call may run.")
-    ] = 60.0,
-    output_format: Annotated[
-        OutputFormat,
-        typer.Option(
-            "--output-format",
-            "-o",
-            help="text: progress + summary; json: the final result; stream-json: one event "
-            "per line.",
-        ),
-    ] = OutputFormat.TEXT,
-    session_dir: Annotated[
-        Path | None,
-        typer.Option(help="Where session folders go (default: the per-user data dir)."),
-    ] = None,
-    stream: Annotated[bool, typer.Option(help="Stream the model's text as it is written.")] = False,
-) -> None:
-    """Run the agent on TASK until it finishes or a limit stops it.
+# --- options shared by run, resume and fork ---------------------------------------------------
 
-    Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled.
-    """
-    if tool_format not in ("native", "text"):
-        _fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
-    if not workspace.is_dir():
-        _fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
-    fmt: Literal["native", "text"] = "text" if tool_format == "text" else "native"
-    try:
-        chosen = create_provider(provider, model, base_url, tool_format=fmt)
-    except ConfigurationError as error:
-        _fail(EXIT_CONFIG, error.message)
+WorkspaceOpt = Annotated[
+    Path | None, typer.Option("--workspace", "-w", help="Repository to work in.")
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(help="anthropic or openai; auto-detected from the environment if omitted."),
+]
+ModelOpt = Annotated[str | None, typer.Option(help="Model name (provider default if omitted).")]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(help="Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp...)."),
+]
+ToolFormatOpt = Annotated[
+    str | None,
+    typer.Option(help="native (default), or text for models without tool calling."),
+]
+MaxIterationsOpt = Annotated[
+    int | None, typer.Option(min=1, help="Stop after N model turns (default 50).")
+]
+MaxBudgetOpt = Annotated[
+    float | None, typer.Option(min=0.0, help="Stop once the session has cost this many USD.")
+]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Token budget (input + output tokens consumed; not the model's output limit).",
+    ),
+]
+MaxDurationOpt = Annotated[
+    str | None, typer.Option(help="Wall-clock limit, e.g. 600, 90s, 10m or 1h.")
+]
+BudgetModeOpt = Annotated[
+    BudgetMode | None,
+    typer.Option(
+        help="strict (default): nudge at 70 %, fewer tools at 90 %, text only at 95 %, stop at "
+        "100 %; advisory: nudges only; soft: track only.",
+    ),
+]
+AutoExtendOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Grant up to N budget extensions without asking (default: ask on a terminal, "
+        "deny otherwise).",
+    ),
+]
+ToolTimeoutOpt = Annotated[
+    float | None, typer.Option(min=0.1, help="Seconds one tool call may run (default 60).")
+]
+OutputOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output-format",
+        "-o",
+        help="text: progress + summary; json: the final result; stream-json: one event per line.",
+    ),
+]
+SessionDirOpt = Annotated[
+    Path | None,
+    typer.Option(help="Session root (default: the per-user data dir or JOURNEYMAN_SESSION_DIR)."),
+]
+StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
+
+
+def _limits(
+    max_iterations: int | None,
+    max_budget_usd: float | None,
+    max_total_tokens: int | None,
+    max_duration: str | None,
+    budget_mode: BudgetMode | None,
+    tool_timeout: float | None,
+) -> dict[str, Any]:
+    """The config fields the user set on the command line (unset ones are left out)."""
     try:
         duration_s = parse_duration(max_duration) if max_duration else None
     except ValueError as error:
-        _fail(EXIT_CONFIG, str(error))
-    config = AgentConfig(
-        max_iterations=max_iterations,
-        max_budget_usd=max_budget_usd or None,
-        max_total_tokens=max_total_tokens,
-        max_duration_s=duration_s,
-        budget_mode=budget_mode,
-        tool_timeout_s=tool_timeout,
-        session_dir=session_dir,
-        stream=stream or output_format is OutputFormat.STREAM_JSON,
-    )
+        fail(EXIT_CONFIG, str(error))
+    given = {
+        "max_iterations": max_iterations,
+        "max_budget_usd": max_budget_usd or None,
+        "max_total_tokens": max_total_tokens,
+        "max_duration_s": duration_s,
+        "budget_mode": budget_mode,
+        "tool_timeout_s": tool_timeout,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _launch(
+    *,
+    workspace: Path,
+    provider_settings: dict[str, Any],
+    config: AgentConfig,
+    output_format: OutputFormat,
+    auto_extend: int,
+    action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
+) -> NoReturn:
+    """Build the provider and agent, run `action`, print the result and exit accordingly."""
+    if not workspace.is_dir():
+        fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
+    tool_format = provider_settings.get("tool_format") or "native"
+    if tool_format not in ("native", "text"):
+        fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
+    fmt: Literal["native", "text"] = "text" if tool_format == "text" else "native"
+    try:
+        provider = create_provider(
+            provider_settings.get("provider"),
+            provider_settings.get("model"),
+            provider_settings.get("base_url"),
+            tool_format=fmt,
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
     interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
     agent = Agent(
-        chosen,
+        provider,
         workspace=workspace,
         config=config,
         on_event=renderer,
         approver=choose_approver(auto_extend, interactive),
+        settings={"base_url": provider_settings.get("base_url"), "tool_format": fmt},
     )
     try:
-        result = asyncio.run(agent.run(task))
+        result = asyncio.run(action(agent))
     except KeyboardInterrupt:
-        _fail(EXIT_CANCELLED, "cancelled")
+        fail(EXIT_CANCELLED, "cancelled")
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
     renderer.final(result)
     if result.success:
         raise typer.Exit(EXIT_OK)
@@ -172,7 +202,281 @@ def run(
         FinishReason.CONFIGURATION_ERROR: EXIT_CONFIG,
         FinishReason.CANCELLED: EXIT_CANCELLED,
     }.get(result.finish_reason, EXIT_FAILED)
-    _fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+    fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+
+
+# --- run, resume, fork ------------------------------------------------------------------------
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="What the agent should do, in plain words.")],
+    workspace: WorkspaceOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    auto_extend: AutoExtendOpt = 0,
+    tool_timeout: ToolTimeoutOpt = None,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+    stream: StreamOpt = False,
+) -> None:
+    """Run the agent on TASK until it finishes or a limit stops it.
+
+    Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled.
+    """
+    limits = _limits(
+        max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
+    )
+    config = AgentConfig(
+        **limits,
+        session_dir=session_dir,
+        stream=stream or output_format is OutputFormat.STREAM_JSON,
+    )
+    _launch(
+        workspace=workspace or Path("."),
+        provider_settings={
+            "provider": provider,
+            "model": model,
+            "base_url": base_url,
+            "tool_format": tool_format,
+        },
+        config=config,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        action=lambda agent: agent.run(task),
+    )
+
+
+def _remembered(
+    settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
+) -> tuple[dict[str, Any], AgentConfig]:
+    """Provider settings and config of a stored session, with the flags given now on top."""
+    provider_settings = {
+        key: overrides.get(key) or settings.get(key)
+        for key in ("provider", "model", "base_url", "tool_format")
+    }
+    stored = dict(settings.get("config", {}))
+    stored.update(overrides.get("limits", {}))
+    stored["session_dir"] = session_dir
+    stored["stream"] = stream
+    try:
+        return provider_settings, AgentConfig(**stored)
+    except ValueError as error:
+        fail(EXIT_CONFIG, f"the stored settings of this session are not usable: {error}")
+
+
+@app.command()
+def resume(
+    session: Annotated[str | None, typer.Argument(help="Session id (or a unique prefix).")] = None,
+    last: Annotated[
+        bool, typer.Option("--last", help="The most recent session of the current workspace.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    auto_extend: AutoExtendOpt = 0,
+    tool_timeout: ToolTimeoutOpt = None,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+    stream: StreamOpt = False,
+) -> None:
+    """Continue a session from its last completed step, with the model-visible history, budget
+    counters and settings it had. Flags given here override the remembered settings; API keys
+    come from the environment again."""
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, last, workspace)
+        summary = store.summary(record.id)
+    finally:
+        store.close()
+    if summary.finish_reason in (FinishReason.COMPLETED.value, FinishReason.ANSWERED.value):
+        fail(
+            EXIT_CONFIG,
+            f"session {record.id} already finished ({summary.finish_reason}); "
+            "fork it to give it a new task",
+        )
+    limits = _limits(
+        max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
+    )
+    overrides = {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "tool_format": tool_format,
+        "limits": limits,
+    }
+    provider_settings, config = _remembered(
+        record.settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
+    )
+    _launch(
+        workspace=workspace or Path(record.workspace),
+        provider_settings=provider_settings,
+        config=config,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
+    )
+
+
+CONTINUE_FORK = "Continue the task from where this conversation left off."
+
+
+@app.command()
+def fork(
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix) to fork.")],
+    at_step: Annotated[int, typer.Option("--at-step", min=0, help="Keep the first K steps.")],
+    task: Annotated[
+        str | None, typer.Option(help="A new instruction to continue with (default: go on).")
+    ] = None,
+    into: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the fork's copy of the workspace (default: a sibling)."),
+    ] = None,
+    in_place: Annotated[
+        bool, typer.Option(help="Roll the original workspace back instead of copying it.")
+    ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    auto_extend: AutoExtendOpt = 0,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+) -> None:
+    """Start a new session from the first K steps of SESSION, with the files as they were at
+    step K (in a fresh copy of the workspace unless --in-place), then continue."""
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, False, None)
+        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    finally:
+        store.close()
+    limits = _limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
+    overrides = {"provider": provider, "model": model, "base_url": base_url, "limits": limits}
+    provider_settings, config = _remembered(
+        record.settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
+    )
+    if output_format is OutputFormat.TEXT:
+        typer.echo(
+            f"forking {record.id} at step {at_step} into {plan.workspace} "
+            f"({plan.reverted_files} later file change(s) rolled back)"
+        )
+    _launch(
+        workspace=plan.workspace,
+        provider_settings=provider_settings,
+        config=config,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        action=lambda agent: agent.run(
+            task or CONTINUE_FORK,
+            history=plan.history,
+            parent_session_id=record.id,
+            forked_at_step=at_step,
+        ),
+    )
+
+
+# --- undo and diff ----------------------------------------------------------------------------
+
+
+@app.command()
+def undo(
+    turn: Annotated[
+        bool, typer.Option("--turn", help="Undo every change of the last step.")
+    ] = False,
+    file: Annotated[
+        str | None, typer.Option("--file", help="Undo the last change to this file.")
+    ] = None,
+    all_changes: Annotated[
+        bool, typer.Option("--all", help="Undo every pending change of the session.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option(help="Undo even files that were modified since the agent wrote them.")
+    ] = False,
+    session: Annotated[
+        str | None, typer.Option(help="Session id (default: the latest of this workspace).")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    session_dir: SessionDirOpt = None,
+) -> None:
+    """Undo the agent's most recent file change (or a step's, a file's, or all of them)."""
+    if sum([turn, file is not None, all_changes]) > 1:
+        fail(EXIT_CONFIG, "choose at most one of --turn, --file and --all")
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, session is None, workspace)
+        tracker = FileChangeTracker(store, record.id, Path(record.workspace))
+        if turn:
+            result = tracker.undo_turn(force=force)
+        elif file is not None:
+            result = tracker.undo_file(file, force=force)
+        elif all_changes:
+            result = tracker.undo_all(force=force)
+        else:
+            result = tracker.undo_last(force=force)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    finally:
+        store.close()
+    _report_undo(result)
+
+
+def _report_undo(result: UndoResult) -> None:
+    if result.nothing_to_undo:
+        typer.echo("nothing to undo")
+        return
+    for change in result.undone:
+        action = {"created": "deleted", "deleted": "restored", "modified": "reverted"}[change.kind]
+        typer.echo(f"{action} {change.path} (step {change.step}, {change.tool})")
+    if result.conflicts:
+        conflict = result.conflicts[0]
+        sys.stderr.write(
+            f"journeyman: {conflict.change.path} changed on disk after the agent wrote it; "
+            "not undone (use --force to undo anyway). Changes since the agent's write:\n"
+        )
+        sys.stderr.write(conflict.diff)
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def diff(
+    session: Annotated[
+        str | None, typer.Option(help="Session id (default: the latest of this workspace).")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    session_dir: SessionDirOpt = None,
+) -> None:
+    """Unified diff of the session's file changes that have not been undone."""
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, session is None, workspace)
+        text = FileChangeTracker(store, record.id, Path(record.workspace)).diff()
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    finally:
+        store.close()
+    sys.stdout.write(text)
+
+
+# --- usage and integrations -------------------------------------------------------------------
 
 
 @app.command()
@@ -180,23 +484,26 @@ def usage(
     session: Annotated[
         str | None, typer.Option(help="Only this session id (default: every session).")
     ] = None,
-    session_dir: Annotated[
-        Path | None,
-        typer.Option(help="Session root holding the usage database (default: per-user dir)."),
-    ] = None,
+    session_dir: SessionDirOpt = None,
 ) -> None:
     """Tokens and cost per provider and model, from the usage log."""
     path = (session_dir or default_session_root()) / DATABASE_FILE
     if not path.exists():
-        _fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
+        fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
     log = UsageLog(path)
     try:
         rows = log.summary(session)
     finally:
         log.close()
     if not rows:
-        _fail(EXIT_FAILED, f"no usage recorded for session {session}" if session else "no usage")
+        fail(EXIT_FAILED, f"no usage recorded for session {session}" if session else "no usage")
     usage_table(rows)
+
+
+@mcp_app.command("list")
+def mcp_list_cmd(workspace: WorkspaceOpt = None) -> None:
+    """Show MCP servers, their status and tools."""
+    raise typer.Exit(mcp_list(workspace or Path(".")))
 
 
 def parse_duration(text: str) -> float:
@@ -216,7 +523,8 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def _fail(code: int, message: str) -> typer.Exit:
+def fail(code: int, message: str) -> NoReturn:
+    """Print a one-line reason (plus any detail lines) on stderr and exit with `code`."""
     first, *rest = message.splitlines() or [""]
     sys.stderr.write(f"journeyman: {first}\n")
     for line in rest:

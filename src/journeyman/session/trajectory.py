@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import Message
+from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.session.store import SessionRecord, SessionStore, StepRecord
 
 FORMAT = "journeyman-session-1"
@@ -80,4 +80,86 @@ def import_jsonl(store: SessionStore, path: Path, new_id: str) -> str:
         )
     )
     store.record_step(new_id, StepRecord(step=0, messages=messages, events=events, checkpoint={}))
+    return new_id
+
+
+MINI_FORMAT = "mini-swe-agent-1.1"
+
+
+def import_file(store: SessionStore, path: Path, new_id: str) -> str:
+    """Import our JSONL export or a mini-swe-agent trajectory, whichever `path` holds."""
+    head = path.read_text(encoding="utf-8", errors="replace")[:4096].lstrip()
+    if head.startswith("{") and f'"{MINI_FORMAT}"' in path.read_text(encoding="utf-8"):
+        return import_mini_swe_agent(store, path, new_id)
+    return import_jsonl(store, path, new_id)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    return "" if content is None else str(content)
+
+
+def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
+    """Store a mini-swe-agent trajectory as a session (its messages as one step).
+
+    Native tool calls become our tool calls and results; text-based actions (a bash block in the
+    assistant's text) stay text, with the observation as the next user message, so the history
+    remains valid for any provider.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(f"{path}: not valid JSON ({error.msg})") from None
+    if not isinstance(data, dict) or data.get("trajectory_format") != MINI_FORMAT:
+        raise ConfigurationError(f"{path} is not a mini-swe-agent trajectory ({MINI_FORMAT})")
+    system = ""
+    messages: list[Message] = []
+    call_names: dict[str, str] = {}
+    for raw in data.get("messages", []):
+        if not isinstance(raw, dict):
+            continue
+        role = raw.get("role")
+        text = _text(raw.get("content"))
+        if role == "system" and not system:
+            system = text
+        elif role == "assistant":
+            calls = []
+            for tc in raw.get("tool_calls") or []:
+                function = tc.get("function", {})
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except json.JSONDecodeError:
+                    arguments = {"raw": function.get("arguments")}
+                name = function.get("name", "bash")
+                call_names[tc.get("id", "")] = name
+                calls.append(ToolCall(tc.get("id", ""), name, arguments))
+            messages.append(Message.assistant(text, calls))
+        elif role == "tool":
+            call_id = str(raw.get("tool_call_id", ""))
+            result = ToolResult(call_id, call_names.get(call_id, "bash"), text)
+            messages.append(Message.tool(result))
+        elif text:
+            messages.append(Message.user(text))
+    task = next((m.content for m in messages if m.role is Role.USER), "")
+    info = data.get("info", {})
+    store.create_session(
+        SessionRecord(
+            id=new_id,
+            task=task,
+            workspace=str(path.parent.resolve()),
+            settings={
+                "imported_from": str(path),
+                "format": MINI_FORMAT,
+                "mini_version": info.get("mini_version"),
+                "exit_status": info.get("exit_status"),
+            },
+            system_prompt=system,
+        )
+    )
+    store.record_step(new_id, StepRecord(step=0, messages=messages, events=[], checkpoint={}))
     return new_id

@@ -1,0 +1,90 @@
+"""`journeyman mcp list`: the workspace's MCP servers, whether they start, and their tools."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.integrations.mcp import (
+    CONFIG_FILE,
+    McpManager,
+    McpServerStatus,
+    ServerState,
+)
+
+EXIT_OK = 0
+EXIT_SERVER_FAILED = 1
+EXIT_CONFIG = 2
+
+_STATE_STYLE = {
+    ServerState.RUNNING: "green",
+    ServerState.CLOSED: "green",
+    ServerState.DISABLED: "dim",
+}
+
+
+def mcp_list(workspace: Path, *, console: Console | None = None) -> int:
+    """Start every configured server, print servers, status and tools, then shut them down.
+
+    Exit code 0 when every enabled server started, 1 when one did not, 2 for an unreadable
+    config file.
+    """
+    out = console or Console(highlight=False, soft_wrap=True)
+    try:
+        manager = McpManager.from_workspace(workspace)
+    except ConfigurationError as exc:
+        out.print(f"[red]{escape(exc.message)}[/]")
+        return EXIT_CONFIG
+    statuses = asyncio.run(_start_and_stop(manager))
+    if not statuses:
+        out.print(
+            f"No MCP servers configured. Declare them in {escape(str(workspace / CONFIG_FILE))} "
+            '(`{"mcpServers": {"name": {"command": ..., "args": [...]}}}` or `{"url": ...}`).'
+        )
+        return EXIT_OK
+    out.print(_servers_table(statuses))
+    for status in statuses:
+        if status.tools:
+            out.print(_tools_table(status))
+    return EXIT_OK if all(s.healthy for s in statuses) else EXIT_SERVER_FAILED
+
+
+async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
+    try:
+        return await manager.start()
+    finally:
+        await manager.aclose()
+
+
+def _servers_table(statuses: list[McpServerStatus]) -> Table:
+    table = Table(title="MCP servers", title_justify="left")
+    for column in ("server", "transport", "target", "status", "tools"):
+        table.add_column(column, overflow="fold")
+    for s in statuses:
+        style = _STATE_STYLE.get(s.state, "red")
+        state = f"[{style}]{s.state.value}[/]"
+        if s.error:
+            state += f"\n[dim]{escape(s.error)}[/]"
+        elif s.server_info:
+            state += f"\n[dim]{escape(s.server_info)}[/]"
+        table.add_row(
+            escape(s.name), s.transport or "-", escape(s.target) or "-", state, str(len(s.tools))
+        )
+    return table
+
+
+def _tools_table(status: McpServerStatus) -> Table:
+    table = Table(title=f"tools of {escape(status.name)}", title_justify="left")
+    table.add_column("tool", no_wrap=True)
+    table.add_column("access")
+    table.add_column("description", overflow="fold")
+    for tool in status.tools:
+        lines = tool.description.strip().splitlines()
+        access = "read-only" if tool.read_only else "[yellow]may change things[/]"
+        table.add_row(escape(tool.name), access, escape(lines[0] if lines else ""))
+    return table

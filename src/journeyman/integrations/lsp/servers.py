@@ -1,0 +1,226 @@
+"""Which language servers exist: their configuration, the built-in set, detection and lookup.
+
+A server is *configured* when it is in the list (built-in or from the user's config), *detected*
+when the workspace holds one of its marker files (pyproject.toml for Python, go.mod for Go...),
+and *installed* when its executable is found on PATH or next to the running Python (where a
+virtual environment puts `pylsp`). Servers start lazily, the first time a file they cover is
+asked about, and only when installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ServerConfig(BaseModel):
+    """How to run one language server and which files it covers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    """Short unique name (`pyright`, `pylsp`); a user entry with a built-in's name replaces it."""
+    language: str
+    """Language the server handles, shown by `journeyman lsp` (`python`, `typescript`...)."""
+    command: list[str] = Field(min_length=1)
+    """Executable and arguments that start the server speaking LSP over stdio."""
+    extensions: list[str] = Field(default_factory=list)
+    """File suffixes the server covers, with the dot (`.py`)."""
+    language_ids: dict[str, str] = Field(default_factory=dict)
+    """LSP languageId per suffix where it differs from `language` (`.tsx` -> typescriptreact)."""
+    detect: list[str] = Field(default_factory=list)
+    """Marker files at the workspace root that mean the project uses this language."""
+    fallback_for: str | None = None
+    """Name of the server this one stands in for: used only when that one is not installed."""
+    initialization_options: dict[str, Any] = Field(default_factory=dict)
+    """Sent as `initializationOptions` in the initialize request."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Answers to the server's `workspace/configuration` requests, by dotted section."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the server process."""
+    enabled: bool = True
+    """False turns the server off (a user entry can disable a built-in by name)."""
+
+    def covers(self, path: Path) -> bool:
+        """Whether files with this path's suffix belong to the server."""
+        return path.suffix.lower() in {ext.lower() for ext in self.extensions}
+
+    def language_id(self, path: Path) -> str:
+        """The languageId to announce in didOpen for this file."""
+        return self.language_ids.get(path.suffix.lower(), self.language)
+
+
+class LspConfig(BaseModel):
+    """Language server settings of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """False: no server is ever started; every LSP call answers 'unavailable'."""
+    servers: list[ServerConfig] = Field(default_factory=list)
+    """User-declared servers, tried before the built-ins; same name replaces a built-in."""
+    builtin_servers: bool = True
+    """Include the built-in servers (TypeScript, Python, Rust, Go, JSON)."""
+    request_timeout: float = Field(default=20.0, gt=0)
+    """Seconds one request may take; a server that takes longer is treated as hung."""
+    startup_timeout: float = Field(default=30.0, gt=0)
+    """Seconds a server may take to start and answer `initialize`."""
+    diagnostics_wait: float = Field(default=2.5, ge=0)
+    """Seconds to wait for fresh diagnostics after a file is opened or changed."""
+    max_restarts: int = Field(default=1, ge=0)
+    """Restarts allowed after a crash or hang; once used up, the server stays off."""
+    symbol_scan_files: int = Field(default=50, ge=0)
+    """Files searched one by one for symbols when a server has no workspace symbol search."""
+
+
+_TS_IDS = {
+    ".ts": "typescript",
+    ".tsx": "typescriptreact",
+    ".js": "javascript",
+    ".jsx": "javascriptreact",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+}
+
+BUILTIN_SERVERS: tuple[ServerConfig, ...] = (
+    ServerConfig(
+        name="typescript",
+        language="typescript",
+        command=["typescript-language-server", "--stdio"],
+        extensions=list(_TS_IDS),
+        language_ids=_TS_IDS,
+        detect=["package.json", "tsconfig.json"],
+    ),
+    ServerConfig(
+        name="pyright",
+        language="python",
+        command=["pyright-langserver", "--stdio"],
+        extensions=[".py", ".pyi"],
+        detect=["pyproject.toml", "requirements.txt"],
+    ),
+    ServerConfig(
+        name="pylsp",
+        language="python",
+        command=["pylsp"],
+        extensions=[".py", ".pyi"],
+        detect=["pyproject.toml", "requirements.txt"],
+        fallback_for="pyright",
+    ),
+    ServerConfig(
+        name="rust-analyzer",
+        language="rust",
+        command=["rust-analyzer"],
+        extensions=[".rs"],
+        detect=["Cargo.toml"],
+    ),
+    ServerConfig(
+        name="gopls",
+        language="go",
+        command=["gopls"],
+        extensions=[".go"],
+        detect=["go.mod"],
+    ),
+    ServerConfig(
+        name="json",
+        language="json",
+        command=["vscode-json-language-server", "--stdio"],
+        extensions=[".json", ".jsonc"],
+        language_ids={".jsonc": "jsonc"},
+    ),
+)
+"""The servers journeyman knows without configuration, in order of preference."""
+
+
+def merge_servers(
+    user: Sequence[ServerConfig], *, builtins: Iterable[ServerConfig] = BUILTIN_SERVERS
+) -> list[ServerConfig]:
+    """User servers first, then the built-ins they do not replace; disabled ones dropped."""
+    names = {server.name for server in user}
+    merged = [*user, *(server for server in builtins if server.name not in names)]
+    return [server for server in merged if server.enabled]
+
+
+def find_executable(program: str) -> str | None:
+    """Absolute path of `program` on PATH or beside the running Python, or None.
+
+    A path with a slash is taken as given (and must be an executable file).
+    """
+    if os.sep in program or (os.altsep and os.altsep in program):
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+    found = shutil.which(program)
+    if found:
+        return found
+    beside = Path(sys.executable).parent / program
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return None
+
+
+def detected_markers(server: ServerConfig, root: Path) -> list[str]:
+    """Which of the server's marker files exist at the workspace root."""
+    return [marker for marker in server.detect if (root / marker).exists()]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configured server as this workspace and machine see it."""
+
+    config: ServerConfig
+    executable: str | None
+    """Resolved path of the command's program; None when it is not installed."""
+    markers: tuple[str, ...]
+    """Marker files found at the workspace root."""
+
+    @property
+    def installed(self) -> bool:
+        return self.executable is not None
+
+    @property
+    def detected(self) -> bool:
+        return bool(self.markers)
+
+    @property
+    def command(self) -> list[str]:
+        """The command with its program resolved to an absolute path where found."""
+        return [self.executable or self.config.command[0], *self.config.command[1:]]
+
+
+def survey(servers: Sequence[ServerConfig], root: Path) -> list[Candidate]:
+    """Look up each server's executable and marker files (no process is started)."""
+    return [
+        Candidate(
+            config=server,
+            executable=find_executable(server.command[0]),
+            markers=tuple(detected_markers(server, root)),
+        )
+        for server in servers
+    ]
+
+
+def choose(candidates: Sequence[Candidate], path: Path) -> Candidate | None:
+    """The server to ask about `path`: the first installed one that covers it.
+
+    A fallback is skipped while the server it stands in for is installed. When nothing covering
+    the file is installed, the first covering candidate is returned so that the caller can say
+    what to install; None means no configured server covers the file at all.
+    """
+    covering = [c for c in candidates if c.config.covers(path)]
+    installed = {c.config.name for c in candidates if c.installed}
+    for candidate in covering:
+        primary = candidate.config.fallback_for
+        if candidate.installed and not (primary and primary in installed):
+            return candidate
+    return covering[0] if covering else None
+
+
+def is_shadowed(candidate: Candidate, candidates: Sequence[Candidate]) -> bool:
+    """Whether a fallback is unused because the server it replaces is installed."""
+    primary = candidate.config.fallback_for
+    return bool(primary) and any(c.config.name == primary and c.installed for c in candidates)
