@@ -128,6 +128,8 @@ class Kernel:
             )
         )
         self._recorder = StepRecorder(self.store, state.session_id)
+        # step 0 holds the starting history, so a crash before the first step loses nothing
+        self._recorder.commit(0, state.messages, {})
         self.economics.start()
         if self.economics.calls == 0:
             self.economics.set_baseline(estimate_tokens(self.system_prompt, self.tool_specs))
