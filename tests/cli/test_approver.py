@@ -1,0 +1,147 @@
+"""The command line's extension approver: y/N on a (pipe-backed) terminal, auto, or deny."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
+
+import pytest
+
+from journeyman.cli.approver import TerminalApprover, choose_approver
+from journeyman.economics.approval import AutoApprover, deny_extensions
+from journeyman.economics.budget import ExtensionRequest
+
+
+def request(granted: int = 1, tokens: int = 200_000, usd: float = 0.0) -> ExtensionRequest:
+    return ExtensionRequest(
+        can_request=True,
+        extensions_granted=granted,
+        max_extensions=3,
+        cooldown_remaining_s=0.0,
+        additional_tokens=tokens,
+        additional_usd=usd,
+        reason="the token budget is nearly used up",
+    )
+
+
+@dataclass
+class Terminal:
+    stdin: TextIO
+    write_fd: int
+    stderr: io.StringIO
+
+    def type(self, text: str) -> None:
+        os.write(self.write_fd, text.encode())
+
+    def approver(self, timeout_s: float = 2.0) -> TerminalApprover:
+        return TerminalApprover(timeout_s=timeout_s, stdin=self.stdin, stderr=self.stderr)
+
+
+@pytest.fixture
+def terminal() -> Iterator[Terminal]:
+    read_fd, write_fd = os.pipe()
+    stdin = os.fdopen(read_fd, "r")
+    term = Terminal(stdin=stdin, write_fd=write_fd, stderr=io.StringIO())
+    try:
+        yield term
+    finally:
+        stdin.close()
+        os.close(write_fd)
+
+
+@pytest.mark.parametrize("answer", ["y\n", "Y\n", "yes\n", "  YES  \n"])
+async def test_yes_grants(terminal: Terminal, answer: str) -> None:
+    terminal.type(answer)
+    assert await terminal.approver()(request()) is True
+    assert terminal.stderr.getvalue().endswith("extension granted\n")
+
+
+@pytest.mark.parametrize("answer", ["n\n", "\n", "no\n", "yy\n", "sure\n"])
+async def test_anything_else_denies(terminal: Terminal, answer: str) -> None:
+    terminal.type(answer)
+    assert await terminal.approver()(request()) is False
+    assert terminal.stderr.getvalue().endswith("extension denied\n")
+
+
+async def test_answer_typed_while_waiting(terminal: Terminal) -> None:
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.05, terminal.type, "y\n")
+    assert await terminal.approver()(request()) is True
+
+
+async def test_no_answer_within_timeout_denies(terminal: Terminal) -> None:
+    approver = terminal.approver(timeout_s=0.2)
+    started = time.monotonic()
+    assert await approver(request()) is False
+    assert 0.15 <= time.monotonic() - started < 1.5
+    assert terminal.stderr.getvalue().endswith("extension denied\n")
+    # the reader was removed: a late answer is left for whoever reads next
+    terminal.type("y\n")
+    assert terminal.stdin.readline() == "y\n"
+
+
+async def test_closed_stdin_denies(terminal: Terminal) -> None:
+    os.close(terminal.write_fd)
+    terminal.write_fd = os.open(os.devnull, os.O_WRONLY)  # for the fixture to close
+    assert await terminal.approver()(request()) is False
+
+
+async def test_prompt_mentions_the_request(terminal: Terminal) -> None:
+    terminal.type("n\n")
+    await terminal.approver(timeout_s=7.0)(request(granted=1, tokens=200_000, usd=1.5))
+    prompt = terminal.stderr.getvalue()
+    assert "the token budget is nearly used up" in prompt
+    assert "extension 2 of 3" in prompt
+    assert "+200,000 tokens" in prompt
+    assert "+$1.50" in prompt
+    assert "no answer in 7 s means no" in prompt
+    assert "[y/N]" in prompt
+
+
+async def test_one_answer_per_prompt(terminal: Terminal) -> None:
+    approver = terminal.approver()
+    terminal.type("y\n")
+    assert await approver(request(granted=0)) is True
+    terminal.type("n\n")
+    assert await approver(request(granted=1)) is False
+    terminal.type("y\n")
+    assert await approver(request(granted=2)) is True
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "TerminalApprover._read_line waits for the fd to become readable, but the first "
+        "readline() pulled both lines into the TextIOWrapper buffer: the buffered second "
+        "answer is never seen, and the second prompt times out and denies"
+    ),
+)
+async def test_answers_typed_ahead_are_read_one_per_prompt(terminal: Terminal) -> None:
+    terminal.type("n\ny\n")
+    approver = terminal.approver(timeout_s=0.3)
+    assert await approver(request(granted=0)) is False
+    assert await approver(request(granted=1)) is True
+
+
+async def test_choose_approver_auto_grants_n_then_denies() -> None:
+    approver = choose_approver(2, False)
+    assert isinstance(approver, AutoApprover)
+    assert [await approver(request()) for _ in range(4)] == [True, True, False, False]
+
+
+async def test_choose_approver_auto_wins_over_interactive() -> None:
+    approver = choose_approver(1, True)
+    assert isinstance(approver, AutoApprover)
+    assert await approver(request()) is True
+    assert await approver(request()) is False
+
+
+async def test_choose_approver_without_auto_extend() -> None:
+    assert choose_approver(0, False) is deny_extensions
+    assert await deny_extensions(request()) is False
+    assert isinstance(choose_approver(0, True), TerminalApprover)
