@@ -442,14 +442,6 @@ def test_driver_is_the_limit_closest_to_exhaustion(
     assert status.level is level_for(status.fraction)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "check() applies only the driver's consequences: a non-token limit (iterations/"
-        "duration) that is closer to exhaustion masks the token limit's RESTRICTED/HARD "
-        "consequences (budget.py check(), the ITERATIONS/DURATION early return)"
-    ),
-)
 @pytest.mark.parametrize(
     ("tokens_used", "iterations", "expect_text_only", "expect_max_calls"),
     [(9_600, 97, True, None), (9_100, 93, False, 1)],
@@ -822,13 +814,6 @@ def test_spent_reserve_needs_a_token_limit() -> None:
     assert econ.spent_reserve() is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "record_call adds usage.total_tokens to phase_tokens, baseline included: the first "
-        "call's prompt (excluded from the budget) already 'spends' a phase reserve"
-    ),
-)
 def test_phase_reserve_counts_budget_tokens_not_baseline_tokens() -> None:
     econ = make(max_total_tokens=TOKEN_LIMIT)
     econ.record_call(Usage(input_tokens=5_000), 0.0, phase=Phase.EXPLORATION)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import TextIO
 
@@ -20,9 +21,10 @@ class TerminalApprover:
         timeout_s: float = PROMPT_TIMEOUT_S,
         stdin: TextIO | None = None,
         stderr: TextIO | None = None,
+        lines: TerminalLines | None = None,
     ) -> None:
         self.timeout_s = timeout_s
-        self.stdin = stdin or sys.stdin
+        self.lines = lines or TerminalLines(stdin or sys.stdin)
         self.stderr = stderr or sys.stderr
 
     async def __call__(self, request: ExtensionRequest) -> bool:
@@ -31,8 +33,9 @@ class TerminalApprover:
             extra.append(f"+{request.additional_tokens:,} tokens")
         if request.additional_usd:
             extra.append(f"+${request.additional_usd:.2f}")
+        by = f" by {' and '.join(extra)}" if extra else ""
         self.stderr.write(
-            f"\njourneyman: {request.reason}. Extend the budget by {' and '.join(extra)}? "
+            f"\njourneyman: {request.reason}. Extend the budget{by}? "
             f"(extension {request.extensions_granted + 1} of {request.max_extensions}; "
             f"no answer in {self.timeout_s:.0f} s means no) [y/N] "
         )
@@ -43,17 +46,63 @@ class TerminalApprover:
         return granted
 
     async def _read_line(self) -> str:
+        return await self.lines.read_line(self.timeout_s)
+
+
+class TerminalLines:
+    """Reads answers from a terminal line by line without a buffered reader in between.
+
+    Reading the file descriptor directly keeps typed-ahead answers: a buffered `readline()`
+    would pull every pending line into its own buffer, where a later wait on the descriptor
+    never sees them. One instance per input stream, shared by every prompt that reads it.
+    """
+
+    def __init__(self, stdin: TextIO) -> None:
+        self.stdin = stdin
+        self._pending = bytearray()
+        self._eof = False
+
+    def _take_line(self) -> str | None:
+        end = self._pending.find(b"\n")
+        if end < 0:
+            if self._eof and self._pending:
+                end = len(self._pending) - 1
+            else:
+                return None
+        line = bytes(self._pending[: end + 1])
+        del self._pending[: end + 1]
+        return line.decode("utf-8", errors="replace")
+
+    async def read_line(self, timeout_s: float) -> str:
+        """The next line, or "" when none arrives within `timeout_s` or the input has ended."""
+        line = self._take_line()
+        if line is not None:
+            return line
+        if self._eof:
+            return ""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[str] = loop.create_future()
+        arrived: asyncio.Future[str] = loop.create_future()
         fd = self.stdin.fileno()
 
-        def ready() -> None:
-            if not future.done():
-                future.set_result(self.stdin.readline())
+        def readable() -> None:
+            if arrived.done():
+                return
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+            self._pending.extend(chunk)
+            found = self._take_line()
+            if found is not None or self._eof:
+                arrived.set_result(found or "")
 
-        loop.add_reader(fd, ready)
+        loop.add_reader(fd, readable)
         try:
-            return await asyncio.wait_for(future, self.timeout_s)
+            return await asyncio.wait_for(arrived, timeout_s)
         except TimeoutError:
             return ""
         finally:

@@ -250,6 +250,7 @@ class ExecutionEconomics:
             self.cost_usd = cost_usd
         elif self.cost_usd is not None:
             self.cost_usd = None if cost_usd is None else self.cost_usd + cost_usd
+        counted_before = self.incremental_tokens
         self.usage = self.usage + usage
         self.calls += 1
         if not self._baseline_refined:
@@ -257,7 +258,9 @@ class ExecutionEconomics:
             self._baseline_refined = True
             self.baseline_tokens = usage.total_input_tokens
         if phase is not None:
-            self.phase_tokens[phase] = self.phase_tokens.get(phase, 0) + usage.total_tokens
+            # a phase spends what this call added to the budget, never baseline tokens
+            spent = max(0, self.incremental_tokens - counted_before)
+            self.phase_tokens[phase] = self.phase_tokens.get(phase, 0) + spent
         return CallRecord(self.calls, model, usage, cost_usd, latency_s, phase)
 
     def record_iteration(self) -> None:
@@ -296,14 +299,20 @@ class ExecutionEconomics:
         # STRICT
         if level is EnforcementLevel.EXHAUSTED:
             return replace(status, stop=True, nudge=nudge)
-        if driver in (BudgetKind.ITERATIONS, BudgetKind.DURATION):
-            # these limits stop hard at 100 %; before that they only warn
-            return replace(status, nudge=nudge)
+        # iteration and duration limits stop hard at 100 % and only warn before that; tool
+        # restrictions come from the spend limits, whichever limit drives the nudge
+        spend = max(
+            (f for k, f in enforced.items() if k in (BudgetKind.TOKENS, BudgetKind.USD)),
+            default=0.0,
+        )
+        spend_level = level_for(spend)
         return replace(
             status,
-            text_only=level is EnforcementLevel.HARD,
+            text_only=spend_level is EnforcementLevel.HARD,
             max_tool_calls=(
-                self.tuning.restricted_tool_calls if level is EnforcementLevel.RESTRICTED else None
+                self.tuning.restricted_tool_calls
+                if spend_level is EnforcementLevel.RESTRICTED
+                else None
             ),
             nudge=nudge,
         )
@@ -351,6 +360,8 @@ class ExecutionEconomics:
 
     def allow_task_continuation(self) -> bool:
         """Whether a new task may start on this budget (stricter than `check`)."""
+        if self.mode is BudgetMode.SOFT:
+            return True
         fraction = max(self.fractions().values(), default=0.0)
         if fraction < WARN_AT:
             return True
