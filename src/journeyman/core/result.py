@@ -35,6 +35,8 @@ class FinishReason(StrEnum):
     """The provider refused the request for good (authentication, bad request)."""
     CONFIGURATION_ERROR = "configuration_error"
     CANCELLED = "cancelled"
+    HALTED = "halted"
+    """A hook stopped the run, or refused its task."""
     INTERNAL_ERROR = "internal_error"
 
     @property
@@ -59,6 +61,7 @@ _CATEGORIES: dict[FinishReason, FinishCategory] = {
     FinishReason.PROVIDER_ERROR: FinishCategory.FATAL,
     FinishReason.CONFIGURATION_ERROR: FinishCategory.FATAL,
     FinishReason.CANCELLED: FinishCategory.FATAL,
+    FinishReason.HALTED: FinishCategory.FATAL,
     FinishReason.INTERNAL_ERROR: FinishCategory.FATAL,
 }
 

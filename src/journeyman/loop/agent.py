@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from journeyman.context.rules import RulesLoader, render_rules_section
 from journeyman.core.events import EventHandler
 from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
@@ -16,6 +17,8 @@ from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes.react import ReactMode
+from journeyman.policy.hooks import HookRunner
+from journeyman.policy.permissions import Approver, PermissionGate, PermissionPolicy
 from journeyman.providers.base import Provider
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root
@@ -42,6 +45,9 @@ class Agent:
         retry_policy: RetryPolicy | None = None,
         approver: ExtensionApprover = deny_extensions,
         settings: dict[str, Any] | None = None,
+        permission_approver: Approver | None = None,
+        assume_yes: bool = False,
+        rules: RulesLoader | None = None,
     ) -> None:
         if isinstance(provider, ResilientProvider):
             self.provider = provider
@@ -65,6 +71,14 @@ class Agent:
         }
         """What a session remembers for `resume` (never API keys)."""
         self.session_root = self.config.session_dir or default_session_root()
+        self.permission_approver = permission_approver
+        """Asks the user about calls that need approval; None refuses them (unless yes)."""
+        self.assume_yes = assume_yes
+        """Approve every call that would need asking (deny rules and plan mode still hold)."""
+        self.hooks = HookRunner.from_config(self.config.hooks, cwd=self.workspace)
+        """Add Python hooks with `agent.hooks.add(HookEvent.PRE_TOOL_USE, callback)`."""
+        self.rules = rules or RulesLoader(self.workspace)
+        """Instruction files put into the system prompt of new sessions."""
         self._cancel = asyncio.Event()
 
     def cancel(self) -> None:
@@ -112,6 +126,9 @@ class Agent:
         store = SessionStore(self.session_root)
         try:
             yield Kernel(
+                permissions=self._permission_gate(store),
+                hooks=self.hooks,
+                rules=render_rules_section(self.rules),
                 economics=self.economics,
                 approver=self.approver,
                 provider=self.provider,
@@ -126,6 +143,34 @@ class Agent:
             )
         finally:
             store.close()
+
+    def _permission_gate(self, store: SessionStore) -> PermissionGate | None:
+        if self.config.permissions is None:
+            return None
+        return PermissionGate(
+            PermissionPolicy.from_config(self.config.permissions, self.workspace),
+            approver=self.permission_approver,
+            memory=StoredPermissions(store),
+            project=self.workspace,
+            yes=self.assume_yes,
+        )
+
+
+class StoredPermissions:
+    """"Always" answers kept in the session store, so they last across runs of a project."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    def remembered(self, project: str, tool_name: str) -> list[str]:
+        return [
+            rule
+            for tool, rule, decision in self.store.remembered_permissions(project)
+            if tool == tool_name and decision == "allow"
+        ]
+
+    def remember(self, project: str, tool_name: str, rule: str) -> None:
+        self.store.remember_permission(project, tool_name, rule, "allow")
 
 
 def economics_for(config: AgentConfig) -> ExecutionEconomics:

@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.economics.budget import BudgetMode
+from journeyman.policy.hooks import ShellHookConfig
+from journeyman.policy.permissions import PermissionsConfig
 
 
 class AgentConfig(BaseModel):
@@ -50,3 +52,8 @@ class AgentConfig(BaseModel):
     """Replaces the built-in system prompt when given."""
     snapshot_messages: int = Field(default=6, ge=1)
     """How many trailing messages a `no_progress` result carries for diagnosis."""
+    permissions: PermissionsConfig | None = None
+    """Permission mode and allow/ask/deny rules; None runs every call (the library default,
+    the embedding program decides); the command line always sets it."""
+    hooks: list[ShellHookConfig] = []
+    """Shell commands run at lifecycle events (Python hooks are added through the API)."""

@@ -5,8 +5,9 @@ One iteration, top to bottom (DESIGN.md, "One iteration"):
      no progress; the budget gate may also ask for an extension, nudge, or force text only
   2. pending nudges (budget, phase, loop) reach the model as one user message
   3. the mode builds the request and calls the provider (retries live in `resilient`)
-  4. tool calls run: parallel-safe ones concurrently, the rest in order, each under a timeout;
-     file writes are journaled before they happen
+  4. tool calls pass the permission gate and PreToolUse hooks, then run: parallel-safe ones
+     concurrently, the rest in order, each under a timeout; file writes are journaled before
+     they happen; PostToolUse hooks may add to results
   5. the observer updates progress, loop and phase knowledge and queues nudges
   6. the step (messages, events, usage, checkpoint) is committed in one transaction
 """
@@ -38,6 +39,8 @@ from journeyman.loop.modes import Mode
 from journeyman.loop.observer import TurnObserver
 from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState, TurnOutcome
+from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner, HookRunResult
+from journeyman.policy.permissions import PermissionGate
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
 from journeyman.providers.pricing import add_costs, cost_usd
 from journeyman.session.store import SessionRecord, SessionStore
@@ -62,8 +65,13 @@ class Kernel:
         on_event: ev.EventHandler | None = None,
         cancel_event: asyncio.Event | None = None,
         approver: ExtensionApprover = deny_extensions,
+        permissions: PermissionGate | None = None,
+        hooks: HookRunner | None = None,
+        rules: str = "",
     ) -> None:
         self.provider = provider
+        self.permissions = permissions
+        self.hooks = hooks or HookRunner(cwd=workspace)
         self.registry = registry
         self.mode = mode
         self.workspace = workspace
@@ -77,7 +85,7 @@ class Kernel:
             economics, config, approver, self.emit, lambda: f"{provider.name}:{provider.model}"
         )
         self.lifecycle = LifecycleMachine()
-        self.system_prompt = prompts.system_prompt(workspace, config.system_prompt)
+        self.system_prompt = prompts.system_prompt(workspace, config.system_prompt, rules)
         self.tool_specs = registry.specs()
         self._on_event = on_event
         self._recorder: StepRecorder | None = None
@@ -136,6 +144,48 @@ class Kernel:
         self.observer.replay(history)
         return await self._drive(state, resumed=False)
 
+    async def _start_hooks(self, state: LoopState, *, resumed: bool) -> bool:
+        """SessionStart (and UserPromptSubmit for a new task); False when a hook stops the run."""
+        start = await self._hook(
+            HookEvent.SESSION_START, state, prompt=state.task, extra={"resumed": resumed}
+        )
+        if start is not None and start.halted:
+            return self._halt(state, start)
+        if resumed:
+            return True
+        submitted = await self._hook(HookEvent.USER_PROMPT_SUBMIT, state, prompt=state.task)
+        if submitted is not None and submitted.denied:
+            state.error = f"the task was refused by a hook: {submitted.reason}"
+            state.finish_reason = FinishReason.HALTED
+            return False
+        return True
+
+    def _halt(self, state: LoopState, outcome: HookRunResult) -> bool:
+        state.error = f"stopped by a {outcome.event} hook: {outcome.reason}"
+        state.finish_reason = FinishReason.HALTED
+        return False
+
+    async def _hook(
+        self, event: HookEvent, state: LoopState, **fields: Any
+    ) -> HookRunResult | None:
+        """Run `event`'s hooks, queueing their messages for the model; None when none listen."""
+        if not self.hooks.has(event):
+            return None
+        payload = HookPayload(session_id=state.session_id, cwd=str(self.workspace), **fields)
+        outcome = await self.hooks.run(event, payload)
+        for error in outcome.errors:
+            self.emit(
+                ev.ErrorOccurred(
+                    ErrorCategory.INTERNAL.value,
+                    f"{event} hook {error.hook!r} failed ({error.kind}): {error.message}",
+                    False,
+                    {},
+                )
+            )
+        if outcome.message:
+            state.pending_nudges.append(("hook", outcome.message))
+        return outcome
+
     async def resume(self, session_id: str) -> RunResult:
         """Continue a stored session exactly where its last completed step left it."""
         record = self.store.load_session(session_id)
@@ -182,7 +232,8 @@ class Kernel:
                 )
             )
             self.lifecycle.start()
-            await self._loop(state, resumed=resumed)
+            if await self._start_hooks(state, resumed=resumed):
+                await self._loop(state, resumed=resumed)
         except asyncio.CancelledError:
             state.finish_reason = FinishReason.CANCELLED
             state.error = "cancelled by the user"
@@ -205,6 +256,15 @@ class Kernel:
                     {"traceback": traceback.format_exc(limit=8)},
                 )
             )
+        try:
+            await self._hook(
+                HookEvent.SESSION_END,
+                state,
+                message=state.final_text or None,
+                extra={"finish_reason": (state.finish_reason or FinishReason.INTERNAL_ERROR).value},
+            )
+        except asyncio.CancelledError:
+            pass
         return self._finish(state)
 
     # --- the loop -----------------------------------------------------------------------
@@ -231,6 +291,19 @@ class Kernel:
             outcome = await self.mode.iterate(state, self)
             self._account(state, outcome)
             self._commit(state)
+            if state.finish_reason is FinishReason.HALTED:
+                return
+            if outcome.finish_reason is not None and outcome.finish_reason.is_success:
+                objection = await self._hook(HookEvent.STOP, state, message=outcome.final_text)
+                if objection is not None and objection.halted:
+                    self._halt(state, objection)
+                    return
+                if objection is not None and objection.denied:
+                    # the hook wants more work: its reason goes back to the model
+                    state.pending_nudges.append(
+                        ("hook", f"Not done yet, says a Stop hook: {objection.reason}")
+                    )
+                    continue
             if outcome.finish_reason is not None:
                 state.finish_reason = outcome.finish_reason
                 state.final_text = outcome.final_text
@@ -429,7 +502,7 @@ class Kernel:
             async with limit:
                 self.emit(ev.ToolCallStarted(iteration, call))
                 started = time.monotonic()
-                result = await self.registry.execute(call, ctx, self.config.tool_timeout_s)
+                result = await self._guarded_execute(state, call, ctx)
                 self.emit(ev.ToolResultReceived(iteration, result, time.monotonic() - started))
                 return result
 
@@ -445,6 +518,48 @@ class Kernel:
         for result in refused:
             self.emit(ev.ToolResultReceived(iteration, result, 0.0))
         return results + refused
+
+
+    async def _guarded_execute(
+        self, state: LoopState, call: ToolCall, ctx: ToolContext
+    ) -> ToolResult:
+        """Permission gate, PreToolUse hooks, the call itself, then PostToolUse hooks."""
+        if state.finish_reason is FinishReason.HALTED:
+            return _not_run(call, "not run: a hook stopped the run")
+        read_only = self.registry.is_read_only(call)
+        if self.permissions is not None and read_only is not None:  # unknown tools fail below
+            refusal = await self.permissions.check_call(call, read_only=read_only)
+            if refusal is not None:
+                return refusal
+        pre = await self._hook(
+            HookEvent.PRE_TOOL_USE, state, tool_name=call.name, tool_args=call.arguments
+        )
+        if pre is not None and pre.halted:
+            self._halt(state, pre)
+            return _not_run(call, f"not run: {state.error}")
+        if pre is not None and pre.denied:
+            return _not_run(call, f"not run: a PreToolUse hook refused it: {pre.reason}")
+        result = await self.registry.execute(call, ctx, self.config.tool_timeout_s)
+        event = HookEvent.POST_TOOL_USE_FAILURE if result.is_error else HookEvent.POST_TOOL_USE
+        post = await self._hook(
+            event,
+            state,
+            tool_name=call.name,
+            tool_args=call.arguments,
+            tool_result=result.content,
+            is_error=result.is_error,
+        )
+        if post is None:
+            return result
+        if post.halted:
+            self._halt(state, post)
+        return post.apply_to(result)
+
+
+def _not_run(call: ToolCall, message: str) -> ToolResult:
+    return ToolResult(
+        call.id, call.name, f"{call.name}: {message}", is_error=True, metadata={"error": "hook"}
+    )
 
 
 def _allowed_calls(state: LoopState) -> int:

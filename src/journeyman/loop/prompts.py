@@ -27,8 +27,10 @@ Nothing was run. Send the tool call again in the expected format."""
 NO_TOOL_FOR_TEXT = "(no text)"
 
 
-def system_prompt(workspace: Path, override: str | None = None) -> str:
-    return override if override is not None else SYSTEM_PROMPT.format(workspace=workspace)
+def system_prompt(workspace: Path, override: str | None = None, rules: str = "") -> str:
+    """The built-in prompt (or `override`), followed by the rules section when there is one."""
+    base = override if override is not None else SYSTEM_PROMPT.format(workspace=workspace)
+    return f"{base.rstrip()}\n\n{rules}" if rules else base
 
 
 TEXT_ONLY = """\

@@ -40,6 +40,11 @@ class ToolRegistry:
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(tool_spec(t) for t in self._tools.values())
 
+    def is_read_only(self, call: ToolCall) -> bool | None:
+        """Whether the called tool only reads; None when no such tool is registered."""
+        tool = self._tools.get(call.name)
+        return None if tool is None else tool.read_only
+
     def is_parallel_safe(self, call: ToolCall) -> bool:
         tool = self._tools.get(call.name)
         return tool is not None and (tool.parallel_safe or tool.read_only)

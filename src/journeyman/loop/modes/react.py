@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from journeyman.core.messages import Message
+from journeyman.core.messages import Message, ToolResult
 from journeyman.core.result import FinishReason
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.state import LoopState, TurnOutcome
+from journeyman.policy.permissions import PERMISSION_ERROR_KIND
 
 if TYPE_CHECKING:
     from journeyman.loop.kernel import Kernel
@@ -45,7 +46,17 @@ class ReactMode:
             text=response.text,
             calls=response.tool_calls,
             results=tuple(results),
-            mistake=all(r.is_error for r in results),
+            mistake=all(counts_as_mistake(r) for r in results),
             finish_reason=FinishReason.COMPLETED if finished else None,
             final_text=finished.content if finished else "",
         )
+
+
+def counts_as_mistake(result: ToolResult) -> bool:
+    """A failed call is a mistake, except a first refusal by the permission gate: the model
+    could not know the rule; asking again for the same refused call is a mistake."""
+    if not result.is_error:
+        return False
+    if result.metadata.get("error") == PERMISSION_ERROR_KIND:
+        return int(result.metadata.get("denials", 1)) > 1
+    return True
