@@ -125,7 +125,10 @@ async def test_a_first_refusal_is_not_a_mistake_but_repeating_it_is(tmp_path: Pa
 async def test_yes_approves_what_would_be_asked_but_not_deny_rules(tmp_path: Path) -> None:
     script = [turn(WRITE, call("run_command", command="rm -rf build")), turn(FINISH)]
     agent, provider, workspace = agent_for(
-        tmp_path, script, mode=PermissionMode.DEFAULT, deny=["run_command(rm -rf *)"],
+        tmp_path,
+        script,
+        mode=PermissionMode.DEFAULT,
+        deny=["run_command(rm -rf *)"],
         assume_yes=True,
     )
     await agent.run("write it")
@@ -166,7 +169,9 @@ async def test_a_declined_call_is_not_run(tmp_path: Path) -> None:
         return ApprovalAnswer.DENY
 
     agent, provider, workspace = agent_for(
-        tmp_path, [turn(WRITE), turn(FINISH)], mode=PermissionMode.DEFAULT,
+        tmp_path,
+        [turn(WRITE), turn(FINISH)],
+        mode=PermissionMode.DEFAULT,
         permission_approver=decline,
     )
     await agent.run("write it")
@@ -180,7 +185,8 @@ async def test_a_declined_call_is_not_run(tmp_path: Path) -> None:
 async def test_pre_tool_use_deny_keeps_the_tool_from_running(tmp_path: Path) -> None:
     agent, provider, workspace = agent_for(tmp_path, [turn(WRITE), turn(FINISH)])
     agent.hooks.add(
-        HookEvent.PRE_TOOL_USE, lambda _e, _p: HookOutcome.deny("no writes today"),
+        HookEvent.PRE_TOOL_USE,
+        lambda _e, _p: HookOutcome.deny("no writes today"),
         matcher="write_file",
     )
     result = await agent.run("write it")

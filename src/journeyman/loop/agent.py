@@ -157,7 +157,7 @@ class Agent:
 
 
 class StoredPermissions:
-    """"Always" answers kept in the session store, so they last across runs of a project."""
+    """ "Always" answers kept in the session store, so they last across runs of a project."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store

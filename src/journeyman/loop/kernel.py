@@ -15,6 +15,7 @@ One iteration, top to bottom (DESIGN.md, "One iteration"):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import traceback
@@ -256,15 +257,14 @@ class Kernel:
                     {"traceback": traceback.format_exc(limit=8)},
                 )
             )
-        try:
+        ending = state.finish_reason or FinishReason.INTERNAL_ERROR
+        with contextlib.suppress(asyncio.CancelledError):  # a second Ctrl-C skips the hook
             await self._hook(
                 HookEvent.SESSION_END,
                 state,
                 message=state.final_text or None,
-                extra={"finish_reason": (state.finish_reason or FinishReason.INTERNAL_ERROR).value},
+                extra={"finish_reason": ending.value},
             )
-        except asyncio.CancelledError:
-            pass
         return self._finish(state)
 
     # --- the loop -----------------------------------------------------------------------
@@ -518,7 +518,6 @@ class Kernel:
         for result in refused:
             self.emit(ev.ToolResultReceived(iteration, result, 0.0))
         return results + refused
-
 
     async def _guarded_execute(
         self, state: LoopState, call: ToolCall, ctx: ToolContext
