@@ -22,8 +22,12 @@ def main(argv: list[str]) -> int:
     target = keep or Path(tempfile.mkdtemp(prefix="journeyman-demo-"))
     shutil.copytree(HERE / "demo", target, dirs_exist_ok=True)
     task = (target / "TASK.md").read_text(encoding="utf-8").strip()
-    print(f"demo workspace: {target}", flush=True)
-    command = [sys.executable, "-m", "journeyman", "run", task, "--workspace", str(target), *argv]
+    print(f"demo workspace: {target} (a throwaway copy, so every call is approved: --yes)")
+    sys.stdout.flush()
+    command = [
+        *(sys.executable, "-m", "journeyman", "run", task, "--workspace", str(target)),
+        *("--yes", *argv),
+    ]
     code = subprocess.call(command)
     if code == 0:
         check = subprocess.run(

@@ -98,6 +98,7 @@ def test_kill_9_and_resume_loses_nothing(tmp_path: Path) -> None:
         before = snapshot(ws)
         done = jm(
             "run",
+            "--yes",
             "work through the steps",
             *common,
             "--session-dir",
@@ -123,6 +124,7 @@ def test_kill_9_and_resume_loses_nothing(tmp_path: Path) -> None:
                     "-m",
                     "journeyman",
                     "run",
+                    "--yes",
                     "work through the steps",
                     *common,
                     "--session-dir",

@@ -12,9 +12,15 @@ from typing import TextIO
 
 import pytest
 
-from journeyman.cli.approver import TerminalApprover, choose_approver
+from journeyman.cli.approver import (
+    TerminalApprover,
+    TerminalLines,
+    TerminalPermissionApprover,
+    choose_approver,
+)
 from journeyman.economics.approval import AutoApprover, deny_extensions
 from journeyman.economics.budget import ExtensionRequest
+from journeyman.policy.permissions import ApprovalRequest, PermissionMode
 
 
 def request(granted: int = 1, tokens: int = 200_000, usd: float = 0.0) -> ExtensionRequest:
@@ -143,3 +149,44 @@ async def test_prompt_without_amounts_does_not_dangle(terminal: Terminal) -> Non
     terminal.type("n\n")
     await terminal.approver()(request(granted=0, tokens=0, usd=0.0))
     assert "Extend the budget? (extension 1 of 3" in terminal.stderr.getvalue()
+
+
+def permission_request(
+    remember_as: tuple[str, ...] = ("run_command(make test*)",),
+) -> ApprovalRequest:
+    return ApprovalRequest(
+        tool_name="run_command",
+        args={"command": "make test"},
+        reason="the default mode asks before commands",
+        mode=PermissionMode.DEFAULT,
+        project="/repo",
+        remember_as=remember_as,
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "remember_as", "expected"),
+    [
+        ("y\n", ("run_command(make test*)",), "allow"),
+        ("always\n", ("run_command(make test*)",), "always"),
+        ("a\n", (), "deny"),  # nothing to remember: "always" is not offered
+        ("\n", ("run_command(make test*)",), "deny"),
+    ],
+)
+async def test_permission_questions(
+    terminal: Terminal, typed: str, remember_as: tuple[str, ...], expected: str
+) -> None:
+    terminal.type(typed)
+    approver = TerminalPermissionApprover(TerminalLines(terminal.stdin), stderr=terminal.stderr)
+    answer = await approver(permission_request(remember_as))
+    assert answer.value == expected
+    asked = terminal.stderr.getvalue()
+    assert "run_command make test" in asked and "default mode asks" in asked
+    assert ("[a]lways" in asked) is bool(remember_as)
+
+
+async def test_permission_question_times_out_to_deny(terminal: Terminal) -> None:
+    approver = TerminalPermissionApprover(
+        TerminalLines(terminal.stdin), timeout_s=0.1, stderr=terminal.stderr
+    )
+    assert (await approver(permission_request())).value == "deny"

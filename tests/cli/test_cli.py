@@ -77,6 +77,7 @@ def test_end_to_end_fixes_the_demo(
     sessions = tmp_path / "sessions"
     done = journeyman(
         "run",
+        "--yes",
         (demo / "TASK.md").read_text(),
         "--workspace",
         str(demo),
@@ -122,13 +123,16 @@ def test_text_output_and_stream_json(
 ) -> None:
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
     fix_the_demo_script(fake_openai)
-    text = journeyman("run", "fix it", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
+    text = journeyman(
+        "run", "--yes", "fix it", "-w", str(demo), "--session-dir", str(tmp_path), env=env
+    )
     assert text.returncode == 0, text.stderr
     assert "→ edit_file" in text.stdout and "completed" in text.stdout and "cost" in text.stdout
 
     fake_openai.enqueue(reply("Nothing to do."))
     streamed = journeyman(
         "run",
+        "--yes",
         "say hi",
         "-w",
         str(demo),
@@ -153,7 +157,7 @@ def test_failure_exits_nonzero_with_one_line_reason(
 ) -> None:
     env = clean_env(OPENAI_API_KEY="sk-wrong", OPENAI_BASE_URL=fake_openai.base_url)
     fake_openai.enqueue(error(401))
-    done = journeyman("run", "x", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
+    done = journeyman("run", "--yes", "x", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "OPENAI_API_KEY" in done.stderr
 
@@ -165,6 +169,7 @@ def test_max_iterations_is_a_failure(
     fake_openai.enqueue(reply(tool_calls=[("list_files", {"path": "."})]))
     done = journeyman(
         "run",
+        "--yes",
         "x",
         "-w",
         str(demo),
@@ -178,7 +183,7 @@ def test_max_iterations_is_a_failure(
 
 
 def test_no_provider_explains_and_exits_2(tmp_path: Path) -> None:
-    done = journeyman("run", "anything", "-w", str(tmp_path), env=clean_env())
+    done = journeyman("run", "--yes", "anything", "-w", str(tmp_path), env=clean_env())
     assert done.returncode == 2
     assert "ANTHROPIC_API_KEY" in done.stderr and "OPENAI_API_KEY" in done.stderr
 
@@ -219,6 +224,7 @@ def test_ctrl_c_cancels_and_kills_the_running_command(
             "-m",
             "journeyman",
             "run",
+            "--yes",
             "wait",
             "-w",
             str(demo),
@@ -283,6 +289,7 @@ def test_budget_drives_the_run_to_a_clean_capacity_stop(
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
     done = journeyman(
         "run",
+        "--yes",
         "fix it",
         "-w",
         str(demo),

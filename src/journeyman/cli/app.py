@@ -11,16 +11,19 @@ from typing import Annotated, Any, Literal, NoReturn
 import typer
 
 from journeyman import __version__
-from journeyman.cli.approver import choose_approver
+from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
 from journeyman.cli.mcp_cmd import mcp_list
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
+from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
 from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig
+from journeyman.loop.config_file import load_config
+from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
 from journeyman.session.store import default_session_root
@@ -128,6 +131,23 @@ SessionDirOpt = Annotated[
     typer.Option(help="Session root (default: the per-user data dir or JOURNEYMAN_SESSION_DIR)."),
 ]
 StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
+PermissionModeOpt = Annotated[
+    PermissionMode | None,
+    typer.Option(
+        help="plan: read only; default: ask before edits and commands; accept_edits: ask before "
+        "commands; trusted: never ask (deny rules still apply); bypass: no ask rules either.",
+    ),
+]
+YesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--yes/--ask",
+        "-y",
+        help="--yes approves every call that would need asking (deny rules and plan mode still "
+        "refuse); without it, a run that cannot ask (no terminal) refuses such calls. Resume and "
+        "fork keep the session's choice unless given.",
+    ),
+]
 
 
 def _limits(
@@ -162,6 +182,7 @@ def _launch(
     output_format: OutputFormat,
     auto_extend: int,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
+    assume_yes: bool = False,
 ) -> NoReturn:
     """Build the provider and agent, run `action`, print the result and exit accordingly."""
     if not workspace.is_dir():
@@ -181,13 +202,22 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
     interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
+    lines = TerminalLines(sys.stdin)
+    if config.permissions is None:  # a session stored before permissions existed
+        config = config.model_copy(update={"permissions": PermissionsConfig()})
     agent = Agent(
         provider,
         workspace=workspace,
         config=config,
         on_event=renderer,
-        approver=choose_approver(auto_extend, interactive),
-        settings={"base_url": provider_settings.get("base_url"), "tool_format": fmt},
+        approver=choose_approver(auto_extend, interactive, lines),
+        settings={
+            "base_url": provider_settings.get("base_url"),
+            "tool_format": fmt,
+            "assume_yes": assume_yes,
+        },
+        permission_approver=TerminalPermissionApprover(lines) if interactive else None,
+        assume_yes=assume_yes,
     )
     try:
         result = asyncio.run(action(agent))
@@ -226,21 +256,35 @@ def run(
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
     stream: StreamOpt = False,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
+
+    Settings come from the user config, then journeyman.toml (or .journeyman/config.toml) in
+    the workspace, then JOURNEYMAN_* environment variables, then these flags.
 
     Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled.
     """
     limits = _limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
     )
-    config = AgentConfig(
-        **limits,
-        session_dir=session_dir,
-        stream=stream or output_format is OutputFormat.STREAM_JSON,
-    )
+    root = workspace or Path(".")
+    try:
+        loaded = load_config(root)
+        config = loaded.build(
+            **limits,
+            session_dir=session_dir,
+            stream=True if stream or output_format is OutputFormat.STREAM_JSON else None,
+            permission_mode=permission_mode,
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    for warning in loaded.warnings:
+        typer.echo(f"journeyman: warning: {warning}", err=True)
     _launch(
-        workspace=workspace or Path("."),
+        assume_yes=bool(yes),
+        workspace=root,
         provider_settings={
             "provider": provider,
             "model": model,
@@ -264,6 +308,11 @@ def _remembered(
     }
     stored = dict(settings.get("config", {}))
     stored.update(overrides.get("limits", {}))
+    if overrides.get("permission_mode") is not None:
+        stored["permissions"] = {
+            **(stored.get("permissions") or {}),
+            "mode": overrides["permission_mode"],
+        }
     stored["session_dir"] = session_dir
     stored["stream"] = stream
     try:
@@ -293,6 +342,8 @@ def resume(
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
     stream: StreamOpt = False,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
 ) -> None:
     """Continue a session from its last completed step, with the model-visible history, budget
     counters and settings it had. Flags given here override the remembered settings; API keys
@@ -318,6 +369,7 @@ def resume(
         "base_url": base_url,
         "tool_format": tool_format,
         "limits": limits,
+        "permission_mode": permission_mode,
     }
     provider_settings, config = _remembered(
         record.settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
@@ -329,6 +381,7 @@ def resume(
         output_format=output_format,
         auto_extend=auto_extend,
         action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
+        assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
     )
 
 
@@ -358,6 +411,8 @@ def fork(
     auto_extend: AutoExtendOpt = 0,
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
@@ -370,7 +425,13 @@ def fork(
     finally:
         store.close()
     limits = _limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
-    overrides = {"provider": provider, "model": model, "base_url": base_url, "limits": limits}
+    overrides = {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "limits": limits,
+        "permission_mode": permission_mode,
+    }
     provider_settings, config = _remembered(
         record.settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
     )
@@ -391,6 +452,7 @@ def fork(
             parent_session_id=record.id,
             forked_at_step=at_step,
         ),
+        assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
     )
 
 
@@ -504,6 +566,24 @@ def usage(
 def mcp_list_cmd(workspace: WorkspaceOpt = None) -> None:
     """Show MCP servers, their status and tools."""
     raise typer.Exit(mcp_list(workspace or Path(".")))
+
+
+@app.command()
+def rules(workspace: WorkspaceOpt = None) -> None:
+    """Show the rules files the agent reads into its system prompt: which exist, which were
+    loaded, and their priority (the highest is listed first and wins a conflict)."""
+    root = (workspace or Path(".")).resolve()
+    if not root.is_dir():
+        fail(EXIT_CONFIG, f"workspace {root} is not a directory")
+    loader = RulesLoader(root)
+    for line in describe_sources(loader.sources):
+        typer.echo(line)
+    loaded = loader.loaded
+    typer.echo(
+        f"{len(loaded)} file(s) loaded, {len(loader.text):,} characters in the system prompt"
+        if loaded
+        else "no rules loaded: add .journeyman/rules.md or AGENTS.md to the workspace"
+    )
 
 
 def parse_duration(text: str) -> float:

@@ -1,4 +1,5 @@
-"""The command line's answer to a budget extension request: ask on the terminal, or not."""
+"""The command line's answers to budget extension and permission requests: ask on the
+terminal, or not."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from typing import TextIO
 
 from journeyman.economics.approval import AutoApprover, ExtensionApprover, deny_extensions
 from journeyman.economics.budget import ExtensionRequest
+from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
 
 PROMPT_TIMEOUT_S = 60.0
+PERMISSION_TIMEOUT_S = 600.0
+"""No answer to a permission question within this many seconds refuses the call."""
 
 
 class TerminalApprover:
@@ -109,10 +113,54 @@ class TerminalLines:
             loop.remove_reader(fd)
 
 
-def choose_approver(auto_extend: int, interactive: bool) -> ExtensionApprover:
+class TerminalPermissionApprover:
+    """Asks yes / no / always about a tool call that needs the user's approval."""
+
+    def __init__(
+        self,
+        lines: TerminalLines,
+        timeout_s: float = PERMISSION_TIMEOUT_S,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.lines = lines
+        self.timeout_s = timeout_s
+        self.stderr = stderr or sys.stderr
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
+        always = (
+            f", [a]lways (remembers {', '.join(request.remember_as)} for this project)"
+            if request.remember_as
+            else ""
+        )
+        self.stderr.write(
+            f"\njourneyman: {request.tool_name} {_describe_args(request.args)}\n"
+            f"  needs your approval: {request.reason}.\n"
+            f"  Allow it? [y]es, [N]o{always} "
+        )
+        self.stderr.flush()
+        answer = (await self.lines.read_line(self.timeout_s)).strip().lower()
+        if answer in ("y", "yes"):
+            return ApprovalAnswer.ALLOW
+        if answer in ("a", "always") and request.remember_as:
+            return ApprovalAnswer.ALWAYS
+        self.stderr.write("refused\n")
+        return ApprovalAnswer.DENY
+
+
+def _describe_args(args: object, limit: int = 300) -> str:
+    if isinstance(args, dict) and set(args) <= {"command", "path"}:
+        text = " ".join(str(v) for v in args.values())
+    else:
+        text = repr(args)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def choose_approver(
+    auto_extend: int, interactive: bool, lines: TerminalLines | None = None
+) -> ExtensionApprover:
     """`--auto-extend N` grants N without asking; otherwise ask on a terminal, else deny."""
     if auto_extend > 0:
         return AutoApprover(auto_extend)
     if interactive:
-        return TerminalApprover()
+        return TerminalApprover(lines=lines)
     return deny_extensions

@@ -1,0 +1,99 @@
+"""Config files: user, project and environment merged in order, project loosening refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.loop.config_file import load_config
+from journeyman.policy.permissions import PermissionMode
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "user"
+    folder.mkdir()
+    monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(folder))
+    return folder
+
+
+def test_nothing_configured_gives_defaults(tmp_path: Path, user_dir: Path) -> None:
+    loaded = load_config(tmp_path, env={})
+    assert loaded.values == {} and loaded.files == [] and loaded.warnings == []
+    assert loaded.build().max_iterations == 50
+
+
+def test_layers_merge_in_order_and_rule_lists_add_up(tmp_path: Path, user_dir: Path) -> None:
+    (user_dir / "config.toml").write_text(
+        'max_iterations = 10\ntool_timeout_s = 5\n[permissions]\nmode = "trusted"\n'
+        'deny = ["run_command(rm -rf *)"]\n'
+        '[[hooks]]\nevent = "Stop"\ncommand = "true"\n'
+    )
+    (tmp_path / "journeyman.toml").write_text(
+        'max_iterations = 20\n[permissions]\ndeny = ["write_file(secrets/**)"]\n'
+        '[[hooks]]\nevent = "PreToolUse"\ncommand = "true"\nmatcher = "run_command"\n'
+    )
+    loaded = load_config(tmp_path, env={"JOURNEYMAN_TOOL_TIMEOUT_S": "7.5"})
+    config = loaded.build(max_iterations=30)
+    assert loaded.files == [user_dir / "config.toml", tmp_path / "journeyman.toml"]
+    assert config.max_iterations == 30  # flag over project over user
+    assert config.tool_timeout_s == 7.5  # environment over files
+    assert config.permissions is not None
+    assert config.permissions.mode is PermissionMode.TRUSTED  # from the user file
+    assert config.permissions.deny == ["run_command(rm -rf *)", "write_file(secrets/**)"]
+    assert [h.event.value for h in config.hooks] == ["Stop", "PreToolUse"]
+
+
+def test_project_may_tighten_but_not_loosen(tmp_path: Path, user_dir: Path) -> None:
+    (tmp_path / ".journeyman").mkdir()
+    (tmp_path / ".journeyman" / "config.toml").write_text(
+        '[permissions]\nmode = "trusted"\nallow = ["run_command"]\nask = ["write_file"]\n'
+    )
+    loaded = load_config(tmp_path, env={})
+    permissions = loaded.build().permissions
+    assert permissions is not None
+    assert permissions.mode is PermissionMode.DEFAULT and permissions.allow == []
+    assert permissions.ask == ["write_file"]
+    assert len(loaded.warnings) == 2
+
+
+def test_plan_mode_from_the_project_is_kept(tmp_path: Path, user_dir: Path) -> None:
+    (tmp_path / "journeyman.toml").write_text('[permissions]\nmode = "plan"\n')
+    permissions = load_config(tmp_path, env={}).build().permissions
+    assert permissions is not None and permissions.mode is PermissionMode.PLAN
+
+
+def test_flag_mode_overrides_and_keeps_rules(tmp_path: Path, user_dir: Path) -> None:
+    (tmp_path / "journeyman.toml").write_text('[permissions]\ndeny = ["run_command"]\n')
+    permissions = (
+        load_config(tmp_path, env={"JOURNEYMAN_PERMISSION_MODE": "plan"})
+        .build(permission_mode=PermissionMode.ACCEPT_EDITS)
+        .permissions
+    )
+    assert permissions is not None
+    assert permissions.mode is PermissionMode.ACCEPT_EDITS and permissions.deny == ["run_command"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("max_iterations = [", "is not valid TOML"),
+        ("max_iteratons = 3", "unknown setting(s) max_iteratons"),
+    ],
+)
+def test_broken_files_are_configuration_errors(
+    tmp_path: Path, user_dir: Path, text: str, message: str
+) -> None:
+    (tmp_path / "journeyman.toml").write_text(text)
+    with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_config(tmp_path, env={})
+
+
+def test_invalid_values_name_their_source(tmp_path: Path, user_dir: Path) -> None:
+    (tmp_path / "journeyman.toml").write_text("max_iterations = 0\n")
+    with pytest.raises(ConfigurationError, match=r"journeyman\.toml"):
+        load_config(tmp_path, env={}).build()
+    with pytest.raises(ConfigurationError, match="the environment"):
+        load_config(tmp_path / "nowhere", env={"JOURNEYMAN_MAX_ITERATIONS": "many"}).build()
