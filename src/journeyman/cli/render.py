@@ -97,6 +97,12 @@ class Renderer:
                 verdict = "granted" if event.granted else "denied"
                 why = f" ({escape(event.reason)})" if event.reason else ""
                 out.print(f"[yellow]$ extension {verdict}{why}[/]")
+            case ev.ContextCompacted():
+                out.print(
+                    f"[magenta]» context compacted ({event.reason}): "
+                    f"~{event.tokens_before:,} → ~{event.tokens_after:,} tokens "
+                    f"by {', '.join(event.stages)}[/]"
+                )
             case ev.RunFinished():
                 self._summary(event.result)
             case _:

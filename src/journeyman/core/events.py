@@ -144,6 +144,17 @@ class ErrorOccurred:
 
 
 @dataclass(frozen=True)
+class ContextCompacted:
+    reason: str
+    """"threshold" (the prompt neared the context window) or "overflow" (the provider refused)."""
+    stages: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    timestamp: float = field(default_factory=_now)
+    type: Literal["compaction"] = "compaction"
+
+
+@dataclass(frozen=True)
 class RunFinished:
     result: RunResult
     timestamp: float = field(default_factory=_now)
@@ -163,6 +174,7 @@ Event = (
     | ExtensionRequested
     | ExtensionDecided
     | ErrorOccurred
+    | ContextCompacted
     | RunFinished
 )
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from journeyman.context.compaction import CompactionSettings
 from journeyman.economics.budget import BudgetMode
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
@@ -55,5 +56,7 @@ class AgentConfig(BaseModel):
     permissions: PermissionsConfig | None = None
     """Permission mode and allow/ask/deny rules; None runs every call (the library default,
     the embedding program decides); the command line always sets it."""
+    compaction: CompactionSettings | None = Field(default_factory=CompactionSettings)
+    """When to shrink the conversation near the context window; None turns compaction off."""
     hooks: list[ShellHookConfig] = []
     """Shell commands run at lifecycle events (Python hooks are added through the API)."""

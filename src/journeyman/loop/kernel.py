@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from journeyman.context import compaction
+from journeyman.context.compaction import Compactor
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ErrorCategory, ProviderError
 from journeyman.core.lifecycle import AgentState, LifecycleMachine
@@ -44,7 +46,7 @@ from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner, HookRunR
 from journeyman.policy.permissions import PermissionGate
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
 from journeyman.providers.pricing import add_costs, cost_usd
-from journeyman.session.store import SessionRecord, SessionStore
+from journeyman.session.store import HISTORY_START, SessionRecord, SessionStore
 from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
 
@@ -88,6 +90,9 @@ class Kernel:
         self.lifecycle = LifecycleMachine()
         self.system_prompt = prompts.system_prompt(workspace, config.system_prompt, rules)
         self.tool_specs = registry.specs()
+        self.compactor = Compactor(config.compaction) if config.compaction else None
+        self.token_ratio = 1.0
+        """Reported prompt tokens / estimated ones at the last call (calibrates the estimate)."""
         self._on_event = on_event
         self._recorder: StepRecorder | None = None
         self.on_restore: Callable[[], object] | None = None
@@ -205,6 +210,7 @@ class Kernel:
             state.tool_calls_made = counters["tool_calls_made"]
             state.consecutive_mistakes = counters["consecutive_mistakes"]
             state.pending_nudges = [(kind, text) for kind, text in checkpoint["pending_nudges"]]
+            self.token_ratio = float(checkpoint.get("token_ratio", 1.0))
             self.economics.restore(checkpoint["economics"])
             self.budget.restore(checkpoint["budget_gate"])
         else:
@@ -214,7 +220,12 @@ class Kernel:
             self.on_restore()
         self.observer.replay(messages)
         self.store.clear_outcome(session_id)
-        self._recorder = StepRecorder(self.store, session_id, saved_messages=len(messages))
+        self._recorder = StepRecorder(
+            self.store,
+            session_id,
+            saved_messages=len(messages),
+            history_start=int(checkpoint.get(HISTORY_START, 0)),
+        )
         assert step == state.iterations
         return await self._drive(state, resumed=True)
 
@@ -288,10 +299,13 @@ class Kernel:
             self._deliver_nudges(state)
             if self._recorder is not None:
                 self._recorder.step = state.iterations + 1
+            await self.compact(state)
+            if state.halted:
+                return
             outcome = await self.mode.iterate(state, self)
             self._account(state, outcome)
             self._commit(state)
-            if state.finish_reason is FinishReason.HALTED:
+            if state.halted:
                 return
             if outcome.finish_reason is not None and outcome.finish_reason.is_success:
                 objection = await self._hook(HookEvent.STOP, state, message=outcome.final_text)
@@ -376,6 +390,7 @@ class Kernel:
                 "pending_nudges": [list(n) for n in state.pending_nudges],
                 "economics": self.economics.snapshot(),
                 "budget_gate": self.budget.snapshot(),
+                "token_ratio": self.token_ratio,
                 "lifecycle": self.lifecycle.state.value,
             },
         )
@@ -419,19 +434,33 @@ class Kernel:
         self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()
     ) -> ModelResponse:
         """One model call with the current history; emits events and accounts usage/cost."""
-        request = ModelRequest(
-            system=self.system_prompt,
-            messages=(*state.messages, *extra),
-            tools=self.tool_specs if tools_enabled else (),
-            max_output_tokens=self.config.max_output_tokens,
-            temperature=self.config.temperature,
-        )
+
+        def build() -> ModelRequest:
+            return ModelRequest(
+                system=self.system_prompt,
+                messages=(*state.messages, *extra),
+                tools=self.tool_specs if tools_enabled else (),
+                max_output_tokens=self.config.max_output_tokens,
+                temperature=self.config.temperature,
+            )
+
+        request = build()
         iteration = state.iterations + 1
         self.emit(ev.ModelRequestSent(iteration, len(request.messages), len(request.tools)))
         on_text = (lambda text: self.emit(ev.TextDelta(text))) if self.config.stream else None
         started = time.monotonic()
-        response = await self.provider.complete(request, on_text)
+        try:
+            response = await self.provider.complete(request, on_text)
+        except ProviderError as error:
+            # the provider says the prompt is too long: compact hard, then try once more
+            if not error.details.get("context_overflow"):
+                raise
+            if not await self.compact(state, overflow=True):
+                raise
+            request = build()
+            response = await self.provider.complete(request, on_text)
         latency = time.monotonic() - started
+        self._calibrate(request, response.usage)
         call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
         self._account_call(state, response.usage, call_cost, latency, tools_enabled)
         self.emit(
@@ -446,6 +475,85 @@ class Kernel:
             )
         )
         return response
+
+    def _calibrate(self, request: ModelRequest, usage: Usage) -> None:
+        reported = usage.total_input_tokens
+        estimated = compaction.estimate_tokens(request.messages, self._fixed_tokens(request))
+        if reported > 0 and estimated > 0:
+            self.token_ratio = min(4.0, max(0.25, reported / estimated))
+
+    def _fixed_tokens(self, request: ModelRequest | None = None) -> int:
+        tools = self.tool_specs if request is None else request.tools
+        return estimate_tokens(self.system_prompt, tools)
+
+    async def compact(self, state: LoopState, *, overflow: bool = False) -> bool:
+        """Shrink the history when its projected size passes the trigger (always, on overflow).
+
+        Returns whether the history changed. The budget baseline moves to the new size, so
+        tokens that compaction removed stop counting against the token budget.
+        """
+        if self.compactor is None:
+            return False
+        window = self.provider.capabilities.context_window
+        fixed = self._fixed_tokens()
+        projected = int(compaction.estimate_tokens(state.messages, fixed) * self.token_ratio)
+        if not overflow and not self.compactor.should_compact(projected, window):
+            return False
+        pre = await self._hook(
+            HookEvent.PRE_COMPACT, state, extra={"tokens": projected, "overflow": overflow}
+        )
+        if pre is not None and pre.halted:
+            self._halt(state, pre)
+            return False
+        if pre is not None and pre.denied and not overflow:
+            return False  # a hook may veto a routine compaction, not a refused request
+        result = await self.compactor.compact(
+            state.messages,
+            context_window=int(window / self.token_ratio),
+            fixed_tokens=fixed,
+            summarise=lambda transcript: self._summarise(state, transcript),
+            force=overflow,
+        )
+        if not result.changed:
+            return False
+        state.messages[:] = result.messages
+        if self._recorder is not None:
+            self._recorder.history_replaced()
+        before = int(result.tokens_before * self.token_ratio)
+        after = int(result.tokens_after * self.token_ratio)
+        self.economics.update_baseline(after)
+        self.emit(
+            ev.ContextCompacted(
+                "overflow" if overflow else "threshold",
+                tuple(stage.value for stage in result.stages),
+                before,
+                after,
+            )
+        )
+        await self._hook(
+            HookEvent.POST_COMPACT,
+            state,
+            extra={"tokens_before": before, "tokens_after": after, "stages": result.stages},
+        )
+        return True
+
+    async def _summarise(self, state: LoopState, transcript: str) -> str:
+        """The compaction's model call; a failure only skips the summary stage."""
+        request = ModelRequest(
+            system=self.system_prompt,
+            messages=(Message.user(compaction.SUMMARY_REQUEST.format(transcript=transcript)),),
+            max_output_tokens=min(2_048, self.config.max_output_tokens),
+            temperature=self.config.temperature,
+        )
+        started = time.monotonic()
+        try:
+            response = await self.provider.complete(request, None)
+        except AgentError as error:
+            log.warning("compaction summary failed: %s", error.message)
+            return ""
+        call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
+        self._account_call(state, response.usage, call_cost, time.monotonic() - started, tools=True)
+        return response.text
 
     def _account_call(
         self, state: LoopState, usage: Usage, call_cost: float | None, latency: float, tools: bool
@@ -523,7 +631,7 @@ class Kernel:
         self, state: LoopState, call: ToolCall, ctx: ToolContext
     ) -> ToolResult:
         """Permission gate, PreToolUse hooks, the call itself, then PostToolUse hooks."""
-        if state.finish_reason is FinishReason.HALTED:
+        if state.halted:
             return _not_run(call, "not run: a hook stopped the run")
         read_only = self.registry.is_read_only(call)
         if self.permissions is not None and read_only is not None:  # unknown tools fail below

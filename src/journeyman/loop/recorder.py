@@ -9,7 +9,7 @@ from typing import Any
 from journeyman.core.events import Event, event_to_dict
 from journeyman.core.messages import Message
 from journeyman.economics.usage_log import UsageRow
-from journeyman.session.store import SessionStore, StepRecord
+from journeyman.session.store import HISTORY_START, SessionStore, StepRecord
 from journeyman.tools.context import FileChangeIntent
 
 UNPERSISTED_EVENTS = frozenset({"text_delta"})
@@ -17,11 +17,20 @@ UNPERSISTED_EVENTS = frozenset({"text_delta"})
 
 
 class StepRecorder:
-    def __init__(self, store: SessionStore, session_id: str, saved_messages: int = 0) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        saved_messages: int = 0,
+        history_start: int = 0,
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.saved_messages = saved_messages
         """How many of the run's messages are already in the store."""
+        self.history_start = history_start
+        """Seq of the first stored message of the current history (moved by compaction)."""
+        self._replaced = False
         self.step = 0
         """The step in progress (for journaled file changes)."""
         self._events: list[dict[str, Any]] = []
@@ -39,9 +48,16 @@ class StepRecorder:
             self.session_id, self.step, change.path, change.before, change.after, change.tool
         )
 
+    def history_replaced(self) -> None:
+        """The run's messages were rewritten (compaction): the next commit stores all of them."""
+        self.saved_messages = 0
+        self._replaced = True
+
     def commit(self, step: int, messages: list[Message], checkpoint: dict[str, Any]) -> None:
         """Write everything since the last commit as step `step`."""
-        self.store.record_step(
+        if self.history_start and not self._replaced:
+            checkpoint = {**checkpoint, HISTORY_START: self.history_start}
+        first_seq = self.store.record_step(
             self.session_id,
             StepRecord(
                 step=step,
@@ -49,8 +65,12 @@ class StepRecorder:
                 events=self._events,
                 checkpoint=checkpoint,
                 usage=self._usage,
+                replaces_history=self._replaced,
             ),
         )
+        if self._replaced:
+            self.history_start = first_seq
+            self._replaced = False
         self.saved_messages = len(messages)
         self._events = []
         self._usage = []

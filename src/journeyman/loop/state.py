@@ -35,6 +35,11 @@ class LoopState:
     pending_nudges: list[tuple[str, str]] = field(default_factory=list)
     """(kind, message) pairs to tell the model before its next turn."""
 
+    @property
+    def halted(self) -> bool:
+        """A hook stopped the run (checked after every await that may run hooks)."""
+        return self.finish_reason is FinishReason.HALTED
+
 
 @dataclass(frozen=True)
 class TurnOutcome:

@@ -32,6 +32,10 @@ from journeyman.session.redact import Redactor
 SCHEMA_VERSION = 1
 
 
+HISTORY_START = "history_start_seq"
+"""Checkpoint key: seq of the first message of the current history (after a compaction)."""
+
+
 def default_session_root() -> Path:
     """Where sessions go unless `--session-dir` or JOURNEYMAN_SESSION_DIR says otherwise."""
     override = os.environ.get("JOURNEYMAN_SESSION_DIR")
@@ -159,6 +163,9 @@ class StepRecord:
     events: Sequence[dict[str, Any]]
     checkpoint: dict[str, Any]
     usage: Sequence[UsageRow] = ()
+    replaces_history: bool = False
+    """The messages are the whole model-visible history (rewritten by compaction), not an
+    extension of it; the earlier rows stay, and the checkpoint marks where the new ones start."""
 
 
 class SessionNotFoundError(ConfigurationError):
@@ -221,10 +228,13 @@ class SessionStore:
                 ),
             )
 
-    def record_step(self, session_id: str, step: StepRecord) -> None:
-        """Append one completed step atomically."""
+    def record_step(self, session_id: str, step: StepRecord) -> int:
+        """Append one completed step atomically; returns the seq of its first message."""
         message_seq = self._next_seq(session_id, "messages", self._message_seq)
         event_seq = self._next_seq(session_id, "events", self._event_seq)
+        checkpoint = step.checkpoint
+        if step.replaces_history:
+            checkpoint = {**checkpoint, HISTORY_START: message_seq}
         with self._transaction() as db:
             db.executemany(
                 "INSERT INTO messages (session_id, seq, step, body) VALUES (?, ?, ?, ?)",
@@ -244,10 +254,11 @@ class SessionStore:
                 insert_usage(db, row)
             db.execute(
                 "INSERT INTO steps (session_id, step, created_at, checkpoint) VALUES (?, ?, ?, ?)",
-                (session_id, step.step, time.time(), json.dumps(step.checkpoint)),
+                (session_id, step.step, time.time(), json.dumps(checkpoint)),
             )
         self._message_seq[session_id] = message_seq + len(step.messages)
         self._event_seq[session_id] = event_seq + len(step.events)
+        return message_seq
 
     def append_events(
         self,
@@ -411,11 +422,13 @@ class SessionStore:
         return self.load_session(row[0]) if row else None
 
     def messages(self, session_id: str, up_to_step: int | None = None) -> list[Message]:
-        query = "SELECT body FROM messages WHERE session_id = ?"
-        params: tuple[Any, ...] = (session_id,)
+        """The history the model saw after `up_to_step` (default: the last completed step)."""
+        start = int(self.checkpoint(session_id, up_to_step)[1].get(HISTORY_START, 0))
+        query = "SELECT body FROM messages WHERE session_id = ? AND seq >= ?"
+        params: tuple[Any, ...] = (session_id, start)
         if up_to_step is not None:
             query += " AND step <= ?"
-            params = (session_id, up_to_step)
+            params = (session_id, start, up_to_step)
         rows = self._db.execute(query + " ORDER BY seq", params)
         return [Message.from_dict(json.loads(body)) for (body,) in rows]
 

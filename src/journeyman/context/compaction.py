@@ -1,0 +1,266 @@
+"""Compaction: shrink the conversation when it nears the model's context window, cheapest first.
+
+Stages, each applied only while the history is still above its target size:
+
+1. **cap** oversized tool outputs: keep the head and the tail of a long result, with a line
+   saying how much was cut (the model can re-run the tool for the rest);
+2. **mask** old observations: tool results older than the most recent few are replaced by a
+   one-line stub that names the call, so the model knows how to fetch it again;
+3. **summarise** the oldest turns with the model: they become one user message holding a
+   summary, and the recent turns stay verbatim.
+
+Pinned messages survive every stage unchanged: the task (the first user message), every
+message marked as pinned by the caller, and the most recent failed tool result (the error the
+model is working on). A summary never splits an assistant's tool calls from their results.
+
+Each stage rewrites old messages in one go, then leaves them alone until the next compaction,
+so the requests between two compactions share their prefix (prompt caching keeps working).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from journeyman.core.messages import Message, Role, ToolResult
+
+CHARS_PER_TOKEN = 4
+"""Rough size of a token in characters; calibrated by the provider's reported counts."""
+MASKED_PREFIX = "[earlier output removed to save context"
+SUMMARY_PREFIX = "[summary of earlier work]"
+
+Summariser = Callable[[str], Awaitable[str]]
+"""Turns a transcript of old turns into a short summary (a model call in the kernel)."""
+
+
+class Stage(StrEnum):
+    CAP = "cap_outputs"
+    MASK = "mask_observations"
+    SUMMARISE = "summarise"
+
+
+class CompactionSettings(BaseModel):
+    """When and how hard the conversation is compacted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trigger_fraction: float = Field(default=0.8, gt=0, le=1)
+    """Compact when the projected prompt passes this fraction of the context window."""
+    target_fraction: float = Field(default=0.5, gt=0, le=1)
+    """Each stage tries to bring the prompt under this fraction of the window."""
+    max_output_chars: int = Field(default=6_000, ge=200)
+    """Tool results longer than this are cut to their head and tail by the first stage."""
+    keep_recent_observations: int = Field(default=6, ge=0)
+    """The newest tool results the masking stage leaves verbatim."""
+    keep_recent_messages: int = Field(default=10, ge=2)
+    """Messages at the end of the history the summary stage never folds in."""
+
+
+@dataclass
+class CompactionResult:
+    messages: list[Message]
+    tokens_before: int
+    tokens_after: int
+    stages: list[Stage] = field(default_factory=list)
+    """The stages that changed something, in order."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.stages)
+
+
+def estimate_tokens(messages: Sequence[Message], fixed: int = 0) -> int:
+    """Approximate prompt size of `messages` plus `fixed` tokens (system prompt and tools)."""
+    chars = 0
+    for message in messages:
+        chars += len(message.content) + 16
+        for call in message.tool_calls:
+            chars += len(call.name) + len(json.dumps(call.arguments, default=str)) + 16
+    return fixed + chars // CHARS_PER_TOKEN
+
+
+class Compactor:
+    """Runs the stages on a history; pure apart from the summariser call."""
+
+    def __init__(self, settings: CompactionSettings | None = None) -> None:
+        self.settings = settings or CompactionSettings()
+
+    def should_compact(self, projected_tokens: int, context_window: int) -> bool:
+        return projected_tokens > self.settings.trigger_fraction * context_window
+
+    async def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        context_window: int,
+        fixed_tokens: int = 0,
+        summarise: Summariser | None = None,
+        pinned: Sequence[int] = (),
+        force: bool = False,
+    ) -> CompactionResult:
+        """Apply the stages in order until the history fits the target (all of them if `force`:
+        after the provider said the prompt is too long, estimates are not to be trusted)."""
+        target = int(self.settings.target_fraction * context_window)
+        history = list(messages)
+        before = estimate_tokens(history, fixed_tokens)
+        result = CompactionResult(history, before, before)
+        keep = _pinned_positions(history, pinned)
+
+        def fits() -> bool:
+            return not force and estimate_tokens(result.messages, fixed_tokens) <= target
+
+        for stage in Stage:
+            if fits():
+                break
+            if stage is Stage.CAP:
+                changed = self._cap(result.messages, keep)
+            elif stage is Stage.MASK:
+                changed = self._mask(result.messages, keep)
+            else:
+                if summarise is None:
+                    continue
+                changed, result.messages, keep = await self._summarise(
+                    result.messages, keep, summarise
+                )
+            if changed:
+                result.stages.append(stage)
+        result.tokens_after = estimate_tokens(result.messages, fixed_tokens)
+        return result
+
+    # --- stages ---------------------------------------------------------------------------
+
+    def _cap(self, history: list[Message], keep: set[int]) -> bool:
+        limit = self.settings.max_output_chars
+        changed = False
+        for i, message in enumerate(history):
+            result = message.tool_result
+            if i in keep or result is None or len(result.content) <= limit:
+                continue
+            history[i] = _with_content(message, result, cap_text(result.content, limit))
+            changed = True
+        return changed
+
+    def _mask(self, history: list[Message], keep: set[int]) -> bool:
+        observations = [i for i, m in enumerate(history) if m.tool_result is not None]
+        recent = set(observations[-self.settings.keep_recent_observations :])
+        if self.settings.keep_recent_observations == 0:
+            recent = set()
+        calls = {c.id: c for m in history for c in m.tool_calls}
+        changed = False
+        for i in observations:
+            message = history[i]
+            result = message.tool_result
+            assert result is not None
+            if i in keep or i in recent or result.content.startswith(MASKED_PREFIX):
+                continue
+            call = calls.get(result.call_id)
+            args = json.dumps(call.arguments, sort_keys=True, default=str) if call else "{}"
+            stub = (
+                f"{MASKED_PREFIX}: {len(result.content):,} characters from "
+                f"{result.name}({_clip(args, 200)}); call it again if you still need it]"
+            )
+            history[i] = _with_content(message, result, stub)
+            changed = True
+        return changed
+
+    async def _summarise(
+        self, history: list[Message], keep: set[int], summarise: Summariser
+    ) -> tuple[bool, list[Message], set[int]]:
+        first = 1 if history and history[0].role is Role.USER else 0  # the task stays first
+        end = _safe_cut(history, len(history) - self.settings.keep_recent_messages)
+        folded = [i for i in range(first, end) if i not in keep]
+        if len(folded) < 2:
+            return False, history, keep
+        transcript = render_transcript([history[i] for i in folded])
+        summary = (await summarise(transcript)).strip()
+        if not summary:
+            return False, history, keep
+        summary_message = Message.user(f"{SUMMARY_PREFIX}\n{summary}")
+        # a pinned result whose call was folded away would be an orphan: keep it as plain text
+        kept_before = [_standalone(history[i]) for i in range(first, end) if i in keep]
+        new_history = [*history[:first], summary_message, *kept_before, *history[end:]]
+        offset = end - (first + 1 + len(kept_before))
+        new_keep = {i for i in keep if i < first}
+        new_keep |= {first + 1 + n for n in range(len(kept_before))}
+        new_keep |= {i - offset for i in keep if i >= end}
+        return True, new_history, new_keep
+
+
+def cap_text(text: str, limit: int) -> str:
+    """The head and tail of `text` within about `limit` characters, with a note of the cut."""
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return (
+        f"{text[:head]}\n[... {cut:,} characters cut to save context; re-run the tool with a "
+        f"narrower range to see them ...]\n{text[-tail:]}"
+    )
+
+
+def render_transcript(messages: Sequence[Message], per_message: int = 2_000) -> str:
+    """Plain-text form of old turns for the summariser."""
+    lines = []
+    for message in messages:
+        if message.tool_result is not None:
+            lines.append(
+                f"RESULT of {message.tool_result.name}: {_clip(message.content, per_message)}"
+            )
+            continue
+        text = _clip(message.content, per_message)
+        calls = ", ".join(
+            f"{c.name}({_clip(json.dumps(c.arguments, default=str), 200)})"
+            for c in message.tool_calls
+        )
+        lines.append(
+            f"{message.role.value.upper()}: {text}" + (f" CALLS: {calls}" if calls else "")
+        )
+    return "\n".join(lines)
+
+
+SUMMARY_REQUEST = """\
+Below is the older part of your work on the task. Write a compact summary that lets you carry \
+on without it: what you found out (files, functions, causes), what you changed and where, which \
+commands you ran and what they showed, and what is still open. Keep paths, names and error \
+messages exact. Do not call tools.
+
+{transcript}"""
+
+
+def _pinned_positions(history: Sequence[Message], pinned: Sequence[int]) -> set[int]:
+    keep = {i for i in pinned if 0 <= i < len(history)}
+    if history and history[0].role is Role.USER:
+        keep.add(0)
+    for i in range(len(history) - 1, -1, -1):
+        result = history[i].tool_result
+        if result is not None and result.is_error:
+            keep.add(i)  # the error the model is working on
+            break
+    return keep
+
+
+def _safe_cut(history: Sequence[Message], end: int) -> int:
+    """Move `end` back so the folded part never ends between tool calls and their results."""
+    end = max(0, min(end, len(history)))
+    while 0 < end < len(history) and history[end].role is Role.TOOL:
+        end -= 1
+    return end
+
+
+def _standalone(message: Message) -> Message:
+    result = message.tool_result
+    if result is None:
+        return message if not message.tool_calls else Message.user(message.content)
+    outcome = "failed" if result.is_error else "returned"
+    return Message.user(f"[kept from earlier] {result.name} {outcome}:\n{result.content}")
+
+
+def _with_content(message: Message, result: ToolResult, text: str) -> Message:
+    return replace(message, content=text, tool_result=replace(result, content=text))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

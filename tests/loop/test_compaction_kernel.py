@@ -1,0 +1,201 @@
+"""Compaction inside runs: triggered near the window, forced by an overflow error, persisted so
+resume and fork see the right history, hooks around it, and the budget baseline moved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from journeyman import Agent, AgentConfig, FinishReason
+from journeyman.context.compaction import MASKED_PREFIX, SUMMARY_PREFIX, CompactionSettings
+from journeyman.context.rules import RulesLoader
+from journeyman.core import events as ev
+from journeyman.core.errors import ProviderError
+from journeyman.core.messages import ToolCall, Usage
+from journeyman.policy.hooks import HookEvent, HookPayload
+from journeyman.providers.base import Capabilities, ModelRequest, ModelResponse
+from journeyman.providers.resilient import RetryPolicy
+from journeyman.providers.scripted import ScriptedProvider
+from journeyman.session.store import SessionStore
+
+NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
+WINDOW = 6_000
+
+
+def reader(step: int) -> Any:
+    """A turn that reads a big file, answered with the prompt size the request really had."""
+
+    def respond(request: ModelRequest) -> ModelResponse:
+        if request.tools == ():  # the compaction's summary call
+            return ModelResponse(text=f"summary at step {step}", usage=Usage(500, 40))
+        chars = sum(len(m.content) for m in request.messages) + len(request.system)
+        call = ToolCall(f"r{step}", "read_file", {"path": f"big{step}.txt"})
+        return ModelResponse(text="", tool_calls=(call,), usage=Usage(chars // 4, 20))
+
+    return respond
+
+
+def summary_or(response: ModelResponse) -> Any:
+    def respond(request: ModelRequest) -> ModelResponse:
+        if request.tools == ():
+            return ModelResponse(text="summary of the early reads", usage=Usage(500, 40))
+        return response
+
+    return respond
+
+
+FINISH = ModelResponse(
+    text="", tool_calls=(ToolCall("f", "finish", {"summary": "done"}),), usage=Usage(100, 10)
+)
+
+
+def make(
+    tmp_path: Path,
+    script: list[Any],
+    events: list[ev.Event],
+    window: int = WINDOW,
+    **config: Any,
+) -> tuple[Agent, ScriptedProvider, Path]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    for i in range(25):  # ~5,200 characters a read, a different file each step
+        (workspace / f"big{i}.txt").write_text(f"line {i} of text\n" * 400)
+    provider = ScriptedProvider(script, capabilities=Capabilities(context_window=window))
+    agent = Agent(
+        provider,
+        workspace=workspace,
+        config=AgentConfig(session_dir=tmp_path / "sessions", **config),
+        on_event=events.append,
+        retry_policy=NO_WAIT,
+        rules=RulesLoader(workspace, home=tmp_path / "home"),
+    )
+    return agent, provider, workspace
+
+
+def prompt_chars(request: ModelRequest) -> int:
+    return sum(len(m.content) for m in request.messages)
+
+
+async def test_a_long_run_compacts_and_stays_under_the_window(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    script = [reader(i) for i in range(20)] + [summary_or(FINISH)] * 3
+    agent, provider, _ = make(
+        tmp_path,
+        script,
+        events,
+        max_iterations=40,
+        max_total_tokens=60_000,
+        compaction=CompactionSettings(keep_recent_observations=2),
+    )
+    result = await agent.run("read the files")
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    compactions = [e for e in events if isinstance(e, ev.ContextCompacted)]
+    assert compactions and all(c.tokens_after < c.tokens_before for c in compactions)
+    tool_requests = [r for r in provider.requests if r.tools]
+    assert max(prompt_chars(r) for r in tool_requests) // 4 < WINDOW
+    masked = [m for m in tool_requests[-1].messages if m.content.startswith(MASKED_PREFIX)]
+    assert masked
+
+
+async def test_without_compaction_the_same_run_overflows_its_token_budget(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    script = [reader(i) for i in range(20)] + [FINISH] * 3
+    agent, _, _ = make(
+        tmp_path, script, events, max_iterations=40, max_total_tokens=60_000, compaction=None
+    )
+    result = await agent.run("read the files")
+    assert result.finish_reason is FinishReason.MAX_TOKENS
+    assert not [e for e in events if isinstance(e, ev.ContextCompacted)]
+
+
+async def test_an_overflow_error_forces_compaction_and_one_retry(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    overflow = ProviderError(
+        "prompt is too long",
+        provider="scripted",
+        status_code=400,
+        retryable=False,
+        details={"context_overflow": True},
+    )
+    script = [reader(0), reader(1), reader(2), overflow, summary_or(FINISH), summary_or(FINISH)]
+    agent, provider, _ = make(
+        tmp_path,
+        script,
+        events,
+        window=1_000_000,  # never reached: only the provider's refusal compacts
+        compaction=CompactionSettings(keep_recent_observations=1),
+    )
+    result = await agent.run("read")
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    reasons = [e.reason for e in events if isinstance(e, ev.ContextCompacted)]
+    assert reasons == ["overflow"], reasons
+    before, after = provider.requests[3], provider.requests[-1]
+    assert prompt_chars(after) < prompt_chars(before)
+
+
+async def test_an_overflow_that_compaction_cannot_help_fails_cleanly(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    overflow = ProviderError(
+        "prompt is too long",
+        provider="scripted",
+        status_code=400,
+        retryable=False,
+        details={"context_overflow": True},
+    )
+    agent, _, _ = make(tmp_path, [overflow], events)
+    result = await agent.run("read")  # only the task: nothing to compact
+    assert result.finish_reason is FinishReason.PROVIDER_ERROR
+    assert "too long" in (result.error or "")
+
+
+async def test_compacted_history_is_what_resume_and_the_store_see(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    script = [reader(i) for i in range(12)] + [summary_or(FINISH)] * 3
+    agent, provider, _ = make(
+        tmp_path,
+        script,
+        events,
+        max_iterations=30,
+        compaction=CompactionSettings(keep_recent_observations=1, keep_recent_messages=4),
+    )
+    result = await agent.run("read")
+    assert result.finish_reason is FinishReason.COMPLETED
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = store.messages(result.session_id)
+        last_request = [r for r in provider.requests if r.tools][-1]
+        assert stored[: len(last_request.messages)] == list(last_request.messages)
+        first_compaction_step = next(
+            i for i, e in enumerate(events) if isinstance(e, ev.ContextCompacted)
+        )
+        assert first_compaction_step > 0
+        early = store.messages(result.session_id, up_to_step=2)  # before any compaction
+        assert len(early) == 1 + 2 * 2
+        assert not any(m.content.startswith((MASKED_PREFIX, SUMMARY_PREFIX)) for m in early)
+    finally:
+        store.close()
+
+
+async def test_compact_hooks_fire_and_the_baseline_moves(tmp_path: Path) -> None:
+    seen: list[tuple[HookEvent, dict[str, Any]]] = []
+
+    def record(event: HookEvent, payload: HookPayload) -> None:
+        seen.append((event, dict(payload.extra)))
+
+    events: list[ev.Event] = []
+    script = [reader(i) for i in range(10)] + [summary_or(FINISH)] * 3
+    agent, _, _ = make(
+        tmp_path,
+        script,
+        events,
+        max_iterations=30,
+        compaction=CompactionSettings(keep_recent_observations=1),
+    )
+    agent.hooks.add(HookEvent.PRE_COMPACT, record)
+    agent.hooks.add(HookEvent.POST_COMPACT, record)
+    baseline_before = agent.economics.baseline_tokens
+    await agent.run("read")
+    kinds = [event for event, _ in seen]
+    assert kinds[:2] == [HookEvent.PRE_COMPACT, HookEvent.POST_COMPACT]
+    assert seen[1][1]["tokens_after"] < seen[1][1]["tokens_before"]
+    assert agent.economics.baseline_tokens > baseline_before
