@@ -21,7 +21,7 @@ from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
 from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
-from journeyman.loop.config import AgentConfig
+from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
@@ -131,6 +131,12 @@ SessionDirOpt = Annotated[
     typer.Option(help="Session root (default: the per-user data dir or JOURNEYMAN_SESSION_DIR)."),
 ]
 StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
+ModeOpt = Annotated[
+    ModeName | None,
+    typer.Option(
+        help="react (default): tool calls until done; plan-solve: write a plan first, then react.",
+    ),
+]
 PermissionModeOpt = Annotated[
     PermissionMode | None,
     typer.Option(
@@ -258,6 +264,7 @@ def run(
     stream: StreamOpt = False,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
+    mode: ModeOpt = None,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -277,6 +284,7 @@ def run(
             session_dir=session_dir,
             stream=True if stream or output_format is OutputFormat.STREAM_JSON else None,
             permission_mode=permission_mode,
+            mode=mode,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

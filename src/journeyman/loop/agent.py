@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
+from journeyman.core.errors import ConfigurationError
 from journeyman.core.events import EventHandler
 from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
-from journeyman.loop.config import AgentConfig
+from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
+from journeyman.loop.modes import Mode
+from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
 from journeyman.policy.hooks import HookRunner
 from journeyman.policy.permissions import Approver, PermissionGate, PermissionPolicy
@@ -133,7 +136,7 @@ class Agent:
                 approver=self.approver,
                 provider=self.provider,
                 registry=self.registry,
-                mode=ReactMode(),
+                mode=mode_for(self.config),
                 workspace=self.workspace,
                 config=self.config,
                 store=store,
@@ -171,6 +174,14 @@ class StoredPermissions:
 
     def remember(self, project: str, tool_name: str, rule: str) -> None:
         self.store.remember_permission(project, tool_name, rule, "allow")
+
+
+def mode_for(config: AgentConfig) -> Mode:
+    if config.mode is ModeName.PLAN_SOLVE:
+        return PlanSolveMode()
+    if config.mode is ModeName.PHASED:
+        raise ConfigurationError("the phased mode is not available yet; use react or plan-solve")
+    return ReactMode()
 
 
 def economics_for(config: AgentConfig) -> ExecutionEconomics:

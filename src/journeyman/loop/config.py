@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,11 +13,20 @@ from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
 
 
+class ModeName(StrEnum):
+    REACT = "react"
+    PLAN_SOLVE = "plan-solve"
+    PHASED = "phased"
+
+
 class AgentConfig(BaseModel):
     """Limits and settings of a run; every limit is checked before each turn, in field order."""
 
     model_config = ConfigDict(extra="forbid")
 
+    mode: ModeName = ModeName.REACT
+    """react: tool calls until done; plan-solve: a plan first, then react; phased: discover,
+    plan, act and verify, done only when verification passes."""
     max_iterations: int = Field(default=50, ge=1)
     """Stop after this many model turns (finish reason `max_iterations`)."""
     max_consecutive_mistakes: int = Field(default=3, ge=1)
