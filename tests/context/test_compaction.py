@@ -178,3 +178,26 @@ async def test_compaction_never_breaks_pairs_or_loses_pinned(
         assert any(m.content.startswith(marker) or marker in m.content for m in result.messages)
     assert result.tokens_after <= result.tokens_before
     assert result.tokens_after == estimate_tokens(result.messages)
+
+
+async def test_stale_observations_are_masked_in_batches() -> None:
+    compactor = Compactor(
+        CompactionSettings(keep_recent_observations=2, stale_observation_tokens=1_000)
+    )
+    messages = history(3, size=1_000)  # one stale result of ~250 tokens: under budget
+    assert not compactor.stale_observations_due(messages)
+    messages = history(8, size=1_000)  # six stale results, ~1,500 tokens
+    assert compactor.stale_observations_due(messages)
+    result = await compactor.mask_stale(messages)
+    assert result.stages == [Stage.MASK]
+    assert not compactor.stale_observations_due(result.messages)
+    results = [m for m in result.messages if m.tool_result is not None]
+    assert sum(m.content.startswith(MASKED_PREFIX) for m in results) == 6
+    # already masked results never count again, so the next batch waits for new ones
+    grown = result.messages + exchange(8, "z" * 1_000) + exchange(9, "z" * 1_000)
+    assert not compactor.stale_observations_due(grown)
+
+
+def test_the_stale_trigger_can_be_turned_off() -> None:
+    compactor = Compactor(CompactionSettings(stale_observation_tokens=None))
+    assert not compactor.stale_observations_due(history(50, size=5_000))

@@ -3,6 +3,7 @@ resume and fork see the right history, hooks around it, and the budget baseline 
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,26 @@ async def test_compact_hooks_fire_and_the_baseline_moves(tmp_path: Path) -> None
     assert kinds[:2] == [HookEvent.PRE_COMPACT, HookEvent.POST_COMPACT]
     assert seen[1][1]["tokens_after"] < seen[1][1]["tokens_before"]
     assert agent.economics.baseline_tokens > baseline_before
+
+
+async def test_stale_observations_are_masked_while_the_window_is_far_away(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    script = [reader(i) for i in range(16)] + [FINISH]
+    agent, provider, _ = make(
+        tmp_path,
+        script,
+        events,
+        window=1_000_000,
+        max_iterations=30,
+        compaction=CompactionSettings(keep_recent_observations=2, stale_observation_tokens=3_000),
+    )
+    result = await agent.run("read the files")
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    compactions = [e for e in events if isinstance(e, ev.ContextCompacted)]
+    assert len(compactions) >= 2
+    assert {c.reason for c in compactions} == {"stale_observations"}
+    assert all(c.stages == ("mask_observations",) for c in compactions)
+    # between two batches every request extends the previous one unchanged
+    requests = [r.messages for r in provider.requests]
+    extended = sum(1 for a, b in itertools.pairwise(requests) if b[: len(a)] == a)
+    assert extended == len(requests) - 1 - len(compactions)

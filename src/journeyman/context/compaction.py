@@ -15,6 +15,12 @@ model is working on). A summary never splits an assistant's tool calls from thei
 
 Each stage rewrites old messages in one go, then leaves them alone until the next compaction,
 so the requests between two compactions share their prefix (prompt caching keeps working).
+
+Besides the size trigger, stale observations have a budget of their own: when the tool results
+older than the most recent few hold more than `stale_observation_tokens`, they are masked even
+though the window is far from full. Masking in batches like this keeps every request's prefix
+identical to the previous one except right after a batch, while the total tokens sent over a
+long run stop growing with the square of its length.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ class CompactionSettings(BaseModel):
     """The newest tool results the masking stage leaves verbatim."""
     keep_recent_messages: int = Field(default=10, ge=2)
     """Messages at the end of the history the summary stage never folds in."""
+    stale_observation_tokens: int | None = Field(default=12_000, ge=0)
+    """Mask old tool results once they hold more than this many tokens; None: only by size."""
 
 
 @dataclass
@@ -91,6 +99,24 @@ class Compactor:
 
     def should_compact(self, projected_tokens: int, context_window: int) -> bool:
         return projected_tokens > self.settings.trigger_fraction * context_window
+
+    def stale_observations_due(self, messages: Sequence[Message]) -> bool:
+        """Whether the old, unmasked tool results have outgrown their budget."""
+        budget = self.settings.stale_observation_tokens
+        if budget is None:
+            return False
+        stale = _stale_observations(messages, self.settings.keep_recent_observations)
+        chars = sum(len(messages[i].content) for i in stale)
+        return chars // CHARS_PER_TOKEN > budget
+
+    async def mask_stale(self, messages: Sequence[Message]) -> CompactionResult:
+        """Only the masking stage, whatever the size (the stale-observation trigger)."""
+        history = list(messages)
+        before = estimate_tokens(history)
+        changed = self._mask(history, _pinned_positions(history, ()))
+        return CompactionResult(
+            history, before, estimate_tokens(history), [Stage.MASK] if changed else []
+        )
 
     async def compact(
         self,
@@ -145,17 +171,13 @@ class Compactor:
         return changed
 
     def _mask(self, history: list[Message], keep: set[int]) -> bool:
-        observations = [i for i, m in enumerate(history) if m.tool_result is not None]
-        recent = set(observations[-self.settings.keep_recent_observations :])
-        if self.settings.keep_recent_observations == 0:
-            recent = set()
         calls = {c.id: c for m in history for c in m.tool_calls}
         changed = False
-        for i in observations:
+        for i in _stale_observations(history, self.settings.keep_recent_observations):
             message = history[i]
             result = message.tool_result
             assert result is not None
-            if i in keep or i in recent or result.content.startswith(MASKED_PREFIX):
+            if i in keep:
                 continue
             call = calls.get(result.call_id)
             args = json.dumps(call.arguments, sort_keys=True, default=str) if call else "{}"
@@ -228,6 +250,13 @@ commands you ran and what they showed, and what is still open. Keep paths, names
 messages exact. Do not call tools.
 
 {transcript}"""
+
+
+def _stale_observations(history: Sequence[Message], keep_recent: int) -> list[int]:
+    """Positions of unmasked tool results older than the `keep_recent` newest ones."""
+    observations = [i for i, m in enumerate(history) if m.tool_result is not None]
+    older = observations[: max(0, len(observations) - keep_recent)]
+    return [i for i in older if not history[i].content.startswith(MASKED_PREFIX)]
 
 
 def _pinned_positions(history: Sequence[Message], pinned: Sequence[int]) -> set[int]:

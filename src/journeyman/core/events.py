@@ -146,7 +146,8 @@ class ErrorOccurred:
 @dataclass(frozen=True)
 class ContextCompacted:
     reason: str
-    """"threshold" (the prompt neared the context window) or "overflow" (the provider refused)."""
+    """"threshold" (the prompt neared the context window), "overflow" (the provider refused
+    the prompt) or "stale_observations" (old tool results outgrew their own budget)."""
     stages: tuple[str, ...]
     tokens_before: int
     tokens_after: int

@@ -497,7 +497,8 @@ class Kernel:
         window = self.provider.capabilities.context_window
         fixed = self._fixed_tokens()
         projected = int(compaction.estimate_tokens(state.messages, fixed) * self.token_ratio)
-        if not overflow and not self.compactor.should_compact(projected, window):
+        over_size = overflow or self.compactor.should_compact(projected, window)
+        if not over_size and not self.compactor.stale_observations_due(state.messages):
             return False
         pre = await self._hook(
             HookEvent.PRE_COMPACT, state, extra={"tokens": projected, "overflow": overflow}
@@ -507,13 +508,18 @@ class Kernel:
             return False
         if pre is not None and pre.denied and not overflow:
             return False  # a hook may veto a routine compaction, not a refused request
-        result = await self.compactor.compact(
-            state.messages,
-            context_window=int(window / self.token_ratio),
-            fixed_tokens=fixed,
-            summarise=lambda transcript: self._summarise(state, transcript),
-            force=overflow,
-        )
+        if over_size:
+            result = await self.compactor.compact(
+                state.messages,
+                context_window=int(window / self.token_ratio),
+                fixed_tokens=fixed,
+                summarise=lambda transcript: self._summarise(state, transcript),
+                force=overflow,
+            )
+        else:
+            result = await self.compactor.mask_stale(state.messages)
+            result.tokens_before += fixed
+            result.tokens_after += fixed
         if not result.changed:
             return False
         state.messages[:] = result.messages
@@ -524,7 +530,7 @@ class Kernel:
         self.economics.update_baseline(after)
         self.emit(
             ev.ContextCompacted(
-                "overflow" if overflow else "threshold",
+                "overflow" if overflow else "threshold" if over_size else "stale_observations",
                 tuple(stage.value for stage in result.stages),
                 before,
                 after,
