@@ -283,3 +283,21 @@ async def test_shell_hook_from_config_denies_with_exit_status_2(tmp_path: Path) 
     agent, provider, _ = agent_for(tmp_path, script, config={"hooks": [hook]})
     await agent.run("ship it")
     assert "pushing is for humans" in tool_texts(provider, 1)[0]
+
+
+async def test_notification_hooks_hear_about_approval_questions(tmp_path: Path) -> None:
+    heard: list[str] = []
+
+    async def approve(_request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer.ALLOW
+
+    agent, _, workspace = agent_for(
+        tmp_path,
+        [turn(WRITE), turn(FINISH)],
+        mode=PermissionMode.DEFAULT,
+        permission_approver=approve,
+    )
+    agent.hooks.add(HookEvent.NOTIFICATION, lambda _e, p: heard.append(p.message or ""))
+    await agent.run("write it")
+    assert (workspace / "out.txt").exists()
+    assert len(heard) == 1 and "needs your approval" in heard[0]

@@ -20,8 +20,14 @@ from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes import Mode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
-from journeyman.policy.hooks import HookRunner
-from journeyman.policy.permissions import Approver, PermissionGate, PermissionPolicy
+from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
+from journeyman.policy.permissions import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    PermissionGate,
+    PermissionPolicy,
+)
 from journeyman.providers.base import Provider
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root
@@ -152,11 +158,32 @@ class Agent:
             return None
         return PermissionGate(
             PermissionPolicy.from_config(self.config.permissions, self.workspace),
-            approver=self.permission_approver,
+            approver=self._notifying(self.permission_approver),
             memory=StoredPermissions(store),
             project=self.workspace,
             yes=self.assume_yes,
         )
+
+    def _notifying(self, approver: Approver | None) -> Approver | None:
+        """`approver`, preceded by the Notification hooks (e.g. to ping a user who stepped away)."""
+        if approver is None:
+            return None
+        asker = approver
+
+        async def notify_then_ask(request: ApprovalRequest) -> ApprovalAnswer:
+            if self.hooks.has(HookEvent.NOTIFICATION):
+                await self.hooks.run(
+                    HookEvent.NOTIFICATION,
+                    HookPayload(
+                        cwd=str(self.workspace),
+                        tool_name=request.tool_name,
+                        tool_args=request.args,
+                        message=f"journeyman needs your approval: {request.reason}",
+                    ),
+                )
+            return await asker(request)
+
+        return notify_then_ask
 
 
 class StoredPermissions:
