@@ -52,10 +52,13 @@ class FileChangeTracker:
 
     @property
     def history(self) -> list[FileChange]:
+        """The most recent `max_history` changes, undone or not (for display)."""
         return self.store.file_changes(self.session_id)[-self.max_history :]
 
     def pending(self) -> list[FileChange]:
-        return [c for c in self.history if not c.undone]
+        """Every change not undone yet, however old: the store keeps them all, so undo and diff
+        are not limited to the last `max_history`."""
+        return self.store.file_changes(self.session_id, pending_only=True)
 
     # --- undo -----------------------------------------------------------------------------
 
