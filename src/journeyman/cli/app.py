@@ -28,6 +28,7 @@ from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
 from journeyman.session.store import default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.tools.sandbox import SandboxKind
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -137,6 +138,21 @@ ModeOpt = Annotated[
         help="react (default): tool calls until done; plan-solve: write a plan first, then react.",
     ),
 ]
+SandboxOpt = Annotated[
+    SandboxKind | None,
+    typer.Option(
+        help="Where commands run: auto (default: bubblewrap when it works, else local), local "
+        "(no isolation, resource limits only), bubblewrap (workspace writable, rest read-only, "
+        "no network), docker. One named here that cannot start is an error.",
+    ),
+]
+AllowNetworkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-network",
+        help="Let commands use the network inside the bubblewrap or docker sandbox.",
+    ),
+]
 PermissionModeOpt = Annotated[
     PermissionMode | None,
     typer.Option(
@@ -211,20 +227,24 @@ def _launch(
     lines = TerminalLines(sys.stdin)
     if config.permissions is None:  # a session stored before permissions existed
         config = config.model_copy(update={"permissions": PermissionsConfig()})
-    agent = Agent(
-        provider,
-        workspace=workspace,
-        config=config,
-        on_event=renderer,
-        approver=choose_approver(auto_extend, interactive, lines),
-        settings={
-            "base_url": provider_settings.get("base_url"),
-            "tool_format": fmt,
-            "assume_yes": assume_yes,
-        },
-        permission_approver=TerminalPermissionApprover(lines) if interactive else None,
-        assume_yes=assume_yes,
-    )
+    try:
+        agent = Agent(
+            provider,
+            workspace=workspace,
+            config=config,
+            on_event=renderer,
+            approver=choose_approver(auto_extend, interactive, lines),
+            settings={
+                "base_url": provider_settings.get("base_url"),
+                "tool_format": fmt,
+                "assume_yes": assume_yes,
+            },
+            permission_approver=TerminalPermissionApprover(lines) if interactive else None,
+            assume_yes=assume_yes,
+        )
+    except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
+        fail(EXIT_CONFIG, error.message)
+    renderer.sandbox = agent.sandbox.description
     try:
         result = asyncio.run(action(agent))
     except KeyboardInterrupt:
@@ -265,6 +285,8 @@ def run(
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mode: ModeOpt = None,
+    sandbox: SandboxOpt = None,
+    allow_network: AllowNetworkOpt = False,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -285,6 +307,8 @@ def run(
             stream=True if stream or output_format is OutputFormat.STREAM_JSON else None,
             permission_mode=permission_mode,
             mode=mode,
+            sandbox=sandbox,
+            allow_network=True if allow_network else None,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

@@ -50,6 +50,8 @@ class Renderer:
         self._redact = Redactor()
         self._streaming_text = False
         self._budget_shown: tuple[str, int] | None = None
+        self.sandbox: str | None = None
+        """Where commands run, shown in the header line of the text output."""
 
     def __call__(self, event: ev.Event) -> None:
         if self.fmt is OutputFormat.STREAM_JSON:
@@ -67,6 +69,8 @@ class Renderer:
                     f"[bold]journeyman[/] {escape(event.provider)}:{escape(event.model)} "
                     f"in {escape(event.workspace)}  [dim]session {event.session_id}[/]"
                 )
+                if self.sandbox:
+                    out.print(f"[dim]sandbox: {escape(self.sandbox)}[/]")
             case ev.TextDelta():
                 self._streaming_text = True
                 out.print(escape(event.text), end="")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from journeyman.session.store import SessionStore, default_session_root
 from journeyman.tools.base import Tool
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.registry import ToolRegistry
+from journeyman.tools.sandbox import open_sandbox
 
 
 class Agent:
@@ -66,8 +67,12 @@ class Agent:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise NotADirectoryError(f"workspace {self.workspace} is not a directory")
-        self.registry = ToolRegistry(default_tools() if tools is None else tools)
         self.config = config or AgentConfig()
+        self.sandbox = open_sandbox(
+            self.config.sandbox, self.workspace, allow_network=self.config.allow_network
+        )
+        """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
+        self.registry = ToolRegistry(default_tools(self.sandbox) if tools is None else tools)
         self.on_event = on_event
         self.approver = approver
         self.economics = economics_for(self.config)
@@ -104,7 +109,7 @@ class Agent:
         forked_at_step: int | None = None,
     ) -> RunResult:
         """Start a new session on `task` (after `history`, when continuing a fork)."""
-        with self._kernel() as kernel:
+        async with self._kernel() as kernel:
             return await kernel.run(
                 task,
                 session_id=session_id,
@@ -118,7 +123,7 @@ class Agent:
 
         With `override_limits`, this agent's configured limits replace the stored ones.
         """
-        with self._kernel() as kernel:
+        async with self._kernel() as kernel:
             if override_limits:
                 kernel.on_restore = lambda: setattr(
                     self.economics, "limits", economics_for(self.config).limits
@@ -129,8 +134,8 @@ class Agent:
         """`run` for code that is not async."""
         return asyncio.run(self.run(task, **kwargs))
 
-    @contextmanager
-    def _kernel(self) -> Iterator[Kernel]:
+    @asynccontextmanager
+    async def _kernel(self) -> AsyncIterator[Kernel]:
         self._cancel.clear()
         store = SessionStore(self.session_root)
         try:
@@ -152,6 +157,7 @@ class Agent:
             )
         finally:
             store.close()
+            await self.sandbox.close()  # what commands left running in the background
 
     def _permission_gate(self, store: SessionStore) -> PermissionGate | None:
         if self.config.permissions is None:

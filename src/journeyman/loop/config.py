@@ -11,6 +11,7 @@ from journeyman.context.compaction import CompactionSettings
 from journeyman.economics.budget import BudgetMode
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
+from journeyman.tools.sandbox import SandboxKind
 
 
 class ModeName(StrEnum):
@@ -70,3 +71,8 @@ class AgentConfig(BaseModel):
     """When to shrink the conversation near the context window; None turns compaction off."""
     hooks: list[ShellHookConfig] = []
     """Shell commands run at lifecycle events (Python hooks are added through the API)."""
+    sandbox: SandboxKind = SandboxKind.AUTO
+    """Where run_command runs: auto (bubblewrap when it works, else local), local, bubblewrap
+    or docker; one asked for by name that cannot start is a configuration error."""
+    allow_network: bool = False
+    """Let commands use the network under bubblewrap and docker (local cannot cut it)."""

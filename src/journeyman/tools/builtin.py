@@ -11,12 +11,16 @@ from journeyman.tools.files import (
     WriteFileTool,
 )
 from journeyman.tools.finish import FinishTool
+from journeyman.tools.sandbox import Sandbox
 from journeyman.tools.search import GrepTool
 from journeyman.tools.shell import RunCommandTool
 
 
-def default_tools() -> list[Tool]:
-    """Fresh instances of the built-in tools: looking around first, then changing, then done."""
+def default_tools(sandbox: Sandbox | None = None) -> list[Tool]:
+    """Fresh instances of the built-in tools: looking around first, then changing, then done.
+
+    Commands run in `sandbox`; None runs them locally.
+    """
     return [
         ReadFileTool(),
         ListFilesTool(),
@@ -24,6 +28,6 @@ def default_tools() -> list[Tool]:
         GrepTool(),
         EditFileTool(),
         WriteFileTool(),
-        RunCommandTool(),
+        RunCommandTool(sandbox=sandbox),
         FinishTool(),
     ]

@@ -9,6 +9,10 @@ How a command ends, and what happens to the processes it started:
   process group gets SIGTERM, then SIGKILL after a short grace period. Cancellation is
   re-raised once the group is gone.
 
+Where the command runs is up to the tool's `Sandbox` (tools/sandbox.py): on the host with
+resource limits (local), or under bubblewrap or docker; "process group" above then means every
+process the command started, wherever it went.
+
 Output is stdout and stderr interleaved, read as it arrives and kept as a head and a tail of
 bounded size, so a command printing gigabytes costs no more memory than one printing 20 KB.
 Environment variables that look like credentials are not passed to the command.
@@ -32,6 +36,8 @@ from pydantic import Field
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, fail, ok
 from journeyman.tools.context import ToolContext
+from journeyman.tools.sandbox import LocalSandbox, Sandbox
+from journeyman.tools.sandbox import group_alive as group_alive
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call does not say."""
@@ -152,7 +158,7 @@ class RunCommandTool(BaseTool):
         "Long output keeps its beginning and end. Commands are killed, with every process "
         "they started, when they run past the timeout; background processes that keep the "
         "output open are stopped when the command ends (redirect their output to a file to "
-        "keep them running)."
+        "keep them running; inside the bubblewrap sandbox every process ends with its command)."
     )
     args_model = RunCommandArgs
 
@@ -165,7 +171,10 @@ class RunCommandTool(BaseTool):
         tail_bytes: int = TAIL_BYTES,
         kill_grace: float = KILL_GRACE,
         drain_grace: float = DRAIN_GRACE,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        self.sandbox = sandbox
+        """Where commands run; None runs them locally (`LocalSandbox`, default limits)."""
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
         self.head_bytes = head_bytes
@@ -205,6 +214,7 @@ class RunCommandTool(BaseTool):
             "output_bytes": output.total,
             "truncated": output.omitted > 0,
             "cwd": ctx.relative(cwd),
+            "sandbox": self.sandbox_for(ctx).kind.value,
         }
         notes_text = "".join(f"\n[{note}]" for note in notes)
         if run.timed_out:
@@ -224,17 +234,14 @@ class RunCommandTool(BaseTool):
         self, command: str, cwd: Path, ctx: ToolContext, timeout: float, output: OutputBuffer
     ) -> _Run:
         loop = asyncio.get_running_loop()
+        sandbox = self.sandbox_for(ctx)
         read_fd, write_fd = os.pipe()
         try:
-            proc = await asyncio.create_subprocess_shell(
+            started = await sandbox.start(
                 command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=asyncio.subprocess.STDOUT,
                 cwd=cwd,
                 env=scrub_env(os.environ, ctx.env_passthrough),
-                start_new_session=True,
-                executable=_shell(),
+                stdout=write_fd,
             )
         except BaseException:
             os.close(read_fd)
@@ -246,26 +253,25 @@ class RunCommandTool(BaseTool):
         closed: asyncio.Future[None] = loop.create_future()
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         transport: asyncio.BaseTransport | None = None
-        group = proc.pid  # start_new_session makes the shell the leader of a new group
         run = _Run()
         try:
             transport, _ = await loop.connect_read_pipe(lambda: _Collector(output, closed), pipe)
             try:
-                run.exit_code = await asyncio.wait_for(proc.wait(), timeout)
+                run.exit_code = await asyncio.wait_for(started.wait(), timeout)
             except TimeoutError:
                 run.timed_out = True
-                await _stop_group(group, self.kill_grace)
-                run.exit_code = await proc.wait()
+                await started.stop(self.kill_grace)
+                run.exit_code = await started.wait()
             if not await _wait_done(closed, self.drain_grace):
                 run.stopped_leftovers = not run.timed_out
-                await _stop_group(group, self.kill_grace)
+                await started.stop(self.kill_grace)
                 await _wait_done(closed, self.drain_grace)
         except BaseException:
-            # Cancelled (or failed): never leave the group running. Shielded so that a second
+            # Cancelled (or failed): never leave the command running. Shielded so that a second
             # cancellation cannot interrupt the cleanup half-way.
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGTERM)
-            await asyncio.shield(_stop_group(group, self.kill_grace))
+                os.killpg(started.group, signal.SIGTERM)
+            await asyncio.shield(started.stop(self.kill_grace))
             raise
         finally:
             if transport is not None:
@@ -273,6 +279,12 @@ class RunCommandTool(BaseTool):
             else:
                 pipe.close()
         return run
+
+    def sandbox_for(self, ctx: ToolContext) -> Sandbox:
+        """The sandbox given to this tool, else a local one for the context's workspace."""
+        if self.sandbox is None:
+            self.sandbox = LocalSandbox(ctx.workspace)
+        return self.sandbox
 
 
 @dataclass
@@ -297,7 +309,7 @@ def _describe_exit(code: int | None, duration: float) -> str:
 
 
 def _shell() -> str | None:
-    """bash when available (models write bash), else the platform's /bin/sh."""
+    """bash when available (models write bash), else the platform's /bin/sh (for hooks)."""
     return shutil.which("bash") or None
 
 
@@ -319,26 +331,3 @@ async def _stop_group(group: int, grace: float) -> None:
         await asyncio.sleep(0.02)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
-
-
-def group_alive(group: int) -> bool:
-    """Whether any process of the group is still running (zombies awaiting a reaper are not)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command name: state, ppid, pgrp, ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
-            return True
-    return False
