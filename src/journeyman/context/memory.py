@@ -281,7 +281,7 @@ class AgentState:
             self.step,
             self.phase,
             self.last_error,
-            *(part for part in parts),
+            *parts,
             *(getattr(part, f.name) for part in parts for f in fields(part)),
         )
 
