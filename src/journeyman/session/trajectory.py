@@ -36,7 +36,8 @@ def export_jsonl(store: SessionStore, session_id: str, out: IO[str]) -> int:
         }
     ]
     lines += [{"kind": "message", **m.to_dict()} for m in store.messages(session_id)]
-    lines += [{"kind": "event", **e} for e in store.events(session_id)]
+    # an event's own fields may include "kind" (a nudge's), so events are nested
+    lines += [{"kind": "event", "event": e} for e in store.events(session_id)]
     for line in lines:
         out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
     return len(lines)
@@ -64,11 +65,7 @@ def import_jsonl(store: SessionStore, path: Path, new_id: str) -> str:
         for line in lines[1:]
         if line.get("kind") == "message"
     ]
-    events = [
-        {k: v for k, v in line.items() if k != "kind"}
-        for line in lines[1:]
-        if line.get("kind") == "event"
-    ]
+    events = [line["event"] for line in lines[1:] if line.get("kind") == "event"]
     store.create_session(
         SessionRecord(
             id=new_id,
@@ -105,11 +102,14 @@ def _text(content: Any) -> str:
 
 
 def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
-    """Store a mini-swe-agent trajectory as a session (its messages as one step).
+    """Store a mini-swe-agent trajectory as a session, one step per model turn (step 0 holds the
+    task), so it can be forked at any turn.
 
     Native tool calls become our tool calls and results; text-based actions (a bash block in the
-    assistant's text) stay text, with the observation as the next user message, so the history
-    remains valid for any provider.
+    assistant's text) stay text, with the observation as the next user message. A call the run
+    never answered (the submitting one, when mini-swe-agent stops on it) gets a placeholder
+    result, so the history remains valid for any provider. The closing `exit` message is not
+    something the model saw and is left out (its status is kept in the settings).
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -118,16 +118,24 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
     if not isinstance(data, dict) or data.get("trajectory_format") != MINI_FORMAT:
         raise ConfigurationError(f"{path} is not a mini-swe-agent trajectory ({MINI_FORMAT})")
     system = ""
-    messages: list[Message] = []
+    steps: list[list[Message]] = [[]]
+    messages = steps[0]
     call_names: dict[str, str] = {}
+    unanswered: list[str] = []
     for raw in data.get("messages", []):
         if not isinstance(raw, dict):
             continue
         role = raw.get("role")
         text = _text(raw.get("content"))
+        if role != "tool":
+            _answer(messages, unanswered, call_names)
         if role == "system" and not system:
             system = text
+        elif role == "exit":
+            continue
         elif role == "assistant":
+            messages = []
+            steps.append(messages)
             calls = []
             for tc in raw.get("tool_calls") or []:
                 function = tc.get("function", {})
@@ -137,15 +145,19 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
                     arguments = {"raw": function.get("arguments")}
                 name = function.get("name", "bash")
                 call_names[tc.get("id", "")] = name
+                unanswered.append(tc.get("id", ""))
                 calls.append(ToolCall(tc.get("id", ""), name, arguments))
             messages.append(Message.assistant(text, calls))
         elif role == "tool":
             call_id = str(raw.get("tool_call_id", ""))
+            if call_id in unanswered:
+                unanswered.remove(call_id)
             result = ToolResult(call_id, call_names.get(call_id, "bash"), text)
             messages.append(Message.tool(result))
         elif text:
             messages.append(Message.user(text))
-    task = next((m.content for m in messages if m.role is Role.USER), "")
+    _answer(messages, unanswered, call_names)
+    task = next((m.content for m in steps[0] if m.role is Role.USER), "")
     info = data.get("info", {})
     store.create_session(
         SessionRecord(
@@ -161,5 +173,18 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
             system_prompt=system,
         )
     )
-    store.record_step(new_id, StepRecord(step=0, messages=messages, events=[], checkpoint={}))
+    for number, step_messages in enumerate(steps):
+        store.record_step(
+            new_id, StepRecord(step=number, messages=step_messages, events=[], checkpoint={})
+        )
     return new_id
+
+
+UNANSWERED = "(no result was recorded for this call: the run ended on it)"
+
+
+def _answer(messages: list[Message], unanswered: list[str], call_names: dict[str, str]) -> None:
+    """Give each call still waiting for its result a placeholder one, in call order."""
+    for call_id in unanswered:
+        messages.append(Message.tool(ToolResult(call_id, call_names[call_id], UNANSWERED)))
+    unanswered.clear()

@@ -1,0 +1,450 @@
+"""`journeyman sessions import`: our own JSONL export, and mini-swe-agent trajectories — small
+hand-written ones, and (slow) ones that mini-swe-agent itself writes, run from its own venv."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from journeyman import Agent, AgentConfig, FinishReason
+from journeyman.cli.app import app
+from journeyman.core.messages import Message, Role, ToolCall
+from journeyman.providers.base import ModelResponse
+from journeyman.providers.scripted import ScriptedProvider
+from journeyman.session.fork import prepare_fork
+from journeyman.session.store import SessionStore
+from journeyman.session.trajectory import FORMAT, MINI_FORMAT, UNANSWERED
+
+REPO = Path(__file__).resolve().parents[2]
+MINI_VENV = REPO / ".venv-mini-test"
+MINI_SPEC = "mini-swe-agent>=2.4,<3"
+
+
+def jm(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "300"})
+
+
+def imported_id(result: Result) -> str:
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip()
+
+
+def check_answered(messages: list[Message]) -> None:
+    """Every tool call is answered by one result before the model speaks again."""
+    waiting: list[str] = []
+    for message in messages:
+        if message.role is Role.TOOL:
+            assert message.tool_result is not None
+            waiting.remove(message.tool_result.call_id)
+        else:
+            assert not waiting, f"calls {waiting} have no result"
+            waiting = [c.id for c in message.tool_calls]
+    assert not waiting, f"calls {waiting} have no result"
+
+
+# --- our own export -------------------------------------------------------------------------
+
+
+def test_our_jsonl_export_imports_back_unchanged(tmp_path: Path) -> None:
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    ws.mkdir()
+    script = [
+        ModelResponse(
+            text="making a file",
+            tool_calls=(ToolCall("w", "write_file", {"path": "a.txt", "content": "é\n"}),),
+        ),
+        ModelResponse(text="", tool_calls=(ToolCall("r", "read_file", {"path": "a.txt"}),)),
+        ModelResponse(text="", tool_calls=(ToolCall("f", "finish", {"summary": "all done"}),)),
+    ]
+    agent = Agent(ScriptedProvider(script), workspace=ws, config=AgentConfig(session_dir=sessions))
+    result = asyncio.run(agent.run("make a.txt"))
+    assert result.finish_reason is FinishReason.COMPLETED
+    original = result.session_id
+
+    exported = tmp_path / "export.jsonl"
+    done = jm("sessions", "export", original, "-o", str(exported), "--session-dir", str(sessions))
+    assert done.exit_code == 0, done.output
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert lines[0]["kind"] == "session" and lines[0]["format"] == FORMAT
+    assert lines[0]["id"] == original and lines[0]["finish_reason"] == "completed"
+
+    copy = imported_id(jm("sessions", "import", str(exported), "--session-dir", str(sessions)))
+    assert copy != original
+    store = SessionStore(sessions)
+    try:
+        before, after = store.load_session(original), store.load_session(copy)
+        assert store.messages(copy) == store.messages(original)
+        events = list(store.events(original))
+        assert list(store.events(copy)) == events
+        # a nudge event has a field of its own called "kind"; it survives the trip
+        assert any(e["type"] == "nudge" and e["kind"] for e in events)
+        assert (after.task, after.workspace, after.system_prompt) == (
+            before.task,
+            before.workspace,
+            before.system_prompt,
+        )
+        assert after.settings == {**before.settings, "imported_from": original}
+    finally:
+        store.close()
+
+    # exported again, the copy gives the same messages and events
+    again = jm("sessions", "export", copy, "--session-dir", str(sessions))
+    assert again.exit_code == 0
+    relines = [json.loads(line) for line in again.stdout.splitlines()]
+    assert [x for x in relines if x["kind"] != "session"] == [
+        x for x in lines if x["kind"] != "session"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json at all\n", "not valid JSON"),
+        ('{"kind": "session", "format": "someone-else-2"}\n', "not a journeyman session export"),
+        ('{"trajectory_format": "mini-swe-agent-0.9", "messages": []}', "not a journeyman"),
+        ("", "not a journeyman session export"),
+    ],
+)
+def test_import_refuses_files_it_does_not_understand(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    done = jm("sessions", "import", str(bad), "--session-dir", str(tmp_path / "s"))
+    assert done.exit_code == 2 and message in done.stderr
+    store = SessionStore(tmp_path / "s")
+    assert store.list_sessions() == []
+    store.close()
+
+
+def test_import_of_a_missing_file(tmp_path: Path) -> None:
+    done = jm("sessions", "import", str(tmp_path / "nope.json"), "--session-dir", str(tmp_path))
+    assert done.exit_code == 2 and "is not a file" in done.stderr
+
+
+# --- mini-swe-agent, hand-written -----------------------------------------------------------
+
+
+SYSTEM = "You are a helpful assistant that can interact with a computer."
+TASK = "Please solve this issue: add() subtracts"
+
+
+def bash_turn(call_id: str, text: str, command: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+            }
+        ],
+        "extra": {"actions": [{"command": command, "tool_call_id": call_id}], "cost": 0.0},
+    }
+
+
+def observation(call_id: str, output: str) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": f"<returncode>0</returncode>\n<output>\n{output}</output>",
+        "extra": {"raw_output": output, "returncode": 0},
+    }
+
+
+def toolcall_trajectory() -> dict[str, Any]:
+    """The shape DefaultAgent saves: the submitting call gets no result, then an exit message."""
+    submission = "diff --git a/calc.py b/calc.py\n-    return a - b\n+    return a + b\n"
+    return {
+        "info": {"mini_version": "2.4.6", "exit_status": "Submitted", "submission": submission},
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": [{"type": "text", "text": TASK}]},
+            bash_turn("call_1", "Look first.", "cat calc.py"),
+            observation("call_1", "def add(a, b):\n    return a - b\n"),
+            bash_turn("call_2", "Fix it.", "sed -i 's/a - b/a + b/' calc.py"),
+            observation("call_2", ""),
+            bash_turn("call_3", "Submit.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+            {
+                "role": "exit",
+                "content": submission,
+                "extra": {"exit_status": "Submitted", "submission": submission},
+            },
+        ],
+        "trajectory_format": MINI_FORMAT,
+    }
+
+
+def textbased_trajectory() -> dict[str, Any]:
+    """mini-swe-agent 1.x style: actions in a fenced block, observations as user messages."""
+
+    def turn(text: str, command: str) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": f"THOUGHT: {text}\n\n```mswea_bash_command\n{command}\n```",
+            "extra": {"actions": [{"command": command}]},
+        }
+
+    return {
+        "info": {"mini_version": "1.17.0", "exit_status": "Submitted"},
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": TASK},
+            turn("look", "cat calc.py"),
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\nx\n</output>"},
+            turn("submit", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+            {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}},
+        ],
+        "trajectory_format": MINI_FORMAT,
+    }
+
+
+def test_a_mini_swe_agent_tool_call_trajectory_imports_one_step_per_turn(tmp_path: Path) -> None:
+    source = tmp_path / "peer" / "run.traj.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(toolcall_trajectory(), indent=2))
+    sid = imported_id(jm("sessions", "import", str(source), "--session-dir", str(tmp_path / "s")))
+
+    store = SessionStore(tmp_path / "s")
+    try:
+        record = store.load_session(sid)
+        assert record.task == TASK and record.system_prompt == SYSTEM
+        assert record.settings["format"] == MINI_FORMAT
+        assert record.settings["exit_status"] == "Submitted"
+        assert store.summary(sid).steps == 3
+        messages = store.messages(sid)
+        check_answered(messages)
+        assert [m.role.value for m in messages] == ["user", *["assistant", "tool"] * 3]
+        calls = [c for m in messages for c in m.tool_calls]
+        assert [(c.id, c.name) for c in calls] == [(f"call_{i}", "bash") for i in (1, 2, 3)]
+        assert calls[1].arguments == {"command": "sed -i 's/a - b/a + b/' calc.py"}
+        assert "return a - b" in messages[2].content
+        assert messages[-1].tool_result is not None
+        assert messages[-1].tool_result.content == UNANSWERED
+        assert not any("diff --git" in m.content for m in messages)  # the exit message
+        assert store.messages(sid, up_to_step=1) == messages[:3]
+    finally:
+        store.close()
+
+
+def test_a_text_based_mini_swe_agent_trajectory_keeps_its_text(tmp_path: Path) -> None:
+    source = tmp_path / "peer" / "run.traj.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(textbased_trajectory()))
+    sid = imported_id(jm("sessions", "import", str(source), "--session-dir", str(tmp_path / "s")))
+    store = SessionStore(tmp_path / "s")
+    try:
+        messages = store.messages(sid)
+        assert [m.role.value for m in messages] == ["user", "assistant", "user", "assistant"]
+        assert not any(m.tool_calls for m in messages)
+        assert "```mswea_bash_command\ncat calc.py\n```" in messages[1].content
+        assert store.summary(sid).steps == 2
+    finally:
+        store.close()
+    shown = jm("sessions", "show", sid, "--session-dir", str(tmp_path / "s"))
+    assert shown.exit_code == 0 and "mswea_bash_command cat calc.py" in shown.stdout
+
+
+def test_an_imported_peer_run_can_be_forked_and_continued(tmp_path: Path) -> None:
+    source = tmp_path / "peer" / "run.traj.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(toolcall_trajectory()))
+    (source.parent / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    sessions = tmp_path / "s"
+    sid = imported_id(jm("sessions", "import", str(source), "--session-dir", str(sessions)))
+
+    store = SessionStore(sessions)
+    try:
+        plan = prepare_fork(store, sid, 1, into=tmp_path / "fork")
+    finally:
+        store.close()
+    provider = ScriptedProvider(
+        [ModelResponse(text="", tool_calls=(ToolCall("f", "finish", {"summary": "ok"}),))]
+    )
+    agent = Agent(provider, workspace=plan.workspace, config=AgentConfig(session_dir=sessions))
+    result = asyncio.run(
+        agent.run("fix it with edit_file", history=plan.history, parent_session_id=sid)
+    )
+    assert result.finish_reason is FinishReason.COMPLETED
+    sent = list(provider.requests[0].messages)
+    assert sent[:3] == plan.history and sent[3] == Message.user("fix it with edit_file")
+    assert (plan.workspace / "calc.py").exists()
+
+
+# --- mini-swe-agent itself (slow: installs it into its own venv) ----------------------------
+
+
+OFFLINE_SIGNS = (
+    "No matching distribution found",
+    "Could not find a version that satisfies",
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectTimeoutError",
+    "Max retries exceeded",
+    "ProxyError",
+)
+
+
+def mini_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "MSWEA_", "VIRTUAL_ENV"))
+    }
+    env.update(
+        MSWEA_CONFIGURED="1",  # no first-run setup prompt
+        MSWEA_SILENT_STARTUP="1",
+        MSWEA_GLOBAL_CONFIG_DIR=str(home),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    return env
+
+
+def ensure_mini_swe_agent(home: Path) -> Path:
+    """The `mini` executable of `.venv-mini-test/`, created and installed when missing.
+
+    mini-swe-agent pins an openai version older than ours, so it cannot live in the project venv.
+    """
+    python = MINI_VENV / "bin" / "python"
+    stamp = MINI_VENV / ".installed"
+    if stamp.exists() and stamp.read_text().strip() == MINI_SPEC and python.exists():
+        return MINI_VENV / "bin" / "mini"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(MINI_VENV)], check=True, timeout=300)
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", MINI_SPEC],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=mini_env(home),
+    )
+    if done.returncode != 0:
+        output = done.stdout + done.stderr
+        if any(sign in output for sign in OFFLINE_SIGNS):
+            pytest.skip(f"pip cannot reach the package index to install {MINI_SPEC}")
+        pytest.fail(f"pip install {MINI_SPEC} failed:\n{output[-3000:]}")
+    stamp.write_text(MINI_SPEC + "\n")
+    return MINI_VENV / "bin" / "mini"
+
+
+COMMANDS = [
+    "cat calc.py",
+    "sed -i 's/a - b/a + b/' calc.py",
+    "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff",
+]
+
+
+def scripted_model(tool_calls: bool) -> dict[str, Any]:
+    """A mini-swe-agent config giving its deterministic test model our three commands."""
+    if tool_calls:
+        outputs = [
+            bash_turn(f"call_{i}", f"Step {i}.", command) for i, command in enumerate(COMMANDS, 1)
+        ]
+        model_class = "minisweagent.models.test_models.DeterministicToolcallModel"
+    else:
+        outputs = [
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: step {i}.\n\n```mswea_bash_command\n{command}\n```",
+                "extra": {"actions": [{"command": command}]},
+            }
+            for i, command in enumerate(COMMANDS, 1)
+        ]
+        model_class = "minisweagent.models.test_models.DeterministicModel"
+    return {
+        "model": {"model_name": "deterministic", "model_class": model_class, "outputs": outputs}
+    }
+
+
+def git_repo(root: Path) -> Path:
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "calc.py"],
+        ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "start"],
+    ):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize(
+    ("tool_calls", "config"), [(True, "mini.yaml"), (False, "mini_textbased.yaml")]
+)
+def test_a_trajectory_written_by_mini_swe_agent_imports(
+    tmp_path: Path, tool_calls: bool, config: str
+) -> None:
+    home = tmp_path / "mini-home"
+    mini = ensure_mini_swe_agent(home)
+    repo = git_repo(tmp_path / "repo")
+    model_config = tmp_path / "model.yaml"  # JSON text is valid YAML
+    model_config.write_text(json.dumps(scripted_model(tool_calls)))
+    trajectory = tmp_path / "out" / "run.traj.json"
+    ran = subprocess.run(
+        [
+            str(mini),
+            "-c",
+            config,
+            "-c",
+            str(model_config),
+            "-t",
+            "add() subtracts; make it add",
+            "--yolo",
+            "--exit-immediately",
+            "-o",
+            str(trajectory),
+        ],
+        cwd=repo,
+        env=mini_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    saved = json.loads(trajectory.read_text())
+    assert saved["trajectory_format"] == MINI_FORMAT
+    assert saved["info"]["exit_status"] == "Submitted"
+
+    sessions = tmp_path / "sessions"
+    sid = imported_id(jm("sessions", "import", str(trajectory), "--session-dir", str(sessions)))
+    store = SessionStore(sessions)
+    try:
+        record = store.load_session(sid)
+        assert record.settings["exit_status"] == "Submitted"
+        assert record.settings["mini_version"] == saved["info"]["mini_version"]
+        assert record.system_prompt == saved["messages"][0]["content"]
+        assert "add() subtracts; make it add" in record.task
+        assert store.summary(sid).steps == len(COMMANDS)
+        messages = store.messages(sid)
+        check_answered(messages)
+        assistant = [m for m in messages if m.role is Role.ASSISTANT]
+        assert len(assistant) == len(COMMANDS)
+        if tool_calls:
+            assert [m.tool_calls[0].arguments["command"] for m in assistant] == COMMANDS
+            observations = [m.content for m in messages if m.role is Role.TOOL]
+        else:
+            assert all(not m.tool_calls for m in assistant)
+            assert all(c in m.content for c, m in zip(COMMANDS, assistant, strict=True))
+            observations = [m.content for m in messages[1:] if m.role is Role.USER]
+        assert "return a - b" in observations[0]
+        assert not any("+    return a + b" in m.content for m in messages)  # the exit message
+        # each stored step is one of mini-swe-agent's turns
+        assert store.messages(sid, up_to_step=1)[-1].content == observations[0]
+    finally:
+        store.close()
