@@ -1,0 +1,641 @@
+"""Project profile: the languages of a workspace, how it manages dependencies, how it runs tests.
+
+`detect_profile(root)` reads marker files at the workspace root and counts source files a few
+levels down; it never runs anything. What it looks at:
+
+* Python: ``pyproject.toml`` (``[tool.pytest.ini_options]``, ``[tool.uv]``, ``[tool.poetry]``,
+  ``[tool.pdm]``, ``[tool.hatch.envs.*]``, dependency lists), ``setup.cfg`` (``[tool:pytest]``),
+  ``setup.py``, ``pytest.ini``, ``tox.ini``, ``noxfile.py``, ``conftest.py`` anywhere in the
+  scan, ``requirements*.txt``, ``Pipfile``, lock files (``uv.lock``, ``poetry.lock``,
+  ``pdm.lock``, ``Pipfile.lock``) and ``hatch.toml``.
+* Node: ``package.json`` (``scripts.test``, the ``packageManager`` field, test frameworks among
+  the dependencies) and lock files (``pnpm-lock.yaml``, ``yarn.lock``, ``bun.lock(b)``,
+  ``package-lock.json``); ``tsconfig.json`` makes it TypeScript.
+* Go (``go.mod``, ``go.work``), Rust (``Cargo.toml``), Java/Kotlin (``pom.xml``,
+  ``build.gradle(.kts)``, ``settings.gradle(.kts)``, the ``mvnw``/``gradlew`` wrappers).
+* A ``Makefile`` target named ``test`` (else ``tests``, else ``check``): what the authors run,
+  so ``make test`` comes first among the test commands.
+
+Languages are ordered by how many of their source files the scan saw (marker-only languages
+last); test commands follow the same order, ``make`` first. Detection is read-only and cheap:
+the scan stops after `ProfileConfig.scan_files` files and skips what .gitignore excludes.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import logging
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from journeyman.tools.files import IgnoreRules, walk
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS: Mapping[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+}
+"""Source file extension -> language name, for counting files in the scan."""
+
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "target",
+        "dist",
+        "build",
+        ".gradle",
+    }
+)
+"""Directory names the scan never enters, ignored by .gitignore or not."""
+
+MAKE_TEST_TARGETS = ("test", "tests", "check")
+"""Makefile targets that run the tests, in order of preference."""
+
+NPM_PLACEHOLDER_TEST = "no test specified"
+"""Text of the `scripts.test` that `npm init` writes, which only fails."""
+
+NODE_TEST_FRAMEWORKS = ("vitest", "jest", "mocha", "ava", "jasmine", "tap", "uvu")
+"""Test runners recognised among a package.json's dependencies, most specific first."""
+
+
+class ProfileConfig(BaseModel):
+    """How far `detect_profile` looks."""
+
+    scan_files: int = Field(default=5000, ge=0)
+    """Stop counting source files after this many files (0 skips the scan: markers only)."""
+    scan_depth: int = Field(default=6, ge=0)
+    """Directory levels below the root that the scan enters."""
+
+
+@dataclass(frozen=True)
+class TestCommand:
+    """One way to run the project's tests."""
+
+    command: str
+    """Shell command line, run from the workspace root."""
+    language: str | None
+    """The language whose tests it runs; None for a project-wide target such as `make test`."""
+    runner: str
+    """The tool that runs: make, pytest, unittest, tox, nox, npm, pnpm, yarn, bun, go, cargo,
+    maven or gradle."""
+    source: str
+    """Where it was found, e.g. "Makefile target 'test'" or "package.json scripts.test"."""
+
+    __test__ = False  # not a pytest test class
+
+
+@dataclass(frozen=True)
+class ProjectProfile:
+    """What a workspace is written in and how to build and test it."""
+
+    root: Path
+    languages: tuple[str, ...] = ()
+    """Detected languages, the one with the most source files first."""
+    package_managers: tuple[str, ...] = ()
+    """uv, poetry, pdm, pipenv, hatch, pip, npm, pnpm, yarn, bun, go, cargo, maven, gradle."""
+    test_frameworks: tuple[str, ...] = ()
+    """pytest, unittest, jest, vitest, mocha, ..., go test, cargo test, junit."""
+    test_commands: tuple[TestCommand, ...] = ()
+    """Ways to run the tests, the recommended one first."""
+    markers: tuple[str, ...] = ()
+    """Marker and config files found at the root (relative names)."""
+    source_files: Mapping[str, int] = field(default_factory=dict)
+    """Source files counted per language in the scan."""
+
+    @property
+    def language(self) -> str | None:
+        """The main language, None when nothing was recognised."""
+        return self.languages[0] if self.languages else None
+
+    @property
+    def package_manager(self) -> str | None:
+        """The package manager of the main language, None when unknown."""
+        return self.package_managers[0] if self.package_managers else None
+
+    @property
+    def test_command(self) -> str | None:
+        """The recommended test command line, None when none was found."""
+        return self.test_commands[0].command if self.test_commands else None
+
+    def to_text(self) -> str:
+        """A few lines for a prompt: languages, package managers, test commands and why."""
+        if not self.languages and not self.test_commands:
+            return "Project: no known language or test command detected."
+        lines = [f"Languages: {', '.join(self.languages) or 'unknown'}"]
+        if self.package_managers:
+            lines.append(f"Package managers: {', '.join(self.package_managers)}")
+        if self.test_frameworks:
+            lines.append(f"Test frameworks: {', '.join(self.test_frameworks)}")
+        if self.test_commands:
+            lines.append("Test commands (recommended first):")
+            lines += [f"  {c.command}    # {c.source}" for c in self.test_commands]
+        else:
+            lines.append("Test commands: none found")
+        return "\n".join(lines)
+
+
+def detect_profile(root: str | Path, *, config: ProfileConfig | None = None) -> ProjectProfile:
+    """Detect the project profile of the workspace at `root` (a directory)."""
+    config = config or ProfileConfig()
+    base = Path(root).resolve()
+    if not base.is_dir():
+        raise NotADirectoryError(f"detect_profile: {base} is not a directory")
+    scan = _scan(base, config)
+    found = _Findings()
+    _detect_python(base, scan, found)
+    _detect_node(base, scan, found)
+    _detect_go(base, found)
+    _detect_rust(base, found)
+    _detect_jvm(base, scan, found)
+
+    order = _language_order(found.languages, scan.counts)
+    make = _make_target(base)
+    commands: list[TestCommand] = []
+    if make is not None:
+        name, makefile = make
+        commands.append(TestCommand(f"make {name}", None, "make", f"{makefile} target {name!r}"))
+    rank = {lang: i for i, lang in enumerate(order)}
+    commands += sorted(found.commands, key=lambda c: rank.get(c.language or "", len(rank)))
+    managers = [m for _, m in sorted(found.managers, key=lambda lm: rank.get(lm[0], len(rank)))]
+    frameworks = [f for _, f in sorted(found.frameworks, key=lambda lf: rank.get(lf[0], len(rank)))]
+    return ProjectProfile(
+        root=base,
+        languages=tuple(order),
+        package_managers=tuple(_unique(managers)),
+        test_frameworks=tuple(_unique(frameworks)),
+        test_commands=tuple(_unique_commands(commands)),
+        markers=tuple(sorted(found.markers | ({make[1]} if make else set()))),
+        source_files=dict(scan.counts),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Scan and bookkeeping
+
+
+@dataclass
+class _Scan:
+    counts: Counter[str] = field(default_factory=Counter)
+    """Source files per language."""
+    conftests: list[str] = field(default_factory=list)
+    """Relative paths of conftest.py files."""
+    test_files: int = 0
+    """Python files named test_*.py or *_test.py."""
+    test_dirs: set[str] = field(default_factory=set)
+    """Top-level directories named test or tests."""
+
+
+@dataclass
+class _Findings:
+    languages: set[str] = field(default_factory=set)
+    managers: list[tuple[str, str]] = field(default_factory=list)
+    frameworks: list[tuple[str, str]] = field(default_factory=list)
+    commands: list[TestCommand] = field(default_factory=list)
+    markers: set[str] = field(default_factory=set)
+
+    def mark(self, base: Path, *names: str) -> list[str]:
+        """The names that exist under `base`; they are recorded as markers."""
+        present = [name for name in names if (base / name).exists()]
+        self.markers.update(present)
+        return present
+
+
+def _scan(base: Path, config: ProfileConfig) -> _Scan:
+    scan = _Scan()
+    if config.scan_files == 0:
+        return scan
+    rules = IgnoreRules(base)
+    root_depth = len(base.parts)
+
+    def skip_dir(path: Path) -> bool:
+        if path.name in SKIPPED_DIRS or len(path.parts) - root_depth > config.scan_depth:
+            return True
+        return rules.ignored(path, True)
+
+    seen = 0
+    for entry in walk(base, skip_dir=skip_dir):
+        if entry.kind == "dir":
+            if len(entry.path.parts) - root_depth == 1 and entry.path.name in ("test", "tests"):
+                scan.test_dirs.add(entry.path.name)
+            continue
+        if entry.kind != "file":
+            continue
+        seen += 1
+        if seen > config.scan_files:
+            break
+        name = entry.path.name
+        language = EXTENSIONS.get(entry.path.suffix)
+        if language is None or rules.ignored(entry.path, False):
+            continue
+        scan.counts[language] += 1
+        if language == "python":
+            if name == "conftest.py":
+                scan.conftests.append(entry.path.relative_to(base).as_posix())
+            elif name.startswith("test_") or name.endswith("_test.py"):
+                scan.test_files += 1
+    return scan
+
+
+def _language_order(detected: set[str], counts: Counter[str]) -> list[str]:
+    languages = detected | {lang for lang, n in counts.items() if n > 0}
+    return sorted(languages, key=lambda lang: (-counts.get(lang, 0), lang))
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _unique_commands(commands: Iterable[TestCommand]) -> list[TestCommand]:
+    seen: set[str] = set()
+    out = []
+    for command in commands:
+        if command.command not in seen:
+            seen.add(command.command)
+            out.append(command)
+    return out
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    text = _read_text(path)
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        log.info("profile: %s is not valid TOML (%s); its settings are ignored", path, exc)
+        return {}
+
+
+def _read_ini(path: Path) -> configparser.ConfigParser | None:
+    text = _read_text(path)
+    if text is None:
+        return None
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        log.info("profile: %s could not be parsed (%s); its settings are ignored", path, exc)
+        return None
+    return parser
+
+
+def _table(data: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """data[k1][k2]... when every level is a table, else {}."""
+    current: Any = data
+    for key in keys:
+        if not isinstance(current, Mapping):
+            return {}
+        current = current.get(key, {})
+    return dict(current) if isinstance(current, Mapping) else {}
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string inside nested lists and tables (dependency specs and the like)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+# --------------------------------------------------------------------------------------------
+# Makefile
+
+_MAKE_RULE = re.compile(r"^([A-Za-z0-9_./%-][A-Za-z0-9_./% \t-]*?)\s*::?(?![=])", re.MULTILINE)
+
+
+def make_targets(text: str) -> list[str]:
+    """Target names defined by rules in a Makefile's text (variables and recipes left out)."""
+    targets: list[str] = []
+    for match in _MAKE_RULE.finditer(text):
+        line_start = match.start()
+        if line_start and text[line_start - 1] == "\\":
+            continue
+        for name in match.group(1).split():
+            if not name.startswith(".") and "%" not in name:
+                targets.append(name)
+    return _unique(targets)
+
+
+def _make_target(base: Path) -> tuple[str, str] | None:
+    for makefile in ("GNUmakefile", "makefile", "Makefile"):
+        text = _read_text(base / makefile)
+        if text is None:
+            continue
+        targets = set(make_targets(text))
+        for name in MAKE_TEST_TARGETS:
+            if name in targets:
+                return name, makefile
+        return None
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Python
+
+_PYTEST_WORD = re.compile(r"(?<![\w-])pytest(?![\w])")
+_UNITTEST_WORD = re.compile(r"\bunittest\b")
+
+PYTHON_MARKERS = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "Pipfile",
+    "pytest.ini",
+    "tox.ini",
+    "noxfile.py",
+    "hatch.toml",
+    "uv.lock",
+    "poetry.lock",
+    "pdm.lock",
+    "Pipfile.lock",
+    "conftest.py",
+)
+
+
+def _detect_python(base: Path, scan: _Scan, found: _Findings) -> None:
+    present = set(found.mark(base, *PYTHON_MARKERS))
+    if not present and scan.counts["python"] == 0:
+        return
+    found.languages.add("python")
+    pyproject = _read_toml(base / "pyproject.toml") if "pyproject.toml" in present else {}
+    tool = _table(pyproject, "tool")
+    hatch = dict(_table(tool, "hatch"))
+    if "hatch.toml" in present:
+        hatch.update(_read_toml(base / "hatch.toml"))
+
+    manager = _python_manager(present, tool, hatch)
+    found.managers.append(("python", manager))
+
+    setup_cfg = _read_ini(base / "setup.cfg") if "setup.cfg" in present else None
+    tox = _read_ini(base / "tox.ini") if "tox.ini" in present else None
+    tox_commands = (
+        "\n".join(
+            tox.get(section, "commands", fallback="")
+            for section in tox.sections()
+            if section == "testenv" or section.startswith("testenv:")
+        )
+        if tox is not None
+        else ""
+    )
+    requirement_text = "\n".join(
+        _read_text(base / name) or ""
+        for name in ("requirements-dev.txt", "requirements-test.txt")
+        if name in present
+    )
+    dependency_text = "\n".join(
+        _strings(
+            [
+                _table(pyproject, "project").get("optional-dependencies", {}),
+                pyproject.get("dependency-groups", {}),
+                _table(tool, "poetry", "group"),
+                _table(tool, "poetry").get("dev-dependencies", {}),
+                _table(tool, "pdm", "dev-dependencies"),
+                _table(hatch, "envs"),
+            ]
+        )
+    )
+    pytest_signals = [
+        ("pytest" in tool, "pyproject.toml [tool.pytest]"),
+        ("pytest.ini" in present, "pytest.ini"),
+        (bool(scan.conftests), f"{scan.conftests[0] if scan.conftests else ''}"),
+        (setup_cfg is not None and setup_cfg.has_section("tool:pytest"), "setup.cfg [tool:pytest]"),
+        (tox is not None and tox.has_section("pytest"), "tox.ini [pytest]"),
+        (bool(_PYTEST_WORD.search(tox_commands)), "tox.ini testenv commands"),
+        (bool(_PYTEST_WORD.search(dependency_text)), "pytest among the dev dependencies"),
+        (bool(_PYTEST_WORD.search(requirement_text)), "pytest in requirements-*.txt"),
+    ]
+    pytest_reason = next((reason for hit, reason in pytest_signals if hit), None)
+    run = _python_run_prefix(manager)
+    if pytest_reason is not None:
+        found.frameworks.append(("python", "pytest"))
+        hatch_script = _hatch_test_script(hatch)
+        if manager == "hatch":
+            command = f"hatch run {hatch_script}" if hatch_script else "hatch test"
+            source = f"hatch env script {hatch_script!r}" if hatch_script else pytest_reason
+        else:
+            command = f"{run}pytest" if run else "python -m pytest"
+            source = f"{pytest_reason}; {manager} project"
+        found.commands.append(TestCommand(command, "python", "pytest", source))
+    elif scan.test_files or _UNITTEST_WORD.search(tox_commands):
+        found.frameworks.append(("python", "unittest"))
+        start = next(iter(sorted(scan.test_dirs)), None)
+        command = f"{run}python -m unittest discover" + (f" -s {start} -t ." if start else "")
+        found.commands.append(
+            TestCommand(command, "python", "unittest", "test_*.py files, no pytest configuration")
+        )
+    if tox is not None and (tox.has_section("tox") or tox_commands):
+        found.commands.append(TestCommand("tox", "python", "tox", "tox.ini"))
+    elif pyproject and "tox" in tool:
+        found.commands.append(TestCommand("tox", "python", "tox", "pyproject.toml [tool.tox]"))
+    if "noxfile.py" in present:
+        found.commands.append(TestCommand("nox", "python", "nox", "noxfile.py"))
+
+
+def _python_manager(present: set[str], tool: Mapping[str, Any], hatch: Mapping[str, Any]) -> str:
+    if "uv.lock" in present or "uv" in tool:
+        return "uv"
+    if "poetry.lock" in present or "poetry" in tool:
+        return "poetry"
+    if "pdm.lock" in present or "pdm" in tool:
+        return "pdm"
+    if "Pipfile" in present or "Pipfile.lock" in present:
+        return "pipenv"
+    if "envs" in hatch or "hatch.toml" in present:
+        return "hatch"
+    return "pip"
+
+
+def _python_run_prefix(manager: str) -> str:
+    """How to run a command inside the project's environment ('' for plain pip)."""
+    return {
+        "uv": "uv run ",
+        "poetry": "poetry run ",
+        "pdm": "pdm run ",
+        "pipenv": "pipenv run ",
+    }.get(manager, "")
+
+
+def _hatch_test_script(hatch: Mapping[str, Any]) -> str | None:
+    """`test` or `env:test` when a hatch environment defines a script named test."""
+    envs = _table(hatch, "envs")
+    for env_name in ("default", *sorted(e for e in envs if e != "default")):
+        scripts = _table(envs, env_name, "scripts")
+        for name in ("test", "tests"):
+            if name in scripts:
+                return name if env_name == "default" else f"{env_name}:{name}"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Node
+
+
+def _detect_node(base: Path, scan: _Scan, found: _Findings) -> None:
+    if not found.mark(base, "package.json"):
+        return
+    found.mark(
+        base,
+        "tsconfig.json",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "pnpm-lock.yaml",
+        "yarn.lock",
+        "bun.lockb",
+        "bun.lock",
+    )
+    text = _read_text(base / "package.json") or "{}"
+    try:
+        package = json.loads(text)
+    except json.JSONDecodeError as exc:
+        log.info("profile: package.json is not valid JSON (%s); its settings are ignored", exc)
+        package = {}
+    if not isinstance(package, dict):
+        package = {}
+    typescript = (base / "tsconfig.json").exists() or scan.counts["typescript"] > scan.counts[
+        "javascript"
+    ]
+    language = "typescript" if typescript else "javascript"
+    found.languages.add(language)
+    manager = _node_manager(base, package)
+    found.managers.append((language, manager))
+
+    scripts = package.get("scripts")
+    scripts = scripts if isinstance(scripts, dict) else {}
+    test_script = scripts.get("test")
+    deps: dict[str, Any] = {}
+    for key in ("devDependencies", "dependencies", "peerDependencies"):
+        table = package.get(key)
+        if isinstance(table, dict):
+            deps.update(table)
+    script_text = test_script if isinstance(test_script, str) else ""
+    framework = next(
+        (
+            name
+            for name in NODE_TEST_FRAMEWORKS
+            if name in deps or re.search(rf"\b{name}\b", script_text)
+        ),
+        None,
+    )
+    if framework is None and re.search(r"node\s+(?:--\S+\s+)*--test\b", script_text):
+        framework = "node:test"
+    if framework:
+        found.frameworks.append((language, framework))
+    if script_text and NPM_PLACEHOLDER_TEST not in script_text:
+        command = "bun run test" if manager == "bun" else f"{manager} test"
+        found.commands.append(TestCommand(command, language, manager, "package.json scripts.test"))
+    elif framework in ("vitest", "jest", "mocha", "ava"):
+        binary = "vitest run" if framework == "vitest" else framework
+        exe = {"npm": "npx", "pnpm": "pnpm exec", "yarn": "yarn", "bun": "bunx"}[manager]
+        found.commands.append(
+            TestCommand(f"{exe} {binary}", language, manager, f"{framework} in package.json deps")
+        )
+
+
+def _node_manager(base: Path, package: Mapping[str, Any]) -> str:
+    declared = package.get("packageManager")
+    if isinstance(declared, str):
+        name = declared.split("@", 1)[0].strip()
+        if name in ("npm", "pnpm", "yarn", "bun"):
+            return name
+    if (base / "pnpm-lock.yaml").exists():
+        return "pnpm"
+    if (base / "yarn.lock").exists():
+        return "yarn"
+    if (base / "bun.lockb").exists() or (base / "bun.lock").exists():
+        return "bun"
+    return "npm"
+
+
+# --------------------------------------------------------------------------------------------
+# Go, Rust, JVM
+
+
+def _detect_go(base: Path, found: _Findings) -> None:
+    if not found.mark(base, "go.mod", "go.work"):
+        return
+    found.languages.add("go")
+    found.managers.append(("go", "go"))
+    found.frameworks.append(("go", "go test"))
+    found.commands.append(TestCommand("go test ./...", "go", "go", "go.mod"))
+
+
+def _detect_rust(base: Path, found: _Findings) -> None:
+    if not found.mark(base, "Cargo.toml"):
+        return
+    found.mark(base, "Cargo.lock")
+    found.languages.add("rust")
+    found.managers.append(("rust", "cargo"))
+    found.frameworks.append(("rust", "cargo test"))
+    manifest = _read_toml(base / "Cargo.toml")
+    workspace = "workspace" in manifest
+    command = "cargo test --workspace" if workspace else "cargo test"
+    source = "Cargo.toml [workspace]" if workspace else "Cargo.toml"
+    found.commands.append(TestCommand(command, "rust", "cargo", source))
+
+
+def _detect_jvm(base: Path, scan: _Scan, found: _Findings) -> None:
+    maven = found.mark(base, "pom.xml")
+    gradle = found.mark(
+        base, "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"
+    )
+    if not maven and not gradle:
+        return
+    found.mark(base, "mvnw", "gradlew")
+    language = "kotlin" if scan.counts["kotlin"] > scan.counts["java"] else "java"
+    found.languages.add(language)
+    found.frameworks.append((language, "junit"))
+    if maven:
+        found.managers.append((language, "maven"))
+        command = "./mvnw test" if (base / "mvnw").exists() else "mvn test"
+        found.commands.append(TestCommand(command, language, "maven", "pom.xml"))
+    if gradle:
+        found.managers.append((language, "gradle"))
+        command = "./gradlew test" if (base / "gradlew").exists() else "gradle test"
+        found.commands.append(TestCommand(command, language, "gradle", gradle[0]))
