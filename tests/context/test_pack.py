@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,9 +25,10 @@ from journeyman.context.pack import (
     SECTION_ORDER,
     ContextPack,
     ContextPackBuilder,
+    FileIndex,
     FileSnippet,
     PackSettings,
-    paths_in,
+    ProjectDescription,
     render_error,
 )
 
@@ -219,38 +223,48 @@ def test_the_error_is_rendered_with_its_repro_command_and_output_tail() -> None:
     assert render_error(None) == ""
 
 
-def test_paths_are_found_in_tracebacks_and_reports() -> None:
-    text = (
-        'File "src/pkg/parser.py", line 3, in parse\n'
-        "FAILED tests/test_parser.py::test_quotes - AssertionError\n"
-        "see ./setup.cfg and src/pkg/parser.py again, version 1.2"
-    )
-    assert paths_in(text) == ["src/pkg/parser.py", "tests/test_parser.py", "setup.cfg"]
-
-
 # --- the builder --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class FakeSnippet:
+    path: str
+    text: str
+
+    def render(self) -> str:
+        return f"{self.path}:\n{self.text}"
+
+
 class FakeIndex:
+    """Ranks files named in an error first, then by how many keywords they contain."""
+
     def __init__(self, files: Mapping[str, str]) -> None:
         self.files = dict(files)
-        self.searches: list[str] = []
+        self.rankings: list[tuple[str, list[str]]] = []
         self.reads: list[list[str]] = []
 
     def extract_keywords(self, text: str) -> Sequence[str]:
-        return [w.strip(".,:()").lower() for w in text.split() if len(w) > 3]
+        return [w.strip(".,:()'\"").lower() for w in text.split() if len(w) > 3]
 
-    def search(self, keyword: str, max_results: int = 20) -> Sequence[str]:
-        self.searches.append(keyword)
-        return [p for p, body in self.files.items() if keyword in body.lower()][:max_results]
+    def rank_files(self, goal: str, errors: Sequence[str]) -> Sequence[str]:
+        self.rankings.append((goal, list(errors)))
+        named = [p for p in self.files if any(p in e for e in errors)]
+        keywords = self.extract_keywords(goal + " " + " ".join(errors))
+        hits = {p: sum(k in body for k in keywords) for p, body in self.files.items()}
+        rest = sorted((p for p in self.files if p not in named), key=lambda p: -hits[p])
+        return named + rest
 
-    def read_snippets(self, paths: Sequence[str]) -> Mapping[str, str]:
+    def read_snippets(self, paths: Sequence[str], keywords: Sequence[str]) -> list[FakeSnippet]:
         self.reads.append(list(paths))
-        return {p: self.files[p][:200] for p in paths if p in self.files}
+        out = []
+        for path in paths:
+            lines = self.files[path].split(";")
+            out += [FakeSnippet(path, line.strip()) for line in lines]
+        return out
 
 
 class FakeProfile:
-    def describe(self) -> str:
+    def to_text(self) -> str:
         return "python project, run tests with pytest"
 
 
@@ -258,7 +272,7 @@ def workspace() -> FakeIndex:
     return FakeIndex(
         {
             "src/parser.py": "def parse(text): quoted newlines are split here",
-            "src/rows.py": "rows are joined; quoted fields",
+            "src/rows.py": "rows are joined; quoted fields with newlines",
             "docs/intro.md": "nothing relevant",
             "src/broken.py": "raise error",
         }
@@ -276,12 +290,13 @@ def test_the_builder_assembles_goal_profile_files_error_artifacts_and_memory() -
     pack = builder.for_step(state)
     assert pack.goal == "parse quoted newlines" and pack.step == 2
     assert pack.project_profile == "python project, run tests with pytest"
-    # the file named in the error first, then by keyword hits (parser.py matches 3, rows.py 1)
-    assert [s.path for s in pack.relevant_files] == [
-        "src/broken.py",
-        "src/parser.py",
-        "src/rows.py",
-    ]
+    # the file named in the error first, then by keyword hits
+    paths = [s.path for s in pack.relevant_files]
+    assert paths == ["src/broken.py", "src/parser.py", "src/rows.py", "docs/intro.md"]
+    # a file's excerpts stay together, in the order the index gave them
+    assert pack.relevant_files[2].text == (
+        "src/rows.py:\nrows are joined\nsrc/rows.py:\nquoted fields with newlines"
+    )
     assert pack.recent_error.startswith("pytest failed\nReproduce with: pytest -x")
     assert (pack.current_diff, pack.test_results, pack.verification_success) == (
         "+ fix",
@@ -296,11 +311,10 @@ def test_the_pack_is_built_once_per_step() -> None:
     index, state = workspace(), AgentState(step=1)
     builder = ContextPackBuilder("parse quoted newlines", files=index)
     first = builder.for_step(state)
-    searches = len(index.searches)
-    assert searches > 0 and len(index.reads) == 1
+    assert len(index.rankings) == 1 and len(index.reads) == 1
     state.add_learning("changed within the step")
     assert builder.for_step(state) is first  # DISCOVER and PLAN of one step share the pack
-    assert len(index.searches) == searches and len(index.reads) == 1
+    assert len(index.rankings) == 1 and len(index.reads) == 1
     state.advance()
     second = builder.for_step(state)
     assert second is not first and second.step == 2
@@ -316,3 +330,33 @@ def test_the_file_limit_and_a_missing_index_are_respected() -> None:
     assert [s.path for s in limited.for_step(state).relevant_files] == ["src/parser.py"]
     bare = ContextPackBuilder("goal").for_step(state)
     assert bare.relevant_files == () and bare.project_profile == ""
+
+
+def test_the_real_index_and_profile_fit_the_builder(tmp_path: Path) -> None:
+    index_module = pytest.importorskip("journeyman.context.index")
+    profile_module = pytest.importorskip("journeyman.context.profile")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "csvkit"\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
+    )
+    (tmp_path / "csvkit").mkdir()
+    (tmp_path / "csvkit" / "reader.py").write_text(
+        "def split_row(line):\n    return line.split(',')\n\n\n"
+        "def quoted_newlines(text):\n    raise NotImplementedError\n"
+    )
+    (tmp_path / "csvkit" / "writer.py").write_text("def write(rows):\n    pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_reader.py").write_text("def test_split():\n    assert True\n")
+    files: FileIndex = index_module.WorkspaceIndexer(tmp_path)
+    profile: ProjectDescription = profile_module.detect_profile(tmp_path)
+    state = AgentState(step=1)
+    state.last_error = LastError.from_failure(
+        "pytest failed",
+        stderr='File "csvkit/reader.py", line 6, in quoted_newlines\nNotImplementedError',
+    )
+    pack = ContextPackBuilder(
+        "support quoted newlines when splitting rows", files=files, profile=profile
+    ).for_step(state)
+    assert "python" in pack.project_profile.lower() and "pytest" in pack.project_profile
+    assert pack.relevant_files[0].path == "csvkit/reader.py"
+    assert "quoted_newlines" in pack.relevant_files[0].text
+    assert "NotImplementedError" in pack.to_string(2_000)

@@ -22,9 +22,7 @@ step (DISCOVER then PLAN, say) returns the pack already built, without searching
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal, Protocol
@@ -48,24 +46,33 @@ MIN_KEPT = 64
 # --- what the builder needs from the workspace ---------------------------------------------
 
 
+class SnippetLike(Protocol):
+    """An excerpt of one file (`context.index.Snippet`)."""
+
+    @property
+    def path(self) -> str: ...
+
+    def render(self) -> str: ...
+
+
 class FileIndex(Protocol):
-    """The part of the workspace index the builder uses (see `context/index.py`)."""
+    """The part of the workspace index the builder uses (`context.index.WorkspaceIndexer`)."""
 
     def extract_keywords(self, text: str) -> Sequence[str]: ...
 
-    def search(self, keyword: str, max_results: int = 20) -> Sequence[str]:
-        """Paths of files that mention `keyword`, best first."""
+    def rank_files(self, goal: str, errors: Sequence[str]) -> Sequence[str]:
+        """Files by relevance, best first: those named in an error, then by keyword matches."""
         ...
 
-    def read_snippets(self, paths: Sequence[str]) -> Mapping[str, str]:
-        """The relevant excerpt of each readable file in `paths`."""
+    def read_snippets(self, paths: Sequence[str], keywords: Sequence[str]) -> Sequence[SnippetLike]:
+        """Excerpts of `paths` around the keywords (several per file, in file order)."""
         ...
 
 
 class ProjectDescription(Protocol):
-    """The part of the project profile the builder uses (see `context/profile.py`)."""
+    """The part of the project profile the builder uses (`context.profile.ProjectProfile`)."""
 
-    def describe(self) -> str: ...
+    def to_text(self) -> str: ...
 
 
 class PackSettings(BaseModel):
@@ -75,10 +82,6 @@ class PackSettings(BaseModel):
 
     max_files: int = Field(default=8, ge=0)
     """Files whose snippets go into the pack, most relevant first."""
-    max_keywords: int = Field(default=10, ge=0)
-    """Keywords from the goal and the error that are searched for."""
-    results_per_keyword: int = Field(default=20, ge=1)
-    """Search hits taken per keyword when ranking files."""
     stderr_chars: int = Field(default=2_000, ge=0)
     """Characters of the error's output shown in the pack (its tail)."""
 
@@ -308,23 +311,12 @@ def render_error(error: LastError | None, stderr_chars: int = 2_000) -> str:
     return "\n".join(lines)
 
 
-_PATH_IN_TEXT = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]{1,5})\b")
-
-
-def paths_in(text: str) -> list[str]:
-    """File paths mentioned in `text` (a traceback, a test report), in order of appearance."""
-    seen: dict[str, None] = {}
-    for match in _PATH_IN_TEXT.finditer(text):
-        seen.setdefault(match.group(1).removeprefix("./"), None)
-    return list(seen)
-
-
 @dataclass
 class ContextPackBuilder:
     """Builds the pack for a step, once: `for_step` returns the same pack until the step moves.
 
-    Files are ranked by how many of the keywords from the goal and the latest error they
-    mention; files named in the error come first.
+    The index ranks the files (those named in the latest error first, then by the keywords of
+    the goal and the error) and cuts the snippets around those keywords.
     """
 
     goal: str
@@ -345,7 +337,7 @@ class ContextPackBuilder:
         return ContextPack(
             goal=self.goal,
             step=state.step,
-            project_profile=self.profile.describe() if self.profile is not None else "",
+            project_profile=self.profile.to_text() if self.profile is not None else "",
             relevant_files=self._relevant_files(error),
             recent_error=error,
             current_diff=state.artifacts.current_diff,
@@ -358,13 +350,9 @@ class ContextPackBuilder:
         index, limit = self.files, self.settings.max_files
         if index is None or limit == 0:
             return ()
-        named = paths_in(error)
-        keywords = list(index.extract_keywords(f"{self.goal}\n{error}"))
-        scores: Counter[str] = Counter()
-        for keyword in keywords[: self.settings.max_keywords]:
-            for path in index.search(keyword, self.settings.results_per_keyword):
-                scores[path] += 1
-        ranked = list(dict.fromkeys([*named, *(p for p, _ in scores.most_common())]))
-        snippets = index.read_snippets(ranked[: limit + len(named)])
-        chosen = [p for p in ranked if p in snippets][:limit]
-        return tuple(FileSnippet(p, snippets[p]) for p in chosen)
+        paths = list(index.rank_files(self.goal, [error] if error else []))[:limit]
+        keywords = index.extract_keywords(f"{self.goal}\n{error}")
+        excerpts: dict[str, list[str]] = {}
+        for snippet in index.read_snippets(paths, keywords):
+            excerpts.setdefault(snippet.path, []).append(snippet.render())
+        return tuple(FileSnippet(p, "\n".join(excerpts[p])) for p in paths if p in excerpts)
