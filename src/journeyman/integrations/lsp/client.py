@@ -297,7 +297,12 @@ class LspClient:
             raise LspServerExitedError(f"{self.name}: its input is closed")
         try:
             stdin.write(encode_message(message))
-            await stdin.drain()
+            async with asyncio.timeout(self.request_timeout):
+                await stdin.drain()  # a server that stops reading fills the pipe
+        except TimeoutError:
+            raise LspTimeoutError(
+                f"{self.name} stopped reading its input for {self.request_timeout:g} s"
+            ) from None
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise LspServerExitedError(f"{self.name}: writing to it failed: {exc}") from exc
 

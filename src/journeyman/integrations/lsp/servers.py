@@ -12,12 +12,22 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from journeyman.core.errors import ConfigurationError
+
+CONFIG_FILE = Path(".journeyman") / "lsp.toml"
+"""The workspace's language server settings (`LspConfig` keys), relative to its root."""
+ENV_SWITCH = "JOURNEYMAN_LSP"
+"""Environment variable that turns language servers off (`0`, `off`, `false`, `no`) or on."""
+_OFF = frozenset({"0", "off", "false", "no"})
+_ON = frozenset({"1", "on", "true", "yes"})
 
 
 class ServerConfig(BaseModel):
@@ -78,6 +88,10 @@ class LspConfig(BaseModel):
     """Restarts allowed after a crash or hang; once used up, the server stays off."""
     symbol_scan_files: int = Field(default=50, ge=0)
     """Files searched one by one for symbols when a server has no workspace symbol search."""
+    disabled: list[str] = Field(default_factory=list)
+    """Names of servers never to use, built-in or declared (`["pyright"]` makes pylsp answer)."""
+    edit_diagnostics: int = Field(default=20, ge=0)
+    """Most diagnostic lines appended to a write_file/edit_file result; 0 appends none."""
 
 
 _TS_IDS = {
@@ -112,6 +126,10 @@ BUILTIN_SERVERS: tuple[ServerConfig, ...] = (
         extensions=[".py", ".pyi"],
         detect=["pyproject.toml", "requirements.txt"],
         fallback_for="pyright",
+        # style and complexity findings are noise after every edit; pyflakes stays on
+        settings={
+            "pylsp": {"plugins": {"pycodestyle": {"enabled": False}, "mccabe": {"enabled": False}}}
+        },
     ),
     ServerConfig(
         name="rust-analyzer",
@@ -139,12 +157,16 @@ BUILTIN_SERVERS: tuple[ServerConfig, ...] = (
 
 
 def merge_servers(
-    user: Sequence[ServerConfig], *, builtins: Iterable[ServerConfig] = BUILTIN_SERVERS
+    user: Sequence[ServerConfig],
+    *,
+    builtins: Iterable[ServerConfig] = BUILTIN_SERVERS,
+    disabled: Iterable[str] = (),
 ) -> list[ServerConfig]:
     """User servers first, then the built-ins they do not replace; disabled ones dropped."""
     names = {server.name for server in user}
+    off = set(disabled)
     merged = [*user, *(server for server in builtins if server.name not in names)]
-    return [server for server in merged if server.enabled]
+    return [server for server in merged if server.enabled and server.name not in off]
 
 
 def find_executable(program: str) -> str | None:
@@ -224,3 +246,44 @@ def is_shadowed(candidate: Candidate, candidates: Sequence[Candidate]) -> bool:
     """Whether a fallback is unused because the server it replaces is installed."""
     primary = candidate.config.fallback_for
     return bool(primary) and any(c.config.name == primary and c.installed for c in candidates)
+
+
+def load_lsp_config(workspace: Path, *, environ: Mapping[str, str] | None = None) -> LspConfig:
+    """The workspace's `.journeyman/lsp.toml` (defaults when absent), then `JOURNEYMAN_LSP`.
+
+    The file holds `LspConfig` keys at the top level and `[[servers]]` tables:
+
+        disabled = ["pyright"]
+        [[servers]]
+        name = "ruff"
+        language = "python"
+        command = ["ruff", "server"]
+        extensions = [".py"]
+
+    Raises `ConfigurationError` for a file that cannot be read or does not fit.
+    """
+    path = workspace / CONFIG_FILE
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            with path.open("rb") as handle:
+                data = tomllib.load(handle)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read {path}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigurationError(f"{path} is not valid TOML: {exc}") from exc
+    switch = (os.environ if environ is None else environ).get(ENV_SWITCH, "").strip().lower()
+    if switch in _OFF:
+        data["enabled"] = False
+    elif switch in _ON:
+        data["enabled"] = True
+    elif switch:
+        raise ConfigurationError(f"{ENV_SWITCH}={switch!r} is neither on (1, on) nor off (0, off)")
+    try:
+        return LspConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'file'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+        raise ConfigurationError(f"{path}: {problems}") from None
