@@ -12,6 +12,7 @@ import typer
 
 from journeyman import __version__
 from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
+from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
 from journeyman.cli.mcp_cmd import mcp_list
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
@@ -49,6 +50,7 @@ app = typer.Typer(
 app.add_typer(sessions_app, name="sessions")
 mcp_app = typer.Typer(help="MCP servers declared in .journeyman/mcp.json.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
+app.command("lsp")(lsp_command)
 
 
 def _version(value: bool) -> None:
@@ -205,6 +207,7 @@ def _launch(
     auto_extend: int,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
     assume_yes: bool = False,
+    lsp: bool = True,
 ) -> NoReturn:
     """Build the provider and agent, run `action`, print the result and exit accordingly."""
     if not workspace.is_dir():
@@ -245,8 +248,9 @@ def _launch(
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
     renderer.sandbox = agent.sandbox.description
+    lsp_manager = attach_lsp(agent, enabled=lsp)
     try:
-        result = asyncio.run(action(agent))
+        result = asyncio.run(closing(lsp_manager, action(agent)))
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
@@ -287,6 +291,7 @@ def run(
     mode: ModeOpt = None,
     sandbox: SandboxOpt = None,
     allow_network: AllowNetworkOpt = False,
+    lsp: LspOpt = True,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -327,6 +332,7 @@ def run(
         output_format=output_format,
         auto_extend=auto_extend,
         action=lambda agent: agent.run(task),
+        lsp=lsp,
     )
 
 

@@ -1,0 +1,173 @@
+"""`journeyman lsp`, and the LSP wiring of `run`, `resume` and `fork`.
+
+`lsp_report` prints which language servers are configured, installed, detected for the
+workspace, and (after starting the detected ones) running with which capabilities.
+`attach_lsp` gives an `Agent` the LSP tools and post-edit diagnostics; `closing` shuts the
+servers down when the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.integrations.lsp import (
+    CONFIG_FILE,
+    ENV_SWITCH,
+    LspManager,
+    ServerStatus,
+    load_lsp_config,
+    with_lsp,
+)
+from journeyman.loop.agent import Agent
+from journeyman.tools.registry import ToolRegistry
+
+T = TypeVar("T")
+
+EXIT_OK = 0
+EXIT_SERVER_FAILED = 1
+EXIT_CONFIG = 2
+
+_STATE_STYLE = {"running": "green", "not started": "dim", "not installed": "dim"}
+
+LspOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lsp/--no-lsp",
+        help=f"Offer the lsp_* tools and diagnostics after edits when a language server is "
+        f"installed (default); --no-lsp starts none. Also {ENV_SWITCH}=0 or "
+        f"'enabled = false' in {CONFIG_FILE}.",
+    ),
+]
+
+
+def lsp_command(
+    workspace: Annotated[
+        Path | None, typer.Option("--workspace", "-w", help="Repository to inspect.")
+    ] = None,
+    start: Annotated[
+        bool,
+        typer.Option(
+            "--start/--no-start",
+            help="Start the servers detected for the workspace to show their capabilities, "
+            "then stop them (default); --no-start only looks for executables and marker files.",
+        ),
+    ] = True,
+) -> None:
+    """Show the language servers: configured, installed, detected, running, capabilities.
+
+    Configured: built in (typescript, pyright with pylsp as the Python fallback,
+    rust-analyzer, gopls, json) or declared in .journeyman/lsp.toml.
+    Installed: its executable is on PATH or beside journeyman's Python.
+    Detected: a marker file of its language is at the workspace root
+    (pyproject.toml, package.json, Cargo.toml, go.mod...).
+
+    During a run, servers start on first use and only if installed; one that
+    crashes or hangs is restarted once, then left off, and the run goes on.
+    Turn them off with --no-lsp, JOURNEYMAN_LSP=0 or 'enabled = false' in
+    .journeyman/lsp.toml.
+
+    Exit status: 0; 1 when a detected server failed to start; 2 for an invalid
+    config file.
+    """
+    raise typer.Exit(lsp_report(workspace or Path("."), start=start))
+
+
+def lsp_report(workspace: Path, *, start: bool = True, console: Console | None = None) -> int:
+    """Print the servers table (and start/stop the detected servers first when `start`)."""
+    out = console or Console(highlight=False, soft_wrap=True)
+    if not workspace.is_dir():
+        out.print(f"[red]workspace {escape(str(workspace))} is not a directory[/]")
+        return EXIT_CONFIG
+    try:
+        config = load_lsp_config(workspace)
+    except ConfigurationError as exc:
+        out.print(f"[red]{escape(exc.message)}[/]")
+        return EXIT_CONFIG
+    manager = LspManager(workspace, config)
+    if not config.enabled:
+        out.print(f"Language servers are turned off ({ENV_SWITCH} or {CONFIG_FILE}).")
+    statuses = asyncio.run(_survey(manager, start=start and config.enabled))
+    out.print(_servers_table(statuses))
+    for status in statuses:
+        if status.capabilities:
+            out.print(
+                f"[bold]{escape(status.name)}[/] offers: {escape(', '.join(status.capabilities))}"
+            )
+    if start and any(s.running for s in statuses):
+        out.print("[dim]Servers started for this report were stopped again.[/]")
+    if not any(s.detected for s in statuses):
+        out.print(
+            "No language server is detected for this workspace (no pyproject.toml, "
+            "package.json, Cargo.toml, go.mod... at its root); installed servers still start "
+            "when the agent asks about a file they cover."
+        )
+    failed = [s for s in statuses if s.state in ("crashed", "unavailable")]
+    return EXIT_SERVER_FAILED if failed else EXIT_OK
+
+
+async def _survey(manager: LspManager, *, start: bool) -> list[ServerStatus]:
+    try:
+        return await manager.start_detected() if start else manager.status()
+    finally:
+        await manager.aclose()
+
+
+def _servers_table(statuses: list[ServerStatus]) -> Table:
+    table = Table(title="Language servers", title_justify="left")
+    for column in ("server", "language", "command", "detected", "status"):
+        table.add_column(column, overflow="fold")
+    for s in statuses:
+        command = " ".join(s.command) if s.installed else f"{s.command[0]} (not found)"
+        detected = ", ".join(s.markers) if s.detected else "-"
+        style = _STATE_STYLE.get(s.state, "red")
+        state = f"[{style}]{escape(s.state)}[/]"
+        if s.pid is not None:
+            state += f" (pid {s.pid})"
+        if s.shadowed_by:
+            state += f"\n[dim]fallback, unused: {escape(s.shadowed_by)} is installed[/]"
+        if s.restarts:
+            state += f"\n[dim]restarted {s.restarts}x[/]"
+        if s.last_error:
+            state += f"\n[dim]{escape(s.last_error)}[/]"
+        table.add_row(escape(s.name), s.language, escape(command), escape(detected), state)
+    return table
+
+
+def attach_lsp(agent: Agent, *, enabled: bool = True) -> LspManager | None:
+    """Give `agent` the LSP tools and diagnostics after its edits; None when LSP is off.
+
+    LSP stays off when `enabled` is False, when the config turns it off or cannot be read
+    (a warning is printed; the run goes on), and when no language server is installed.
+    """
+    if not enabled:
+        return None
+    try:
+        config = load_lsp_config(agent.workspace)
+    except ConfigurationError as exc:
+        sys.stderr.write(f"journeyman: warning: language servers off: {exc.message}\n")
+        return None
+    manager = LspManager(agent.workspace, config)
+    if not manager.usable():
+        return None
+    tools = [tool for name in agent.registry.names if (tool := agent.registry.get(name))]
+    agent.registry = ToolRegistry(with_lsp(tools, manager))
+    return manager
+
+
+async def closing(manager: LspManager | None, work: Awaitable[T]) -> T:
+    """Await `work`, then shut the language servers down, whatever happened."""
+    try:
+        return await work
+    finally:
+        if manager is not None:
+            await manager.aclose()
