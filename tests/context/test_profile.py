@@ -55,9 +55,17 @@ def download_sdist(cache: Path, spec: str) -> Path:
     return cache / top
 
 
+def sdist_cache_dir(request: pytest.FixtureRequest, factory: pytest.TempPathFactory) -> Path:
+    """pytest's cache folder (kept between runs), or a temporary one without the cache plugin."""
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        return factory.mktemp("sdists")
+    return Path(cache.mkdir("journeyman-sdists"))
+
+
 @pytest.fixture(scope="module")
-def sdist_cache(request: pytest.FixtureRequest) -> Path:
-    return Path(request.config.cache.mkdir("journeyman-sdists"))
+def sdist_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sdist_cache_dir(request, tmp_path_factory)
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

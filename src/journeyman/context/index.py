@@ -717,8 +717,9 @@ class WorkspaceIndexer:
 
         Order: files named in an error (latest error first), then `focus` files, then by a
         score over the keywords of the goal and the errors (errors weigh double): for each
-        keyword piece a file contains, log(1 + files / files containing it), tripled when the
-        piece is in the file's path. Ties (and files that match nothing) go shallowest path
+        keyword piece a file contains, its rarity log(1 + files / files containing it), plus
+        twice that when the piece is in the file's path, plus three times that when the file
+        defines a name equal to the piece. Ties (and files that match nothing) go shallowest path
         first, then alphabetically.
         """
         code = [rel for rel, entry in self.files.items() if entry.grammar is not None]
@@ -737,8 +738,12 @@ class WorkspaceIndexer:
                 continue
             idf = math.log(1 + len(code) / len(having))
             text_piece = piece.decode()
+            exact = b"\n" + piece + b"\n"
             for rel in having:
-                scores[rel] += weight * idf * (3 if text_piece in rel.lower() else 1)
+                factor = (
+                    1 + 2 * (text_piece in rel.lower()) + 3 * (exact in self._defined.get(rel, b""))
+                )
+                scores[rel] += weight * idf * factor
         pinned = self._mentioned(errors, code) + [rel for rel in focus if rel in scores]
         pinned = list(dict.fromkeys(pinned))
         rest = sorted(
@@ -1039,8 +1044,13 @@ def _name(node: Any, source: bytes) -> str:
     return "?"
 
 
+_OPEN_SPACE = re.compile(r"([(\[{]) ")
+_CLOSE_SPACE = re.compile(r",? ([)\]}])")
+
+
 def _squash(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    """One line: whitespace runs collapsed, no padding inside brackets, cut at `limit`."""
+    text = _CLOSE_SPACE.sub(r"\1", _OPEN_SPACE.sub(r"\1", " ".join(text.split())))
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
