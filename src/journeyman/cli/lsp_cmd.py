@@ -23,12 +23,14 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.integrations.lsp import (
     CONFIG_FILE,
     ENV_SWITCH,
+    LoadedLspConfig,
     LspManager,
     ServerStatus,
     load_lsp_config,
     with_lsp,
 )
 from journeyman.loop.agent import Agent
+from journeyman.loop.config_file import user_config_file
 from journeyman.tools.registry import ToolRegistry
 
 T = TypeVar("T")
@@ -66,7 +68,9 @@ def lsp_command(
     """Show the language servers: configured, installed, detected, running, capabilities.
 
     Configured: built in (typescript, pyright with pylsp as the Python fallback,
-    rust-analyzer, gopls, json) or declared in .journeyman/lsp.toml.
+    rust-analyzer, gopls, json) or declared in the user's lsp.toml (beside
+    config.toml; a workspace's .journeyman/lsp.toml may tune and disable
+    servers, not add them).
     Installed: its executable is on PATH or beside journeyman's Python.
     Detected: a marker file of its language is at the workspace root
     (pyproject.toml, package.json, Cargo.toml, go.mod...).
@@ -89,10 +93,13 @@ def lsp_report(workspace: Path, *, start: bool = True, console: Console | None =
         out.print(f"[red]workspace {escape(str(workspace))} is not a directory[/]")
         return EXIT_CONFIG
     try:
-        config = load_lsp_config(workspace)
+        loaded = load_settings(workspace)
     except ConfigurationError as exc:
         out.print(f"[red]{escape(exc.message)}[/]")
         return EXIT_CONFIG
+    for warning in loaded.warnings:
+        out.print(f"[yellow]warning: {escape(warning)}[/]")
+    config = loaded.config
     manager = LspManager(workspace, config)
     if not config.enabled:
         out.print(f"Language servers are turned off ({ENV_SWITCH} or {CONFIG_FILE}).")
@@ -143,6 +150,16 @@ def _servers_table(statuses: list[ServerStatus]) -> Table:
     return table
 
 
+def user_lsp_file() -> Path:
+    """The user's `lsp.toml`, beside the user's `config.toml`."""
+    return user_config_file().parent / "lsp.toml"
+
+
+def load_settings(workspace: Path) -> LoadedLspConfig:
+    """The user's and the workspace's LSP settings, and `JOURNEYMAN_LSP`."""
+    return load_lsp_config(workspace, user_file=user_lsp_file())
+
+
 def attach_lsp(agent: Agent, *, enabled: bool = True) -> LspManager | None:
     """Give `agent` the LSP tools and diagnostics after its edits; None when LSP is off.
 
@@ -152,11 +169,13 @@ def attach_lsp(agent: Agent, *, enabled: bool = True) -> LspManager | None:
     if not enabled:
         return None
     try:
-        config = load_lsp_config(agent.workspace)
+        loaded = load_settings(agent.workspace)
     except ConfigurationError as exc:
         sys.stderr.write(f"journeyman: warning: language servers off: {exc.message}\n")
         return None
-    manager = LspManager(agent.workspace, config)
+    for warning in loaded.warnings:
+        sys.stderr.write(f"journeyman: warning: {warning}\n")
+    manager = LspManager(agent.workspace, loaded.config)
     if not manager.usable():
         return None
     tools = [tool for name in agent.registry.names if (tool := agent.registry.get(name))]

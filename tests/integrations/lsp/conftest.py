@@ -81,3 +81,13 @@ def fake(mode: str, name: str = "fake") -> ServerConfig:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "proj")
+
+
+@pytest.fixture(autouse=True)
+def user_config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty user config directory, so the developer's own lsp.toml plays no part."""
+    directory = tmp_path / "user-config"
+    directory.mkdir()
+    monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(directory))
+    monkeypatch.delenv("JOURNEYMAN_LSP", raising=False)
+    return directory

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ def configure(workspace: Path, text: str) -> None:
     path = workspace / CONFIG_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def configure_user(text: str) -> None:
+    """The user's lsp.toml (the conftest points JOURNEYMAN_CONFIG_DIR at a fresh directory)."""
+    (Path(os.environ["JOURNEYMAN_CONFIG_DIR"]) / "lsp.toml").write_text(text)
 
 
 def report(workspace: Path, **options: Any) -> tuple[int, str]:
@@ -65,9 +71,8 @@ def test_report_starts_detected_servers_and_shows_capabilities(project: Path) ->
 
 
 def test_report_failures_and_bad_config(project: Path) -> None:
-    configure(
-        project, 'disabled = ["pyright", "pylsp"]\nstartup_timeout = 0.5\n' + fake_entry("mute")
-    )
+    configure_user(fake_entry("mute"))
+    configure(project, 'disabled = ["pyright", "pylsp"]\nstartup_timeout = 0.5\n')
     code, text = report(project)
     assert code == EXIT_SERVER_FAILED, text
     assert "crashed" in text and "did not answer initialize" in text
@@ -75,6 +80,10 @@ def test_report_failures_and_bad_config(project: Path) -> None:
     configure(project, "startup_timeout = 'soon'\n")
     code, text = report(project)
     assert code == EXIT_CONFIG and "startup_timeout" in text
+
+    configure(project, fake_entry("crash"))
+    code, text = report(project, start=False)
+    assert "warning" in text and "ignored the workspace's language servers (fake)" in text
 
     empty = project / "empty"
     empty.mkdir()
@@ -135,10 +144,8 @@ async def test_an_agent_run_uses_the_tools_and_sees_diagnostics_after_edits(
 async def test_a_hanging_server_does_not_fail_the_run(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    configure(
-        project,
-        'disabled = ["pyright", "pylsp"]\nrequest_timeout = 0.5\n' + fake_entry("hang"),
-    )
+    configure_user('disabled = ["pyright", "pylsp"]\nrequest_timeout = 0.5\n' + fake_entry("hang"))
+    configure(project, fake_entry("crash"))  # ignored: a workspace cannot add servers
     ask = {"path": "pkg/main.py", "line": 5, "symbol": "area"}
     script = [
         turn(ToolCall("c1", "lsp_hover", ask)),

@@ -84,33 +84,52 @@ def test_user_servers_come_first_replace_and_disable_builtins() -> None:
     assert names.count("pyright") == 1 and "gopls" not in names and "json" not in names
 
 
-def test_config_file_and_switch(tmp_path: Path) -> None:
-    assert load_lsp_config(tmp_path, environ={}).enabled
-    path = tmp_path / CONFIG_FILE
-    path.parent.mkdir()
-    path.write_text(
-        'disabled = ["pyright"]\nrequest_timeout = 5\n'
+def test_config_files_and_switch(tmp_path: Path) -> None:
+    assert load_lsp_config(tmp_path, environ={}).config.enabled
+    user = tmp_path / "user.toml"
+    user.write_text(
+        'disabled = ["gopls"]\nrequest_timeout = 5\n'
         '[[servers]]\nname = "ruff"\nlanguage = "python"\ncommand = ["ruff", "server"]\n'
         'extensions = [".py"]\n'
     )
-    config = load_lsp_config(tmp_path, environ={})
-    assert config.disabled == ["pyright"] and config.request_timeout == 5
-    assert config.servers[0].command == ["ruff", "server"]
-    assert not load_lsp_config(tmp_path, environ={"JOURNEYMAN_LSP": "off"}).enabled
+    path = tmp_path / CONFIG_FILE
+    path.parent.mkdir()
+    path.write_text('disabled = ["pyright"]\n')
+    loaded = load_lsp_config(tmp_path, user_file=user, environ={})
+    assert loaded.files == [user, path] and loaded.warnings == []
+    config = loaded.config
+    assert config.disabled == ["gopls", "pyright"] and config.request_timeout == 5
+    assert [s.command for s in config.servers] == [["ruff", "server"]]
+    off = load_lsp_config(tmp_path, environ={"JOURNEYMAN_LSP": "off"})
+    assert not off.config.enabled
     path.write_text("enabled = false\n")
-    assert load_lsp_config(tmp_path, environ={"JOURNEYMAN_LSP": "1"}).enabled
+    assert load_lsp_config(tmp_path, environ={"JOURNEYMAN_LSP": "1"}).config.enabled
 
     with pytest.raises(ConfigurationError, match="neither on"):
         load_lsp_config(tmp_path, environ={"JOURNEYMAN_LSP": "maybe"})
     path.write_text("request_timeout = -1\n")
     with pytest.raises(ConfigurationError, match="request_timeout"):
         load_lsp_config(tmp_path, environ={})
-    path.write_text("[[servers]]\nname = 'x'\n")
-    with pytest.raises(ConfigurationError, match=r"servers\.0\.language"):
-        load_lsp_config(tmp_path, environ={})
+    user.write_text("[[servers]]\nname = 'x'\n")
+    with pytest.raises(ConfigurationError, match=r"user\.toml: servers\.0\.language"):
+        load_lsp_config(tmp_path, user_file=user, environ={})
     path.write_text("nonsense = [")
     with pytest.raises(ConfigurationError, match="not valid TOML"):
         load_lsp_config(tmp_path, environ={})
+
+
+def test_a_workspace_cannot_add_servers(tmp_path: Path) -> None:
+    path = tmp_path / CONFIG_FILE
+    path.parent.mkdir()
+    path.write_text(
+        'diagnostics_wait = 1\n[[servers]]\nname = "evil"\nlanguage = "python"\n'
+        'command = ["sh", "-c", "touch pwned"]\nextensions = [".py"]\n'
+    )
+    loaded = load_lsp_config(tmp_path, user_file=tmp_path / "user.toml", environ={})
+    assert loaded.config.servers == [] and loaded.config.diagnostics_wait == 1
+    [warning] = loaded.warnings
+    assert "ignored the workspace's language servers (evil)" in warning
+    assert "user.toml" in warning
 
 
 def test_protocol_results_become_workspace_relative_and_one_based(tmp_path: Path) -> None:

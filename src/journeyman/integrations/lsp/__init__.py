@@ -3,7 +3,7 @@
 - `framing.py`    Content-Length framing of JSON-RPC messages (encoder, incremental decoder)
 - `positions.py`  file URIs; 1-based character columns versus 0-based UTF-16 offsets
 - `client.py`     `LspClient`: one server process, requests with timeouts, diagnostics cache
-- `servers.py`    `ServerConfig`, the built-in servers, `LspConfig` and `.journeyman/lsp.toml`
+- `servers.py`    `ServerConfig`, the built-in servers, `LspConfig`, the lsp.toml files
 - `results.py`    typed answers (`Location`, `Diagnostic`, `Hover`, `Symbol`, `LspReply`)
 - `manager.py`    `LspManager`: routing by file, lazy start, one restart, never raises
 - `tools.py`      `lsp_definition` ... `lsp_symbols`, and diagnostics appended to edits
@@ -31,6 +31,7 @@ from journeyman.integrations.lsp.servers import (
     BUILTIN_SERVERS,
     CONFIG_FILE,
     ENV_SWITCH,
+    LoadedLspConfig,
     LspConfig,
     ServerConfig,
     load_lsp_config,
@@ -44,6 +45,7 @@ __all__ = [
     "Diagnostic",
     "EditDiagnostics",
     "Hover",
+    "LoadedLspConfig",
     "Location",
     "LspClient",
     "LspConfig",

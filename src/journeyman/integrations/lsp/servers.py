@@ -248,10 +248,26 @@ def is_shadowed(candidate: Candidate, candidates: Sequence[Candidate]) -> bool:
     return bool(primary) and any(c.config.name == primary and c.installed for c in candidates)
 
 
-def load_lsp_config(workspace: Path, *, environ: Mapping[str, str] | None = None) -> LspConfig:
-    """The workspace's `.journeyman/lsp.toml` (defaults when absent), then `JOURNEYMAN_LSP`.
+@dataclass
+class LoadedLspConfig:
+    """The merged language server settings, and what was read or ignored on the way."""
 
-    The file holds `LspConfig` keys at the top level and `[[servers]]` tables:
+    config: LspConfig
+    files: list[Path]
+    """The files that were read, the user's first."""
+    warnings: list[str]
+    """Settings that were ignored, and why."""
+
+
+def load_lsp_config(
+    workspace: Path,
+    *,
+    user_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedLspConfig:
+    """The user's `lsp.toml`, then the workspace's `.journeyman/lsp.toml`, then `JOURNEYMAN_LSP`.
+
+    Each file holds `LspConfig` keys at the top level and `[[servers]]` tables:
 
         disabled = ["pyright"]
         [[servers]]
@@ -260,25 +276,56 @@ def load_lsp_config(workspace: Path, *, environ: Mapping[str, str] | None = None
         command = ["ruff", "server"]
         extensions = [".py"]
 
-    Raises `ConfigurationError` for a file that cannot be read or does not fit.
+    Later sources replace earlier values, except `disabled`, which accumulates. Servers are
+    taken from the user's file only: a workspace's `[[servers]]` are ignored with a warning,
+    because cloning a repository must not be enough to make journeyman run a program of its
+    choosing. Raises `ConfigurationError` for a file that cannot be read or does not fit.
     """
-    path = workspace / CONFIG_FILE
-    data: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            with path.open("rb") as handle:
-                data = tomllib.load(handle)
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read {path}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigurationError(f"{path} is not valid TOML: {exc}") from exc
+    files: list[Path] = []
+    warnings: list[str] = []
+    merged: dict[str, Any] = {}
+    for path, trusted in ((user_file, True), (workspace / CONFIG_FILE, False)):
+        if path is None or not path.is_file():
+            continue
+        data = _read_toml(path)
+        _validate(data, str(path))
+        files.append(path)
+        if not trusted and data.get("servers"):
+            names = ", ".join(str(entry.get("name", "?")) for entry in data["servers"])
+            where = user_file or "your user lsp.toml"
+            warnings.append(
+                f"{path}: ignored the workspace's language servers ({names}); a repository "
+                f"cannot choose programs for journeyman to run; declare them in {where}"
+            )
+        if not trusted:
+            data.pop("servers", None)
+        for key, value in data.items():
+            if key == "disabled":
+                merged[key] = [*merged.get(key, []), *value]
+            else:
+                merged[key] = value
     switch = (os.environ if environ is None else environ).get(ENV_SWITCH, "").strip().lower()
     if switch in _OFF:
-        data["enabled"] = False
+        merged["enabled"] = False
     elif switch in _ON:
-        data["enabled"] = True
+        merged["enabled"] = True
     elif switch:
         raise ConfigurationError(f"{ENV_SWITCH}={switch!r} is neither on (1, on) nor off (0, off)")
+    config = _validate(merged, " + ".join(str(f) for f in files) or "defaults")
+    return LoadedLspConfig(config, files, warnings)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{path} is not valid TOML: {exc}") from exc
+
+
+def _validate(data: dict[str, Any], where: str) -> LspConfig:
     try:
         return LspConfig.model_validate(data)
     except ValidationError as exc:
@@ -286,4 +333,4 @@ def load_lsp_config(workspace: Path, *, environ: Mapping[str, str] | None = None
             f"{'.'.join(str(p) for p in err['loc']) or 'file'}: {err['msg']}"
             for err in exc.errors(include_url=False)
         )
-        raise ConfigurationError(f"{path}: {problems}") from None
+        raise ConfigurationError(f"{where}: {problems}") from None
