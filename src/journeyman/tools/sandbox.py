@@ -252,6 +252,8 @@ class Sandbox(Protocol):
     """Which implementation this is (never AUTO)."""
     network: bool
     """Whether commands can reach the network."""
+    ident: str
+    """Prefix of the marker (`MARKER_VAR`) of every command this sandbox starts."""
 
     @property
     def description(self) -> str:
