@@ -368,7 +368,7 @@ class LspClient:
         self._pending.clear()
         self._wake_diagnostic_waiters()
         if crashed:
-            log.warning("language server %s %s", self.name, reason)
+            log.info("language server %s %s", self.name, reason)
             if self._on_exit is not None:
                 self._on_exit(reason)
 
