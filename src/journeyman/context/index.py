@@ -89,8 +89,15 @@ GRAMMARS_BY_SUFFIX: Mapping[str, str] = {
 }
 """File extension -> tree-sitter grammar used for the repo map's symbols."""
 
-_WORD = re.compile(rb"\w+")
-"""Tokens of the index: runs of ASCII letters, digits and underscores (bytes, lowercased)."""
+_TOKEN_BYTES = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256)
+)
+"""Maps every byte that is not an ASCII letter, digit or underscore to a space."""
+
+
+def _words_of(data: bytes) -> list[bytes]:
+    """Tokens of the index: runs of ASCII letters, digits and underscores (what rb'\\w+' finds)."""
+    return data.translate(_TOKEN_BYTES).split()
 
 
 class IndexConfig(BaseModel):
@@ -476,16 +483,30 @@ class WorkspaceIndexer:
         """
         rules = IgnoreRules.for_start(self.root, start)
         root_len = len(str(self.root)) + 1
+        governed: dict[Path, bool] = {}
+
+        def has_rules(directory: Path) -> bool:
+            """Whether a .gitignore sits in `directory` or between it and the root."""
+            known = governed.get(directory)
+            if known is None:
+                above = directory != self.root and has_rules(directory.parent)
+                known = governed[directory] = above or (directory / ".gitignore").is_file()
+            return known
+
+        def ignored(path: Path, is_dir: bool) -> bool:
+            if path.name == ".git":
+                return True
+            return has_rules(path.parent) and rules.ignored(path, is_dir)
 
         def skip_dir(path: Path) -> bool:
             rel = str(path)[root_len:].replace(os.sep, "/")
-            return self._excluded(rel, True) or rules.ignored(path, True)
+            return self._excluded(rel, True) or ignored(path, True)
 
         for entry in walk(start, skip_dir=skip_dir):
             if entry.kind != "file":
                 continue
             rel = str(entry.path)[root_len:].replace(os.sep, "/")
-            if self._excluded(rel, False) or rules.ignored(entry.path, False):
+            if self._excluded(rel, False) or ignored(entry.path, False):
                 continue
             if len(self._entries) >= self.config.max_files and rel not in self._entries:
                 if not walked.truncated:
@@ -530,7 +551,7 @@ class WorkspaceIndexer:
         grammar = GRAMMARS_BY_SUFFIX.get(path.suffix.lower())
         self._entries[rel] = FileEntry(rel, st.st_size, st.st_mtime_ns, grammar)
         lowered = data.lower()
-        self._tokens[rel] = b"\n".join(set(_WORD.findall(lowered)))
+        self._tokens[rel] = b"\n".join(set(_words_of(lowered)))
         definition = _DEFINITION.get(grammar or "")
         if definition is not None:
             names = set(definition.findall(lowered))
@@ -572,7 +593,7 @@ class WorkspaceIndexer:
     def candidates(self, keyword: str) -> list[str]:
         """Indexed files that may contain `keyword` (any case), judged by their tokens alone."""
         self._ensure()
-        pieces = _WORD.findall(keyword.lower().encode("utf-8"))
+        pieces = _words_of(keyword.lower().encode("utf-8"))
         if not pieces:
             return list(self._entries)
         pieces.sort(key=len, reverse=True)  # the longest piece rules most files out first
@@ -638,10 +659,35 @@ class WorkspaceIndexer:
         data = self._read(rel)
         if data is None:
             return []
-        text = data.decode("utf-8", errors="replace")
+        if not case_sensitive and not folded.isascii():
+            return self._matching_lines_unicode(rel, data, folded, most)
+        # bytes.lower() folds ASCII only and keeps every offset, so positions found in the
+        # folded copy are positions in the original.
+        hay = data if case_sensitive else data.lower()
+        needle = folded.encode("utf-8")
         hits = []
-        for number, line in enumerate(text.split("\n"), 1):
-            if folded in (line if case_sensitive else line.lower()):
+        line_number = 1
+        counted_to = 0
+        pos = hay.find(needle)
+        while pos != -1:
+            line_number += hay.count(b"\n", counted_to, pos)
+            start = hay.rfind(b"\n", 0, pos) + 1
+            end = hay.find(b"\n", pos)
+            end = len(hay) if end == -1 else end
+            text = data[start:end].decode("utf-8", errors="replace").removesuffix("\r")
+            hits.append(SearchHit(rel, line_number, text))
+            if most is not None and len(hits) >= most:
+                break
+            counted_to = start
+            pos = hay.find(needle, end)  # one hit per line
+        return hits
+
+    def _matching_lines_unicode(
+        self, rel: str, data: bytes, folded: str, most: int | None
+    ) -> list[SearchHit]:
+        hits = []
+        for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
+            if folded in line.lower():
                 hits.append(SearchHit(rel, number, line.removesuffix("\r")))
                 if most is not None and len(hits) >= most:
                     break
@@ -728,7 +774,7 @@ class WorkspaceIndexer:
         weights: dict[bytes, float] = {}
         for text, weight in [(goal, 1.0), *((e, 2.0) for e in errors)]:
             for keyword in extract_keywords(text, 12):
-                for piece in _WORD.findall(keyword.lower().encode("utf-8")):
+                for piece in _words_of(keyword.lower().encode("utf-8")):
                     if len(piece) >= 3:
                         weights[piece] = max(weights.get(piece, 0.0), weight)
         scores = dict.fromkeys(code, 0.0)
