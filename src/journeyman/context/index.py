@@ -351,7 +351,7 @@ class WorkspaceIndexer:
         self.count_tokens = count_tokens
         self._entries: dict[str, FileEntry] = {}
         self._tokens: dict[str, bytes] = {}
-        """Unique lowercase word tokens of each file, '\n'-joined."""
+        """Unique lowercase word tokens of each file, each followed and preceded by '\n'."""
         self._defined: dict[str, bytes] = {}
         """Lowercase names the file defines (def/class/fn/... NAME), '\n'-joined."""
         self._lowered: dict[str, bytes] = {}
@@ -551,7 +551,7 @@ class WorkspaceIndexer:
         grammar = GRAMMARS_BY_SUFFIX.get(path.suffix.lower())
         self._entries[rel] = FileEntry(rel, st.st_size, st.st_mtime_ns, grammar)
         lowered = data.lower()
-        self._tokens[rel] = b"\n".join(set(_words_of(lowered)))
+        self._tokens[rel] = b"\n" + b"\n".join(set(_words_of(lowered))) + b"\n"
         definition = _DEFINITION.get(grammar or "")
         if definition is not None:
             names = set(definition.findall(lowered))
@@ -763,9 +763,10 @@ class WorkspaceIndexer:
 
         Order: files named in an error (latest error first), then `focus` files, then by a
         score over the keywords of the goal and the errors (errors weigh double): for each
-        keyword piece a file contains, its rarity log(1 + files / files containing it), plus
-        twice that when the piece is in the file's path, plus three times that when the file
-        defines a name equal to the piece. Ties (and files that match nothing) go shallowest path
+        keyword piece a file has as a whole token, its rarity log(1 + files / files having it)
+        (half that when the piece is only part of a longer token), plus twice the rarity when
+        the piece is in the file's path, plus three times when the file defines a name equal
+        to the piece. Ties (and files that match nothing) go shallowest path
         first, then alphabetically.
         """
         code = [rel for rel, entry in self.files.items() if entry.grammar is not None]
@@ -784,16 +785,19 @@ class WorkspaceIndexer:
                 continue
             idf = math.log(1 + len(code) / len(having))
             text_piece = piece.decode()
-            exact = b"\n" + piece + b"\n"
+            token = b"\n" + piece + b"\n"
             for rel in having:
                 factor = (
-                    1 + 2 * (text_piece in rel.lower()) + 3 * (exact in self._defined.get(rel, b""))
+                    (1.0 if token in self._tokens[rel] else 0.5)
+                    + 2 * (text_piece in rel.lower())
+                    + 3 * (token in self._defined.get(rel, b""))
                 )
                 scores[rel] += weight * idf * factor
         pinned = self._mentioned(errors, code) + [rel for rel in focus if rel in scores]
         pinned = list(dict.fromkeys(pinned))
+        pinned_set = set(pinned)
         rest = sorted(
-            (rel for rel in code if rel not in set(pinned)),
+            (rel for rel in code if rel not in pinned_set),
             key=lambda rel: (-scores[rel], rel.count("/"), rel),
         )
         return pinned + rest
@@ -895,13 +899,13 @@ def _windows(matches: list[int], context: int, count: int) -> list[tuple[int, in
 
 
 _DEFINITION: Mapping[str, re.Pattern[bytes]] = {
-    "python": re.compile(rb"(?:def|class)\s+(\w+)"),
-    "javascript": re.compile(rb"(?:function\*?|class)\s+(\w+)"),
-    "typescript": re.compile(rb"(?:function\*?|class|interface|type|enum)\s+(\w+)"),
-    "tsx": re.compile(rb"(?:function\*?|class|interface|type|enum)\s+(\w+)"),
-    "go": re.compile(rb"(?:func(?:\s*\([^)\n]*\))?|type)\s+(\w+)"),
-    "rust": re.compile(rb"(?:fn|struct|enum|trait|type|union|mod)\s+(\w+)"),
-    "java": re.compile(rb"(?:class|interface|enum|record)\s+(\w+)"),
+    "python": re.compile(rb"\b(?:def|class)[ \t]+(\w+)"),
+    "javascript": re.compile(rb"\b(?:function\*?|class)[ \t]+(\w+)"),
+    "typescript": re.compile(rb"\b(?:function\*?|class|interface|type|enum)[ \t]+(\w+)"),
+    "tsx": re.compile(rb"\b(?:function\*?|class|interface|type|enum)[ \t]+(\w+)"),
+    "go": re.compile(rb"\b(?:func(?:[ \t]*\([^)\n]*\))?|type)[ \t]+(\w+)"),
+    "rust": re.compile(rb"\b(?:fn|struct|enum|trait|type|union|mod)[ \t]+(\w+)"),
+    "java": re.compile(rb"\b(?:class|interface|enum|record)[ \t]+(\w+)"),
 }
 """Per grammar, a pattern whose group is a name the file defines (lowercased source)."""
 
