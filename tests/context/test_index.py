@@ -20,6 +20,12 @@ from journeyman.context.index import (
 from journeyman.tools.search import find_ripgrep
 from tests.context.test_profile import PYTEST_BASED, download_sdist, sdist_cache_dir, write
 
+ENGINES = {
+    "python": IndexConfig(ripgrep=False),
+    "ripgrep": IndexConfig(ripgrep_min_bytes=0),
+}
+"""Match counting in Python, or by ripgrep (falls back to Python where rg is missing)."""
+
 
 @pytest.fixture(scope="module")
 def pluggy_root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -68,9 +74,11 @@ def test_real_sdist_search_ranks_the_defining_file_first(pluggy: WorkspaceIndexe
 
 @pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep (rg) is not installed")
 @pytest.mark.parametrize("keyword", ["hookimpl", "def register", "PluginValidationError", "(self"])
+@pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_real_sdist_search_finds_the_same_lines_as_ripgrep(
-    pluggy: WorkspaceIndexer, keyword: str
+    pluggy_root: Path, keyword: str, engine: str
 ) -> None:
+    pluggy = WorkspaceIndexer(pluggy_root, config=ENGINES[engine])
     rg = find_ripgrep()
     assert rg is not None
     proc = subprocess.run(
@@ -266,8 +274,8 @@ def test_extract_keywords_dedupes_and_limits() -> None:
 # Search
 
 
-@pytest.fixture
-def small(tmp_path: Path) -> WorkspaceIndexer:
+@pytest.fixture(params=sorted(ENGINES))
+def small(tmp_path: Path, request: pytest.FixtureRequest) -> WorkspaceIndexer:
     write(tmp_path, {
         "app/widget.py": "from app.util import helper\n\nuse = helper(1)\nuse2 = helper(2)\n"
         "x = HELPER\n",
@@ -275,7 +283,7 @@ def small(tmp_path: Path) -> WorkspaceIndexer:
         "app/helpers_doc.md": "# helper\n",
         "notes.txt": "Grüße an Helper und GRÜSSE\nx == y\n",
     })  # fmt: skip
-    return WorkspaceIndexer(tmp_path)
+    return WorkspaceIndexer(tmp_path, config=ENGINES[request.param])
 
 
 def test_search_ranking_and_case(small: WorkspaceIndexer) -> None:

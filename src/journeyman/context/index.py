@@ -33,6 +33,7 @@ import logging
 import math
 import os
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ import pathspec
 from pydantic import BaseModel, Field
 
 from journeyman.tools.files import SNIFF_BYTES, IgnoreRules, is_binary, walk
+from journeyman.tools.search import find_ripgrep
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,10 @@ class IndexConfig(BaseModel):
     """Lines shown before and after each match in `read_snippets`."""
     snippet_max_lines: int = Field(default=40, ge=1)
     """Most lines `read_snippets` returns for one file."""
+    ripgrep: bool = True
+    """Let ripgrep (when installed) count matches when the candidate files are large."""
+    ripgrep_min_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
+    """Candidate files holding at least this many bytes in all are counted by ripgrep."""
     text_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     """Lowercased file contents kept in memory for search, up to this many bytes in all
     (0: every search reads the candidate files from disk)."""
@@ -597,7 +603,10 @@ class WorkspaceIndexer:
         if not pieces:
             return list(self._entries)
         pieces.sort(key=len, reverse=True)  # the longest piece rules most files out first
-        return [rel for rel, blob in self._tokens.items() if all(p in blob for p in pieces)]
+        found = [rel for rel, blob in self._tokens.items() if pieces[0] in blob]
+        for piece in pieces[1:]:
+            found = [rel for rel in found if piece in self._tokens[rel]]
+        return found
 
     def search(
         self, keyword: str, max_results: int | None = 50, *, case_sensitive: bool = False
@@ -612,12 +621,37 @@ class WorkspaceIndexer:
         """
         if not keyword or max_results == 0:
             return []
-        ranked: list[tuple[tuple[bool, bool, bool, int, str], str]] = []
         folded = keyword if case_sensitive else keyword.lower()
-        needle = folded.encode("utf-8")
-        byte_mode = case_sensitive or keyword.isascii()
+        candidates = self.candidates(keyword)
+        counts = self._ripgrep_counts(keyword, case_sensitive, candidates)
+        if counts is None:
+            counts = self._python_counts(folded, case_sensitive, candidates)
         name = keyword.lower().encode("utf-8") if _NAME.fullmatch(keyword) else None
-        for rel in self.candidates(keyword):
+        ranked: list[tuple[bool, bool, bool, int, str]] = []
+        for rel, count in counts.items():
+            exact = defines = False
+            if name is not None and rel in self._defined:
+                exact = b"\n" + name + b"\n" in self._defined[rel]
+                defines = name in self._defined[rel]
+            in_path = folded in (rel if case_sensitive else rel.lower())
+            ranked.append((not exact, not defines, not in_path, -count, rel))
+        ranked.sort()
+        hits: list[SearchHit] = []
+        for *_, rel in ranked:
+            remaining = None if max_results is None else max_results - len(hits)
+            if remaining is not None and remaining <= 0:
+                break
+            hits += self._matching_lines(rel, folded, case_sensitive, remaining)
+        return hits
+
+    def _python_counts(
+        self, folded: str, case_sensitive: bool, candidates: list[str]
+    ) -> dict[str, int]:
+        """Occurrences of the keyword per candidate file (files without any left out)."""
+        needle = folded.encode("utf-8")
+        byte_mode = case_sensitive or folded.isascii()
+        counts = {}
+        for rel in candidates:
             hay: bytes | str | None = None
             if byte_mode and not case_sensitive:
                 hay = self._lowered.get(rel)
@@ -630,22 +664,49 @@ class WorkspaceIndexer:
                 else:
                     hay = data.decode("utf-8", errors="replace").lower()
             count = hay.count(needle) if isinstance(hay, bytes) else hay.count(folded)
-            if not count:
-                continue
-            exact = defines = False
-            if name is not None and rel in self._defined:
-                exact = b"\n" + name + b"\n" in self._defined[rel]
-                defines = name in self._defined[rel]
-            in_path = folded in (rel if case_sensitive else rel.lower())
-            ranked.append(((not exact, not defines, not in_path, -count, rel), rel))
-        ranked.sort()
-        hits: list[SearchHit] = []
-        for _, rel in ranked:
-            remaining = None if max_results is None else max_results - len(hits)
-            if remaining is not None and remaining <= 0:
-                break
-            hits += self._matching_lines(rel, folded, case_sensitive, remaining)
-        return hits
+            if count:
+                counts[rel] = count
+        return counts
+
+    def _ripgrep_counts(
+        self, keyword: str, case_sensitive: bool, candidates: list[str]
+    ) -> dict[str, int] | None:
+        """The same counts from ripgrep, or None where Python should count.
+
+        ripgrep scans on all cores, which pays off once the candidates are large; it is used
+        for ASCII keywords only (for others the two disagree on case folding), and a failed
+        run falls back to Python.
+        """
+        if not self.config.ripgrep or not (case_sensitive or keyword.isascii()):
+            return None
+        if sum(self._entries[rel].size for rel in candidates) < self.config.ripgrep_min_bytes:
+            return None
+        rg = find_ripgrep()
+        if rg is None:
+            return None
+        command = [rg, "--no-config", "--count-matches", "--with-filename", "--null",
+                   "--no-messages", "--fixed-strings", "--color=never", "--no-ignore"]  # fmt: skip
+        if not case_sensitive:
+            command.append("--ignore-case")
+        command += ["--regexp", keyword, "--"]
+        counts: dict[str, int] = {}
+        for first in range(0, len(candidates), _RG_BATCH):
+            batch = candidates[first : first + _RG_BATCH]
+            try:
+                proc = subprocess.run(
+                    [*command, *batch], cwd=self.root, capture_output=True, check=False
+                )
+            except OSError as exc:
+                log.info("index: ripgrep could not run (%s); counting in Python", exc)
+                return None
+            if proc.returncode not in (0, 1):
+                log.info("index: ripgrep exited %d; counting in Python", proc.returncode)
+                return None
+            for line in proc.stdout.splitlines():
+                path, _, count = line.partition(b"\0")
+                if count.isdigit():
+                    counts[path.decode("utf-8", errors="surrogateescape")] = int(count)
+        return counts
 
     def _read(self, rel: str) -> bytes | None:
         try:
@@ -908,6 +969,9 @@ _DEFINITION: Mapping[str, re.Pattern[bytes]] = {
     "java": re.compile(rb"\b(?:class|interface|enum|record)[ \t]+(\w+)"),
 }
 """Per grammar, a pattern whose group is a name the file defines (lowercased source)."""
+
+_RG_BATCH = 2000
+"""Paths per ripgrep run, to stay far below the command-line length limit."""
 
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 """A keyword that can be a defined name."""
