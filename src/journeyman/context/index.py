@@ -1,7 +1,8 @@
 """Workspace index: the text files of a workspace, keyword search, snippets and a repo map.
 
-`WorkspaceIndexer` keeps one small record per text file (size, mtime, language) and the set
-of lowercase word tokens in it. Nothing else of a file's content stays in memory.
+`WorkspaceIndexer` keeps per text file a small record (size, mtime, grammar), the set of
+lowercase word tokens in it, the names it defines, and, within a byte budget, its lowercased
+contents (for search). Symbols are parsed on demand and cached.
 
 * **Which files.** Every regular file below the root except what .gitignore files exclude
   (root and nested, with `!` re-includes, as the grep tool applies them), `.git`, the extra
@@ -15,8 +16,10 @@ of lowercase word tokens in it. Nothing else of a file's content stays in memory
 * **Search.** `search(keyword)` finds lines containing a fixed string (case-insensitive by
   default). The token sets answer first which files can possibly contain the keyword (each
   run of word characters in the keyword must be part of a token of the file), so only those
-  files are read; files are ranked (a definition of the keyword, then the keyword in the path,
-  then the number of matches) and the lines of the best files returned.
+  files are scanned: in memory (lowercased contents are cached up to
+  `IndexConfig.text_cache_bytes`), or by ripgrep when the candidates are large enough for its
+  parallel scan to pay off. Files are ranked (a definition of the keyword, then the keyword
+  in the path, then the number of matches) and the lines of the best files returned.
 * **Repo map.** `repo_map(goal, errors)` lists the top-level symbols of code files (classes,
   functions, methods with their signatures, from tree-sitter grammars of
   `tree-sitter-language-pack`) for the files most relevant to the goal and recent errors
