@@ -344,7 +344,11 @@ class _Walked:
 
 
 class WorkspaceIndexer:
-    """File index of one workspace: bootstrap, refresh, search, snippets, repo map."""
+    """File index of one workspace: bootstrap, refresh, search, snippets, repo map.
+
+    Methods are synchronous and do file I/O (search may run ripgrep); inside an event loop,
+    call them through `asyncio.to_thread`. One instance is not meant for concurrent use.
+    """
 
     def __init__(
         self,
