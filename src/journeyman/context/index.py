@@ -272,9 +272,10 @@ def extract_keywords(text: str, max_keywords: int = 8) -> list[str]:
     """The words of `text` most likely to find the relevant code, best first.
 
     Kept: backticked spans, file names (from paths), identifiers (dotted names kept whole)
-    of three or more characters that are not stop words. Ranked by how code-like they are
-    (backticks, file names, snake_case, CamelCase, dotted, exception names), then by how
-    often they occur, then by first appearance. Duplicates are dropped case-insensitively.
+    of three or more characters that are not stop words. Each occurrence adds a weight that
+    grows with how code-like the word is (backticks, file names, snake_case, CamelCase,
+    dotted, exception names, digits); words are ranked by total weight, then by first
+    appearance. Duplicates are merged case-insensitively, keeping the first spelling.
     """
     scores: dict[str, float] = {}
     first: dict[str, int] = {}
