@@ -427,12 +427,13 @@ class WorkspaceIndexer:
         changed: list[str] = []
         removed: list[str] = []
         starts = [self.root] if paths is None else [self._absolute(p) for p in paths]
+        rules = IgnoreRules(self.root)  # one per refresh: .gitignore files are read once
         for start in starts:
             prefix = self._relative(start)
             if prefix is None:
                 continue
             if start.is_dir() and not start.is_symlink():
-                if prefix and self._ignored_with_parents(start):
+                if prefix and self._ignored_with_parents(start, rules):
                     continue
                 for rel, change in self._scan(start, walked):
                     {"added": added, "changed": changed, "removed": removed}[change].append(rel)
@@ -443,7 +444,11 @@ class WorkspaceIndexer:
                         removed.append(rel)
                 continue
             change = "gone"
-            if start.is_file() and not start.is_symlink() and not self._ignored_with_parents(start):
+            if (
+                start.is_file()
+                and not start.is_symlink()
+                and not self._ignored_with_parents(start, rules)
+            ):
                 change = self._consider(start, prefix, walked)
             if change in ("added", "changed", "removed"):
                 {"added": added, "changed": changed, "removed": removed}[change].append(prefix)
@@ -479,8 +484,7 @@ class WorkspaceIndexer:
     def _excluded(self, rel: str, is_dir: bool) -> bool:
         return bool(self._exclude.match_file(rel + "/" if is_dir else rel))
 
-    def _ignored_with_parents(self, path: Path) -> bool:
-        rules = IgnoreRules(self.root)
+    def _ignored_with_parents(self, path: Path, rules: IgnoreRules) -> bool:
         rel = self._relative(path) or ""
         parts = rel.split("/") if rel else []
         for i in range(1, len(parts) + 1):
