@@ -81,6 +81,7 @@ def jm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # each trial starts four interpreters; 20 trials exceed the default
 def test_kill_9_and_resume_loses_nothing(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     ws = tmp_path / "ws"

@@ -21,8 +21,10 @@ MAKEFILE_DRIVEN = "pyyaml==6.0.3"
 def download_sdist(cache: Path, spec: str) -> Path:
     """Download the source distribution `spec` (NAME==VERSION) once and unpack it; its folder.
 
-    Uses `pip download --no-binary :all: --no-deps` into `cache` (kept between runs); skips the
-    calling test when the package index cannot be reached.
+    Uses `pip download --no-binary NAME --no-deps` into `cache` (kept between runs); skips the
+    calling test when the package index cannot be reached. Only NAME is forced to its source
+    archive: with `:all:` pip would also compile the build backend's own dependencies (Cython
+    for pyyaml) from source just to read the metadata, which takes minutes.
     """
     name, version = spec.split("==")
     done = cache / f"{name}-{version}.unpacked"
@@ -32,7 +34,7 @@ def download_sdist(cache: Path, spec: str) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+            [sys.executable, "-m", "pip", "download", "--no-binary", name, "--no-deps",
              "--disable-pip-version-check", "--quiet", spec, "-d", str(downloads)],
             capture_output=True,
             text=True,
