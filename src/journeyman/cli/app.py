@@ -13,7 +13,6 @@ import typer
 from journeyman import __version__
 from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
 from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
-from journeyman.cli.mcp_cmd import mcp_list
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
 from journeyman.context.rules import RulesLoader, describe_sources
@@ -35,6 +34,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_CANCELLED = 130
+
+MCP_CONFIG = Path(".journeyman") / "mcp.json"
+"""`integrations.mcp.CONFIG_FILE`, repeated so that the MCP SDK loads only when it is used."""
 
 app = typer.Typer(
     name="journeyman",
@@ -162,6 +164,15 @@ PermissionModeOpt = Annotated[
         "commands; trusted: never ask (deny rules still apply); bypass: no ask rules either.",
     ),
 ]
+McpOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--mcp/--no-mcp",
+        help=f"Start the MCP servers declared in {MCP_CONFIG} and offer their tools as "
+        "<server>_<tool>. Off unless given, since that file names programs to run and a cloned "
+        "repository should not choose them; resume and fork keep the session's choice.",
+    ),
+]
 YesOpt = Annotated[
     bool | None,
     typer.Option(
@@ -208,6 +219,7 @@ def _launch(
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
     assume_yes: bool = False,
     lsp: bool = True,
+    mcp: bool = False,
 ) -> NoReturn:
     """Build the provider and agent, run `action`, print the result and exit accordingly."""
     if not workspace.is_dir():
@@ -241,6 +253,7 @@ def _launch(
                 "base_url": provider_settings.get("base_url"),
                 "tool_format": fmt,
                 "assume_yes": assume_yes,
+                "mcp": mcp,
             },
             permission_approver=TerminalPermissionApprover(lines) if interactive else None,
             assume_yes=assume_yes,
@@ -249,8 +262,20 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     renderer.sandbox = agent.sandbox.description
     lsp_manager = attach_lsp(agent, enabled=lsp)
+    if mcp:
+        from journeyman.cli.mcp_cmd import serving_mcp
+
+        work: Coroutine[Any, Any, RunResult] = serving_mcp(agent, lambda: action(agent))
+    else:
+        if (workspace / MCP_CONFIG).is_file():
+            typer.echo(
+                f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
+                "pass --mcp to start them",
+                err=True,
+            )
+        work = action(agent)
     try:
-        result = asyncio.run(closing(lsp_manager, action(agent)))
+        result = asyncio.run(closing(lsp_manager, work))
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
@@ -292,6 +317,7 @@ def run(
     sandbox: SandboxOpt = None,
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
+    mcp: McpOpt = None,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -333,6 +359,7 @@ def run(
         auto_extend=auto_extend,
         action=lambda agent: agent.run(task),
         lsp=lsp,
+        mcp=bool(mcp),
     )
 
 
@@ -382,6 +409,7 @@ def resume(
     stream: StreamOpt = False,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
+    mcp: McpOpt = None,
 ) -> None:
     """Continue a session from its last completed step, with the model-visible history, budget
     counters and settings it had. Flags given here override the remembered settings; API keys
@@ -420,6 +448,7 @@ def resume(
         auto_extend=auto_extend,
         action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
         assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
+        mcp=record.settings.get("mcp", False) if mcp is None else mcp,
     )
 
 
@@ -451,6 +480,7 @@ def fork(
     session_dir: SessionDirOpt = None,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
+    mcp: McpOpt = None,
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
@@ -491,6 +521,7 @@ def fork(
             forked_at_step=at_step,
         ),
         assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
+        mcp=record.settings.get("mcp", False) if mcp is None else mcp,
     )
 
 
@@ -603,6 +634,8 @@ def usage(
 @mcp_app.command("list")
 def mcp_list_cmd(workspace: WorkspaceOpt = None) -> None:
     """Show MCP servers, their status and tools."""
+    from journeyman.cli.mcp_cmd import mcp_list  # the MCP SDK loads only for this command
+
     raise typer.Exit(mcp_list(workspace or Path(".")))
 
 

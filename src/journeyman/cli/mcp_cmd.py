@@ -1,9 +1,12 @@
-"""`journeyman mcp list`: the workspace's MCP servers, whether they start, and their tools."""
+"""`journeyman mcp list`, and the MCP servers a run starts with `--mcp`."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,6 +19,10 @@ from journeyman.integrations.mcp import (
     McpServerStatus,
     ServerState,
 )
+from journeyman.loop.agent import Agent
+from journeyman.tools.registry import ToolRegistry
+
+T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_SERVER_FAILED = 1
@@ -57,6 +64,30 @@ def mcp_list(workspace: Path, *, console: Console | None = None) -> int:
 async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
     try:
         return await manager.start()
+    finally:
+        await manager.aclose()
+
+
+async def serving_mcp(agent: Agent, work: Callable[[], Awaitable[T]]) -> T:
+    """Start the workspace's MCP servers, lend `agent` their tools, await `work`, stop them.
+
+    A server that does not start is reported on stderr and left out; the run goes on.
+    """
+    try:
+        manager = McpManager.from_workspace(agent.workspace)
+    except ConfigurationError as exc:
+        sys.stderr.write(f"journeyman: warning: MCP servers off: {exc.message}\n")
+        return await work()
+    try:
+        for status in await manager.start():
+            if not status.healthy:
+                sys.stderr.write(
+                    f"journeyman: warning: MCP server {status.name!r} is {status.state.value}"
+                    f"{': ' + status.error if status.error else ''}; its tools are left out\n"
+                )
+        tools = [tool for name in agent.registry.names if (tool := agent.registry.get(name))]
+        agent.registry = ToolRegistry(tools + manager.tools(avoid=agent.registry.names))
+        return await work()
     finally:
         await manager.aclose()
 

@@ -1,0 +1,86 @@
+"""`journeyman run --mcp`: the workspace's MCP servers lend their tools to a real CLI run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from journeyman.cli.app import MCP_CONFIG
+from journeyman.integrations.mcp import CONFIG_FILE
+from tests.cli.test_cli import clean_env, journeyman
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+
+from .conftest import SERVER_APP
+
+
+def declare_calc_server(workspace: Path) -> None:
+    config = workspace / CONFIG_FILE
+    config.parent.mkdir(parents=True)
+    servers = {"calc": {"command": sys.executable, "args": [str(SERVER_APP)]}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+
+
+def test_the_cli_knows_where_the_mcp_config_lives() -> None:
+    assert Path(CONFIG_FILE) == MCP_CONFIG
+
+
+def test_run_with_mcp_offers_and_calls_the_server_tools(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    declare_calc_server(workspace)
+    fake_openai.enqueue(
+        reply(tool_calls=[("calc_add", {"a": 20, "b": 22})]),
+        reply(tool_calls=[("finish", {"summary": "the sum is 42"})]),
+    )
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    done = journeyman(
+        "run", "--yes", "--mcp", "add 20 and 22", "-w", str(workspace),
+        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["final_text"] == "the sum is 42"
+    first, second = fake_openai.requests
+    offered = {tool["function"]["name"] for tool in first.json["tools"]}
+    assert {"calc_add", "calc_write_note", "read_file"} <= offered
+    answer = next(m for m in second.json["messages"] if m["role"] == "tool")
+    assert "42" in answer["content"]
+
+
+def test_without_the_flag_no_server_starts_and_the_run_says_how(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    declare_calc_server(workspace)
+    fake_openai.enqueue(reply("nothing to do"))
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    done = journeyman(
+        "run", "--yes", "say hello", "-w", str(workspace),
+        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "pass --mcp to start them" in done.stderr
+    offered = {tool["function"]["name"] for tool in fake_openai.requests[0].json["tools"]}
+    assert not any(name.startswith("calc_") for name in offered)
+
+
+def test_a_server_that_cannot_start_is_reported_and_the_run_goes_on(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".journeyman").mkdir(parents=True)
+    (workspace / CONFIG_FILE).write_text(
+        json.dumps({"mcpServers": {"gone": {"command": "journeyman-no-such-mcp-server"}}})
+    )
+    fake_openai.enqueue(reply("done without it"))
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    done = journeyman(
+        "run", "--yes", "--mcp", "say hello", "-w", str(workspace),
+        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "MCP server 'gone'" in done.stderr and "left out" in done.stderr
