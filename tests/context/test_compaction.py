@@ -10,6 +10,7 @@ from journeyman.context.compaction import (
     SUMMARY_PREFIX,
     CompactionSettings,
     Compactor,
+    HistoryMeter,
     Stage,
     cap_text,
     estimate_tokens,
@@ -201,3 +202,39 @@ async def test_stale_observations_are_masked_in_batches() -> None:
 def test_the_stale_trigger_can_be_turned_off() -> None:
     compactor = Compactor(CompactionSettings(stale_observation_tokens=None))
     assert not compactor.stale_observations_due(history(50, size=5_000))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["append", "mask", "replace"]), st.integers(0, 300)),
+        max_size=30,
+    ),
+    keep_recent=st.integers(0, 4),
+)
+def test_the_running_meter_matches_a_full_measure(
+    steps: list[tuple[str, int]], keep_recent: int
+) -> None:
+    """Appends are added up as they come; an in-place rewrite announced by reset() and a new
+    list are measured again, so the meter always agrees with measuring from scratch."""
+    meter = HistoryMeter()
+    messages = history(1)
+    for i, (action, size) in enumerate(steps):
+        if action == "append":
+            messages += exchange(i + 10, "y" * size)
+        elif action == "mask":
+            masked = [
+                Message.tool(ToolResult("c", "read_file", f"{MASKED_PREFIX}: gone]"))
+                if m.tool_result is not None and j % 2
+                else m
+                for j, m in enumerate(messages)
+            ]
+            messages[:] = masked
+            meter.reset()
+        else:
+            messages = list(messages[: max(1, len(messages) - size % 5)])
+        assert meter.tokens(messages, 7) == estimate_tokens(messages, 7)
+        results = [m for m in messages if m.tool_result is not None]
+        older = results[: max(0, len(results) - keep_recent)]
+        expected = sum(len(m.content) for m in older if not m.content.startswith(MASKED_PREFIX))
+        assert meter.stale_result_chars(messages, keep_recent) == expected

@@ -29,6 +29,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from operator import attrgetter
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,12 +84,58 @@ class CompactionResult:
 
 def estimate_tokens(messages: Sequence[Message], fixed: int = 0) -> int:
     """Approximate prompt size of `messages` plus `fixed` tokens (system prompt and tools)."""
-    chars = 0
-    for message in messages:
-        chars += len(message.content) + 16
-        for call in message.tool_calls:
-            chars += len(call.name) + len(json.dumps(call.arguments, default=str)) + 16
+    chars: int = sum(map(_approx_chars, messages))  # a C loop over cached per-message sizes
     return fixed + chars // CHARS_PER_TOKEN
+
+
+_approx_chars = attrgetter("approx_chars")
+
+
+class HistoryMeter:
+    """Sizes of a history that grows by appending, updated with only the messages added since
+    the last look, so that sizing it every turn does not cost more as the run gets longer.
+
+    Another list, or a shorter one, is measured from scratch; after rewriting the same list in
+    place (as compaction does), call `reset()`.
+    """
+
+    def __init__(self) -> None:
+        self._history: list[Message] | None = None
+        self._counted = 0
+        self._chars = 0
+        self._unmasked_result_chars = 0
+
+    def reset(self) -> None:
+        self._history = None
+
+    def tokens(self, history: list[Message], fixed: int = 0) -> int:
+        """`estimate_tokens(history, fixed)`, from the running total."""
+        self._update(history)
+        return fixed + self._chars // CHARS_PER_TOKEN
+
+    def stale_result_chars(self, history: list[Message], keep_recent: int) -> int:
+        """Characters of the unmasked tool results older than the `keep_recent` newest."""
+        self._update(history)
+        chars = self._unmasked_result_chars
+        seen = 0
+        for message in reversed(history):
+            if seen >= keep_recent:
+                break
+            if message.tool_result is not None:
+                seen += 1
+                if not message.content.startswith(MASKED_PREFIX):
+                    chars -= len(message.content)
+        return chars
+
+    def _update(self, history: list[Message]) -> None:
+        if history is not self._history or len(history) < self._counted:
+            self._history = history
+            self._counted = self._chars = self._unmasked_result_chars = 0
+        for message in history[self._counted :]:
+            self._chars += message.approx_chars
+            if message.tool_result is not None and not message.content.startswith(MASKED_PREFIX):
+                self._unmasked_result_chars += len(message.content)
+        self._counted = len(history)
 
 
 class Compactor:
@@ -100,14 +147,18 @@ class Compactor:
     def should_compact(self, projected_tokens: int, context_window: int) -> bool:
         return projected_tokens > self.settings.trigger_fraction * context_window
 
-    def stale_observations_due(self, messages: Sequence[Message]) -> bool:
-        """Whether the old, unmasked tool results have outgrown their budget."""
+    def stale_observations_due(
+        self, messages: list[Message], meter: HistoryMeter | None = None
+    ) -> bool:
+        """Whether the old, unmasked tool results have outgrown their budget (`meter`, if given,
+        is the caller's running measure of this same history)."""
         budget = self.settings.stale_observation_tokens
         if budget is None:
             return False
-        stale = _stale_observations(messages, self.settings.keep_recent_observations)
-        chars = sum(len(messages[i].content) for i in stale)
-        return chars // CHARS_PER_TOKEN > budget
+        stale = (meter or HistoryMeter()).stale_result_chars(
+            messages, self.settings.keep_recent_observations
+        )
+        return stale // CHARS_PER_TOKEN > budget
 
     async def mask_stale(self, messages: Sequence[Message]) -> CompactionResult:
         """Only the masking stage, whatever the size (the stale-observation trigger)."""

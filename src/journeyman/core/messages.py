@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 
@@ -75,6 +77,18 @@ class Message:
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
+
+    @cached_property
+    def approx_chars(self) -> int:
+        """Characters this message adds to a prompt: text, tool calls and a little framing.
+
+        Computed once per message (messages are immutable), so sizing a long history each
+        turn costs a sum, not a serialisation of every tool call's arguments.
+        """
+        chars = len(self.content) + 16
+        for call in self.tool_calls:
+            chars += len(call.name) + len(json.dumps(call.arguments, default=str)) + 16
+        return chars
 
     @classmethod
     def user(cls, text: str) -> Message:

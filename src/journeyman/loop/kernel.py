@@ -91,6 +91,7 @@ class Kernel:
         self.system_prompt = prompts.system_prompt(workspace, config.system_prompt, rules)
         self.tool_specs = registry.specs()
         self.compactor = Compactor(config.compaction) if config.compaction else None
+        self.history_meter = compaction.HistoryMeter()
         self.token_ratio = 1.0
         """Reported prompt tokens / estimated ones at the last call (calibrates the estimate)."""
         self._on_event = on_event
@@ -460,7 +461,7 @@ class Kernel:
             request = build()
             response = await self.provider.complete(request, on_text)
         latency = time.monotonic() - started
-        self._calibrate(request, response.usage)
+        self._calibrate(state, extra, request, response.usage)
         call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
         self._account_call(state, response.usage, call_cost, latency, tools_enabled)
         self.emit(
@@ -476,9 +477,14 @@ class Kernel:
         )
         return response
 
-    def _calibrate(self, request: ModelRequest, usage: Usage) -> None:
+    def _calibrate(
+        self, state: LoopState, extra: Sequence[Message], request: ModelRequest, usage: Usage
+    ) -> None:
+        """`request` was the history plus `extra`; compare its estimated size with the report."""
         reported = usage.total_input_tokens
-        estimated = compaction.estimate_tokens(request.messages, self._fixed_tokens(request))
+        estimated = self.history_meter.tokens(
+            state.messages, compaction.estimate_tokens(extra, self._fixed_tokens(request))
+        )
         if reported > 0 and estimated > 0:
             self.token_ratio = min(4.0, max(0.25, reported / estimated))
 
@@ -496,9 +502,11 @@ class Kernel:
             return False
         window = self.provider.capabilities.context_window
         fixed = self._fixed_tokens()
-        projected = int(compaction.estimate_tokens(state.messages, fixed) * self.token_ratio)
+        projected = int(self.history_meter.tokens(state.messages, fixed) * self.token_ratio)
         over_size = overflow or self.compactor.should_compact(projected, window)
-        if not over_size and not self.compactor.stale_observations_due(state.messages):
+        if not over_size and not self.compactor.stale_observations_due(
+            state.messages, self.history_meter
+        ):
             return False
         pre = await self._hook(
             HookEvent.PRE_COMPACT, state, extra={"tokens": projected, "overflow": overflow}
@@ -523,6 +531,7 @@ class Kernel:
         if not result.changed:
             return False
         state.messages[:] = result.messages
+        self.history_meter.reset()
         if self._recorder is not None:
             self._recorder.history_replaced()
         before = int(result.tokens_before * self.token_ratio)
