@@ -35,13 +35,15 @@ def classify(error: AgentError) -> Severity:
     """The severity of `error`, from its category and its retryable flag.
 
     A model error that may go away on another try (empty, truncated, malformed output) is
-    recoverable; one that will not is fatal. A retryable provider fault has already been
-    retried by the resilient provider, so it is transient; a non-retryable one is fatal.
+    recoverable; one that will not is fatal. A provider fault that is retryable, or that
+    outlasted the resilient provider's retries (`details["exhausted"]`), is transient; one the
+    service refuses for good (authentication, a bad request) is fatal.
     """
     if error.category is ErrorCategory.LLM:
         return Severity.RECOVERABLE if error.retryable else Severity.FATAL
     if error.category is ErrorCategory.PROVIDER:
-        return Severity.TRANSIENT if error.retryable else Severity.FATAL
+        gave_up = bool(error.details.get("exhausted"))
+        return Severity.TRANSIENT if error.retryable or gave_up else Severity.FATAL
     return _BY_CATEGORY[error.category]
 
 

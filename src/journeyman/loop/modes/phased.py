@@ -282,7 +282,8 @@ class PhasedMode:
         )
         stats = await asyncio.to_thread(index.refresh)
         self._remember_actions(kernel, calls, results, stats.added, stats.changed)
-        if stats.added or stats.changed or stats.removed:
+        changed = bool(stats.added or stats.changed or stats.removed)
+        if changed:
             self.changes += 1
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
         loops = [
@@ -296,7 +297,7 @@ class PhasedMode:
                 return stop
         if self.phase is Phase.DISCOVER:
             return outcome
-        self._enter(Phase.VERIFY if self.verified_changes != self.changes else Phase.PLAN)
+        self._enter(Phase.VERIFY if changed else Phase.PLAN)
         return outcome
 
     async def _verify(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
