@@ -54,4 +54,3 @@ async def test_resume_after_the_plan_does_not_plan_again(tmp_path: Path) -> None
     assert all(r.tools for r in provider.requests)
     plans = [m for m in provider.requests[0].messages if m.content == PLAN_REQUEST]
     assert len(plans) == 1
-

@@ -28,7 +28,10 @@ class PhasedSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pack_chars: int = Field(default=6_000, ge=500)
-    """Largest context pack given to the model at a discovery, in characters."""
+    """Largest context pack of the first discovery and of one forced by a loop, in characters."""
+    update_pack_chars: int = Field(default=2_000, ge=200)
+    """Largest pack of a discovery after a passing check, in characters: the history already
+    holds the earlier pack and everything done since, so this one only brings it up to date."""
     pack: PackSettings = Field(default_factory=PackSettings)
     """Which files the pack shows snippets of, and how much of an error's output."""
     memory: MemorySettings = Field(default_factory=MemorySettings)

@@ -178,13 +178,14 @@ class PhasedMode:
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
         builder = self._pack_builder(state.task, kernel)
         pack = await asyncio.to_thread(builder.for_step, self.agent_state)
+        size = self.settings.pack_chars
         if self.rediscovery:
             header = FRESH_HEADER
         elif self.verified_changes is not None:
-            header = AGAIN_HEADER
+            header, size = AGAIN_HEADER, self.settings.update_pack_chars
         else:
             header = FIRST_HEADER
-        text = pack.to_string(self.settings.pack_chars)
+        text = pack.to_string(size)
         state.messages.append(
             Message.user(DISCOVERY.format(header=header, pack=text, command=command))
         )
