@@ -1,4 +1,4 @@
-"""Input tokens over a long run: journeyman's react mode with compaction next to mini-swe-agent.
+"""Input tokens over a long run: journeyman's react and phased modes next to mini-swe-agent.
 
 What runs
     One fixed, seeded trajectory of N steps (default 100) on a real repository: a copy of the
@@ -23,7 +23,12 @@ What runs
       ``nl -ba | sed -n``, ``grep -rn``, ``ls``, ``sed -i``, ``python -m unittest``) and the
       observation rendered like its template (JSON with returncode and output; head and tail
       of 5,000 characters each past 10,000). ``auto`` (default) tries real, else reconstructs.
-    * journeyman phased mode: not built yet, so no figures.
+    * journeyman phased mode: the same agent, scripted steps and compaction settings with
+      ``mode=phased``. Each scripted step is one PLAN; the mode adds its own requests' content
+      (a context pack at each discovery, the check's failures) and runs its verification after
+      every edit, with no model call. Its verification command runs the four tests of
+      ``tests/test_render.py`` that pass (``PHASED_VERIFY``): the fifth fails on purpose, as
+      the subject of the task, and a failing check would refuse the final ``finish``.
 
 How tokens are counted
     A request is serialised the same way for both agents, in the order a prompt cache sees it:
@@ -71,6 +76,8 @@ TARGET_RATIO = 0.40
 TARGET_PREFIX = 0.90
 FINISH_COMMAND = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 TEST_COMMAND = "python -m unittest -v tests.test_render"
+PHASED_VERIFY = "python -m unittest -q tests.test_render -k wraps -k header -k markup -k wide"
+"""The phased mode's check: the tests of TEST_FILE that pass (see the module docstring)."""
 TASK = (
     "The table renderer in rich drops the last column when the console is narrow. Find where "
     "column widths are computed, explain the cause, and check it with the tests in "
@@ -503,12 +510,16 @@ def run_journeyman(
     counter: Counter,
     compaction: dict[str, Any],
     context_window: int,
+    *,
+    mode: str = "react",
+    verify_command: str | None = None,
 ) -> JourneymanRun:
     from journeyman import Agent, AgentConfig, FinishReason
     from journeyman.context.compaction import CompactionSettings
     from journeyman.context.rules import RulesLoader
     from journeyman.core import events as ev
     from journeyman.core.messages import ToolCall, Usage
+    from journeyman.loop.config import ModeName
     from journeyman.providers.base import Capabilities, ModelRequest, ModelResponse
     from journeyman.providers.scripted import ScriptedProvider
 
@@ -537,8 +548,10 @@ def run_journeyman(
         provider,
         workspace=repo,
         config=AgentConfig(
-            session_dir=workdir / "sessions",
-            max_iterations=limit,
+            session_dir=workdir / f"sessions-{mode}",
+            mode=ModeName(mode),
+            verify_command=verify_command,
+            max_iterations=limit if mode == "react" else 4 * limit,
             max_unproductive_iterations=limit,
             max_consecutive_mistakes=limit,
             permissions=None,
@@ -550,7 +563,7 @@ def run_journeyman(
     result = agent.run_sync(TASK)
     if result.finish_reason is not FinishReason.COMPLETED or position != len(actions):
         raise RuntimeError(
-            f"journeyman did not follow the script: {result.finish_reason} after "
+            f"journeyman ({mode}) did not follow the script: {result.finish_reason} after "
             f"{position}/{len(actions)} steps: {result.error}"
         )
     errors = [
@@ -891,6 +904,8 @@ class Report:
     ours: AgentStats
     mini: AgentStats
     action_mix: dict[str, int]
+    phased: AgentStats | None = None
+    phased_verify: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -933,6 +948,23 @@ def run_benchmark(
         ours.summary_calls = jm.summary_calls
         ours.notes.extend(jm.tool_errors)
 
+        log(f"journeyman phased: {len(actions)} scripted turns ...")
+        phased_repo = prepare_repo(root / "repo-phased", source)
+        ph = run_journeyman(
+            actions,
+            phased_repo,
+            root,
+            counter,
+            compaction,
+            context_window,
+            mode="phased",
+            verify_command=PHASED_VERIFY,
+        )
+        phased = measure("journeyman phased", ph.requests, counter)
+        phased.compactions = ph.compactions
+        phased.summary_calls = ph.summary_calls
+        phased.notes.extend(ph.tool_errors)
+
         mini_repo = prepare_repo(root / "repo-mini", source)
         mini_run: MiniRun | None = None
         if mini_mode in ("real", "auto"):
@@ -967,6 +999,8 @@ def run_benchmark(
         ours=ours,
         mini=mini,
         action_mix=mix,
+        phased=phased,
+        phased_verify=PHASED_VERIFY,
     )
 
 
@@ -1003,7 +1037,8 @@ def print_report(report: Report) -> None:
     )
     print(header)
     print("-" * len(header))
-    for stats in (report.mini, report.ours):
+    rows = [report.mini, report.ours] + ([report.phased] if report.phased else [])
+    for stats in rows:
         requests = f"{stats.requests}"
         if stats.summary_calls:
             requests += f"+{stats.summary_calls}s"
@@ -1013,7 +1048,8 @@ def print_report(report: Report) -> None:
             f"{_pct(stats.min_prefix):>10} | {stats.below_target:>6} | "
             f"{_pct(stats.cacheable_share):>9} | {stats.compactions:>11}"
         )
-    print(f"{'journeyman phased':<20} | not built yet (no figures)")
+    if report.phased is not None:
+        print(f"journeyman phased verifies with: {report.phased_verify}")
     print()
     ratio = report.ratio
     if ratio is not None:

@@ -56,6 +56,13 @@ def test_ten_steps_count_every_request_and_ours_stay_below_the_linear_history(
     assert report.ratio is not None and 0 < report.ratio < 1
     assert ours.min_prefix is not None and ours.min_prefix < 1.0  # a masking batch shows
 
+    # the phased mode followed the same script: one request per step (each a PLAN), and its
+    # verifications ran without a model call
+    phased = report.phased
+    assert phased is not None
+    assert phased.requests == steps + 1 + phased.summary_calls
+    assert all(size > 0 for size in phased.sizes)
+
 
 def test_the_trajectory_is_fixed_by_its_seed(tmp_path: Path) -> None:
     bench = load_bench()

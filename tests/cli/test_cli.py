@@ -207,6 +207,45 @@ def test_version_and_help() -> None:
     assert helped.returncode == 0
     for flag in ("--workspace", "--provider", "--base-url", "--max-budget-usd", "--output-format"):
         assert flag in helped.stdout
+    assert "--verify" in helped.stdout and "phased" in helped.stdout
+
+
+def test_phased_mode_verifies_with_the_given_command(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    fix_the_demo_script(fake_openai)
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    check = "python3 -m unittest -q"
+    done = journeyman(
+        "run",
+        "--yes",
+        "fix the median",
+        "-w",
+        str(demo),
+        "--mode",
+        "phased",
+        "--verify",
+        check,
+        "--session-dir",
+        str(tmp_path / "sessions"),
+        "--output-format",
+        "json",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["finish_reason"] == "completed"
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        _, checkpoint = store.checkpoint(result["session_id"])
+        settings = store.load_session(result["session_id"]).settings
+    finally:
+        store.close()
+    assert checkpoint["mode"]["agent_state"]["phase"] == "done"
+    assert settings["config"]["verify_command"] == check  # resume runs the same check
+    # the first request carried the context pack of the discovery
+    first = fake_openai.requests[0].json["messages"]
+    assert any("Verification" in str(m.get("content")) for m in first)
 
 
 def test_ctrl_c_cancels_and_kills_the_running_command(

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from journeyman import Agent, AgentConfig, FinishReason
-from journeyman.core.errors import ConfigurationError, ProviderError
+from journeyman.core.errors import ProviderError
 from journeyman.core.messages import Role, ToolCall, Usage
 from journeyman.loop.config import ModeName
 from journeyman.loop.modes.plan_solve import PLAN_REQUEST
@@ -56,15 +54,3 @@ async def test_resume_after_the_plan_does_not_plan_again(tmp_path: Path) -> None
     assert all(r.tools for r in provider.requests)
     plans = [m for m in provider.requests[0].messages if m.content == PLAN_REQUEST]
     assert len(plans) == 1
-
-
-async def test_phased_mode_is_refused_until_it_exists(tmp_path: Path) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    phased = Agent(
-        ScriptedProvider([]),
-        workspace=workspace,
-        config=AgentConfig(session_dir=tmp_path / "s", mode=ModeName.PHASED),
-    )
-    with pytest.raises(ConfigurationError, match="phased"):
-        await phased.run("x")

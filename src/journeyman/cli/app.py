@@ -139,7 +139,21 @@ StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is 
 ModeOpt = Annotated[
     ModeName | None,
     typer.Option(
-        help="react (default): tool calls until done; plan-solve: write a plan first, then react.",
+        help="react (default): tool calls until done; plan-solve: write a plan first, then "
+        "react; phased: discover (context pack) -> plan -> act -> verify, done only when the "
+        "model says so and the verification command passed after its last change (each phase "
+        "step counts as a turn against --max-iterations).",
+    ),
+]
+VerifyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--verify",
+        metavar="CMD",
+        help="Shell command that checks the work in the phased mode: exit code 0 passes, "
+        "anything else sends the model back to planning. Default: the test command detected "
+        "in the workspace (pytest, npm test, make test, ...). Runs like run_command, under the "
+        "same permissions and sandbox.",
     ),
 ]
 SandboxOpt = Annotated[
@@ -314,6 +328,7 @@ def run(
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mode: ModeOpt = None,
+    verify: VerifyOpt = None,
     sandbox: SandboxOpt = None,
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
@@ -338,6 +353,7 @@ def run(
             stream=True if stream or output_format is OutputFormat.STREAM_JSON else None,
             permission_mode=permission_mode,
             mode=mode,
+            verify_command=verify,
             sandbox=sandbox,
             allow_network=True if allow_network else None,
         )

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
-from journeyman.core.errors import ConfigurationError
 from journeyman.core.events import EventHandler
 from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
@@ -18,6 +17,7 @@ from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes import Mode
+from journeyman.loop.modes.phased import PhasedMode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
@@ -213,7 +213,7 @@ def mode_for(config: AgentConfig) -> Mode:
     if config.mode is ModeName.PLAN_SOLVE:
         return PlanSolveMode()
     if config.mode is ModeName.PHASED:
-        raise ConfigurationError("the phased mode is not available yet; use react or plan-solve")
+        return PhasedMode(config.phased, verify_command=config.verify_command)
     return ReactMode()
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.context.compaction import CompactionSettings
+from journeyman.context.memory import MemorySettings
+from journeyman.context.pack import PackSettings
 from journeyman.economics.budget import BudgetMode
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
@@ -20,6 +22,22 @@ class ModeName(StrEnum):
     PHASED = "phased"
 
 
+class PhasedSettings(BaseModel):
+    """How the phased mode builds its context pack and keeps its memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pack_chars: int = Field(default=6_000, ge=500)
+    """Largest context pack of the first discovery and of one forced by a loop, in characters."""
+    update_pack_chars: int = Field(default=2_000, ge=200)
+    """Largest pack of a discovery after a passing check, in characters: the history already
+    holds the earlier pack and everything done since, so this one only brings it up to date."""
+    pack: PackSettings = Field(default_factory=PackSettings)
+    """Which files the pack shows snippets of, and how much of an error's output."""
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    """How much of the structured memory is kept verbatim and when it is compressed."""
+
+
 class AgentConfig(BaseModel):
     """Limits and settings of a run; every limit is checked before each turn, in field order."""
 
@@ -28,8 +46,14 @@ class AgentConfig(BaseModel):
     mode: ModeName = ModeName.REACT
     """react: tool calls until done; plan-solve: a plan first, then react; phased: discover,
     plan, act and verify, done only when verification passes."""
+    verify_command: str | None = None
+    """Shell command whose exit code 0 means the task is verified (phased mode); None uses the
+    test command detected in the workspace."""
+    phased: PhasedSettings = Field(default_factory=PhasedSettings)
+    """Context pack and memory settings of the phased mode."""
     max_iterations: int = Field(default=50, ge=1)
-    """Stop after this many model turns (finish reason `max_iterations`)."""
+    """Stop after this many turns (finish reason `max_iterations`); in the phased mode every
+    phase step (plan, act, verify) is a turn."""
     max_consecutive_mistakes: int = Field(default=3, ge=1)
     """Stop after this many turns in a row whose tool calls all failed or were malformed."""
     max_budget_usd: float | None = Field(default=None, gt=0)

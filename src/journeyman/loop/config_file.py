@@ -37,7 +37,7 @@ PROJECT_FILES = ("journeyman.toml", ".journeyman/config.toml")
 ENV_PREFIX = "JOURNEYMAN_"
 LOOSE_MODES = frozenset({PermissionMode.TRUSTED, PermissionMode.BYPASS})
 _LIST_KEYS = ("allow", "ask", "deny")
-_NOT_FROM_ENV = frozenset({"permissions", "hooks", "system_prompt"})
+_NOT_FROM_ENV = frozenset({"permissions", "hooks", "system_prompt", "phased"})
 
 
 @dataclass

@@ -38,7 +38,7 @@ from journeyman.economics.usage_log import UsageRow
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import BudgetGate, capacity_reason
 from journeyman.loop.config import AgentConfig
-from journeyman.loop.modes import Mode
+from journeyman.loop.modes import Mode, StatefulMode
 from journeyman.loop.observer import TurnObserver
 from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState, TurnOutcome
@@ -51,6 +51,9 @@ from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+
+MODE_STATE = "mode"
+"""Checkpoint key of a `StatefulMode`'s own state."""
 
 
 class Kernel:
@@ -214,6 +217,8 @@ class Kernel:
             self.token_ratio = float(checkpoint.get("token_ratio", 1.0))
             self.economics.restore(checkpoint["economics"])
             self.budget.restore(checkpoint["budget_gate"])
+            if isinstance(self.mode, StatefulMode) and MODE_STATE in checkpoint:
+                self.mode.restore(checkpoint[MODE_STATE])
         else:
             self.economics.start()
             self.economics.set_baseline(estimate_tokens(self.system_prompt, self.tool_specs))
@@ -379,10 +384,12 @@ class Kernel:
     def _commit(self, state: LoopState) -> None:
         if self._recorder is None:
             return
+        mode_state = self.mode.snapshot() if isinstance(self.mode, StatefulMode) else None
         self._recorder.commit(
             state.iterations,
             state.messages,
             {
+                **({MODE_STATE: mode_state} if mode_state is not None else {}),
                 "counters": {
                     "iterations": state.iterations,
                     "tool_calls_made": state.tool_calls_made,

@@ -315,9 +315,7 @@ class LspManager:
         result = await client.request(
             "textDocument/documentSymbol", {"textDocument": {"uri": doc.uri}}
         )
-        found = await asyncio.to_thread(
-            self._converter({file: doc.lines}).symbols, result, doc.uri
-        )
+        found = await asyncio.to_thread(self._converter({file: doc.lines}).symbols, result, doc.uri)
         return _capped(_matching(found, query), MAX_SYMBOLS)
 
     async def _workspace_symbols(self, query: str) -> LspReply[list[Symbol]]:

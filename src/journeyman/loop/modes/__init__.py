@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from journeyman.loop.state import LoopState, TurnOutcome
 
@@ -12,3 +13,17 @@ if TYPE_CHECKING:
 
 class Mode(Protocol):
     async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome: ...
+
+
+@runtime_checkable
+class StatefulMode(Protocol):
+    """A mode with state of its own beyond the messages; the kernel stores it in every step's
+    checkpoint and gives it back on resume."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-ready state after the step just taken."""
+        ...
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Continue from a `snapshot` (called once, before the first turn of a resume)."""
+        ...
