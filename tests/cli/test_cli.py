@@ -348,3 +348,38 @@ def test_budget_drives_the_run_to_a_clean_capacity_stop(
     assert "tools" not in final_request
     usage = journeyman("usage", "--session-dir", str(tmp_path), env={**env, "COLUMNS": "200"})
     assert usage.returncode == 0 and "gpt-4.1-mini" in usage.stdout and "5" in usage.stdout
+
+
+def test_resume_last_needs_no_other_flags(
+    fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
+) -> None:
+    """The session remembers provider, model, base URL, mode and limits; `resume --last` run in
+    the workspace, with only the API key in the environment, continues it where it stopped."""
+    sessions = tmp_path / "sessions"
+    fake_openai.enqueue(
+        reply("Looking first.", tool_calls=[("list_files", {"path": "."})]),
+        error(400),  # a refusal that is not retried: the run stops after one step
+    )
+    first = journeyman(
+        "run", "--yes", "tidy up", "-w", str(demo), "--provider", "openai",
+        "--model", "remembered-model", "--base-url", fake_openai.base_url,
+        "--mode", "plan-solve", "--max-iterations", "7", "--session-dir", str(sessions),
+        env=clean_env(OPENAI_API_KEY="sk-test"),
+    )  # fmt: skip
+    assert first.returncode == 1, first.stderr
+    sent_before = len(fake_openai.requests)
+
+    fake_openai.enqueue(reply(tool_calls=[("finish", {"summary": "tidied"})]))
+    resumed = journeyman(
+        "resume", "--last", "-o", "json", cwd=demo,
+        env=clean_env(OPENAI_API_KEY="sk-test", JOURNEYMAN_SESSION_DIR=str(sessions)),
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    result = json.loads(resumed.stdout)
+    assert result["finish_reason"] == "completed" and result["final_text"] == "tidied"
+    request = fake_openai.requests[sent_before]
+    assert request.json["model"] == "remembered-model"
+    # the history the model sees goes on from the stored steps: the plan turn is not repeated
+    contents = [str(m.get("content")) for m in request.json["messages"]]
+    assert sum("numbered plan" in c for c in contents) == 1
+    assert any("Looking first." in c for c in contents)
