@@ -187,6 +187,15 @@ McpOpt = Annotated[
         "repository should not choose them; resume and fork keep the session's choice.",
     ),
 ]
+ProjectHooksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--project-hooks",
+        help="Run the [[hooks]] of the workspace's journeyman.toml (or .journeyman/config.toml). "
+        "Ignored without this flag: they are shell commands chosen by the repository. Your user "
+        "config's hooks always run.",
+    ),
+]
 YesOpt = Annotated[
     bool | None,
     typer.Option(
@@ -333,6 +342,7 @@ def run(
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
+    project_hooks: ProjectHooksOpt = False,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -346,7 +356,7 @@ def run(
     )
     root = workspace or Path(".")
     try:
-        loaded = load_config(root)
+        loaded = load_config(root, project_hooks=project_hooks)
         config = loaded.build(
             **limits,
             session_dir=session_dir,

@@ -15,6 +15,8 @@ Keys are `AgentConfig` field names at the top level, plus a ``[permissions]`` ta
 A project file cannot loosen permissions on its own: its ``allow`` rules and a ``trusted`` or
 ``bypass`` mode are ignored with a warning, because cloning a repository must not be enough to
 let it run commands without asking. Such settings belong in the user file or on the command line.
+For the same reason a project's ``[[hooks]]`` (shell commands run on the agent's events) are
+ignored with a warning unless the caller trusts them (``journeyman run --project-hooks``).
 """
 
 from __future__ import annotations
@@ -78,8 +80,13 @@ def project_config_file(workspace: Path) -> Path | None:
     return None
 
 
-def load_config(workspace: Path, env: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Read the user file, the project file and the environment, in that order."""
+def load_config(
+    workspace: Path, env: Mapping[str, str] | None = None, *, project_hooks: bool = False
+) -> LoadedConfig:
+    """Read the user file, the project file and the environment, in that order.
+
+    The project file's hooks are kept only with `project_hooks` (the user said to trust them).
+    """
     loaded = LoadedConfig()
     user = user_config_file()
     if user.is_file():
@@ -89,6 +96,13 @@ def load_config(workspace: Path, env: Mapping[str, str] | None = None) -> Loaded
     if project is not None:
         data = _read(project)
         loaded.warnings.extend(_drop_loosening(data, project))
+        if data.get("hooks") and not project_hooks:
+            loaded.warnings.append(
+                f"{project}: ignored the project's {len(data['hooks'])} hook(s); they run shell "
+                "commands, so a repository cannot install them on its own (pass "
+                "--project-hooks to trust them, or declare hooks in your user config)"
+            )
+            del data["hooks"]
         _merge(loaded.values, data)
         loaded.files.append(project)
     _merge(loaded.values, _from_env(os.environ if env is None else env))
