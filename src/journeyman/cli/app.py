@@ -22,7 +22,7 @@ from journeyman.economics.budget import BudgetMode
 from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
-from journeyman.loop.config_file import load_config
+from journeyman.loop.config_file import load_config, user_config_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
@@ -182,9 +182,11 @@ McpOpt = Annotated[
     bool | None,
     typer.Option(
         "--mcp/--no-mcp",
-        help=f"Start the MCP servers declared in {MCP_CONFIG} and offer their tools as "
-        "<server>_<tool>. Off unless given, since that file names programs to run and a cloned "
-        "repository should not choose them; resume and fork keep the session's choice.",
+        help=f"--mcp also starts the MCP servers declared in the workspace's {MCP_CONFIG} "
+        "(off unless given: that file names programs to run, and a cloned repository should not "
+        "choose them); --no-mcp starts none. The servers of your own mcp.json (beside your "
+        "config.toml) start either way, and offer their tools as <server>_<tool>. Resume and "
+        "fork keep the session's choice.",
     ),
 ]
 ProjectHooksOpt = Annotated[
@@ -242,7 +244,7 @@ def _launch(
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
     assume_yes: bool = False,
     lsp: bool = True,
-    mcp: bool = False,
+    mcp: bool | None = None,
 ) -> NoReturn:
     """Build the provider and agent, run `action`, print the result and exit accordingly."""
     if not workspace.is_dir():
@@ -285,17 +287,18 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     renderer.sandbox = agent.sandbox.description
     lsp_manager = attach_lsp(agent, enabled=lsp)
-    if mcp:
-        from journeyman.cli.mcp_cmd import serving_mcp
+    if mcp is None and (workspace / MCP_CONFIG).is_file():
+        typer.echo(
+            f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
+            "pass --mcp to start them",
+            err=True,
+        )
+    work: Coroutine[Any, Any, RunResult]
+    if mcp or (mcp is None and (user_config_file().parent / "mcp.json").is_file()):
+        from journeyman.cli.mcp_cmd import serving_mcp  # the MCP SDK loads only when used
 
-        work: Coroutine[Any, Any, RunResult] = serving_mcp(agent, lambda: action(agent))
+        work = serving_mcp(agent, lambda: action(agent), include_workspace=bool(mcp))
     else:
-        if (workspace / MCP_CONFIG).is_file():
-            typer.echo(
-                f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
-                "pass --mcp to start them",
-                err=True,
-            )
         work = action(agent)
     try:
         result = asyncio.run(closing(lsp_manager, work))
@@ -385,7 +388,7 @@ def run(
         auto_extend=auto_extend,
         action=lambda agent: agent.run(task),
         lsp=lsp,
-        mcp=bool(mcp),
+        mcp=mcp,
     )
 
 
@@ -474,7 +477,7 @@ def resume(
         auto_extend=auto_extend,
         action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
         assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
-        mcp=record.settings.get("mcp", False) if mcp is None else mcp,
+        mcp=record.settings.get("mcp") if mcp is None else mcp,
     )
 
 
@@ -547,7 +550,7 @@ def fork(
             forked_at_step=at_step,
         ),
         assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
-        mcp=record.settings.get("mcp", False) if mcp is None else mcp,
+        mcp=record.settings.get("mcp") if mcp is None else mcp,
     )
 
 

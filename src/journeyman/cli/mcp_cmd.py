@@ -20,6 +20,7 @@ from journeyman.integrations.mcp import (
     ServerState,
 )
 from journeyman.loop.agent import Agent
+from journeyman.loop.config_file import user_config_file
 from journeyman.tools.registry import ToolRegistry
 
 T = TypeVar("T")
@@ -43,14 +44,16 @@ def mcp_list(workspace: Path, *, console: Console | None = None) -> int:
     """
     out = console or Console(highlight=False, soft_wrap=True)
     try:
-        manager = McpManager.from_workspace(workspace)
+        manager = McpManager.from_workspace(workspace, user_file=user_mcp_file())
     except ConfigurationError as exc:
         out.print(f"[red]{escape(exc.message)}[/]")
         return EXIT_CONFIG
     statuses = asyncio.run(_start_and_stop(manager))
     if not statuses:
         out.print(
-            f"No MCP servers configured. Declare them in {escape(str(workspace / CONFIG_FILE))} "
+            f"No MCP servers configured. Declare them in {escape(str(user_mcp_file()))} (yours, "
+            f"started by every run) or {escape(str(workspace / CONFIG_FILE))} (the workspace's, "
+            "started with run --mcp) "
             '(`{"mcpServers": {"name": {"command": ..., "args": [...]}}}` or `{"url": ...}`).'
         )
         return EXIT_OK
@@ -68,13 +71,23 @@ async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
         await manager.aclose()
 
 
-async def serving_mcp(agent: Agent, work: Callable[[], Awaitable[T]]) -> T:
-    """Start the workspace's MCP servers, lend `agent` their tools, await `work`, stop them.
+def user_mcp_file() -> Path:
+    """The user's `mcp.json`, beside the user's `config.toml`."""
+    return user_config_file().parent / "mcp.json"
+
+
+async def serving_mcp(
+    agent: Agent, work: Callable[[], Awaitable[T]], *, include_workspace: bool
+) -> T:
+    """Start the user's MCP servers (and the workspace's, with `include_workspace`), lend
+    `agent` their tools, await `work`, then stop them.
 
     A server that does not start is reported on stderr and left out; the run goes on.
     """
     try:
-        manager = McpManager.from_workspace(agent.workspace)
+        manager = McpManager.from_workspace(
+            agent.workspace, user_file=user_mcp_file(), include_workspace=include_workspace
+        )
     except ConfigurationError as exc:
         sys.stderr.write(f"journeyman: warning: MCP servers off: {exc.message}\n")
         return await work()

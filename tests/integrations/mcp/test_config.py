@@ -112,3 +112,23 @@ def test_from_workspace_merges_code_servers_and_reports_problems(tmp_path: Path)
     assert rows["b"].state is ServerState.PENDING
     assert rows["bad"].state is ServerState.INVALID and rows["bad"].error
     assert not rows["bad"].healthy
+
+
+def test_user_file_comes_first_and_the_workspace_wins_a_clash(tmp_path: Path) -> None:
+    user = tmp_path / "user" / "mcp.json"
+    user.parent.mkdir()
+    user.write_text(
+        json.dumps(
+            {"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}, "shared": {"command": "a"}}}
+        )
+    )
+    workspace = tmp_path / "ws"
+    write_config(workspace, {"mcpServers": {"shared": {"command": "b"}, "bad": {"args": []}}})
+
+    both = load_mcp_config(workspace, user_file=user)
+    assert set(both.servers) == {"docs", "shared"} and set(both.problems) == {"bad"}
+    assert both.servers["shared"].command == "b"
+
+    mine = load_mcp_config(workspace, user_file=user, include_workspace=False)
+    assert set(mine.servers) == {"docs", "shared"} and mine.problems == {}
+    assert mine.servers["shared"].command == "a" and mine.path == user

@@ -84,3 +84,29 @@ def test_a_server_that_cannot_start_is_reported_and_the_run_goes_on(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "MCP server 'gone'" in done.stderr and "left out" in done.stderr
+
+
+def test_the_users_own_servers_start_without_the_flag_and_not_with_no_mcp(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    user_dir = tmp_path / "user-config"
+    user_dir.mkdir()
+    servers = {"mine": {"command": sys.executable, "args": [str(SERVER_APP)]}}
+    (user_dir / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    env = clean_env(
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        JOURNEYMAN_CONFIG_DIR=str(user_dir),
+    )
+    fake_openai.enqueue(reply("hello"), reply("hello again"))
+    for flags in ((), ("--no-mcp",)):
+        done = journeyman(
+            "run", "--yes", *flags, "say hello", "-w", str(workspace),
+            "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with_servers, without = fake_openai.requests
+    assert "mine_add" in {tool["function"]["name"] for tool in with_servers.json["tools"]}
+    assert not any(t["function"]["name"].startswith("mine_") for t in without.json["tools"])

@@ -102,25 +102,40 @@ class McpConfig:
     problems: dict[str, str] = field(default_factory=dict)
     """Server name -> why its entry was rejected."""
     path: Path | None = None
-    """The file the servers came from, if any."""
+    """The last file the servers came from, if any."""
 
 
-def load_mcp_config(workspace: Path, *, environ: Mapping[str, str] | None = None) -> McpConfig:
-    """Read `<workspace>/.journeyman/mcp.json`; a missing file means no servers.
+def load_mcp_config(
+    workspace: Path,
+    *,
+    user_file: Path | None = None,
+    include_workspace: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> McpConfig:
+    """Servers of the user's `mcp.json` (if `user_file` is given), then of
+    `<workspace>/.journeyman/mcp.json` (unless `include_workspace` is False), the workspace's
+    winning on a name clash; missing files mean no servers.
 
-    Raises `ConfigurationError` when the file is not JSON or not the `mcpServers` shape; a single
+    Raises `ConfigurationError` when a file is not JSON or not the `mcpServers` shape; a single
     bad entry is recorded in `problems` instead.
     """
-    path = Path(workspace) / CONFIG_FILE
-    if not path.is_file():
-        return McpConfig(path=None)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigurationError(f"{path}: cannot read MCP server config: {exc}") from exc
-    config = parse_mcp_config(data, source=str(path), environ=environ)
-    config.path = path
-    return config
+    merged = McpConfig()
+    paths = [user_file, Path(workspace) / CONFIG_FILE if include_workspace else None]
+    for path in paths:
+        if path is None or not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigurationError(f"{path}: cannot read MCP server config: {exc}") from exc
+        config = parse_mcp_config(data, source=str(path), environ=environ)
+        for name in config.servers.keys() | config.problems.keys():
+            merged.servers.pop(name, None)
+            merged.problems.pop(name, None)
+        merged.servers.update(config.servers)
+        merged.problems.update(config.problems)
+        merged.path = path
+    return merged
 
 
 def parse_mcp_config(

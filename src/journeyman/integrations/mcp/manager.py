@@ -69,13 +69,21 @@ class McpManager:
 
     @classmethod
     def from_workspace(
-        cls, workspace: str | Path, servers: Mapping[str, McpServerConfig] | None = None
+        cls,
+        workspace: str | Path,
+        servers: Mapping[str, McpServerConfig] | None = None,
+        *,
+        user_file: Path | None = None,
+        include_workspace: bool = True,
     ) -> McpManager:
-        """Servers from `.journeyman/mcp.json`, plus `servers` (which win on a name clash).
+        """Servers from the user's `mcp.json` and `.journeyman/mcp.json` (see
+        `load_mcp_config`), plus `servers` (which win on a name clash).
 
-        Raises `ConfigurationError` if the file exists but is not valid JSON of the right shape.
+        Raises `ConfigurationError` if a file exists but is not valid JSON of the right shape.
         """
-        config = load_mcp_config(Path(workspace))
+        config = load_mcp_config(
+            Path(workspace), user_file=user_file, include_workspace=include_workspace
+        )
         merged = {**config.servers, **(servers or {})}
         problems = {k: v for k, v in config.problems.items() if k not in merged}
         return cls(workspace, merged, problems=problems)
