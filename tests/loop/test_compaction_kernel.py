@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, AgentConfig, FinishReason, RunResult
 from journeyman.context.compaction import MASKED_PREFIX, SUMMARY_PREFIX, CompactionSettings
 from journeyman.context.rules import RulesLoader
 from journeyman.core import events as ev
@@ -223,3 +223,71 @@ async def test_stale_observations_are_masked_while_the_window_is_far_away(tmp_pa
     requests = [r.messages for r in provider.requests]
     extended = sum(1 for a, b in itertools.pairwise(requests) if b[: len(a)] == a)
     assert extended == len(requests) - 1 - len(compactions)
+
+
+LONG_RUN_CALLS = 60
+
+
+class LongReader:
+    """One read of a new file per turn (no call repeats an earlier one), then finish after
+    `LONG_RUN_CALLS - 1` reads; compaction's summary calls are answered without using a turn.
+    Each call reports the prompt size the request really had as its input tokens."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        if request.tools == ():
+            return ModelResponse(text="summary of the reads so far", usage=Usage(500, 40))
+        step, self.turns = self.turns, self.turns + 1
+        if step == LONG_RUN_CALLS - 1:
+            return FINISH
+        chars = sum(len(m.content) for m in request.messages) + len(request.system)
+        call = ToolCall(f"r{step}", "read_file", {"path": f"long{step}.txt"})
+        return ModelResponse(text="", tool_calls=(call,), usage=Usage(chars // 4, 20))
+
+
+async def long_compacting_run(
+    tmp_path: Path, *, update_baseline: bool
+) -> tuple[RunResult, list[ev.Event]]:
+    """59 reads then finish (60 model turns) in a 6,000-token window with a 60,000-token budget:
+    the window forces a compaction every few turns, each call's input is its whole prompt."""
+    events: list[ev.Event] = []
+    reader = LongReader()
+    script = [reader] * (3 * LONG_RUN_CALLS)
+    agent, _, workspace = make(
+        tmp_path,
+        script,
+        events,
+        max_iterations=LONG_RUN_CALLS * 2,
+        max_total_tokens=60_000,
+        compaction=CompactionSettings(keep_recent_observations=2),
+    )
+    for i in range(LONG_RUN_CALLS):
+        (workspace / f"long{i}.txt").write_text(f"row {i} of text\n" * 330)
+    if not update_baseline:  # the seed's bug: compaction shrinks the prompt, the count stays
+        agent.economics.update_baseline = lambda tokens_after: None  # type: ignore[method-assign]
+    result = await agent.run("read every file")
+    return result, events
+
+
+async def test_a_60_call_run_with_compaction_finishes_within_its_token_budget(
+    tmp_path: Path,
+) -> None:
+    result, events = await long_compacting_run(tmp_path, update_baseline=True)
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    assert result.iterations == LONG_RUN_CALLS
+    assert len([e for e in events if isinstance(e, ev.ContextCompacted)]) >= 5
+    assert result.usage.total_tokens > 2 * 60_000  # far more was sent than the budget's size
+    budget = [e for e in events if isinstance(e, ev.BudgetUpdated)]
+    assert max(e.incremental_tokens for e in budget) < 0.7 * 60_000  # never even warned
+
+
+async def test_the_same_run_without_the_baseline_update_is_forced_to_stop_early(
+    tmp_path: Path,
+) -> None:
+    result, events = await long_compacting_run(tmp_path, update_baseline=False)
+    assert result.finish_reason is FinishReason.MAX_TOKENS
+    assert result.iterations < LONG_RUN_CALLS // 2
+    budget = [e for e in events if isinstance(e, ev.BudgetUpdated)]
+    assert any(e.text_only for e in budget)  # tools were withheld before the stop
