@@ -91,6 +91,7 @@ def test_kill_9_and_resume_loses_nothing(tmp_path: Path) -> None:
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_"))
+            or k == "JOURNEYMAN_CACHE_DIR"
         }
         env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
         common = ["-w", str(ws), "--model", "gpt-4.1-mini", "--max-iterations", "100"]

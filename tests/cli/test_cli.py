@@ -24,7 +24,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "OPENAI_", "JOURNEYMAN_"))
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
     }
     env.update(extra)
     return env

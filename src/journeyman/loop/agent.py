@@ -72,7 +72,11 @@ class Agent:
             self.config.sandbox, self.workspace, allow_network=self.config.allow_network
         )
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
-        self.registry = ToolRegistry(default_tools(self.sandbox) if tools is None else tools)
+        self.registry = ToolRegistry(
+            default_tools(self.sandbox, journal_commands=self.config.journal_commands)
+            if tools is None
+            else tools
+        )
         self.on_event = on_event
         self.approver = approver
         self.economics = economics_for(self.config)

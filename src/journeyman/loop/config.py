@@ -100,3 +100,7 @@ class AgentConfig(BaseModel):
     or docker; one asked for by name that cannot start is a configuration error."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
+    journal_commands: bool = True
+    """Snapshot the workspace around each run_command so that undo and diff also cover the
+    files commands change (a shadow git repository outside the workspace; tens of ms a command
+    on a large tree)."""

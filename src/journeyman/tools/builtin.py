@@ -16,10 +16,11 @@ from journeyman.tools.search import GrepTool
 from journeyman.tools.shell import RunCommandTool
 
 
-def default_tools(sandbox: Sandbox | None = None) -> list[Tool]:
+def default_tools(sandbox: Sandbox | None = None, *, journal_commands: bool = True) -> list[Tool]:
     """Fresh instances of the built-in tools: looking around first, then changing, then done.
 
-    Commands run in `sandbox`; None runs them locally.
+    Commands run in `sandbox`; None runs them locally. With `journal_commands` the files a
+    command changes are journaled for undo (see `tools.snapshot`).
     """
     return [
         ReadFileTool(),
@@ -28,6 +29,6 @@ def default_tools(sandbox: Sandbox | None = None) -> list[Tool]:
         GrepTool(),
         EditFileTool(),
         WriteFileTool(),
-        RunCommandTool(sandbox=sandbox),
+        RunCommandTool(sandbox=sandbox, journal_changes=journal_commands),
         FinishTool(),
     ]

@@ -38,6 +38,7 @@ from journeyman.tools.base import BaseTool, ToolArgs, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
+from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call does not say."""
@@ -172,7 +173,12 @@ class RunCommandTool(BaseTool):
         kill_grace: float = KILL_GRACE,
         drain_grace: float = DRAIN_GRACE,
         sandbox: Sandbox | None = None,
+        journal_changes: bool = True,
     ) -> None:
+        self.journal_changes = journal_changes
+        """Journal the files each command changes (for undo and diff) when the run keeps a
+        journal; see `tools.snapshot`."""
+        self._snapshots: dict[tuple[Path, str], WorkspaceSnapshots] = {}
         self.sandbox = sandbox
         """Where commands run; None runs them locally (`LocalSandbox`, default limits)."""
         self.default_timeout = default_timeout
@@ -197,9 +203,15 @@ class RunCommandTool(BaseTool):
             notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
+        snapshots = self._snapshots_for(ctx)
+        before = await self._snapshot(snapshots, notes)
         started = time.monotonic()
-        run = await self._run(args.command, cwd, ctx, timeout, output)
-        duration = round(time.monotonic() - started, 3)
+        try:
+            run = await self._run(args.command, cwd, ctx, timeout, output)
+        finally:
+            duration = round(time.monotonic() - started, 3)
+            if snapshots is not None and before is not None:
+                await self._journal_changes(snapshots, before, ctx, notes)
 
         if run.stopped_leftovers:
             notes.append(
@@ -229,6 +241,44 @@ class RunCommandTool(BaseTool):
         return ok(
             self.name, f"{text}\n[{_describe_exit(run.exit_code, duration)}]{notes_text}", **meta
         )
+
+    def _snapshots_for(self, ctx: ToolContext) -> WorkspaceSnapshots | None:
+        if not self.journal_changes or ctx.journal is None:
+            return None
+        key = (ctx.workspace, ctx.session_id)
+        if key not in self._snapshots:
+            self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.session_id)
+        return self._snapshots[key]
+
+    async def _snapshot(self, snapshots: WorkspaceSnapshots | None, notes: list[str]) -> str | None:
+        if snapshots is None:
+            return None
+        try:
+            return await asyncio.to_thread(snapshots.take)
+        except SnapshotUnavailable as error:
+            notes.append(
+                f"files this command changes are not journaled (undo cannot revert them): {error}"
+            )
+            return None
+
+    async def _journal_changes(
+        self, snapshots: WorkspaceSnapshots, before: str, ctx: ToolContext, notes: list[str]
+    ) -> None:
+        """Journal what the command changed (also when it timed out or was cancelled)."""
+        try:
+            after = await asyncio.to_thread(snapshots.take)
+            found = await asyncio.to_thread(snapshots.compare, before, after)
+        except SnapshotUnavailable as error:
+            notes.append(f"could not tell which files this command changed: {error}")
+            return
+        for change in found.changes:
+            ctx.record_change(change.path, change.before, change.after, self.name)
+        if found.skipped:
+            shown = ", ".join(found.skipped[:5]) + (" ..." if len(found.skipped) > 5 else "")
+            notes.append(
+                f"changed but not journaled (binary, large or a link; undo cannot revert them): "
+                f"{shown}"
+            )
 
     async def _run(
         self, command: str, cwd: Path, ctx: ToolContext, timeout: float, output: OutputBuffer

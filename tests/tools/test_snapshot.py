@@ -1,0 +1,147 @@
+"""Files changed by shell commands reach the undo journal: snapshots in a shadow repository."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from journeyman import Agent, AgentConfig, FinishReason
+from journeyman.core.messages import ToolCall
+from journeyman.providers.base import ModelResponse
+from journeyman.providers.scripted import ScriptedProvider
+from journeyman.session.store import SessionStore
+from journeyman.session.undo import FileChangeTracker
+from journeyman.tools.snapshot import FileVersionChange, WorkspaceSnapshots
+
+ORIGINAL = {
+    "app.py": "def f():\n    return 1\n",
+    "old.txt": "bye\n",
+    ".gitignore": "build/\n",
+}
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    for name, text in ORIGINAL.items():
+        (root / name).write_text(text)
+    return root
+
+
+def test_compare_reports_created_modified_and_deleted_text_files(ws: Path, tmp_path: Path) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    before = snaps.take()
+    (ws / "app.py").write_text("def f():\n    return 2\n")
+    (ws / "old.txt").unlink()
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "new.py").write_text("x = 1\n")
+    (ws / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0binary")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.txt").write_text("ignored by .gitignore\n")
+    found = snaps.compare(before, snaps.take())
+    assert sorted(found.changes, key=lambda c: c.path) == [
+        FileVersionChange("app.py", "def f():\n    return 1\n", "def f():\n    return 2\n"),
+        FileVersionChange("old.txt", "bye\n", None),
+        FileVersionChange("pkg/new.py", None, "x = 1\n"),
+    ]
+    assert found.skipped == ["logo.png"]  # binary: listed, not journaled
+    assert snaps.compare(snaps.take(), snaps.take()).changes == []
+
+
+def test_the_workspaces_own_repository_is_left_alone(ws: Path, tmp_path: Path) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ws, capture_output=True, text=True, check=True
+        ).stdout
+
+    git("init", "-q")
+    git("add", "app.py")
+    status_before = git("status", "--porcelain")
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    first = snaps.take()
+    (ws / "app.py").write_text("changed\n")
+    assert [c.path for c in snaps.compare(first, snaps.take()).changes] == ["app.py"]
+    assert git("status", "--porcelain") == status_before.replace("A  app.py", "AM app.py")
+    assert not any(p.name.startswith("index-") for p in (ws / ".git").iterdir())
+
+
+def test_a_new_session_starts_from_an_earlier_index(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    WorkspaceSnapshots(ws, "first", cache_dir=cache).take()
+    second = WorkspaceSnapshots(ws, "second", cache_dir=cache)
+    before = second.take()
+    (ws / "app.py").write_text("new\n")
+    assert [c.path for c in second.compare(before, second.take()).changes] == ["app.py"]
+
+
+def command(cid: str, line: str) -> ToolCall:
+    return ToolCall(cid, "run_command", {"command": line})
+
+
+def turn(call: ToolCall) -> ModelResponse:
+    return ModelResponse(text="", tool_calls=(call,))
+
+
+FINISH = turn(ToolCall("fin", "finish", {"summary": "done"}))
+
+
+def test_undo_reverts_what_commands_did_and_diff_shows_it(ws: Path, tmp_path: Path) -> None:
+    script = [
+        turn(command("c1", "sed -i 's/return 1/return 3/' app.py")),
+        turn(command("c2", "rm old.txt && echo hi > made.txt")),
+        turn(ToolCall("w", "write_file", {"path": "made.txt", "content": "by the tool\n"})),
+        turn(command("c3", "printf '\\000\\001' > blob.bin")),
+        FINISH,
+    ]
+    agent = Agent(
+        ScriptedProvider(script),
+        workspace=ws,
+        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local"),
+    )
+    result = asyncio.run(agent.run("change files with commands"))
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    assert (ws / "app.py").read_text() == "def f():\n    return 3\n"
+
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        changes = store.file_changes(result.session_id)
+        assert [(c.tool, c.kind, c.path) for c in changes] == [
+            ("run_command", "modified", "app.py"),
+            ("run_command", "created", "made.txt"),
+            ("run_command", "deleted", "old.txt"),
+            ("write_file", "modified", "made.txt"),
+        ]
+        tracker = FileChangeTracker(store, result.session_id, ws)
+        diff = tracker.diff()
+        assert "b/app.py" in diff and "-    return 1" in diff and "+    return 3" in diff
+        undone = tracker.undo_all()
+        assert not undone.conflicts
+    finally:
+        store.close()
+    (ws / "blob.bin").unlink()  # binary output is not journaled: the run's result said so
+    assert tree(ws) == {k: v.encode() for k, v in ORIGINAL.items()}
+
+
+def test_the_model_is_told_when_a_change_cannot_be_journaled(ws: Path, tmp_path: Path) -> None:
+    script = [turn(command("c1", "printf '\\000' > blob.bin")), FINISH]
+    provider = ScriptedProvider(script)
+    agent = Agent(
+        provider,
+        workspace=ws,
+        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local"),
+    )
+    asyncio.run(agent.run("make a binary"))
+    answer = provider.requests[1].messages[-1].content
+    assert "not journaled" in answer and "blob.bin" in answer
