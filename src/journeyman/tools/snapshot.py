@@ -8,7 +8,8 @@ moved. Comparing the two trees gives the files the command created, modified or 
 their exact text before and after, which go to the journal like any file tool's write.
 
 The workspace's own `.git`, if any, is never touched, and its `.gitignore` rules apply, so
-build outputs and virtual environments are left out. Binary files and files over
+build outputs, virtual environments and (usually) `.env` files are left out; the shadow
+repository is readable by its owner only, since it holds copies of the workspace's files. Binary files and files over
 `MAX_FILE_BYTES` are not journaled (`CommandChanges.skipped` says which). Without a `git`
 binary nothing is recorded, and the command's result says so.
 """
@@ -112,6 +113,7 @@ class WorkspaceSnapshots:
             if shutil.which("git") is None:
                 raise SnapshotUnavailable("git is not installed")
             self.git_dir.mkdir(parents=True, exist_ok=True)
+            self.git_dir.chmod(0o700)  # it holds copies of the workspace's files: owner only
             self._git("init", "--quiet", "--bare", str(self.git_dir), bare=True)
         if not self.index.exists():
             # start from another session's index: git then re-reads only the files whose size
