@@ -109,7 +109,9 @@ BudgetModeOpt = Annotated[
     BudgetMode | None,
     typer.Option(
         help="strict (default): nudge at 70 %, fewer tools at 90 %, text only at 95 %, stop at "
-        "100 %; advisory: nudges only; soft: track only.",
+        "100 %; advisory: nudges only, never a stop; soft: tracking only. Under advisory and "
+        "soft the token, USD, iteration and duration limits do not end the run (the mistake "
+        "and no-progress limits still do).",
     ),
 ]
 AutoExtendOpt = Annotated[
