@@ -9,9 +9,9 @@ their exact text before and after, which go to the journal like any file tool's 
 
 The workspace's own `.git`, if any, is never touched, and its `.gitignore` rules apply, so
 build outputs, virtual environments and (usually) `.env` files are left out; the shadow
-repository is readable by its owner only, since it holds copies of the workspace's files. Binary files and files over
-`MAX_FILE_BYTES` are not journaled (`CommandChanges.skipped` says which). Without a `git`
-binary nothing is recorded, and the command's result says so.
+repository is readable by its owner only, since it holds copies of the workspace's files.
+Binary files and files over `MAX_FILE_BYTES` are not journaled (`CommandChanges.skipped` says
+which). Without a `git` binary nothing is recorded, and the command's result says so.
 """
 
 from __future__ import annotations
