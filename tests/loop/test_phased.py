@@ -154,6 +154,10 @@ async def test_edit_fails_verification_then_fix_passes_and_is_done(tmp_path: Pat
     assert TEST_COMMAND in failed and "exit code 1" in failed and "AssertionError" in failed
     # after the passing check, a new discovery says so
     assert AGAIN_HEADER in user_texts(third)[-1] and "passed" in user_texts(third)[-1]
+    # ... and shows the change made so far, from the undo journal
+    rediscovery = user_texts(third)[-1]
+    assert "Current diff" in rediscovery
+    assert "-    return a - b" in rediscovery and "+    return a + b" in rediscovery
 
 
 # --- a done claim is checked, never taken on trust -----------------------------------------

@@ -54,6 +54,7 @@ from journeyman.loop.verification import (
     resolve_command,
     verification_call,
 )
+from journeyman.session.undo import FileChangeTracker
 from journeyman.tools.finish import FinishTool
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
 FINISH_TOOL = FinishTool.name
 VERIFY_SIGNATURE = "verify"
 """Name under which failing verifications are counted by the loop detector."""
+MAX_DIFF_CHARS = 8_000
+"""The pending diff kept in memory for the context pack (the pack may cut it further)."""
 MAX_FILE_READ = 200_000
 """Bytes of a changed file read to remember its content (larger files are not remembered)."""
 
@@ -286,6 +289,8 @@ class PhasedMode:
         changed = bool(stats.added or stats.changed or stats.removed)
         if changed:
             self.changes += 1
+            # on the loop's thread: the store's SQLite connection belongs to it
+            self.agent_state.artifacts.current_diff = pending_diff(kernel, state.session_id)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
         loops = [
             kernel.observer.loops.record(c.name, c.arguments, result_digest(r.content))
@@ -536,3 +541,11 @@ def _read_small(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+
+
+def pending_diff(kernel: Kernel, session_id: str) -> str:
+    """The session's changes not undone yet, as a unified diff (from the undo journal)."""
+    diff = FileChangeTracker(kernel.store, session_id, kernel.workspace).diff()
+    if len(diff) <= MAX_DIFF_CHARS:
+        return diff
+    return diff[:MAX_DIFF_CHARS] + f"\n[... {len(diff) - MAX_DIFF_CHARS:,} more characters of diff]"
