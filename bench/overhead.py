@@ -5,8 +5,9 @@ What runs
     step i (i = 0 .. N-1) runs ``echo i`` through the agent's shell tool, then the agent finishes.
 
     * journeyman: ``Agent`` + ``ScriptedProvider`` in the project venv; the shell tool is
-      ``run_command``, finishing is the ``finish`` tool call. journeyman appends every event to
-      its JSONL trajectory under ``AgentConfig.session_dir``.
+      ``run_command`` (with the ``local`` sandbox, as mini-swe-agent has none), finishing is the
+      ``finish`` tool call. journeyman commits every step to its SQLite session store under
+      ``AgentConfig.session_dir`` and snapshots the workspace around each command for undo.
     * mini-swe-agent: ``DefaultAgent`` + ``LocalEnvironment`` + ``DeterministicToolcallModel``
       (its tool-calling test model, with the script held outside its config: see
       ``_script_outside_config``) and the templates of its default ``mini.yaml`` config, in its
@@ -19,8 +20,10 @@ What runs
     5-step warm-up run in that process, so imports and first-use caches are excluded for both.
 
 How overhead is measured (identically for both)
-    The shell tool's entry point is wrapped with a clock: ``LocalEnvironment.execute`` for
-    mini-swe-agent, the ``run_command`` tool's ``execute`` for journeyman. The clock records when
+    The shell tool's command execution is wrapped with a clock: ``LocalEnvironment.execute`` for
+    mini-swe-agent, the ``run_command`` tool's ``_run`` (start the process, collect its output,
+    wait for it) for journeyman, so the tool's own work around the command (argument checks,
+    the undo snapshots, output formatting) counts as journeyman's overhead. The clock records when
     every command execution starts and ends. Then
 
         harness overhead per step = (wall time of the run - summed time inside the shell tool) / N
@@ -155,7 +158,7 @@ def _fresh_dir(path: Path) -> Path:
 
 
 def _patch_journeyman_shell(clock: ShellClock) -> None:
-    """Wrap the ``execute`` of the class behind the ``run_command`` tool with the clock."""
+    """Wrap the ``_run`` of the class behind the ``run_command`` tool with the clock."""
     from journeyman.tools import shell
 
     patched = []
@@ -163,9 +166,9 @@ def _patch_journeyman_shell(clock: ShellClock) -> None:
         if (
             isinstance(obj, type)
             and getattr(obj, "name", None) == "run_command"
-            and callable(getattr(obj, "execute", None))
+            and callable(getattr(obj, "_run", None))
         ):
-            obj.execute = clock.wrap(obj.execute)  # type: ignore[method-assign]
+            obj._run = clock.wrap(obj._run)  # type: ignore[method-assign]
             patched.append(obj.__name__)
     if not patched:
         raise RuntimeError("no run_command tool class found in journeyman.tools.shell")
@@ -211,6 +214,7 @@ def _run_journeyman(steps: int, root: Path, clock: ShellClock) -> dict[str, Any]
             max_iterations=steps + 5,
             max_unproductive_iterations=steps + 5,
             session_dir=session_dir,
+            sandbox="local",
         ),
         on_event=on_event,
     )
@@ -222,7 +226,7 @@ def _run_journeyman(steps: int, root: Path, clock: ShellClock) -> dict[str, Any]
             f"iterations={result.iterations} shell_calls={len(clock.spans)} "
             f"finish_reason={getattr(result, 'finish_reason', None)!r}"
         )
-    traj = Path(result.trajectory_path) if result.trajectory_path else None
+    store = Path(result.store_path) if result.store_path else None
     store_bytes = sum(p.stat().st_size for p in session_dir.rglob("*") if p.is_file())
     return _summarise(
         steps,
@@ -230,7 +234,7 @@ def _run_journeyman(steps: int, root: Path, clock: ShellClock) -> dict[str, Any]
         clock,
         iterations=result.iterations,
         tool_result_events=tool_results,
-        trajectory_bytes=traj.stat().st_size if traj and traj.exists() else None,
+        trajectory_bytes=store.stat().st_size if store and store.exists() else None,
         session_dir_bytes=store_bytes,
     )
 

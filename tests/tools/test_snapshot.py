@@ -42,7 +42,7 @@ def ws(tmp_path: Path) -> Path:
 
 def test_compare_reports_created_modified_and_deleted_text_files(ws: Path, tmp_path: Path) -> None:
     snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
-    before = snaps.take()
+    snaps.record()
     (ws / "app.py").write_text("def f():\n    return 2\n")
     (ws / "old.txt").unlink()
     (ws / "pkg").mkdir()
@@ -50,14 +50,16 @@ def test_compare_reports_created_modified_and_deleted_text_files(ws: Path, tmp_p
     (ws / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0binary")
     (ws / "build").mkdir()
     (ws / "build" / "out.txt").write_text("ignored by .gitignore\n")
-    found = snaps.compare(before, snaps.take())
-    assert sorted(found.changes, key=lambda c: c.path) == [
+    (ws / ".gitignore").touch()  # a new mtime, the same text: not a change
+    found = snaps.changes()
+    assert found.changes == [
         FileVersionChange("app.py", "def f():\n    return 1\n", "def f():\n    return 2\n"),
         FileVersionChange("old.txt", "bye\n", None),
         FileVersionChange("pkg/new.py", None, "x = 1\n"),
     ]
     assert found.skipped == ["logo.png"]  # binary: listed, not journaled
-    assert snaps.compare(snaps.take(), snaps.take()).changes == []
+    snaps.record()
+    assert snaps.changes().changes == [] and snaps.changes().skipped == []
 
 
 def test_the_workspaces_own_repository_is_left_alone(ws: Path, tmp_path: Path) -> None:
@@ -70,20 +72,24 @@ def test_the_workspaces_own_repository_is_left_alone(ws: Path, tmp_path: Path) -
     git("add", "app.py")
     status_before = git("status", "--porcelain")
     snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
-    first = snaps.take()
+    snaps.record()
     (ws / "app.py").write_text("changed\n")
-    assert [c.path for c in snaps.compare(first, snaps.take()).changes] == ["app.py"]
+    assert [c.path for c in snaps.changes().changes] == ["app.py"]
     assert git("status", "--porcelain") == status_before.replace("A  app.py", "AM app.py")
     assert not any(p.name.startswith("index-") for p in (ws / ".git").iterdir())
 
 
 def test_a_new_session_starts_from_an_earlier_index(ws: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    WorkspaceSnapshots(ws, "first", cache_dir=cache).take()
+    WorkspaceSnapshots(ws, "first", cache_dir=cache).record()
     second = WorkspaceSnapshots(ws, "second", cache_dir=cache)
-    before = second.take()
+    assert second.index.exists() is False
+    second.record()
     (ws / "app.py").write_text("new\n")
-    assert [c.path for c in second.compare(before, second.take()).changes] == ["app.py"]
+    (ws / "old.txt").unlink()
+    (ws / "old.txt").symlink_to("app.py")  # replaced by a link: not journaled as text
+    found = second.changes()
+    assert [c.path for c in found.changes] == ["app.py"] and found.skipped == ["old.txt"]
 
 
 def command(cid: str, line: str) -> ToolCall:

@@ -203,15 +203,14 @@ class RunCommandTool(BaseTool):
             notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
-        snapshots = self._snapshots_for(ctx)
-        before = await self._snapshot(snapshots, notes)
+        snapshots = await self._recorded_workspace(ctx, notes)
         started = time.monotonic()
         try:
             run = await self._run(args.command, cwd, ctx, timeout, output)
         finally:
             duration = round(time.monotonic() - started, 3)
-            if snapshots is not None and before is not None:
-                await self._journal_changes(snapshots, before, ctx, notes)
+            if snapshots is not None:
+                await self._journal_changes(snapshots, ctx, notes)
 
         if run.stopped_leftovers:
             notes.append(
@@ -242,32 +241,31 @@ class RunCommandTool(BaseTool):
             self.name, f"{text}\n[{_describe_exit(run.exit_code, duration)}]{notes_text}", **meta
         )
 
-    def _snapshots_for(self, ctx: ToolContext) -> WorkspaceSnapshots | None:
+    async def _recorded_workspace(
+        self, ctx: ToolContext, notes: list[str]
+    ) -> WorkspaceSnapshots | None:
+        """The workspace's snapshots, just recorded; None when the run keeps no journal (or
+        journaling is off, or impossible: then `notes` says so)."""
         if not self.journal_changes or ctx.journal is None:
             return None
         key = (ctx.workspace, ctx.session_id)
         if key not in self._snapshots:
             self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.session_id)
-        return self._snapshots[key]
-
-    async def _snapshot(self, snapshots: WorkspaceSnapshots | None, notes: list[str]) -> str | None:
-        if snapshots is None:
-            return None
         try:
-            return await asyncio.to_thread(snapshots.take)
+            await asyncio.to_thread(self._snapshots[key].record)
         except SnapshotUnavailable as error:
             notes.append(
                 f"files this command changes are not journaled (undo cannot revert them): {error}"
             )
             return None
+        return self._snapshots[key]
 
     async def _journal_changes(
-        self, snapshots: WorkspaceSnapshots, before: str, ctx: ToolContext, notes: list[str]
+        self, snapshots: WorkspaceSnapshots, ctx: ToolContext, notes: list[str]
     ) -> None:
         """Journal what the command changed (also when it timed out or was cancelled)."""
         try:
-            after = await asyncio.to_thread(snapshots.take)
-            found = await asyncio.to_thread(snapshots.compare, before, after)
+            found = await asyncio.to_thread(snapshots.changes)
         except SnapshotUnavailable as error:
             notes.append(f"could not tell which files this command changed: {error}")
             return

@@ -1,11 +1,12 @@
 """What a command changed in the workspace, for the undo journal.
 
 The file tools report their writes themselves; a shell command can change any file (`sed -i`,
-`rm`, a code generator). Before and after each command the workspace is recorded in a shadow
+`rm`, a code generator). Before each command the workspace is recorded in the index of a shadow
 git repository that lives outside it (in the user's cache dir, one per workspace, one index per
-session): the first snapshot hashes every file, later ones only those whose size or mtime
-moved. Comparing the two trees gives the files the command created, modified or deleted, with
-their exact text before and after, which go to the journal like any file tool's write.
+session): the first record hashes every file, later ones only those whose size or mtime moved.
+After the command, the files that differ from that index (modified, deleted, or new and not
+ignored) are the ones it changed; their text before comes from the index, their text after
+from disk, and both go to the journal like any file tool's write.
 
 The workspace's own `.git`, if any, is never touched, and its `.gitignore` rules apply, so
 build outputs, virtual environments and (usually) `.env` files are left out; the shadow
@@ -52,12 +53,33 @@ class CommandChanges:
     """Changed files that were not journaled (binary or too large): undo cannot restore them."""
 
 
+class _Skip:
+    """Marks a file that is there but not journaled (binary, too large, a link)."""
+
+
+SKIP = _Skip()
+
+
+def _decode(data: bytes) -> str | _Skip:
+    if b"\0" in data:
+        return SKIP
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return SKIP
+
+
 class SnapshotUnavailable(Exception):
     """No snapshot could be taken (no git binary, or git failed); the reason is the message."""
 
 
 class WorkspaceSnapshots:
-    """Snapshots of one workspace for one session, in a shadow repository outside it."""
+    """Snapshots of one workspace for one session, in a shadow repository outside it.
+
+    `record()` before a command stores the workspace in the shadow index (one git call);
+    `changes()` after it lists what differs from that index (two git calls, a third to read
+    the old text when something changed) and reads the new text from disk.
+    """
 
     def __init__(self, workspace: Path, session_id: str, cache_dir: Path | None = None) -> None:
         self.workspace = workspace
@@ -66,47 +88,81 @@ class WorkspaceSnapshots:
         self.git_dir = root / "shadow" / key
         self.index = self.git_dir / f"index-{session_id or 'default'}"
 
-    def take(self) -> str:
-        """Record the workspace as it is now; returns the id of the recorded tree."""
+    def record(self) -> None:
+        """Store the workspace as it is now in the shadow index."""
         self._ensure_repository()
         self._git("add", "--all", "--", ".")
-        return self._git("write-tree").strip()
 
-    def compare(self, before: str, after: str) -> CommandChanges:
-        """The text files that differ between two trees of `take`."""
+    def changes(self) -> CommandChanges:
+        """The text files that differ from the last `record()`: created, modified, deleted."""
         found = CommandChanges()
-        if before == after:
-            return found
-        listing = self._git("diff-tree", "-r", "-z", "--no-renames", before, after)
-        fields = listing.split("\0")
-        # each entry: ":<mode> <mode> <blob> <blob> <status>" then the path
+        fields = self._git("diff-files", "-z", "--raw", "--no-renames").split("\0")
+        old_blobs: dict[str, str] = {}
+        # each entry: ":<old mode> <new mode> <old blob> <new blob> <status>" then the path
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):
             if not meta.startswith(":"):
                 continue
-            old_mode, new_mode, old_blob, new_blob, status = meta[1:].split(" ")
-            if {old_mode, new_mode} & {SYMLINK_MODE, GITLINK_MODE}:
+            old_mode, _, old_blob, _, _ = meta[1:].split(" ")
+            if old_mode in (SYMLINK_MODE, GITLINK_MODE):
                 found.skipped.append(path)  # a link or a nested repository, not a text file
                 continue
-            old = None if status == "A" else self._text(old_blob)
-            new = None if status == "D" else self._text(new_blob)
-            if (status != "A" and old is None) or (status != "D" and new is None):
+            old_blobs[path] = old_blob
+        created = [
+            p
+            for p in self._git("ls-files", "-z", "--others", "--exclude-standard").split("\0")
+            if p
+        ]
+        old_texts = self._blob_texts(list(old_blobs.values()))
+        for path, blob in old_blobs.items():
+            before = old_texts.get(blob)
+            after = self._disk_text(path)
+            if before is None or isinstance(after, _Skip):
                 found.skipped.append(path)
-                continue
-            found.changes.append(FileVersionChange(path, old, new))
+            elif before != after:
+                found.changes.append(FileVersionChange(path, before, after))
+        for path in created:
+            after = self._disk_text(path)
+            if isinstance(after, _Skip):
+                found.skipped.append(path)
+            elif after is not None:
+                found.changes.append(FileVersionChange(path, None, after))
+        found.changes.sort(key=lambda c: c.path)
         return found
 
-    def _text(self, blob: str) -> str | None:
-        """The blob's content as text; None when it is binary or too large."""
-        size = int(self._git("cat-file", "-s", blob).strip())
-        if size > MAX_FILE_BYTES:
-            return None
-        data = self._git_bytes("cat-file", "blob", blob)
-        if b"\0" in data:
-            return None
+    def _disk_text(self, path: str) -> str | _Skip | None:
+        """The file's text now; None when it is gone, SKIP when it is not a small text file."""
+        full = self.workspace / path
+        if full.is_symlink():
+            return SKIP
         try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
+            if full.stat().st_size > MAX_FILE_BYTES:
+                return SKIP
+            data = full.read_bytes()
+        except FileNotFoundError:
             return None
+        except OSError:
+            return SKIP
+        return _decode(data)
+
+    def _blob_texts(self, blobs: list[str]) -> dict[str, str | None]:
+        """Text of each blob (None when binary or too large), read with one git call."""
+        if not blobs:
+            return {}
+        out = self._git_bytes("cat-file", "--batch", stdin="\n".join(blobs) + "\n")
+        texts: dict[str, str | None] = {}
+        position = 0
+        for blob in blobs:
+            header_end = out.index(b"\n", position)
+            header = out[position:header_end].decode().split(" ")
+            position = header_end + 1
+            if len(header) != 3:  # "<blob> missing"
+                texts[blob] = None
+                continue
+            size = int(header[2])
+            decoded = _decode(out[position : position + size]) if size <= MAX_FILE_BYTES else SKIP
+            position += size + 1
+            texts[blob] = None if isinstance(decoded, _Skip) else decoded
+        return texts
 
     def _ensure_repository(self) -> None:
         if not (self.git_dir / "HEAD").is_file():
@@ -125,7 +181,7 @@ class WorkspaceSnapshots:
     def _git(self, *args: str, bare: bool = False) -> str:
         return self._git_bytes(*args, bare=bare).decode("utf-8", errors="surrogateescape")
 
-    def _git_bytes(self, *args: str, bare: bool = False) -> bytes:
+    def _git_bytes(self, *args: str, bare: bool = False, stdin: str | None = None) -> bytes:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.git_dir),
@@ -142,6 +198,7 @@ class WorkspaceSnapshots:
                 cwd=self.workspace,
                 env=env,
                 capture_output=True,
+                input=None if stdin is None else stdin.encode(),
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
