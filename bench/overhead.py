@@ -174,7 +174,9 @@ def _patch_journeyman_shell(clock: ShellClock) -> None:
         raise RuntimeError("no run_command tool class found in journeyman.tools.shell")
 
 
-def _run_journeyman(steps: int, root: Path, clock: ShellClock) -> dict[str, Any]:
+def _run_journeyman(
+    steps: int, root: Path, clock: ShellClock, journal_commands: bool
+) -> dict[str, Any]:
     from journeyman import Agent, AgentConfig
     from journeyman.core.messages import ToolCall
     from journeyman.providers.base import ModelResponse
@@ -215,6 +217,7 @@ def _run_journeyman(steps: int, root: Path, clock: ShellClock) -> dict[str, Any]
             max_unproductive_iterations=steps + 5,
             session_dir=session_dir,
             sandbox="local",
+            journal_commands=journal_commands,
         ),
         on_event=on_event,
     )
@@ -239,17 +242,18 @@ def _run_journeyman(steps: int, root: Path, clock: ShellClock) -> dict[str, Any]
     )
 
 
-def _drive_journeyman(steps: int, workdir: Path) -> dict[str, Any]:
+def _drive_journeyman(steps: int, workdir: Path, *, journal_commands: bool) -> dict[str, Any]:
     import journeyman
 
     clock = ShellClock()
     _patch_journeyman_shell(clock)
-    _run_journeyman(WARMUP_STEPS, workdir / "warmup", clock)
-    measured = _run_journeyman(steps, workdir / "run", clock)
+    _run_journeyman(WARMUP_STEPS, workdir / "warmup", clock, journal_commands)
+    measured = _run_journeyman(steps, workdir / "run", clock, journal_commands)
     return {
         "harness": "journeyman",
         "version": getattr(journeyman, "__version__", "?"),
         "model": "ScriptedProvider",
+        "journal_commands": journal_commands,
         "raw_echo_ms": _raw_echo_ms(),
         **measured,
     }
@@ -479,7 +483,10 @@ def print_table(report: dict[str, Any]) -> None:
     )
     print("Script: step i runs `echo i` through the shell tool, then the agent finishes.")
     print("overhead/step = (wall time of the run - time inside the shell tool) / steps")
-    print("shell tool = journeyman run_command.execute, mini-swe-agent LocalEnvironment.execute")
+    print(
+        "shell tool = journeyman run_command._run (the command itself), "
+        "mini-swe-agent LocalEnvironment.execute"
+    )
     print()
     header = f"{'steps':>6} | {'journeyman ms/step':>18} | {'mini-swe-agent ms/step':>22} | "
     header += f"{'ratio jm/mini':>13}"
@@ -561,6 +568,8 @@ def orchestrate(args: argparse.Namespace) -> int:
             for harness in order:
                 stock = harness == "mini" and args.mini_stock_model
                 extra = ["--mini-stock-model"] if stock else []
+                if harness == "journeyman" and args.no_command_journal:
+                    extra.append("--no-command-journal")
                 data = run_driver(harness, pythons[harness], steps, index, extra)
                 runs[harness].append(data)
                 versions[harness] = data["version"]
@@ -626,6 +635,12 @@ def main(argv: list[str] | None = None) -> int:
         help="drive mini-swe-agent with its stock DeterministicToolcallModel, "
         "which keeps the whole script in its config (see _script_outside_config)",
     )
+    parser.add_argument(
+        "--no-command-journal",
+        action="store_true",
+        help="run journeyman with AgentConfig.journal_commands=False (no workspace snapshots "
+        "around commands, so undo covers the file tools only)",
+    )
     # Internal: run one measurement in this interpreter and write its JSON to --result.
     parser.add_argument("--driver", choices=HARNESSES, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
@@ -634,7 +649,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.driver:
         if args.driver == "journeyman":
-            data = _drive_journeyman(args.steps[0], args.workdir)
+            data = _drive_journeyman(
+                args.steps[0], args.workdir, journal_commands=not args.no_command_journal
+            )
         else:
             data = _drive_mini(args.steps[0], args.workdir, args.mini_stock_model)
         args.result.write_text(json.dumps(data))
