@@ -196,7 +196,7 @@ async def fault_trial(
         )
         try:
             result = await agent.run("work through the steps")
-        except Exception as exc:  # noqa: BLE001 - a crash is what this trial counts
+        except Exception as exc:  # a crash is what this trial counts
             outcome.crashed = True
             outcome.problems.append(f"run raised {type(exc).__name__}: {exc}")
             return outcome
