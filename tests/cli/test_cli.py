@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench.crash_trials import clean_env
 
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -18,16 +19,6 @@ from tests.fakes.script import error, reply
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 BUGGY = "        return ordered[middle]\n    return ordered[middle]\n"
 FIXED = "        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "OPENAI_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
-    }
-    env.update(extra)
-    return env
 
 
 def journeyman(
