@@ -184,20 +184,20 @@ McpOpt = Annotated[
     bool | None,
     typer.Option(
         "--mcp/--no-mcp",
-        help=f"--mcp also starts the MCP servers declared in the workspace's {MCP_CONFIG} "
-        "(off unless given: that file names programs to run, and a cloned repository should not "
-        "choose them); --no-mcp starts none. The servers of your own mcp.json (beside your "
-        "config.toml) start either way, and offer their tools as <server>_<tool>. Resume and "
-        "fork keep the session's choice.",
+        help="MCP servers lend the agent their tools as <server>_<tool>. Without this flag, the "
+        "servers of your own mcp.json (beside your config.toml) start; --mcp also starts those "
+        f"of the workspace's {MCP_CONFIG} (not by default: that file names programs to run, and "
+        "a cloned repository should not choose them); --no-mcp starts none. Resume and fork "
+        "keep the session's choice.",
     ),
 ]
 ProjectHooksOpt = Annotated[
     bool,
     typer.Option(
         "--project-hooks",
-        help="Run the [[hooks]] of the workspace's journeyman.toml (or .journeyman/config.toml). "
-        "Ignored without this flag: they are shell commands chosen by the repository. Your user "
-        "config's hooks always run.",
+        help="Run the hooks declared in the workspace's journeyman.toml (or "
+        ".journeyman/config.toml). Ignored without this flag: they are shell commands chosen by "
+        "the repository. Your user config's hooks always run.",
     ),
 ]
 YesOpt = Annotated[
