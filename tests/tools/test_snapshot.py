@@ -50,6 +50,8 @@ def test_compare_reports_created_modified_and_deleted_text_files(ws: Path, tmp_p
     (ws / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0binary")
     (ws / "build").mkdir()
     (ws / "build" / "out.txt").write_text("ignored by .gitignore\n")
+    (ws / "node_modules" / "left-pad").mkdir(parents=True)
+    (ws / "node_modules" / "left-pad" / "index.js").write_text("a dependency, not authored\n")
     (ws / ".gitignore").touch()  # a new mtime, the same text: not a change
     found = snaps.changes()
     assert found.changes == [

@@ -30,6 +30,19 @@ MAX_FILE_BYTES = 1_000_000
 """Larger files changed by a command are listed as skipped, not journaled."""
 GIT_TIMEOUT_S = 60.0
 """A snapshot that takes longer than this is abandoned (the command still runs)."""
+NOT_JOURNALED = (
+    "node_modules/",
+    ".venv/",
+    "__pycache__/",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+)
+"""Left out of the snapshots on top of .gitignore (the shadow repository's `info/exclude`):
+dependency folders, virtualenvs and tool caches, which are large and rebuilt, not authored."""
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 CACHE_ENV = "JOURNEYMAN_CACHE_DIR"
@@ -171,6 +184,9 @@ class WorkspaceSnapshots:
             self.git_dir.mkdir(parents=True, exist_ok=True)
             self.git_dir.chmod(0o700)  # it holds copies of the workspace's files: owner only
             self._git("init", "--quiet", "--bare", str(self.git_dir), bare=True)
+            exclude = self.git_dir / "info" / "exclude"
+            exclude.parent.mkdir(exist_ok=True)
+            exclude.write_text("".join(f"{pattern}\n" for pattern in NOT_JOURNALED))
         if not self.index.exists():
             # start from another session's index: git then re-reads only the files whose size
             # or mtime differ from what it recorded, instead of hashing the whole workspace
