@@ -17,6 +17,7 @@ which). Without a `git` binary nothing is recorded, and the command's result say
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -193,6 +194,10 @@ class WorkspaceSnapshots:
             others = sorted(self.git_dir.glob("index-*"), key=lambda p: p.stat().st_mtime)
             if others:
                 shutil.copyfile(others[-1], self.index)
+            # once a session: the repository only matters while a command runs (the journal
+            # keeps the texts), so git may pack and prune old objects as it sees fit
+            with contextlib.suppress(SnapshotUnavailable):
+                self._git("gc", "--auto", "--quiet")
 
     def _git(self, *args: str, bare: bool = False) -> str:
         return self._git_bytes(*args, bare=bare).decode("utf-8", errors="surrogateescape")
