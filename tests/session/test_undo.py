@@ -441,3 +441,8 @@ def test_cli_diff_prints_the_pending_changes(ws: Path, sessions: Path) -> None:
     assert jm("undo", "--file", "old.txt", *common).exit_code == 0
     after = jm("diff", "-w", str(ws), "--session-dir", str(sessions))  # latest session
     assert after.exit_code == 0 and "old.txt" not in after.stdout and "app.py" in after.stdout
+
+    assert jm("undo", "--all", *common).exit_code == 0
+    nothing = jm("diff", *common)
+    assert nothing.exit_code == 0 and nothing.stdout == ""
+    assert f"no pending changes in session {sid}" in nothing.stderr

@@ -635,6 +635,8 @@ def diff(
         fail(EXIT_CONFIG, error.message)
     finally:
         store.close()
+    if not text:  # said on stderr: the diff itself (stdout) stays empty for scripts
+        sys.stderr.write(f"journeyman: no pending changes in session {record.id}\n")
     sys.stdout.write(text)
 
 
