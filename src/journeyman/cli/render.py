@@ -29,6 +29,15 @@ def _one_line(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _last_output_line(content: str) -> str:
+    """A command's last line of output (where test runners put their verdict), without the
+    bracketed notes the tool appends; the whole text when there is no such line."""
+    lines = [line for line in content.splitlines() if line.strip()]
+    while lines and lines[-1].startswith("["):
+        lines.pop()
+    return lines[-1] if lines else content
+
+
 def _format_args(arguments: dict[str, Any]) -> str:
     parts = []
     for key, value in arguments.items():
@@ -86,8 +95,16 @@ class Renderer:
                     f"{escape(_format_args(event.call.arguments))}"
                 )
             case ev.ToolResultReceived():
-                mark = "[red]✗[/]" if event.result.is_error else "[green]✓[/]"
-                preview = _one_line(self._redact(event.result.content))
+                result = event.result
+                code = result.metadata.get("exit_code")
+                if result.is_error:
+                    mark = "[red]✗[/]"
+                elif isinstance(code, int) and code != 0:
+                    mark = f"[yellow]exit {code}[/]"  # the command ran, and said no
+                else:
+                    mark = "[green]✓[/]"
+                shown = _last_output_line(result.content) if code is not None else result.content
+                preview = _one_line(self._redact(shown))
                 out.print(f"  {mark} [dim]{escape(preview)}[/]")
             case ev.ErrorOccurred():
                 out.print(f"[yellow]! {escape(event.category)}: {escape(event.message)}[/]")
