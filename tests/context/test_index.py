@@ -253,7 +253,7 @@ def test_extract_keywords_from_a_task() -> None:
 def test_extract_keywords_from_a_traceback() -> None:
     error = (
         "Traceback (most recent call last):\n"
-        '  File "/work/src/app/loader.py", line 12, in load_settings\n'
+        '  File "/home/dev/src/app/loader.py", line 12, in load_settings\n'
         "    data = json.loads(text)\n"
         "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
     )
@@ -261,7 +261,7 @@ def test_extract_keywords_from_a_traceback() -> None:
     assert keywords[0] == "json.decoder.JSONDecodeError"
     assert {"loader.py", "load_settings", "json.loads"} <= set(keywords)
     assert "Traceback" not in keywords and "line" not in keywords
-    assert mentioned_paths(error) == ["/work/src/app/loader.py"]
+    assert mentioned_paths(error) == ["/home/dev/src/app/loader.py"]
 
 
 def test_extract_keywords_dedupes_and_limits() -> None:

@@ -67,6 +67,15 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and the JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Message:
     """One entry of the conversation as the model sees it.
 

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from journeyman.core.messages import Message, ToolCall, Usage
+from journeyman.core.messages import Message, ToolCall, ToolSpec, Usage
+
+__all__ = ["Capabilities", "ModelRequest", "ModelResponse", "Provider", "ToolSpec"]
 
 TextCallback = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as the model sees it: name, description and the JSON Schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from journeyman.core.messages import ToolCall, ToolResult
-from journeyman.providers.base import ToolSpec
+from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
 
 CALL_ID_PREFIX = "text-call-"
 """Prefix of the ids given to tool calls parsed from text."""

@@ -8,8 +8,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from journeyman.core.messages import ToolResult
-from journeyman.providers.base import ToolSpec
+from journeyman.core.messages import ToolResult, ToolSpec
 from journeyman.tools.context import ToolContext
 
 

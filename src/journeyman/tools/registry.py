@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from pydantic import ValidationError
 
 from journeyman.core.errors import AgentError
-from journeyman.core.messages import ToolCall, ToolResult
-from journeyman.providers.base import ToolSpec
+from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
 from journeyman.tools.base import Tool, tool_spec
 from journeyman.tools.context import ToolContext
 
