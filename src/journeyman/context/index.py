@@ -46,22 +46,13 @@ from typing import Any
 import pathspec
 from pydantic import BaseModel, Field
 
+from journeyman.tools.context import GENERATED_DIRS
 from journeyman.tools.files import SNIFF_BYTES, IgnoreRules, is_binary, walk
 from journeyman.tools.search import find_ripgrep
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EXCLUDE = (
-    "node_modules/",
-    ".venv/",
-    "__pycache__/",
-    ".tox/",
-    ".nox/",
-    ".mypy_cache/",
-    ".pytest_cache/",
-    ".ruff_cache/",
-    ".hypothesis/",
-)
+DEFAULT_EXCLUDE = GENERATED_DIRS
 """Left out of the index on top of .gitignore: dependency folders, virtualenvs, tool caches."""
 
 

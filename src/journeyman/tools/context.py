@@ -27,6 +27,22 @@ class FileChangeIntent:
     tool: str
 
 
+GENERATED_DIRS = (
+    "node_modules/",
+    ".venv/",
+    "__pycache__/",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+)
+"""Gitignore-style patterns of folders that tools fill, not people (dependencies, virtualenvs,
+caches): left out of the workspace index and of command snapshots even when no .gitignore
+names them."""
+
+
 @dataclass
 class ToolContext:
     workspace: Path

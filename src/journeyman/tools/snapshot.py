@@ -9,7 +9,7 @@ ignored) are the ones it changed; their text before comes from the index, their 
 from disk, and both go to the journal like any file tool's write.
 
 The workspace's own `.git`, if any, is never touched, and its `.gitignore` rules apply, so
-build outputs, virtual environments and (usually) `.env` files are left out; the shadow
+build outputs and (usually) `.env` files are left out, as are `GENERATED_DIRS`; the shadow
 repository is readable by its owner only, since it holds copies of the workspace's files.
 Binary files and files over `MAX_FILE_BYTES` are not journaled (`CommandChanges.skipped` says
 which). Without a `git` binary nothing is recorded, and the command's result says so.
@@ -27,23 +27,12 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
+from journeyman.tools.context import GENERATED_DIRS
+
 MAX_FILE_BYTES = 1_000_000
 """Larger files changed by a command are listed as skipped, not journaled."""
 GIT_TIMEOUT_S = 60.0
 """A snapshot that takes longer than this is abandoned (the command still runs)."""
-NOT_JOURNALED = (
-    "node_modules/",
-    ".venv/",
-    "__pycache__/",
-    ".tox/",
-    ".nox/",
-    ".mypy_cache/",
-    ".pytest_cache/",
-    ".ruff_cache/",
-    ".hypothesis/",
-)
-"""Left out of the snapshots on top of .gitignore (the shadow repository's `info/exclude`):
-dependency folders, virtualenvs and tool caches, which are large and rebuilt, not authored."""
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 CACHE_ENV = "JOURNEYMAN_CACHE_DIR"
@@ -187,7 +176,7 @@ class WorkspaceSnapshots:
             self._git("init", "--quiet", "--bare", str(self.git_dir), bare=True)
             exclude = self.git_dir / "info" / "exclude"
             exclude.parent.mkdir(exist_ok=True)
-            exclude.write_text("".join(f"{pattern}\n" for pattern in NOT_JOURNALED))
+            exclude.write_text("".join(f"{pattern}\n" for pattern in GENERATED_DIRS))
         if not self.index.exists():
             # start from another session's index: git then re-reads only the files whose size
             # or mtime differ from what it recorded, instead of hashing the whole workspace
