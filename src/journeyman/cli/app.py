@@ -22,7 +22,7 @@ from journeyman.economics.budget import BudgetMode
 from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
-from journeyman.loop.config_file import load_config, user_config_file
+from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
@@ -296,7 +296,7 @@ def _launch(
             err=True,
         )
     work: Coroutine[Any, Any, RunResult]
-    if mcp or (mcp is None and (user_config_file().parent / "mcp.json").is_file()):
+    if mcp or (mcp is None and user_mcp_file().is_file()):
         from journeyman.cli.mcp_cmd import serving_mcp  # the MCP SDK loads only when used
 
         work = serving_mcp(agent, lambda: action(agent), include_workspace=bool(mcp))

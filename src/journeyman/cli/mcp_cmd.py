@@ -20,7 +20,7 @@ from journeyman.integrations.mcp import (
     ServerState,
 )
 from journeyman.loop.agent import Agent
-from journeyman.loop.config_file import user_config_file
+from journeyman.loop.config_file import user_mcp_file
 from journeyman.tools.registry import ToolRegistry
 
 T = TypeVar("T")
@@ -69,11 +69,6 @@ async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
         return await manager.start()
     finally:
         await manager.aclose()
-
-
-def user_mcp_file() -> Path:
-    """The user's `mcp.json`, beside the user's `config.toml`."""
-    return user_config_file().parent / "mcp.json"
 
 
 async def serving_mcp(

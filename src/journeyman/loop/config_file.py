@@ -72,6 +72,11 @@ def user_config_file() -> Path:
     return Path(root) / "config.toml"
 
 
+def user_mcp_file() -> Path:
+    """The user's own MCP servers (`mcp.json`), beside the user's `config.toml`."""
+    return user_config_file().parent / "mcp.json"
+
+
 def project_config_file(workspace: Path) -> Path | None:
     for name in PROJECT_FILES:
         candidate = workspace / name
