@@ -88,11 +88,14 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def jm(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def jm(
+    *args: str, env: dict[str, str], timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the `journeyman` CLI of this interpreter."""
     return subprocess.run(
         [sys.executable, "-m", "journeyman", *args],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

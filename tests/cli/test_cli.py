@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env
+from bench.crash_trials import clean_env, jm
 
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -24,14 +24,7 @@ FIXED = "        return ordered[middle]\n    return (ordered[middle - 1] + order
 def journeyman(
     *args: str, env: dict[str, str], cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "journeyman", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    return jm(*args, env=env, cwd=cwd, timeout=90)
 
 
 @pytest.fixture

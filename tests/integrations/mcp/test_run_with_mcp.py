@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +23,16 @@ def declare_calc_server(workspace: Path) -> None:
     config.write_text(json.dumps({"mcpServers": servers}))
 
 
+def run_in(
+    workspace: Path, tmp_path: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`journeyman run --yes ARGS -w WORKSPACE` with a JSON result and sessions in tmp_path."""
+    return journeyman(
+        "run", "--yes", *args, "-w", str(workspace),
+        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
+    )  # fmt: skip
+
+
 def test_the_cli_knows_where_the_mcp_config_lives() -> None:
     assert Path(CONFIG_FILE) == MCP_CONFIG
 
@@ -37,10 +48,7 @@ def test_run_with_mcp_offers_and_calls_the_server_tools(
         reply(tool_calls=[("finish", {"summary": "the sum is 42"})]),
     )
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
-    done = journeyman(
-        "run", "--yes", "--mcp", "add 20 and 22", "-w", str(workspace),
-        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
-    )  # fmt: skip
+    done = run_in(workspace, tmp_path, env, "--mcp", "add 20 and 22")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["final_text"] == "the sum is 42"
     first, second = fake_openai.requests
@@ -58,10 +66,7 @@ def test_without_the_flag_no_server_starts_and_the_run_says_how(
     declare_calc_server(workspace)
     fake_openai.enqueue(reply("nothing to do"))
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
-    done = journeyman(
-        "run", "--yes", "say hello", "-w", str(workspace),
-        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
-    )  # fmt: skip
+    done = run_in(workspace, tmp_path, env, "say hello")
     assert done.returncode == 0, done.stderr
     assert "pass --mcp to start them" in done.stderr
     offered = {tool["function"]["name"] for tool in fake_openai.requests[0].json["tools"]}
@@ -78,10 +83,7 @@ def test_a_server_that_cannot_start_is_reported_and_the_run_goes_on(
     )
     fake_openai.enqueue(reply("done without it"))
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
-    done = journeyman(
-        "run", "--yes", "--mcp", "say hello", "-w", str(workspace),
-        "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
-    )  # fmt: skip
+    done = run_in(workspace, tmp_path, env, "--mcp", "say hello")
     assert done.returncode == 0, done.stderr
     assert "MCP server 'gone'" in done.stderr and "left out" in done.stderr
 
@@ -102,10 +104,7 @@ def test_the_users_own_servers_start_without_the_flag_and_not_with_no_mcp(
     )
     fake_openai.enqueue(reply("hello"), reply("hello again"))
     for flags in ((), ("--no-mcp",)):
-        done = journeyman(
-            "run", "--yes", *flags, "say hello", "-w", str(workspace),
-            "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
-        )  # fmt: skip
+        done = run_in(workspace, tmp_path, env, *flags, "say hello")
         assert done.returncode == 0, done.stderr
     with_servers, without = fake_openai.requests
     assert "mine_add" in {tool["function"]["name"] for tool in with_servers.json["tools"]}
