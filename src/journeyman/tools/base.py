@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from journeyman.core.messages import ToolResult, ToolSpec
 from journeyman.tools.context import ToolContext
+
+
+class ToolKind(StrEnum):
+    """What a tool does, declared by the tool itself; phases, permissions and the LSP layer read
+    this instead of keeping lists of tool names."""
+
+    READ = "read"
+    """Looks at the workspace or the outside world without changing anything."""
+    EDIT = "edit"
+    """Changes files in the workspace."""
+    COMMAND = "command"
+    """Runs programs (anything may change)."""
+    FINISH = "finish"
+    """Signals that the task is done."""
+    OTHER = "other"
 
 
 class ToolArgs(BaseModel):
@@ -37,6 +53,16 @@ class Tool(Protocol):
     @property
     def parallel_safe(self) -> bool:
         """Calls may run concurrently with other parallel-safe calls of the same turn."""
+        ...
+
+    @property
+    def kind(self) -> ToolKind:
+        """What the tool does (read / edit / command / finish / other)."""
+        ...
+
+    @property
+    def permission_arg(self) -> str | None:
+        """The argument permission rules match on (`path`, `command`, ...), or None."""
         ...
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult: ...
@@ -67,6 +93,8 @@ class BaseTool:
     args_model: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False
     parallel_safe: ClassVar[bool] = False
+    kind: ClassVar[ToolKind] = ToolKind.OTHER
+    permission_arg: ClassVar[str | None] = None
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
@@ -84,6 +112,8 @@ class FunctionTool:
         args_model: type[BaseModel],
         read_only: bool = False,
         parallel_safe: bool = False,
+        kind: ToolKind | None = None,
+        permission_arg: str | None = None,
     ) -> None:
         self._func = func
         self.name = name
@@ -91,6 +121,8 @@ class FunctionTool:
         self.args_model = args_model
         self.read_only = read_only
         self.parallel_safe = parallel_safe
+        self.kind = kind or (ToolKind.READ if read_only else ToolKind.OTHER)
+        self.permission_arg = permission_arg
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
         value = self._func(args, ctx)
@@ -108,6 +140,8 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     parallel_safe: bool = False,
+    kind: ToolKind | None = None,
+    permission_arg: str | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator that turns `def f(args, ctx) -> str` into a registered-ready tool.
 
@@ -122,6 +156,8 @@ def tool(
             args_model=args,
             read_only=read_only,
             parallel_safe=parallel_safe,
+            kind=kind,
+            permission_arg=permission_arg,
         )
 
     return wrap

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
-from journeyman.tools.base import BaseTool, ToolArgs, fail, ok
+from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 
 MAX_READ_LINES = 2000
@@ -81,6 +81,9 @@ class ReadFileTool(BaseTool):
     args_model = ReadFileArgs
     read_only = True
     parallel_safe = True
+    kind = ToolKind.READ
+    kind = ToolKind.READ
+    permission_arg = "path"
 
     async def execute(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve(args.path, tool=self.name)
@@ -172,6 +175,8 @@ class WriteFileArgs(ToolArgs):
 
 class WriteFileTool(BaseTool):
     name = "write_file"
+    kind = ToolKind.EDIT
+    permission_arg = "path"
     description = (
         "Create a text file, or replace an existing one's whole content. To change part of an "
         "existing file prefer edit_file, which is shorter and safer."
@@ -222,6 +227,8 @@ class EditFileArgs(ToolArgs):
 
 class EditFileTool(BaseTool):
     name = "edit_file"
+    kind = ToolKind.EDIT
+    permission_arg = "path"
     description = (
         "Replace text in a file: old_string must match the file's text exactly once (or pass "
         "replace_all=true). If it matches nowhere exactly but matches one place when leading "
@@ -599,6 +606,7 @@ class ListFilesTool(BaseTool):
     args_model = ListFilesArgs
     read_only = True
     parallel_safe = True
+    kind = ToolKind.READ
 
     async def execute(self, args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve(args.path, tool=self.name)
@@ -671,6 +679,7 @@ class GlobTool(BaseTool):
     args_model = GlobArgs
     read_only = True
     parallel_safe = True
+    kind = ToolKind.READ
 
     async def execute(self, args: GlobArgs, ctx: ToolContext) -> ToolResult:
         pattern = args.pattern.strip()

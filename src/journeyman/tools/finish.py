@@ -7,7 +7,7 @@ import dataclasses
 from pydantic import ConfigDict, Field
 
 from journeyman.core.messages import ToolResult
-from journeyman.tools.base import BaseTool, ToolArgs, ok
+from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, ok
 from journeyman.tools.context import ToolContext
 
 
@@ -30,6 +30,7 @@ class FinishTool(BaseTool):
     )
     args_model = FinishArgs
     read_only = True
+    kind = ToolKind.FINISH
 
     async def execute(self, args: FinishArgs, ctx: ToolContext) -> ToolResult:
         return dataclasses.replace(ok(self.name, args.summary), terminate=True)

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
-from journeyman.tools.base import BaseTool, ToolArgs, fail, ok
+from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.files import (
     SNIFF_BYTES,
@@ -108,6 +108,7 @@ class GrepTool(BaseTool):
     args_model = GrepArgs
     read_only = True
     parallel_safe = True
+    kind = ToolKind.READ
 
     def __init__(self, *, use_ripgrep: bool = True, rg_path: str | None = None) -> None:
         """`use_ripgrep=False` forces the Python engine; `rg_path` overrides where rg is."""

@@ -34,7 +34,7 @@ from pathlib import Path
 from pydantic import Field
 
 from journeyman.core.messages import ToolResult
-from journeyman.tools.base import BaseTool, ToolArgs, fail, ok
+from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
@@ -162,6 +162,8 @@ class RunCommandTool(BaseTool):
         "keep them running; inside the bubblewrap sandbox every process ends with its command)."
     )
     args_model = RunCommandArgs
+    kind = ToolKind.COMMAND
+    permission_arg = "command"
 
     def __init__(
         self,

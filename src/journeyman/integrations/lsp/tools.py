@@ -30,7 +30,7 @@ from journeyman.core.messages import ToolResult
 from journeyman.integrations.lsp.manager import LspManager
 from journeyman.integrations.lsp.positions import split_lines
 from journeyman.integrations.lsp.results import Diagnostic, Location, LspReply, Symbol
-from journeyman.tools.base import BaseTool, Tool, ToolArgs, fail, ok
+from journeyman.tools.base import BaseTool, Tool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ class SymbolsArgs(ToolArgs):
 class _LspTool(BaseTool):
     read_only = True
     parallel_safe = True
+    kind = ToolKind.READ
 
     def __init__(self, manager: LspManager) -> None:
         self.manager = manager
@@ -341,6 +342,14 @@ class EditDiagnostics:
     @property
     def parallel_safe(self) -> bool:
         return self.inner.parallel_safe
+
+    @property
+    def kind(self) -> ToolKind:
+        return self.inner.kind
+
+    @property
+    def permission_arg(self) -> str | None:
+        return self.inner.permission_arg
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
         result = await self.inner.execute(args, ctx)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 from journeyman.core.messages import ToolResult
-from journeyman.tools.base import fail, ok
+from journeyman.tools.base import ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 
 MAX_NAME_LENGTH = 64
@@ -160,6 +160,8 @@ class McpTool:
         self.read_only = bool(hints is not None and hints.read_only_hint is True)
         # only a tool its server declares read-only may run alongside other calls
         self.parallel_safe = self.read_only
+        self.kind = ToolKind.READ if self.read_only else ToolKind.OTHER
+        self.permission_arg: str | None = None
 
     def renamed(self, name: str) -> McpTool:
         """The same server tool under another name."""
