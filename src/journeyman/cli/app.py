@@ -15,6 +15,7 @@ from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, c
 from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
+from journeyman.cli.terminal import printable
 from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
@@ -26,6 +27,7 @@ from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
+from journeyman.session.redact import Redactor
 from journeyman.session.store import default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
@@ -637,7 +639,9 @@ def diff(
         store.close()
     if not text:  # said on stderr: the diff itself (stdout) stays empty for scripts
         sys.stderr.write(f"journeyman: no pending changes in session {record.id}\n")
-    sys.stdout.write(text)
+    # a patch piped to a file or `git apply` stays byte for byte; on a terminal, file contents
+    # written by the agent must not be able to drive it
+    sys.stdout.write(printable(text) if sys.stdout.isatty() else text)
 
 
 # --- usage and integrations -------------------------------------------------------------------
@@ -709,7 +713,7 @@ def parse_duration(text: str) -> float:
 
 def fail(code: int, message: str) -> NoReturn:
     """Print a one-line reason (plus any detail lines) on stderr and exit with `code`."""
-    first, *rest = message.splitlines() or [""]
+    first, *rest = printable(Redactor()(message)).splitlines() or [""]
     sys.stderr.write(f"journeyman: {first}\n")
     for line in rest:
         sys.stderr.write(f"{line}\n")

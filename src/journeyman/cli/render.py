@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from journeyman.cli.terminal import printable, printable_json
 from journeyman.core import events as ev
 from journeyman.core.events import event_to_dict
 from journeyman.core.result import RunResult
@@ -62,10 +63,15 @@ class Renderer:
         self.sandbox: str | None = None
         """Where commands run, shown in the header line of the text output."""
 
+    def _safe(self, text: str) -> str:
+        """Data (model text, tool output, paths) as it may appear in the text output: secrets
+        redacted, terminal controls shown as escapes, rich markup escaped."""
+        return escape(printable(self._redact(text)))
+
     def __call__(self, event: ev.Event) -> None:
         if self.fmt is OutputFormat.STREAM_JSON:
             line = json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
-            sys.stdout.write(self._redact(line) + "\n")
+            sys.stdout.write(printable_json(self._redact(line)) + "\n")
             sys.stdout.flush()
         elif self.fmt is OutputFormat.TEXT:
             self._text(event)
@@ -75,24 +81,24 @@ class Renderer:
         match event:
             case ev.RunStarted():
                 out.print(
-                    f"[bold]journeyman[/] {escape(event.provider)}:{escape(event.model)} "
-                    f"in {escape(event.workspace)}  [dim]session {event.session_id}[/]"
+                    f"[bold]journeyman[/] {self._safe(event.provider)}:{self._safe(event.model)} "
+                    f"in {self._safe(event.workspace)}  [dim]session {event.session_id}[/]"
                 )
                 if self.sandbox:
-                    out.print(f"[dim]sandbox: {escape(self.sandbox)}[/]")
+                    out.print(f"[dim]sandbox: {self._safe(self.sandbox)}[/]")
             case ev.TextDelta():
                 self._streaming_text = True
-                out.print(escape(event.text), end="")
+                out.print(self._safe(event.text), end="")
             case ev.ModelResponseReceived():
                 if self._streaming_text:
                     out.print()
                     self._streaming_text = False
                 elif event.text.strip():
-                    out.print(f"[cyan]{escape(event.text.strip())}[/]")
+                    out.print(f"[cyan]{self._safe(event.text.strip())}[/]")
             case ev.ToolCallStarted():
                 out.print(
-                    f"[bold]→ {escape(event.call.name)}[/] "
-                    f"{escape(_format_args(event.call.arguments))}"
+                    f"[bold]→ {self._safe(event.call.name)}[/] "
+                    f"{self._safe(_format_args(event.call.arguments))}"
                 )
             case ev.ToolResultReceived():
                 result = event.result
@@ -104,19 +110,18 @@ class Renderer:
                 else:
                     mark = "[green]✓[/]"
                 shown = _last_output_line(result.content) if code is not None else result.content
-                preview = _one_line(self._redact(shown))
-                out.print(f"  {mark} [dim]{escape(preview)}[/]")
+                out.print(f"  {mark} [dim]{self._safe(_one_line(shown))}[/]")
             case ev.ErrorOccurred():
-                out.print(f"[yellow]! {escape(event.category)}: {escape(event.message)}[/]")
+                out.print(f"[yellow]! {self._safe(event.category)}: {self._safe(event.message)}[/]")
             case ev.NudgeInjected():
-                out.print(f"[magenta]» {escape(event.message)}[/]")
+                out.print(f"[magenta]» {self._safe(event.message)}[/]")
             case ev.BudgetUpdated():
                 self._budget_line(event)
             case ev.ExtensionRequested():
-                out.print(f"[yellow]$ asking for a budget extension: {escape(event.reason)}[/]")
+                out.print(f"[yellow]$ asking for a budget extension: {self._safe(event.reason)}[/]")
             case ev.ExtensionDecided():
                 verdict = "granted" if event.granted else "denied"
-                why = f" ({escape(event.reason)})" if event.reason else ""
+                why = f" ({self._safe(event.reason)})" if event.reason else ""
                 out.print(f"[yellow]$ extension {verdict}{why}[/]")
             case ev.ContextCompacted():
                 out.print(
@@ -160,7 +165,7 @@ class Renderer:
             f"cost {format_cost(result.cost_usd)}"
         )
         if result.final_text:
-            self.console.print(f"  {escape(result.final_text.strip())}")
+            self.console.print(f"  {self._safe(result.final_text.strip())}")
         self.console.print(
             f"  [dim]session {result.session_id} — `journeyman sessions show "
             f"{result.session_id}` to inspect, `journeyman resume {result.session_id}` to go on[/]"
@@ -168,7 +173,8 @@ class Renderer:
 
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
-            sys.stdout.write(self._redact(json.dumps(result.to_dict(), indent=2)) + "\n")
+            document = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+            sys.stdout.write(printable_json(self._redact(document)) + "\n")
 
 
 def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:

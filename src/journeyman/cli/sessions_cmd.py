@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.kernel import new_session_id
 from journeyman.session.store import SessionRecord, SessionStore, default_session_root
@@ -108,27 +109,35 @@ def show(
             else ""
         )
     )
-    out.print(f"workspace {escape(record.workspace)}")
-    out.print(f"model {record.settings.get('provider')}:{record.settings.get('model')}")
+    out.print(f"workspace {_safe(record.workspace)}")
+    out.print(
+        f"model {_safe(str(record.settings.get('provider')))}:"
+        f"{_safe(str(record.settings.get('model')))}"
+    )
     out.print(
         f"steps {summary.steps}, status {summary.finish_reason or 'unfinished'}"
-        + (f" — {escape(summary.error)}" if summary.error else "")
+        + (f" — {_safe(summary.error)}" if summary.error else "")
     )
-    out.print(f"task: {escape(record.task)}")
+    out.print(f"task: {_safe(record.task)}")
     for message in messages:
         calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
         text = message.content.strip().replace("\n", " ")
         shown = text if len(text) < 160 else text[:159] + "…"
         out.print(
-            f"[dim]{message.role.value:>9}[/] {escape(shown)}"
-            + (f" [bold]→ {escape(calls)}[/]" if calls else "")
+            f"[dim]{message.role.value:>9}[/] {_safe(shown)}"
+            + (f" [bold]→ {_safe(calls)}[/]" if calls else "")
         )
     for change in changes:
         state = "undone" if change.undone else "pending"
         out.print(
-            f"[dim]change[/] step {change.step} {change.kind} {escape(change.path)} "
+            f"[dim]change[/] step {change.step} {change.kind} {_safe(change.path)} "
             f"({change.tool}, {state})"
         )
+
+
+def _safe(text: str) -> str:
+    """Stored text (model replies, tool output, imported data) as it may reach the terminal."""
+    return escape(printable(text))
 
 
 @sessions_app.command("export")

@@ -461,10 +461,6 @@ class LspClient:
     def all_published(self) -> dict[str, Published]:
         return dict(self._published)
 
-    def document_version(self, uri: str) -> int | None:
-        document = self._documents.get(uri)
-        return document.version if document else None
-
     async def wait_for_diagnostics(
         self, uri: str, *, after: int, version: int | None, timeout: float
     ) -> Published | None:

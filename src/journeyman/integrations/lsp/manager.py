@@ -33,7 +33,6 @@ from journeyman.integrations.lsp.positions import (
     display_path,
     path_to_uri,
     split_lines,
-    uri_to_path,
 )
 from journeyman.integrations.lsp.results import (
     Completion,
@@ -696,9 +695,3 @@ def _capped(items: list[T], most: int) -> tuple[list[T], bool]:
 def _matching(symbols: list[Symbol], query: str) -> list[Symbol]:
     needle = query.casefold()
     return [s for s in symbols if needle in s.name.casefold()]
-
-
-def uri_display(uri: str, root: Path) -> str:
-    """Workspace-relative form of a file URI (the URI itself when it names no local file)."""
-    path = uri_to_path(uri)
-    return display_path(path, root) if path is not None else uri
