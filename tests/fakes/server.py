@@ -29,8 +29,10 @@ from typing import Any, ClassVar, Literal, Self
 
 from .script import (
     Disconnect,
+    Drip,
     Hang,
     HTTPFault,
+    KeepAlive,
     MidStreamError,
     RawBody,
     RecordedRequest,
@@ -315,6 +317,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop(reset=item.reset)
         elif isinstance(item, StreamCut):
             self._play_cut(item, request)
+        elif isinstance(item, Drip):
+            self._play_drip(item, request)
+        elif isinstance(item, KeepAlive):
+            self._send_head(200, "text/event-stream", {"Transfer-Encoding": "chunked"})
+            waited = 0.0
+            while waited < item.seconds and not fake._stopping.wait(item.interval_s):
+                self._chunk(b": ping\n\n")
+                waited += item.interval_s
+            self._drop(reset=False)
         elif isinstance(item, MidStreamError):
             if request.streaming:
                 events = fake.render_events(item.reply, request)
@@ -346,6 +357,30 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"")
         else:
             self._drop(reset=False)
+
+    def _play_drip(self, drip: Drip, request: RecordedRequest) -> None:
+        fake = self.server.fake
+        if request.streaming:
+            events = fake.render_events(drip.reply, request) + fake.stream_terminator()
+            self._send_head(200, "text/event-stream", {"Transfer-Encoding": "chunked"})
+            data = b"".join(event.data for event in events)
+        else:
+            data = json.dumps(fake.render_json(drip.reply, request)).encode()
+            self._send_head(200, "application/json", {"Content-Length": str(len(data))})
+        for index in range(len(data)):
+            if fake._stopping.wait(drip.interval_s):
+                break
+            byte = data[index : index + 1]
+            if request.streaming:
+                self._chunk(byte)
+            else:
+                self.wfile.write(byte)
+                self.wfile.flush()
+        else:
+            if request.streaming:
+                self._chunk(b"")
+            return
+        self._drop(reset=False)
 
     # -- writing -----------------------------------------------------------------------
 
