@@ -85,9 +85,13 @@ class FakeServer:
         default: ScriptItem | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        strict: bool = False,
     ) -> None:
         self.default = default
         """Played when the queue is empty; None answers 400 "script exhausted"."""
+        self.strict = strict
+        """Check the conversation like the real API: a tool call without its result (or a
+        result without its call) gets a 400, before any script item is consumed."""
         self.requests: list[RecordedRequest] = []
         """Every request to the provider endpoint, in arrival order."""
         self._queue: deque[ScriptItem] = deque(script)
@@ -220,6 +224,10 @@ class FakeServer:
         """Frames sent after a complete stream (OpenAI's `[DONE]`)."""
         return []
 
+    def conversation_problem(self, body: Any) -> str | None:
+        """What a strict server rejects in a request body's conversation, or None."""
+        return None
+
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -275,6 +283,10 @@ class _Handler(BaseHTTPRequestHandler):
                     404, f"fake {fake.provider} server: no route {self.command} {self.path}"
                 )
                 self._send_fault(fault)
+                return
+            problem = fake.conversation_problem(request.body) if fake.strict else None
+            if problem is not None:
+                self._send_fault(HTTPFault(400, problem))
                 return
             self._play(fake._next_item(request), request)
         except OSError:  # the client went away (timeouts, cut tests)
