@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from journeyman.core.errors import ProviderError
 from journeyman.core.messages import Message
 from journeyman.providers.base import Capabilities, ModelRequest, ModelResponse, TextCallback
-from journeyman.providers.resilient import ResilientProvider, RetryPolicy
+from journeyman.providers.resilient import ResilientProvider, RetryPolicy, complete_within
 
 REQUEST = ModelRequest(system="", messages=(Message.user("hi"),))
 
@@ -99,3 +100,34 @@ async def test_a_short_retry_after_is_waited_for() -> None:
         await resilient.complete(REQUEST)
     assert slept == [2.0]
     assert caught.value.details["exhausted"] is True
+
+
+class Slow:
+    """Answers after `seconds`."""
+
+    name = "slow"
+    model = "m"
+    capabilities = Capabilities()
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def complete(
+        self, request: ModelRequest, on_text: TextCallback | None = None
+    ) -> ModelResponse:
+        await asyncio.sleep(self.seconds)
+        return ModelResponse(text="late")
+
+
+async def test_complete_within_bounds_any_provider() -> None:
+    with pytest.raises(ProviderError) as caught:
+        await complete_within(Slow(30), REQUEST, deadline=time.monotonic() + 0.05)
+    assert caught.value.details == {"timeout": True, "deadline": "run", "exhausted": True}
+    assert (await complete_within(Slow(0), REQUEST, deadline=None)).text == "late"
+
+
+async def test_complete_within_passes_the_deadline_to_the_resilient_wrapper() -> None:
+    resilient = ResilientProvider([Slow(30)], RetryPolicy(call_timeout_s=None))
+    with pytest.raises(ProviderError) as caught:
+        await complete_within(resilient, REQUEST, deadline=time.monotonic() + 0.05)
+    assert caught.value.details["deadline"] == "run"

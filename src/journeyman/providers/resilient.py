@@ -157,20 +157,53 @@ class ResilientProvider:
         )
 
     def _deadline_error(self, elapsed: float, source: str) -> ProviderError:
-        provider = self.active
-        if source == "run":
-            why = "the run's time limit (--max-duration) was reached during the call"
-            hint = "raise --max-duration"
-        else:
-            why = f"the call took longer than its {self.policy.call_timeout_s:g} s limit"
-            hint = "raise model_call_timeout_s, or check that the server is answering"
-        return ProviderError(
-            f"{provider.name}:{provider.model}: no complete reply after {elapsed:.0f} s, "
-            f"retries included; {why}. Stopped waiting; {hint}",
-            provider=provider.name,
-            retryable=False,
-            details={"timeout": True, "deadline": source, "exhausted": True},
-        )
+        return deadline_error(self.active, elapsed, source, self.policy.call_timeout_s)
+
+
+async def complete_within(
+    provider: Provider,
+    request: ModelRequest,
+    on_text: TextCallback | None = None,
+    *,
+    deadline: float | None,
+) -> ModelResponse:
+    """`provider.complete(request, on_text)`, ended at `deadline` (a `time.monotonic()` value).
+
+    A `ResilientProvider` applies the deadline to its retries and waits as well; any other
+    provider gets one timeout around its call. Either way the call ends with the same
+    `ProviderError` (details `timeout`, `deadline`="run") when the deadline passes.
+    """
+    if isinstance(provider, ResilientProvider):
+        return await provider.complete(request, on_text, deadline=deadline)
+    if deadline is None:
+        return await provider.complete(request, on_text)
+    started = time.monotonic()
+    if deadline <= started:
+        raise deadline_error(provider, 0.0, "run", None)
+    try:
+        async with asyncio.timeout(deadline - started):
+            return await provider.complete(request, on_text)
+    except TimeoutError as exc:
+        raise deadline_error(provider, time.monotonic() - started, "run", None) from exc
+
+
+def deadline_error(
+    provider: Provider, elapsed: float, source: str, call_timeout_s: float | None
+) -> ProviderError:
+    """The error of a call stopped at its deadline: the run's ("run") or its own ("call")."""
+    if source == "run":
+        why = "the run's time limit (--max-duration) was reached during the call"
+        hint = "raise --max-duration"
+    else:
+        why = f"the call took longer than its {call_timeout_s or 0:g} s limit"
+        hint = "raise model_call_timeout_s, or check that the server is answering"
+    return ProviderError(
+        f"{provider.name}:{provider.model}: no complete reply after {elapsed:.0f} s, "
+        f"retries included; {why}. Stopped waiting; {hint}",
+        provider=provider.name,
+        retryable=False,
+        details={"timeout": True, "deadline": source, "exhausted": True},
+    )
 
 
 def _asks_to_wait_past(error: AgentError, remaining: float | None) -> bool:
