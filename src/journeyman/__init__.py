@@ -19,6 +19,7 @@ from journeyman.core.events import Event
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.loop.agent import Agent, run
 from journeyman.loop.config import AgentConfig
+from journeyman.providers.factory import create_provider
 from journeyman.tools.base import Tool, ToolArgs, tool
 
 try:
@@ -47,6 +48,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolTimeoutError",
     "__version__",
+    "create_provider",
     "run",
     "tool",
 ]

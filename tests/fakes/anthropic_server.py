@@ -156,6 +156,35 @@ class FakeAnthropicServer(FakeServer):
         events.append(sse({"type": "message_stop"}, "message_stop"))
         return events
 
+    def conversation_problem(self, body: Any) -> str | None:
+        """Each tool_use needs a tool_result in the next user turn, and each tool_result a
+        tool_use in the turn before it."""
+        messages = body.get("messages", []) if isinstance(body, dict) else []
+        called: set[str] = set()
+        for index, message in enumerate(messages):
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
+            if message.get("role") == "assistant":
+                called = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
+                if called and index == len(messages) - 1:
+                    return f"messages.{index}: tool_use ids were found without tool_result blocks"
+                continue
+            answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+            if answered - called:
+                return (
+                    f"messages.{index}.content: unexpected tool_use_id found in tool_result "
+                    f"blocks: {', '.join(sorted(answered - called))}. Each tool_result block "
+                    "must have a corresponding tool_use block in the previous message."
+                )
+            if called - answered:
+                return (
+                    f"messages.{index}: tool_use ids were found without tool_result blocks "
+                    f"immediately after: {', '.join(sorted(called - answered))}. Each tool_use "
+                    "block must have a corresponding tool_result block in the next message."
+                )
+            called = set()
+        return None
+
     def error_body(self, fault: HTTPFault) -> dict[str, Any]:
         error_type = fault.error_type or _ERROR_TYPES.get(
             fault.status, "api_error" if fault.status >= 500 else "invalid_request_error"

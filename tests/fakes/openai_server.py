@@ -140,6 +140,32 @@ class FakeOpenAIServer(FakeServer):
             events.append(sse(usage_chunk))
         return events
 
+    def conversation_problem(self, body: Any) -> str | None:
+        """The tool messages after an assistant message must answer each of its calls."""
+        messages = body.get("messages", []) if isinstance(body, dict) else []
+        expected: set[str] = set()
+        for index, message in enumerate(messages):
+            role = message.get("role")
+            if role == "tool":
+                call_id = message.get("tool_call_id")
+                if call_id not in expected:
+                    return (
+                        f"Invalid parameter: messages[{index}] with role 'tool' must be a "
+                        "response to a preceding message with 'tool_calls'."
+                    )
+                expected.discard(call_id)
+                continue
+            if expected:
+                missing = ", ".join(sorted(expected))
+                return (
+                    "An assistant message with 'tool_calls' must be followed by tool messages "
+                    f"responding to each 'tool_call_id'. The following tool_call_ids did not "
+                    f"have response messages: {missing}"
+                )
+            if role == "assistant":
+                expected = {call.get("id") for call in message.get("tool_calls") or ()}
+        return None
+
     def stream_terminator(self) -> list[SSEEvent]:
         return [sse("[DONE]")]
 

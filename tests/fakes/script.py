@@ -172,7 +172,30 @@ class MidStreamError:
     message: str = "Overloaded"
 
 
-Fault: TypeAlias = HTTPFault | Hang | RawBody | Disconnect | StreamCut | MidStreamError
+@dataclass(frozen=True)
+class Drip:
+    """Answer with `reply`, but send the response body one byte every `interval_s` seconds.
+
+    Every read gets a byte in time, so a per-read timeout never fires: only a limit on the
+    whole call ends it. Streaming requests get the SSE events dripped the same way.
+    """
+
+    reply: Reply = field(default_factory=Reply)
+    interval_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """Open an SSE stream (HTTP 200) and send only keep-alive comments (`: ping`), one every
+    `interval_s` seconds, for `seconds`; then drop the connection."""
+
+    interval_s: float = 0.5
+    seconds: float = 60.0
+
+
+Fault: TypeAlias = (
+    HTTPFault | Hang | RawBody | Disconnect | StreamCut | MidStreamError | Drip | KeepAlive
+)
 ScriptItem: TypeAlias = Reply | Fault | Callable[[RecordedRequest], "ScriptItem"]
 """A reply, a fault, or a function of the received request returning one of those."""
 
@@ -226,6 +249,14 @@ def hang(seconds: float = 10.0) -> Hang:
     return Hang(seconds)
 
 
+def drip(reply: Reply | None = None, *, interval_s: float = 1.0) -> Drip:
+    return Drip(reply or Reply("dripped"), interval_s)
+
+
+def keep_alive(*, interval_s: float = 0.5, seconds: float = 60.0) -> KeepAlive:
+    return KeepAlive(interval_s, seconds)
+
+
 def disconnect(*, reset: bool = True) -> Disconnect:
     return Disconnect(reset)
 
@@ -251,6 +282,8 @@ _KINDS: dict[str, type[Any]] = {
     "disconnect": Disconnect,
     "stream_cut": StreamCut,
     "mid_stream_error": MidStreamError,
+    "drip": Drip,
+    "keep_alive": KeepAlive,
 }
 
 
@@ -289,7 +322,7 @@ def item_from_dict(data: Mapping[str, Any]) -> ScriptItem:
     kind = data.get("kind", "reply")
     if kind == "reply":
         return _reply_from_dict(fields)
-    if kind in ("stream_cut", "mid_stream_error"):
+    if kind in ("stream_cut", "mid_stream_error", "drip"):
         fields["reply"] = _reply_from_dict(fields.get("reply", {}))
     if kind not in _KINDS:
         raise ValueError(f"unknown script item kind {kind!r}; expected one of {sorted(_KINDS)}")

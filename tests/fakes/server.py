@@ -29,8 +29,10 @@ from typing import Any, ClassVar, Literal, Self
 
 from .script import (
     Disconnect,
+    Drip,
     Hang,
     HTTPFault,
+    KeepAlive,
     MidStreamError,
     RawBody,
     RecordedRequest,
@@ -83,9 +85,13 @@ class FakeServer:
         default: ScriptItem | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        strict: bool = False,
     ) -> None:
         self.default = default
         """Played when the queue is empty; None answers 400 "script exhausted"."""
+        self.strict = strict
+        """Check the conversation like the real API: a tool call without its result (or a
+        result without its call) gets a 400, before any script item is consumed."""
         self.requests: list[RecordedRequest] = []
         """Every request to the provider endpoint, in arrival order."""
         self._queue: deque[ScriptItem] = deque(script)
@@ -218,6 +224,10 @@ class FakeServer:
         """Frames sent after a complete stream (OpenAI's `[DONE]`)."""
         return []
 
+    def conversation_problem(self, body: Any) -> str | None:
+        """What a strict server rejects in a request body's conversation, or None."""
+        return None
+
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -274,6 +284,10 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 self._send_fault(fault)
                 return
+            problem = fake.conversation_problem(request.body) if fake.strict else None
+            if problem is not None:
+                self._send_fault(HTTPFault(400, problem))
+                return
             self._play(fake._next_item(request), request)
         except OSError:  # the client went away (timeouts, cut tests)
             self.close_connection = True
@@ -315,6 +329,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop(reset=item.reset)
         elif isinstance(item, StreamCut):
             self._play_cut(item, request)
+        elif isinstance(item, Drip):
+            self._play_drip(item, request)
+        elif isinstance(item, KeepAlive):
+            self._send_head(200, "text/event-stream", {"Transfer-Encoding": "chunked"})
+            waited = 0.0
+            while waited < item.seconds and not fake._stopping.wait(item.interval_s):
+                self._chunk(b": ping\n\n")
+                waited += item.interval_s
+            self._drop(reset=False)
         elif isinstance(item, MidStreamError):
             if request.streaming:
                 events = fake.render_events(item.reply, request)
@@ -346,6 +369,30 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"")
         else:
             self._drop(reset=False)
+
+    def _play_drip(self, drip: Drip, request: RecordedRequest) -> None:
+        fake = self.server.fake
+        if request.streaming:
+            events = fake.render_events(drip.reply, request) + fake.stream_terminator()
+            self._send_head(200, "text/event-stream", {"Transfer-Encoding": "chunked"})
+            data = b"".join(event.data for event in events)
+        else:
+            data = json.dumps(fake.render_json(drip.reply, request)).encode()
+            self._send_head(200, "application/json", {"Content-Length": str(len(data))})
+        for index in range(len(data)):
+            if fake._stopping.wait(drip.interval_s):
+                break
+            byte = data[index : index + 1]
+            if request.streaming:
+                self._chunk(byte)
+            else:
+                self.wfile.write(byte)
+                self.wfile.flush()
+        else:
+            if request.streaming:
+                self._chunk(b"")
+            return
+        self._drop(reset=False)
 
     # -- writing -----------------------------------------------------------------------
 

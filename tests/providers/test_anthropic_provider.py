@@ -411,7 +411,9 @@ async def test_tool_json_cut_by_output_limit_becomes_format_error(
         )
     )
     response = await provider(fake_anthropic).complete(request(), on_text=lambda _: None)
-    assert response.tool_calls == ()
+    [call] = response.tool_calls
+    assert call.name == "write_file" and call.arguments == {}
+    assert call.invalid is not None and "output token limit" in call.invalid
     assert response.format_error is not None
     assert "write_file" in response.format_error
     assert response.stop_reason == "max_tokens"
@@ -427,7 +429,10 @@ async def test_non_object_tool_input_becomes_format_error(
         )
     )
     response = await provider(fake_anthropic).complete(request())
-    assert response.tool_calls == (ToolCall("t2", "grep", {"pattern": "x"}),)
+    bad, good = response.tool_calls
+    assert good == ToolCall("t2", "grep", {"pattern": "x"})
+    assert (bad.id, bad.arguments) == ("t1", {})
+    assert bad.invalid is not None and "JSON object" in bad.invalid
     assert response.format_error is not None
     assert "read_file" in response.format_error
 

@@ -22,10 +22,12 @@ from tests.fakes import (
     RecordedRequest,
     cut_stream,
     disconnect,
+    drip,
     error,
     hang,
     item_from_dict,
     item_to_dict,
+    keep_alive,
     malformed_json,
     reply,
     tool_call,
@@ -61,6 +63,8 @@ def test_script_items_survive_json() -> None:
         disconnect(reset=False),
         cut_stream(reply("abc"), after_events=3, clean_end=True),
         MidStreamError(reply("x"), error_type="api_error", message="boom"),
+        drip(reply("slow"), interval_s=0.3),
+        keep_alive(interval_s=0.1, seconds=2),
     ]
     for item in items:
         assert item_from_dict(json.loads(json.dumps(item_to_dict(item)))) == item
@@ -205,3 +209,10 @@ async def test_server_in_its_own_process(tmp_path: Path) -> None:
         child.stdin.close()
         child.wait(timeout=10)
     assert child.returncode == 0
+
+
+async def test_a_quick_drip_delivers_the_whole_reply(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(drip(reply("ok"), interval_s=0.001), drip(reply("ok"), interval_s=0.001))
+    client = OpenAIProvider("gpt-test", api_key="k", base_url=fake_openai.base_url, timeout=5)
+    assert (await client.complete(REQUEST)).text == "ok"
+    assert (await client.complete(REQUEST, lambda text: None)).text == "ok"

@@ -228,7 +228,12 @@ async def test_malformed_tool_arguments_become_format_error(
     on_text = (lambda _: None) if streaming else None
     response = await provider(fake_openai).complete(request(), on_text=on_text)
     assert response.text == "Trying."
-    assert response.tool_calls == (ToolCall("good", "grep", {"pattern": "ok"}),)
+    assert [c.id for c in response.tool_calls] == ["bad", "list", "good"]  # every id kept
+    bad, listed, good = response.tool_calls
+    assert good == ToolCall("good", "grep", {"pattern": "ok"})
+    assert bad.invalid is not None and "not valid JSON" in bad.invalid
+    assert listed.invalid is not None and "JSON object" in listed.invalid
+    assert bad.arguments == listed.arguments == {}
     assert response.format_error is not None
     assert "read_file" in response.format_error
     assert "not valid JSON" in response.format_error

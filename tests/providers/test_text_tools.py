@@ -225,3 +225,13 @@ def test_well_formed_blocks_round_trip(
     expected_prose = [p.strip() for p in [*(before for before, _, _ in items), tail] if p.strip()]
     for piece in expected_prose:
         assert piece in text
+
+
+def test_deeply_nested_block_is_a_format_error_not_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    moderate = '{"tool": "read_file", "arguments": {"path": ' + "[" * 200 + "]" * 200 + "}}"
+    text = f"```json\n{deep}\n```\n\n```json\n{moderate}\n```"
+    _, calls, error = parse_tool_calls(text)
+    assert calls == []
+    assert error is not None
+    assert "block 1 nests" in error and "block 2 nests" in error

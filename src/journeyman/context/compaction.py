@@ -34,9 +34,8 @@ from operator import attrgetter
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.core.messages import Message, Role, ToolResult
+from journeyman.providers.pricing import tokens_for_chars
 
-CHARS_PER_TOKEN = 4
-"""Rough size of a token in characters; calibrated by the provider's reported counts."""
 MASKED_PREFIX = "[earlier output removed to save context"
 SUMMARY_PREFIX = "[summary of earlier work]"
 
@@ -85,7 +84,7 @@ class CompactionResult:
 def estimate_tokens(messages: Sequence[Message], fixed: int = 0) -> int:
     """Approximate prompt size of `messages` plus `fixed` tokens (system prompt and tools)."""
     chars: int = sum(map(_approx_chars, messages))  # a C loop over cached per-message sizes
-    return fixed + chars // CHARS_PER_TOKEN
+    return fixed + tokens_for_chars(chars)
 
 
 _approx_chars = attrgetter("approx_chars")
@@ -111,7 +110,7 @@ class HistoryMeter:
     def tokens(self, history: list[Message], fixed: int = 0) -> int:
         """`estimate_tokens(history, fixed)`, from the running total."""
         self._update(history)
-        return fixed + self._chars // CHARS_PER_TOKEN
+        return fixed + tokens_for_chars(self._chars)
 
     def stale_result_chars(self, history: list[Message], keep_recent: int) -> int:
         """Characters of the unmasked tool results older than the `keep_recent` newest."""
@@ -158,7 +157,7 @@ class Compactor:
         stale = (meter or HistoryMeter()).stale_result_chars(
             messages, self.settings.keep_recent_observations
         )
-        return stale // CHARS_PER_TOKEN > budget
+        return tokens_for_chars(stale) > budget
 
     async def mask_stale(self, messages: Sequence[Message]) -> CompactionResult:
         """Only the masking stage, whatever the size (the stale-observation trigger)."""

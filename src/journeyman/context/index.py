@@ -46,6 +46,7 @@ from typing import Any
 import pathspec
 from pydantic import BaseModel, Field
 
+from journeyman.providers.pricing import estimate_tokens
 from journeyman.tools.context import GENERATED_DIRS
 from journeyman.tools.files import SNIFF_BYTES, IgnoreRules, is_binary, walk
 from journeyman.tools.search import find_ripgrep
@@ -120,11 +121,6 @@ class IndexConfig(BaseModel):
     """Default token budget of the rendered repo map."""
     signature_chars: int = Field(default=160, ge=20)
     """Signatures longer than this are cut (with '...') in the repo map."""
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token count: about four characters per token."""
-    return (len(text) + 3) // 4
 
 
 # --------------------------------------------------------------------------------------------

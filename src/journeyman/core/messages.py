@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -23,13 +24,25 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
+    invalid: str | None = None
+    """Why the call could not be used (e.g. its arguments were not a JSON object); such a call
+    is never run and gets an error result saying this."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        data: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.invalid is not None:
+            data["invalid"] = self.invalid
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(id=data["id"], name=data["name"], arguments=dict(data.get("arguments") or {}))
+        invalid = data.get("invalid")
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            arguments=dict(data.get("arguments") or {}),
+            invalid=None if invalid is None else str(invalid),
+        )
 
 
 @dataclass(frozen=True)
@@ -130,6 +143,78 @@ class Message:
             tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ())),
             tool_result=ToolResult.from_dict(result) if result else None,
         )
+
+
+NOT_RUN = (
+    "This call was not run: another call in the same reply could not be read. "
+    "Make it again if it is still needed."
+)
+"""The result text of a call that has no result of its own (see `pair_tool_results`)."""
+
+
+def unanswered_result(call: ToolCall, reason: str = NOT_RUN) -> ToolResult:
+    """The error result of a call that was not run: its own `invalid` reason, else `reason`."""
+    if call.invalid is not None:
+        reason = f"This call was not run: {call.invalid}"
+    return ToolResult(call.id, call.name, reason, is_error=True, metadata={"error": "not_run"})
+
+
+def pair_tool_results(
+    assistant: Message, results: Iterable[ToolResult], *, missing: str = NOT_RUN
+) -> list[ToolResult]:
+    """Exactly one result per tool call of `assistant`, in call order.
+
+    Model APIs reject a conversation in which a tool call has no result (or a result answers
+    no call), so this is applied wherever results are added: the given result for each call id
+    (the first, if there are several), an error result for a call without one (saying why: the
+    call's `invalid` reason, else `missing`); results for ids the message did not call are left
+    out.
+    """
+    by_id: dict[str, ToolResult] = {}
+    for result in results:
+        by_id.setdefault(result.call_id, result)
+    return [by_id.get(call.id) or unanswered_result(call, missing) for call in assistant.tool_calls]
+
+
+def with_paired_results(messages: Sequence[Message]) -> tuple[list[Message], int]:
+    """The conversation with every tool call answered, and how many results were added or
+    dropped to get there.
+
+    The results of an assistant message are the tool messages before the next assistant
+    message; they are put right after it in call order (other messages of that stretch follow
+    them), a missing one is an error result (`unanswered_result`), and a tool message that
+    answers no call of the assistant message before it is dropped. A conversation that
+    already pairs every call in order is returned unchanged (as a new list) with 0.
+    """
+    out: list[Message] = []
+    fixes = 0
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.role is Role.TOOL:
+            fixes += 1  # a result before any assistant call
+            continue
+        out.append(message)
+        if message.role is not Role.ASSISTANT or not message.tool_calls:
+            continue
+        stretch: list[Message] = []
+        while index < len(messages) and messages[index].role is not Role.ASSISTANT:
+            stretch.append(messages[index])
+            index += 1
+        answers = [m for m in stretch if m.role is Role.TOOL]
+        results = [m.tool_result for m in answers if m.tool_result is not None]
+        paired = pair_tool_results(message, results)
+        in_order = [m.tool_result for m in stretch[: len(paired)]] == paired
+        if in_order and len(answers) == len(paired):
+            out.extend(stretch)  # already paired and in order: keep the very same messages
+            continue
+        answered = {r.call_id for r in results}
+        added = sum(1 for call in message.tool_calls if call.id not in answered)
+        fixes += added + len(answers) - (len(paired) - added)
+        out.extend(Message.tool(result) for result in paired)
+        out.extend(m for m in stretch if m.role is not Role.TOOL)
+    return out, fixes
 
 
 @dataclass(frozen=True)

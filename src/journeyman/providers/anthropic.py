@@ -6,7 +6,6 @@ The system prompt and the tool list are the stable prefix of every request, so b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -37,6 +36,12 @@ from anthropic.types import Usage as AnthropicUsage
 
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError
 from journeyman.core.messages import Message, Role, ToolCall, Usage
+from journeyman.providers.arguments import (
+    TOO_DEEP,
+    check_arguments,
+    decode_json,
+    paired_history,
+)
 from journeyman.providers.base import (
     Capabilities,
     ModelRequest,
@@ -163,6 +168,8 @@ class AnthropicProvider:
             raise self._error(exc) from exc
         except ValueError as exc:  # the body was not JSON
             raise LLMError(f"{self._name}: the reply body was not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise LLMError(f"{self._name}: the reply body is nested too deeply to read") from exc
         except anthropic.CredentialsError as exc:  # no key, and no usable profile on disk
             raise ConfigurationError(
                 f"{self._name}: no API key; set {API_KEY_ENV} or pass api_key ({exc})"
@@ -190,11 +197,8 @@ class AnthropicProvider:
             if isinstance(block, TextBlock):
                 text.append(block.text)
             elif isinstance(block, ToolUseBlock):
-                if isinstance(block.input, dict):
-                    calls.append(ToolCall(block.id, block.name, dict(block.input)))
-                else:
-                    kind = type(block.input).__name__
-                    problems.append(f"the input of {block.name} is a {kind}, not a JSON object")
+                arguments, problem = check_arguments(block.input)
+                calls.append(self._call(block.id, block.name, arguments, problem, problems))
         usage = _usage(getattr(reply, "usage", None))
         stop = getattr(reply, "stop_reason", None)
         model = getattr(reply, "model", None)
@@ -242,6 +246,8 @@ class AnthropicProvider:
             raise stream_interrupted(self._name, exc, received) from exc
         except ValueError as exc:
             raise LLMError(f"{self._name}: a stream event was not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise LLMError(f"{self._name}: a stream event is nested too deeply to read") from exc
         if not finished:
             raise LLMError(
                 f"{self._name}: the reply stream ended after {received} events without "
@@ -253,26 +259,38 @@ class AnthropicProvider:
         for index in sorted(tools):
             block = tools[index]
             source = "".join(block.json_parts)
-            try:
-                arguments = json.loads(source) if source.strip() else block.initial
-            except ValueError as exc:
+            value, problem = decode_json(source) if source.strip() else (block.initial, None)
+            if problem is not None and problem != TOO_DEEP:  # not JSON
                 if stop != "max_tokens":
                     raise LLMError(
                         f"{self._name}: the streamed input of tool {block.name} is not valid JSON "
-                        f"({exc})",
+                        f"({problem})",
                         details={"tool": block.name},
-                    ) from exc
-                problems.append(
-                    f"the output token limit cut off the arguments of {block.name}; "
-                    "make the call again with less content per call"
+                    )
+                problem = (
+                    "the output token limit cut them off; make the call again with less "
+                    "content per call"
                 )
-                continue
-            if not isinstance(arguments, dict):
-                kind = type(arguments).__name__
-                problems.append(f"the input of {block.name} is a {kind}, not a JSON object")
-                continue
-            calls.append(ToolCall(block.id, block.name, arguments))
+            arguments, shape_problem = check_arguments(value) if problem is None else ({}, None)
+            problem = problem or shape_problem
+            calls.append(self._call(block.id, block.name, arguments, problem, problems))
         return self._response("".join(text), calls, problems, usage, stop, model)
+
+    @staticmethod
+    def _call(
+        call_id: str,
+        name: str,
+        arguments: dict[str, object],
+        problem: str | None,
+        problems: list[str],
+    ) -> ToolCall:
+        """The call; one that cannot be used keeps its id with an `invalid` reason (added to
+        `problems`), so the loop answers it with an error result."""
+        if problem is None:
+            return ToolCall(call_id, name, arguments)
+        reason = f"the arguments of {name} (call {call_id}) could not be used: {problem}"
+        problems.append(reason)
+        return ToolCall(call_id, name, {}, invalid=reason)
 
     def _response(
         self,
@@ -375,6 +393,7 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[MessageParam]:
     prompt separately. Empty messages are dropped.
     """
     turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
+    messages = paired_history(messages)
 
     def add(role: Literal["user", "assistant"], blocks: list[_Block]) -> None:
         if not blocks:

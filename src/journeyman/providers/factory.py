@@ -35,28 +35,57 @@ def detect_provider(env: Mapping[str, str] | None = None) -> ProviderName | None
     return None
 
 
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """Split "provider:model" (or just "provider") into its parts.
+
+    Only the first colon separates them, so model names with a colon keep it
+    ("openai:qwen2.5:7b" is the model "qwen2.5:7b" on an OpenAI-compatible server).
+    """
+    name, colon, model = spec.strip().partition(":")
+    return name.strip().lower(), (model.strip() or None) if colon else None
+
+
 def create_provider(
-    provider: str | None = None,
+    spec: str | None = None,
     model: str | None = None,
     base_url: str | None = None,
     *,
+    api_key: str | None = None,
     tool_format: Literal["native", "text"] = "native",
     timeout_s: float = 120.0,
     env: Mapping[str, str] | None = None,
 ) -> Provider:
-    """Build the provider named by `provider`, or the auto-detected one when it is None."""
+    """Build a provider from a "provider:model" spec, a provider name, or the environment.
+
+    >>> create_provider("anthropic:claude-sonnet-4-5")
+    >>> create_provider("openai:gpt-5-mini", base_url="http://127.0.0.1:8080/v1", api_key="...")
+
+    `spec` None picks the provider from the environment (see `detect_provider`); a model in
+    the spec and `model` must agree. `api_key` defaults to the provider's environment
+    variable; `timeout_s` bounds each network read (the whole call is bounded by the
+    resilient wrapper). Raises `ConfigurationError` saying what to set when something is
+    missing or unknown.
+    """
     env = os.environ if env is None else env
-    chosen = provider or detect_provider(env)
+    chosen, spec_model = parse_spec(spec) if spec else (None, None)
+    if spec_model and model and spec_model != model:
+        raise ConfigurationError(
+            f"the model is given twice, as {spec_model!r} in {spec!r} and as model={model!r}; "
+            "give it once"
+        )
+    model = model or spec_model
+    chosen = chosen or detect_provider(env)
     if chosen is None:
         if base_url:
             chosen = "openai"
         else:
             raise ConfigurationError(HOW_TO_CONFIGURE)
     if chosen == "anthropic":
-        key = env.get("ANTHROPIC_API_KEY")
+        key = api_key or env.get("ANTHROPIC_API_KEY")
         if not key:
             raise ConfigurationError(
-                "--provider anthropic needs ANTHROPIC_API_KEY in the environment"
+                "the anthropic provider needs an API key: set ANTHROPIC_API_KEY in the "
+                "environment (or pass api_key=)"
             )
         from journeyman.providers.anthropic import AnthropicProvider
 
@@ -70,12 +99,13 @@ def create_provider(
         from journeyman.providers.openai import OpenAIProvider
 
         url = base_url or env.get("OPENAI_BASE_URL")
-        key = env.get("OPENAI_API_KEY")
+        key = api_key or env.get("OPENAI_API_KEY")
         if not key:
             if not url:
                 raise ConfigurationError(
-                    "--provider openai needs OPENAI_API_KEY (or a --base-url of a local "
-                    "OpenAI-compatible server)"
+                    "the openai provider needs an API key: set OPENAI_API_KEY (or pass "
+                    "api_key=), or give the base URL of a local OpenAI-compatible server "
+                    "(OPENAI_BASE_URL, --base-url or base_url=)"
                 )
             key = "no-key-needed"  # local servers accept any key
         return OpenAIProvider(
@@ -85,4 +115,9 @@ def create_provider(
             timeout=timeout_s,
             tool_format=tool_format,
         )
-    raise ConfigurationError(f"unknown provider {chosen!r}; choose anthropic or openai")
+    known = ", ".join(sorted(DEFAULT_MODELS))
+    raise ConfigurationError(
+        f'unknown provider {chosen!r} in {spec!r}; write "provider:model" with provider one of '
+        f'{known} (e.g. "anthropic:{DEFAULT_MODELS["anthropic"]}"); any OpenAI-compatible '
+        'server is "openai:MODEL" with its base_url'
+    )

@@ -29,6 +29,7 @@ from openai.types.chat import (
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult, Usage
 from journeyman.providers import text_tools
+from journeyman.providers.arguments import decode_arguments, paired_history
 from journeyman.providers.base import (
     Capabilities,
     ModelRequest,
@@ -48,6 +49,8 @@ API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_TIMEOUT = 600.0
 """Seconds; for streaming it bounds each read, not the whole reply."""
+UNNAMED_TOOL = "unnamed_tool"
+"""Name given to a call the server sent without one (it is answered with an error)."""
 
 # --------------------------------------------------------------------------- adapter
 
@@ -183,6 +186,8 @@ class OpenAIProvider:
             raise self._error(exc) from exc
         except ValueError as exc:  # the body was not JSON
             raise LLMError(f"{self._name}: the reply body was not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise LLMError(f"{self._name}: the reply body is nested too deeply to read") from exc
         return await self._from_stream(stream, on_text)
 
     # -- request ---------------------------------------------------------------------
@@ -241,6 +246,8 @@ class OpenAIProvider:
             ) from exc
         except ValueError as exc:
             raise LLMError(f"{self._name}: a stream event was not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise LLMError(f"{self._name}: a stream event is nested too deeply to read") from exc
         if state.finish is None:
             raise LLMError(
                 f"{self._name}: the reply stream ended after {state.chunks} chunks without a "
@@ -282,30 +289,26 @@ class OpenAIProvider:
         )
 
     def _decode_calls(self, raw_calls: Sequence[_RawCall]) -> tuple[list[ToolCall], str | None]:
+        """Every call, in order; one that cannot be used is kept with its `invalid` reason, so
+        the loop answers it with an error result instead of leaving its id unanswered."""
         calls: list[ToolCall] = []
         problems: list[str] = []
         for raw in raw_calls:
-            arguments = "".join(raw.arguments)
             if not raw.id:
                 self._calls_made += 1
                 raw.id = f"call-{self._calls_made}"
+            arguments, problem = decode_arguments("".join(raw.arguments))
             if not raw.name:
-                problems.append(f"a tool call (id {raw.id}) has no tool name")
+                problem = "it names no tool"
+            if problem is None:
+                calls.append(ToolCall(raw.id, raw.name, arguments))
                 continue
-            try:
-                decoded = json.loads(arguments) if arguments.strip() else {}
-            except ValueError as exc:
-                problems.append(
-                    f"the arguments of {raw.name} (call {raw.id}) are not valid JSON ({exc})"
-                )
-                continue
-            if not isinstance(decoded, dict):
-                kind = type(decoded).__name__
-                problems.append(
-                    f"the arguments of {raw.name} (call {raw.id}) must be a JSON object, not {kind}"
-                )
-                continue
-            calls.append(ToolCall(raw.id, raw.name, decoded))
+            name = raw.name or UNNAMED_TOOL
+            reason = f"the arguments of {name} (call {raw.id}) could not be used: {problem}"
+            if not raw.name:
+                reason = f"the tool call {raw.id} names no tool"
+            problems.append(reason)
+            calls.append(ToolCall(raw.id, name, {}, invalid=reason))
         if not problems:
             return calls, None
         listed = "\n".join(f"- {p}" for p in problems)
@@ -392,6 +395,7 @@ def to_openai_messages(
     templates insist that roles alternate).
     """
     text_mode = tool_format == "text"
+    messages = paired_history(messages)
     if text_mode and tools:
         appendix = text_tools.render_tool_instructions(tools)
         system = f"{system}\n\n{appendix}" if system else appendix

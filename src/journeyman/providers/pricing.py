@@ -1,8 +1,13 @@
-"""Cost of a model call from the `genai-prices` database; unknown models cost None, never 0."""
+"""Cost of a model call from the `genai-prices` database; unknown models cost None, never 0.
+
+Also the one token estimate used before a provider reports real counts (the context pack,
+compaction and the budget baseline all size prompts with it).
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
 
 from journeyman.core.messages import Usage
@@ -51,3 +56,23 @@ def add_costs(total: float | None, call: float | None, *, first: bool) -> float 
     if first:
         return call
     return None if total is None else total + call
+
+
+CHARS_PER_TOKEN = 4
+"""Characters per token assumed for English text and code; the kernel calibrates its prompt
+sizes against the counts the provider reports."""
+
+
+def tokens_for_chars(chars: int) -> int:
+    """Estimated tokens of `chars` characters of prompt text, rounded up."""
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of `text` (about four characters a token)."""
+    return tokens_for_chars(len(text))
+
+
+def estimate_fixed_tokens(system: str, tools: Sequence[object]) -> int:
+    """Estimated tokens of a request's fixed part: its system prompt and tool definitions."""
+    return tokens_for_chars(len(system) + sum(len(repr(tool)) for tool in tools))

@@ -2,12 +2,18 @@
 
 Only retryable errors are retried (rate limits, overload, 5xx, timeouts, connection resets,
 empty or malformed replies). Anything else — authentication, bad requests — fails at once.
+
+Every call has one deadline that covers all its attempts and the waits between them: the
+per-call limit of the policy, or an earlier one the caller passes (the run's remaining time).
+It is enforced around the whole call, not per network read, so a body dripped byte by byte
+or a stream of keep-alive comments cannot stretch it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +41,8 @@ class RetryPolicy:
     """Upper bound of a server-requested `Retry-After` wait."""
     jitter: float = 0.25
     """Random spread added to each delay, as a fraction of it."""
+    call_timeout_s: float | None = 600.0
+    """Seconds one model call may take, all retries and waits included; None: no limit."""
 
     def delay(self, attempt: int, error: AgentError, rng: random.Random) -> float:
         """Seconds to wait before retry number `attempt` (1-based)."""
@@ -81,7 +89,37 @@ class ResilientProvider:
         return self.active.capabilities
 
     async def complete(
-        self, request: ModelRequest, on_text: TextCallback | None = None
+        self,
+        request: ModelRequest,
+        on_text: TextCallback | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> ModelResponse:
+        """Send `request` with retries and fallbacks, all finished by one deadline.
+
+        `deadline` is an absolute `time.monotonic()` value (e.g. when the run's time runs out);
+        the call ends at it or at the policy's `call_timeout_s`, whichever comes first, with a
+        non-retryable `ProviderError` whose details carry `timeout` and `deadline`.
+        """
+        started = time.monotonic()
+        limit = self.policy.call_timeout_s
+        call_end = None if limit is None else started + limit
+        end: float | None = call_end
+        source = "call"
+        if deadline is not None and (call_end is None or deadline < call_end):
+            end, source = deadline, "run"
+        if end is None:
+            return await self._complete(request, on_text, None)
+        if end <= started:
+            raise self._deadline_error(0.0, source)
+        try:
+            async with asyncio.timeout(end - started):
+                return await self._complete(request, on_text, end)
+        except TimeoutError as exc:
+            raise self._deadline_error(time.monotonic() - started, source) from exc
+
+    async def _complete(
+        self, request: ModelRequest, on_text: TextCallback | None, end: float | None
     ) -> ModelResponse:
         last_error: AgentError | None = None
         for index in range(self._active, len(self.providers)):
@@ -96,11 +134,19 @@ class ResilientProvider:
                     last_error = error
                     if attempt == self.policy.max_retries:
                         break
+                    remaining = None if end is None else end - time.monotonic()
+                    if _asks_to_wait_past(error, remaining):
+                        last_error = _wait_too_long(error, provider, remaining)
+                        break
                     delay = self.policy.delay(attempt + 1, error, self._rng)
+                    if remaining is not None and delay >= remaining:
+                        raise TimeoutError from error  # waiting would only run into the deadline
                     for listener in self.listeners:
                         listener(error, provider.name, attempt + 1, delay)
                     await self._sleep(delay)
         assert last_error is not None
+        if last_error.details.get("wait_too_long") and len(self.providers) == 1:
+            raise last_error
         tried = ", ".join(f"{p.name}:{p.model}" for p in self.providers)
         raise ProviderError(
             f"gave up after retries on every provider ({tried}); last error: {last_error.message}",
@@ -109,3 +155,78 @@ class ResilientProvider:
             retryable=False,
             details={"exhausted": True, "last_category": last_error.category.value},
         )
+
+    def _deadline_error(self, elapsed: float, source: str) -> ProviderError:
+        return deadline_error(self.active, elapsed, source, self.policy.call_timeout_s)
+
+
+async def complete_within(
+    provider: Provider,
+    request: ModelRequest,
+    on_text: TextCallback | None = None,
+    *,
+    deadline: float | None,
+) -> ModelResponse:
+    """`provider.complete(request, on_text)`, ended at `deadline` (a `time.monotonic()` value).
+
+    A `ResilientProvider` applies the deadline to its retries and waits as well; any other
+    provider gets one timeout around its call. Either way the call ends with the same
+    `ProviderError` (details `timeout`, `deadline`="run") when the deadline passes.
+    """
+    if isinstance(provider, ResilientProvider):
+        return await provider.complete(request, on_text, deadline=deadline)
+    if deadline is None:
+        return await provider.complete(request, on_text)
+    started = time.monotonic()
+    if deadline <= started:
+        raise deadline_error(provider, 0.0, "run", None)
+    try:
+        async with asyncio.timeout(deadline - started):
+            return await provider.complete(request, on_text)
+    except TimeoutError as exc:
+        raise deadline_error(provider, time.monotonic() - started, "run", None) from exc
+
+
+def deadline_error(
+    provider: Provider, elapsed: float, source: str, call_timeout_s: float | None
+) -> ProviderError:
+    """The error of a call stopped at its deadline: the run's ("run") or its own ("call")."""
+    if source == "run":
+        why = "the run's time limit (--max-duration) was reached during the call"
+        hint = "raise --max-duration"
+    else:
+        why = f"the call took longer than its {call_timeout_s or 0:g} s limit"
+        hint = "raise model_call_timeout_s, or check that the server is answering"
+    return ProviderError(
+        f"{provider.name}:{provider.model}: no complete reply after {elapsed:.0f} s, "
+        f"retries included; {why}. Stopped waiting; {hint}",
+        provider=provider.name,
+        retryable=False,
+        details={"timeout": True, "deadline": source, "exhausted": True},
+    )
+
+
+def _asks_to_wait_past(error: AgentError, remaining: float | None) -> bool:
+    """Whether the service asked for a wait that would end after the call's deadline."""
+    if remaining is None or not isinstance(error, ProviderError):
+        return False
+    return error.retry_after is not None and error.retry_after > remaining
+
+
+def _wait_too_long(error: AgentError, provider: Provider, remaining: float | None) -> ProviderError:
+    assert isinstance(error, ProviderError) and error.retry_after is not None
+    left = max(0.0, remaining or 0.0)
+    return ProviderError(
+        f"{provider.name}:{provider.model} asks to wait {error.retry_after:g} s before a retry, "
+        f"longer than the {left:.0f} s left for this call ({error.message}); not waiting. "
+        "Try again later, or use another provider or model",
+        provider=provider.name,
+        status_code=error.status_code,
+        retryable=False,
+        details={
+            "exhausted": True,
+            "wait_too_long": True,
+            "retry_after": error.retry_after,
+            "last_category": error.category.value,
+        },
+    )

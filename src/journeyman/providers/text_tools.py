@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
+from journeyman.providers.arguments import MAX_NESTING, nesting_depth
 
 CALL_ID_PREFIX = "text-call-"
 """Prefix of the ids given to tool calls parsed from text."""
@@ -167,9 +168,15 @@ def parse_tool_calls(
             continue
         try:
             value = json.loads(block.body)
+            too_deep = nesting_depth(value) > MAX_NESTING
+        except RecursionError:
+            too_deep = True
         except ValueError as exc:
             if strict:
                 problems.append(f"block {number} is not valid JSON ({exc})")
+            continue
+        if too_deep:
+            problems.append(f"block {number} nests lists or objects over {MAX_NESTING} deep")
             continue
         if not strict and not (isinstance(value, dict) and "tool" in value):
             continue  # an untagged code block that is not a tool call
