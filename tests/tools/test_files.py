@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from journeyman.core.errors import ToolError
-from journeyman.tools.files import MAX_READ_LINES, apply_edit, expand_braces, glob_regex
+from journeyman.tools.edit_match import apply_edit
+from journeyman.tools.globbing import expand_braces, glob_regex
+from journeyman.tools.read import MAX_READ_LINES
 
 from .conftest import CallTool
 

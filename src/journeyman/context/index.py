@@ -47,8 +47,9 @@ import pathspec
 from pydantic import BaseModel, Field
 
 from journeyman.tools.context import GENERATED_DIRS
-from journeyman.tools.files import SNIFF_BYTES, IgnoreRules, is_binary, walk
+from journeyman.tools.fileio import SNIFF_BYTES, is_binary
 from journeyman.tools.search import find_ripgrep
+from journeyman.tools.walk import IgnoreRules, walk
 
 log = logging.getLogger(__name__)
 

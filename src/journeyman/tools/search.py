@@ -27,14 +27,9 @@ from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
-from journeyman.tools.files import (
-    SNIFF_BYTES,
-    IgnoreRules,
-    is_binary,
-    missing_path_message,
-    path_glob_matcher,
-    walk,
-)
+from journeyman.tools.fileio import SNIFF_BYTES, is_binary, missing_path_message
+from journeyman.tools.globbing import path_glob_matcher
+from journeyman.tools.walk import IgnoreRules, walk
 
 MAX_GREP_RESULTS = 1000
 """Upper bound for grep's max_results."""
