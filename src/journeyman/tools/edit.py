@@ -18,10 +18,12 @@ from journeyman.tools.edit_match import (
 )
 from journeyman.tools.fileio import (
     change_metadata,
+    check_edit_size,
     count_lines,
     missing_path_message,
     not_a_regular_file,
     read_text_for_change,
+    refuse_protected,
     write_text,
 )
 
@@ -62,6 +64,7 @@ class EditFileTool(BaseTool):
     async def execute(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve(args.path, tool=self.name)
         rel = ctx.relative(path)
+        refuse_protected(rel, self.name)
         if args.old_string == args.new_string:
             return fail(
                 self.name,
@@ -72,6 +75,7 @@ class EditFileTool(BaseTool):
             return fail(self.name, problem)
         if not path.exists():
             if args.old_string == "":
+                check_edit_size(len(args.new_string.encode()), self.name, rel, what="new_string")
                 ctx.record_change(rel, None, args.new_string, self.name)
                 await asyncio.to_thread(write_text, path, args.new_string)
                 return ok(
@@ -101,6 +105,7 @@ class EditFileTool(BaseTool):
                 f"{self.name}: after fitting new_string to the file's indentation, {rel} would "
                 "not change; check that new_string really differs from the file's text",
             )
+        check_edit_size(len(outcome.text.encode()), self.name, rel, what="the edited text")
         ctx.record_change(rel, before, outcome.text, self.name)
         await asyncio.to_thread(write_text, path, outcome.text)
         return ok(

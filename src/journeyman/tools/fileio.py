@@ -14,11 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.core.errors import ToolError
-from journeyman.tools.context import ToolContext
+from journeyman.tools.context import ToolContext, printable
 from journeyman.tools.walk import IgnoreRules, walk
 
 SNIFF_BYTES = 8192
 """A NUL byte in this many leading bytes marks a file as binary."""
+MAX_EDIT_BYTES = 10 * 1024 * 1024
+"""Largest file (before or after the change) the editing tools will change; bigger files are
+left to run_command, so that no tool holds several copies of a huge file in memory and the
+undo journal never stores one."""
+PROTECTED_DIRS = (".git",)
+"""Directory names the editing tools never write below, at any depth: git runs programs named
+in `.git/config` and `.git/hooks/`, so a planted file there would run on the user's machine."""
 
 
 def count_lines(text: str) -> int:
@@ -26,14 +33,48 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
-def change_metadata(rel: str, before: str | None, after: str) -> dict[str, Any]:
-    """The file-change record every writing tool puts in its result metadata."""
+def change_metadata(rel: str, before: str | None, after: str | None) -> dict[str, Any]:
+    """The small facts about a change a writing tool puts in its result metadata.
+
+    The texts themselves are kept once, by the undo journal (`ToolContext.record_change`);
+    results end up in messages and events, which must not hold a second copy.
+    """
+    if before is None:
+        change = "created"
+    elif after is None:
+        change = "deleted"
+    else:
+        change = "modified"
     return {
         "path": rel,
-        "change": "created" if before is None else "modified",
-        "before": before,
-        "after": after,
+        "change": change,
+        "lines_before": 0 if before is None else count_lines(before),
+        "lines_after": 0 if after is None else count_lines(after),
     }
+
+
+def refuse_protected(rel: str, tool: str) -> None:
+    """Raise a ToolError when `rel` (workspace-relative, symlinks resolved) lies in a protected
+    directory such as `.git`."""
+    parts = rel.split("/")
+    for depth, part in enumerate(parts):
+        if part.lower() in PROTECTED_DIRS:
+            where = "/".join(parts[: depth + 1])
+            raise ToolError(
+                f"{tool}: {rel} is inside {where}/, which file tools never change (git runs "
+                f"programs named in its config and hooks); change git settings with run_command "
+                "and git itself if the task really needs it"
+            )
+
+
+def check_edit_size(size: int, tool: str, rel: str, *, what: str = "the file") -> None:
+    """Raise a ToolError when `size` bytes is over MAX_EDIT_BYTES."""
+    if size > MAX_EDIT_BYTES:
+        raise ToolError(
+            f"{tool}: {rel} is too large to change with this tool ({what} is {size:,} bytes, the "
+            f"limit is {MAX_EDIT_BYTES:,}); use run_command with sed, or a short python script, "
+            "to change such a file in place"
+        )
 
 
 def not_a_regular_file(path: Path, tool: str, rel: str) -> str | None:
@@ -57,9 +98,12 @@ def read_text_for_change(path: Path, tool: str, rel: str) -> str | None:
     exactly; anything else raises a ToolError.
     """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            check_edit_size(os.fstat(fh.fileno()).st_size, tool, rel)
+            data = fh.read(MAX_EDIT_BYTES + 1)
     except FileNotFoundError:
         return None
+    check_edit_size(len(data), tool, rel)  # grew since the stat
     if is_binary(data):
         raise ToolError(
             f"{tool}: {rel} is a binary file; this tool only changes text files (use "
@@ -132,5 +176,5 @@ def _same_name_elsewhere(root: Path, name: str, *, most: int = 5, scan: int = 20
         if seen >= scan or len(found) >= most:
             break
         if entry.path.name == name and entry.kind != "dir":
-            found.append(entry.path.relative_to(root).as_posix())
+            found.append(printable(entry.path.relative_to(root).as_posix()))
     return found

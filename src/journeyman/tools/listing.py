@@ -10,7 +10,7 @@ from pydantic import Field
 
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
-from journeyman.tools.context import ToolContext
+from journeyman.tools.context import ToolContext, echo, printable
 from journeyman.tools.fileio import missing_path_message
 from journeyman.tools.globbing import glob_regex
 from journeyman.tools.walk import IgnoreRules, walk
@@ -79,7 +79,7 @@ def _list_dir(root: Path, start: Path, recursive: bool, cap: int) -> tuple[list[
             continue
         if len(entries) >= cap:
             return entries, True
-        rel = entry.path.relative_to(root).as_posix()
+        rel = printable(entry.path.relative_to(root).as_posix())
         entries.append(rel + {"dir": "/", "link": "@"}.get(entry.kind, ""))
     return entries, False
 
@@ -124,8 +124,8 @@ class GlobTool(BaseTool):
         if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
             return fail(
                 self.name,
-                f"{self.name}: pattern {args.pattern!r} must be relative and stay inside `path` "
-                "(no leading '/' or '..'); pass the directory in `path` instead",
+                f"{self.name}: pattern {echo(args.pattern)} must be relative and stay inside "
+                "`path` (no leading '/' or '..'); pass the directory in `path` instead",
             )
         base = ctx.resolve(args.path, tool=self.name)
         if not base.is_dir():
@@ -142,7 +142,7 @@ class GlobTool(BaseTool):
             hint = ""
             if "/" not in pattern and "**" not in pattern:
                 hint = f"; '*' does not cross directories, try '**/{pattern}'"
-            return ok(self.name, f"no files match {pattern!r} under {where}{hint}", count=0)
+            return ok(self.name, f"no files match {echo(pattern)} under {where}{hint}", count=0)
         body = "\n".join(found)
         if more:
             body += f"\n[stopped after {args.max_results} files; use a narrower pattern or path]"
@@ -158,5 +158,5 @@ def _glob_files(root: Path, base: Path, regex: re.Pattern[str], cap: int) -> tup
         if regex.match(entry.path.relative_to(base).as_posix()):
             if len(found) >= cap:
                 return sorted(found), True
-            found.append(entry.path.relative_to(root).as_posix())
+            found.append(printable(entry.path.relative_to(root).as_posix()))
     return sorted(found), False

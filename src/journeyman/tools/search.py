@@ -26,7 +26,7 @@ from pydantic import Field
 from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
-from journeyman.tools.context import ToolContext
+from journeyman.tools.context import ToolContext, printable
 from journeyman.tools.fileio import SNIFF_BYTES, is_binary, missing_path_message
 from journeyman.tools.globbing import path_glob_matcher
 from journeyman.tools.walk import IgnoreRules, walk
@@ -243,7 +243,7 @@ def _parse_rg_line(raw: bytes) -> Hit | None:
     number, sep, text = rest.partition(b":")
     if not sep or not number.isdigit():
         return None
-    name = path.decode("utf-8", errors="replace").removeprefix("./")
+    name = printable(os.fsdecode(path)).removeprefix("./")
     line = text.decode("utf-8", errors="replace").rstrip("\n").removesuffix("\r")
     return Hit(name, int(number), line)
 
@@ -331,7 +331,7 @@ def _search_file(root: Path, path: Path, regex: re.Pattern[str]) -> list[Hit]:
         return []
     if b"\0" in data:
         return []
-    rel = path.relative_to(root).as_posix()
+    rel = printable(path.relative_to(root).as_posix())
     text = data.decode("utf-8", errors="replace")
     hits = []
     for number, line in enumerate(text.split("\n"), 1):

@@ -11,9 +11,11 @@ from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.fileio import (
     change_metadata,
+    check_edit_size,
     count_lines,
     not_a_regular_file,
     read_text_for_change,
+    refuse_protected,
     write_text,
 )
 
@@ -41,8 +43,10 @@ class WriteFileTool(BaseTool):
     async def execute(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve(args.path, tool=self.name)
         rel = ctx.relative(path)
+        refuse_protected(rel, self.name)
         if problem := not_a_regular_file(path, self.name, rel):
             return fail(self.name, problem)
+        check_edit_size(len(args.content.encode()), self.name, rel, what="the new content")
         before = await asyncio.to_thread(read_text_for_change, path, self.name, rel)
         if before == args.content:
             return ok(
