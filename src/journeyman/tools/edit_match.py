@@ -217,16 +217,26 @@ def _no_match_message(text: str, old: str, where: str) -> str:
             " It looks like it contains line numbers from read_file's output; pass only the "
             "file's own text."
         )
-    file_lines = split_lines(text)
-    best = _closest_region(file_lines, old_lines)
-    if best is None:
+    closest = closest_text(split_lines(text), old_lines)
+    if closest is None:
         return message + f" Nothing in {where} resembles it; read the file to see its contents."
+    return (
+        f"{message} {closest}\nCopy the text exactly from the file (read it again if it may "
+        "have changed) and retry."
+    )
+
+
+def closest_text(file_lines: list[str], wanted: list[str]) -> str | None:
+    """Where `file_lines` hold the text most like `wanted`, with those lines numbered as
+    read_file shows them; None when nothing resembles it."""
+    best = _closest_region(file_lines, wanted)
+    if best is None:
+        return None
     start, length, ratio = best
     shown = numbered_lines(file_lines, start + 1, min(start + length, start + 30))
     return (
-        f"{message} The most similar text is at lines {start + 1}-{start + length} "
-        f"({ratio:.0%} alike):\n{shown}\nCopy the text exactly from the file (read it again if "
-        "it may have changed) and retry."
+        f"The most similar text is at lines {start + 1}-{start + length} ({ratio:.0%} alike):"
+        f"\n{shown}"
     )
 
 
