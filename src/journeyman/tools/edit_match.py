@@ -4,6 +4,7 @@ re-indents the replacement to fit; misses explain themselves with the closest li
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -60,7 +61,7 @@ def apply_edit(
         )
     fuzzy = _whitespace_matches(text, old)
     if len(fuzzy) == 1:
-        return _replace_fuzzy(text, old, new, fuzzy[0])
+        return _replace_fuzzy(text, old, new, fuzzy[0], where)
     if len(fuzzy) > 1:
         lines = [m.start + 1 for m in fuzzy]
         raise ToolError(
@@ -155,7 +156,7 @@ def _whitespace_matches(text: str, old: str) -> list[_Window]:
     return found
 
 
-def _replace_fuzzy(text: str, old: str, new: str, window: _Window) -> EditOutcome:
+def _replace_fuzzy(text: str, old: str, new: str, window: _Window, where: str) -> EditOutcome:
     file_lines = split_lines(text)
     old_lines, lead, trail = _trimmed_old_lines(old)
     new_lines = new.split("\n")
@@ -170,6 +171,15 @@ def _replace_fuzzy(text: str, old: str, new: str, window: _Window) -> EditOutcom
     eol = "\r\n" if matched[0].endswith("\r\n") else "\n"
     ends_with_break = matched[-1].endswith("\n")
     reindented = _reindent(new_lines, old_lines, matched)
+    if reindented is None:
+        first, last = window.start + 1, window.start + window.length
+        raise ToolError(
+            f"edit_file: old_string matches lines {first}-{last} of {where} only when "
+            "indentation is ignored, and its indentation does not follow the file's, so how "
+            "deep new_string's lines belong cannot be told safely; nothing was changed. Copy "
+            "old_string from read_file with its exact indentation (without the line numbers) "
+            "and indent new_string the same way"
+        )
     block = eol.join(reindented)
     if reindented and ends_with_break:
         block += eol
@@ -181,17 +191,32 @@ def _replace_fuzzy(text: str, old: str, new: str, window: _Window) -> EditOutcom
     return EditOutcome(result, 1, "whitespace", ((first, first + max(0, len(reindented) - 1)),))
 
 
-def _reindent(new_lines: list[str], old_lines: list[str], matched: list[str]) -> list[str]:
-    """Give new_string the file's indentation, as old_string's lines map onto the file's.
+def _reindent(new_lines: list[str], old_lines: list[str], matched: list[str]) -> list[str] | None:
+    """Give new_string the file's indentation, as old_string's lines map onto the file's;
+    None when that cannot be decided safely.
 
-    Each non-blank old line pairs its indentation with the matched file line's. A new line's
-    indentation is translated through the longest old indentation it starts with; lines that
-    start with none of them are left alone. Blank lines become empty.
+    When old_string's indentation is a faithful copy of the file's at another width or base
+    (each old indentation maps to one file indentation, deeper to deeper), every new line is
+    translated through that mapping. Otherwise old_string lost its indentation, and each new
+    line is placed by its own counterpart (see `_reindent_by_counterpart`).
     """
     mapping: dict[str, str] = {}
+    faithful = True
     for old_line, file_line in zip(old_lines, matched, strict=True):
-        if old_line.strip():
-            mapping.setdefault(_indent(old_line), _indent(file_line))
+        file_indent = _indent(file_line)
+        if old_line.strip() and mapping.setdefault(_indent(old_line), file_indent) != file_indent:
+            faithful = False
+    by_depth = sorted(mapping.items(), key=lambda pair: len(pair[0]))
+    if faithful and all(
+        len(shallow[1]) < len(deep[1]) for shallow, deep in itertools.pairwise(by_depth)
+    ):
+        return _translate_indents(new_lines, mapping)
+    return _reindent_by_counterpart(new_lines, old_lines, matched)
+
+
+def _translate_indents(new_lines: list[str], mapping: dict[str, str]) -> list[str]:
+    """Translate each new line's indentation through the longest old indentation it starts
+    with; lines that start with none of them are left alone. Blank lines become empty."""
     by_length = sorted(mapping, key=len, reverse=True)
     out = []
     for line in new_lines:
@@ -206,6 +231,49 @@ def _reindent(new_lines: list[str], old_lines: list[str], matched: list[str]) ->
         else:
             out.append(line)
     return out
+
+
+def _reindent_by_counterpart(
+    new_lines: list[str], old_lines: list[str], matched: list[str]
+) -> list[str] | None:
+    """Indent each new line like the file line its counterpart in old_string matched.
+
+    A new line equal to an old line (ignoring whitespace), or replacing exactly one line,
+    takes that line's indentation in the file, provided new_string does not indent it
+    differently from old_string (a change of depth that cannot be translated). Other new lines
+    (insertions, n lines replacing m) take the depth of the old lines they replace and of the
+    old lines around them, when all of those sit at one depth in the file and new_string
+    indents them alike. Anything else is ambiguous: None.
+    """
+    matcher = difflib.SequenceMatcher(
+        None, [_norm(line) for line in old_lines], [_norm(line) for line in new_lines], False
+    )
+    placed = [""] * len(new_lines)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "delete":
+            continue
+        if tag == "equal" or (i2 - i1 == 1 and j2 - j1 == 1):
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                if not new_lines[j].strip():
+                    continue
+                if len(_indent(new_lines[j])) != len(_indent(old_lines[i])):
+                    return None
+                placed[j] = _indent(matched[i]) + new_lines[j].lstrip()
+            continue
+        around = range(max(0, i1 - 1), min(len(old_lines), i2 + 1))
+        refs = [i for i in around if old_lines[i].strip()]
+        file_depths = {_indent(matched[i]) for i in refs}
+        old_depths = {len(_indent(old_lines[i])) for i in refs}
+        if len(file_depths) != 1 or len(old_depths) != 1:
+            return None
+        depth, old_depth = file_depths.pop(), old_depths.pop()
+        for j in range(j1, j2):
+            if not new_lines[j].strip():
+                continue
+            if len(_indent(new_lines[j])) != old_depth:
+                return None
+            placed[j] = depth + new_lines[j].lstrip()
+    return placed
 
 
 def _no_match_message(text: str, old: str, where: str) -> str:
