@@ -26,7 +26,7 @@ from pydantic import Field
 from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
-from journeyman.tools.context import ToolContext, printable
+from journeyman.tools.context import ToolContext, echo, printable
 from journeyman.tools.fileio import SNIFF_BYTES, is_binary, missing_path_message
 from journeyman.tools.globbing import path_glob_matcher
 from journeyman.tools.walk import IgnoreRules, walk
@@ -134,15 +134,15 @@ class GrepTool(BaseTool):
         except InvalidPatternError as exc:
             return fail(
                 self.name,
-                f"{self.name}: invalid regular expression {args.pattern!r}: {exc}. Fix the "
+                f"{self.name}: invalid regular expression {echo(args.pattern)}: {exc}. Fix the "
                 "pattern (escape special characters with a backslash to match them literally)",
             )
         engine = "ripgrep" if rg is not None else "python"
         if not hits:
-            scope = f" (files matching {args.glob!r})" if args.glob else ""
+            scope = f" (files matching {echo(args.glob)})" if args.glob else ""
             return ok(
                 self.name,
-                f"no matches for {args.pattern!r} in {where}{scope}",
+                f"no matches for {echo(args.pattern)} in {where}{scope}",
                 count=0,
                 engine=engine,
             )
