@@ -274,3 +274,21 @@ def test_difflib_round_trip(edit: tuple[str, str, int]) -> None:
     patches = parse_patch(diff)
     assert len(patches) == 1
     assert apply_hunks(old, patches[0].hunks, "f")[0] == new
+
+
+async def test_envelope_end_of_file_anchor_and_blank_lines(project: Path, ctx: ToolContext) -> None:
+    (project / "twice.txt").write_text("x = 1\nend\nx = 1\nend\n")
+    result = await patch(
+        ctx,
+        "*** Begin Patch\n*** Update File: twice.txt\n@@\n x = 1\n-end\n+done\n*** End of File\n"
+        "*** Add File: blank.txt\n+a\n\n+b\n*** End Patch\n",
+    )
+    assert not result.is_error, result.content
+    assert (project / "twice.txt").read_text() == "x = 1\nend\nx = 1\ndone\n"
+    assert (project / "blank.txt").read_text() == "a\n\nb\n"
+    missing = await patch(
+        ctx, "*** Begin Patch\n*** Update File: twice.txt\n@@ def nowhere():\n-x = 1\n+y\n"
+        "*** End Patch\n",
+    )  # fmt: skip
+    assert missing.is_error and "hunk 1 of twice.txt" in missing.content
+    assert "def nowhere():" in missing.content

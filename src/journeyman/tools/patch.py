@@ -138,15 +138,13 @@ def _parse_envelope(lines: list[str]) -> list[FilePatch]:
                 if current is None or not current.hunks:
                     raise _malformed(number, "'*** End of File' outside a hunk")
                 current.hunks[-1].at_end = True
-            elif directive in ("Add File", "Delete File", "Update File"):
+            elif directive in _ACTIONS:
                 if not value:
                     raise _malformed(number, f"'*** {directive}:' without a path")
-                action = directive.split()[0].lower()
-                current = FilePatch(action, value)  # type: ignore[arg-type]
+                current = FilePatch(_ACTIONS[directive], value)
                 patches.append(current)
-                if action == "add":
-                    hunk = Hunk(1)
-                    current.hunks.append(hunk)
+                if current.action == "add":
+                    current.hunks.append(Hunk(1))
             elif directive == "Move to":
                 if current is None or current.action != "update" or current.hunks:
                     raise _malformed(number, "'*** Move to:' must follow '*** Update File:'")
@@ -167,14 +165,11 @@ def _parse_envelope(lines: list[str]) -> list[FilePatch]:
             current.hunks.append(hunk)
             continue
         if current.action == "add":
-            if not line.startswith("+"):
-                if not line:  # a blank line whose '+' was trimmed
-                    assert hunk is not None
-                    hunk.lines.append(("+", ""))
-                    continue
-                raise _malformed(number, f"every line of an added file starts with '+' ({line!r})")
-            assert hunk is not None
-            hunk.lines.append(("+", line[1:]))
+            if line and not line.startswith("+"):
+                raise _malformed(
+                    number, f"every line of an added file starts with '+' ({echo(line, 60)})"
+                )
+            current.hunks[0].lines.append(("+", line[1:]))  # "": a blank line, '+' trimmed
             continue
         if hunk is None:  # a hunk without an "@@" line: allowed for the first one
             hunk = Hunk(len(current.hunks) + 1)
@@ -195,6 +190,12 @@ def _parse_envelope(lines: list[str]) -> list[FilePatch]:
         patch.hunks = [h for h in patch.hunks if h.lines or patch.action == "add"]
     return patches
 
+
+_ACTIONS: dict[str, Literal["add", "delete", "update"]] = {
+    "Add File": "add",
+    "Delete File": "delete",
+    "Update File": "update",
+}
 
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
