@@ -17,6 +17,7 @@ from journeyman.tools.edit_match import (
     split_lines,
 )
 from journeyman.tools.fileio import (
+    MAX_EDIT_BYTES,
     change_metadata,
     check_edit_size,
     count_lines,
@@ -57,7 +58,9 @@ class EditFileTool(BaseTool):
         "Replace text in a file: old_string must match the file's text exactly once (or pass "
         "replace_all=true). If it matches nowhere exactly but matches one place when leading "
         "and repeated whitespace is ignored, that place is edited and new_string is re-indented "
-        "to fit. The reply shows the edited region with line numbers."
+        "to fit (or the edit is refused when the fit is ambiguous). Files over "
+        f"{MAX_EDIT_BYTES // (1024 * 1024)} MB and anything under .git are not changed. The "
+        "reply shows the edited region with line numbers."
     )
     args_model = EditFileArgs
 
