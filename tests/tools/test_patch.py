@@ -292,3 +292,14 @@ async def test_envelope_end_of_file_anchor_and_blank_lines(project: Path, ctx: T
     )  # fmt: skip
     assert missing.is_error and "hunk 1 of twice.txt" in missing.content
     assert "def nowhere():" in missing.content
+
+
+async def test_one_file_under_two_names_is_refused(project: Path, ctx: ToolContext) -> None:
+    (project / "alias.md").symlink_to("notes.md")
+    result = await patch(
+        ctx,
+        "*** Begin Patch\n*** Update File: notes.md\n@@\n-keep\n+one\n"
+        "*** Update File: alias.md\n@@\n-# Notes\n+# Two\n*** End Patch\n",
+    )
+    assert result.is_error and "named twice" in result.content
+    assert (project / "notes.md").read_text() == "# Notes\n\nkeep\n"

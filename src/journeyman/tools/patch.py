@@ -490,8 +490,9 @@ class ApplyPatchTool(BaseTool):
 def _plan(patches: list[FilePatch], ctx: ToolContext) -> list[_Planned]:
     """Check every file and hunk and compute the new texts, writing nothing."""
     planned: list[_Planned] = []
+    touched: set[Path] = set()
     for patch in patches:
-        path = _target(ctx, patch.path)
+        path = _target(ctx, patch.path, touched)
         rel = ctx.relative(path)
         before = read_text_for_change(path, TOOL, rel)
         if patch.action == "add":
@@ -520,9 +521,9 @@ def _plan(patches: list[FilePatch], ctx: ToolContext) -> list[_Planned]:
         check_edit_size(len(after.encode()), TOOL, rel, what="the patched text")
         counts = f"(+{added} -{removed})"
         if patch.move_to:
-            dest = _target(ctx, patch.move_to)
+            dest = _target(ctx, patch.move_to, touched)
             dest_rel = ctx.relative(dest)
-            if dest != path and (dest.exists() or dest.is_symlink()):
+            if dest.exists() or dest.is_symlink():
                 raise ToolError(
                     f"{TOOL}: cannot move {rel} to {dest_rel}: {dest_rel} already exists"
                 )
@@ -535,10 +536,17 @@ def _plan(patches: list[FilePatch], ctx: ToolContext) -> list[_Planned]:
     return planned
 
 
-def _target(ctx: ToolContext, raw: str) -> Path:
+def _target(ctx: ToolContext, raw: str, touched: set[Path]) -> Path:
+    """The confined, resolved path of a file the patch names; each file may be named once."""
     path = ctx.resolve(raw, tool=TOOL)
     rel = ctx.relative(path)
     refuse_protected(rel, TOOL)
+    if path in touched:
+        raise ToolError(
+            f"{TOOL}: {rel} is named twice in the patch (perhaps through a symlink or another "
+            "spelling); put all of its changes in one section"
+        )
+    touched.add(path)
     if problem := not_a_regular_file(path, TOOL, rel):
         raise ToolError(problem)
     return path
