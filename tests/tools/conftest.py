@@ -10,7 +10,7 @@ import pytest
 
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.tools.builtin import default_tools
-from journeyman.tools.context import ToolContext
+from journeyman.tools.context import FileChangeIntent, ToolContext
 from journeyman.tools.registry import ToolRegistry
 
 CallTool = Callable[..., Awaitable[ToolResult]]
@@ -37,6 +37,14 @@ def outside(tmp_path: Path) -> Path:
 @pytest.fixture
 def ctx(workspace: Path) -> ToolContext:
     return ToolContext(workspace=workspace)
+
+
+@pytest.fixture
+def journal(ctx: ToolContext) -> list[FileChangeIntent]:
+    """The file changes the tools report to the run's journal (attached to `ctx`)."""
+    changes: list[FileChangeIntent] = []
+    ctx.journal = changes.append
+    return changes
 
 
 @pytest.fixture

@@ -11,7 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from journeyman.core.errors import ToolError
-from journeyman.tools.files import MAX_READ_LINES, apply_edit, expand_braces, glob_regex
+from journeyman.tools.context import FileChangeIntent
+from journeyman.tools.edit_match import apply_edit
+from journeyman.tools.globbing import expand_braces, glob_regex
+from journeyman.tools.read import MAX_READ_LINES
 
 from .conftest import CallTool
 
@@ -113,28 +116,35 @@ async def test_read_file_hides_crlf(call: CallTool, workspace: Path) -> None:
 # write_file
 
 
-async def test_write_file_creates_parents(call: CallTool, workspace: Path) -> None:
+async def test_write_file_creates_parents(
+    call: CallTool, workspace: Path, journal: list[FileChangeIntent]
+) -> None:
     result = await call("write_file", path="new/deep/mod.py", content="x = 1\ny = 2\n")
     assert not result.is_error
     assert result.content == "created new/deep/mod.py (2 lines)"
     assert (workspace / "new/deep/mod.py").read_text() == "x = 1\ny = 2\n"
+    # The texts live in the journal only; the result (stored in messages and events) keeps
+    # small facts.
     assert result.metadata == {
         "path": "new/deep/mod.py",
         "change": "created",
-        "before": None,
-        "after": "x = 1\ny = 2\n",
+        "lines_before": 0,
+        "lines_after": 2,
     }
+    assert journal == [FileChangeIntent("new/deep/mod.py", None, "x = 1\ny = 2\n", "write_file")]
 
 
-async def test_write_file_overwrites_and_keeps_mode(call: CallTool, workspace: Path) -> None:
+async def test_write_file_overwrites_and_keeps_mode(
+    call: CallTool, workspace: Path, journal: list[FileChangeIntent]
+) -> None:
     script = workspace / "run.sh"
     script.write_text("echo old\n")
     script.chmod(0o755)
     result = await call("write_file", path="run.sh", content="echo new\necho more")
     assert result.content == "overwrote run.sh (1 -> 2 lines)"
     assert result.metadata["change"] == "modified"
-    assert result.metadata["before"] == "echo old\n"
-    assert result.metadata["after"] == "echo new\necho more"
+    assert "before" not in result.metadata and "after" not in result.metadata
+    assert [(c.before, c.after) for c in journal] == [("echo old\n", "echo new\necho more")]
     assert script.read_text() == "echo new\necho more"
     assert stat.S_IMODE(script.stat().st_mode) == 0o755
     assert [p.name for p in workspace.iterdir()] == ["run.sh"]  # no temporary file left
@@ -184,7 +194,9 @@ def sub(a, b):
 """
 
 
-async def test_edit_file_unique_exact_match(call: CallTool, workspace: Path) -> None:
+async def test_edit_file_unique_exact_match(
+    call: CallTool, workspace: Path, journal: list[FileChangeIntent]
+) -> None:
     (workspace / "m.py").write_text(SOURCE)
     result = await call("edit_file", path="m.py", old_string="a - b", new_string="a - b - 0")
     assert not result.is_error, result.content
@@ -192,8 +204,8 @@ async def test_edit_file_unique_exact_match(call: CallTool, workspace: Path) -> 
     assert result.content.startswith("edited m.py: replaced 1 occurrence at line 6")
     assert "     6\t    return a - b - 0" in result.content
     assert result.metadata["change"] == "modified"
-    assert result.metadata["before"] == SOURCE
-    assert result.metadata["after"] == (workspace / "m.py").read_text()
+    assert "before" not in result.metadata and "after" not in result.metadata
+    assert [(c.before, c.after) for c in journal] == [(SOURCE, (workspace / "m.py").read_text())]
     assert result.metadata["match"] == "exact"
 
 
@@ -281,7 +293,7 @@ async def test_edit_file_keeps_crlf(call: CallTool, workspace: Path) -> None:
 async def test_edit_file_empty_old_string(call: CallTool, workspace: Path) -> None:
     created = await call("edit_file", path="pkg/new.py", old_string="", new_string="x = 1\n")
     assert not created.is_error
-    assert created.metadata["change"] == "created" and created.metadata["before"] is None
+    assert created.metadata["change"] == "created" and created.metadata["lines_after"] == 1
     assert (workspace / "pkg/new.py").read_text() == "x = 1\n"
     refused = await call("edit_file", path="pkg/new.py", old_string="", new_string="y")
     assert refused.is_error and "already has content" in refused.content

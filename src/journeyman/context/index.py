@@ -48,8 +48,9 @@ from pydantic import BaseModel, Field
 
 from journeyman.providers.pricing import estimate_tokens
 from journeyman.tools.context import GENERATED_DIRS
-from journeyman.tools.files import SNIFF_BYTES, IgnoreRules, is_binary, walk
+from journeyman.tools.fileio import SNIFF_BYTES, is_binary
 from journeyman.tools.search import find_ripgrep
+from journeyman.tools.walk import IgnoreRules, walk
 
 log = logging.getLogger(__name__)
 

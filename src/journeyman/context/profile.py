@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from journeyman.tools.files import IgnoreRules, walk
+from journeyman.tools.walk import IgnoreRules, walk
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from journeyman.core.messages import Message
 from journeyman.session.store import SessionStore
 from journeyman.session.undo import read_text_or_none
 from journeyman.tools.context import ToolContext
-from journeyman.tools.files import write_text
+from journeyman.tools.fileio import write_text
 
 
 @dataclass(frozen=True)

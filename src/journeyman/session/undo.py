@@ -16,7 +16,7 @@ from pathlib import Path
 from journeyman.core.errors import ToolError
 from journeyman.session.store import FileChange, SessionStore
 from journeyman.tools.context import ToolContext
-from journeyman.tools.files import write_text
+from journeyman.tools.fileio import write_text
 
 DEFAULT_HISTORY = 100
 

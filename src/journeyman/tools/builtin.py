@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from journeyman.tools.base import Tool
-from journeyman.tools.files import (
-    EditFileTool,
-    GlobTool,
-    ListFilesTool,
-    ReadFileTool,
-    WriteFileTool,
-)
+from journeyman.tools.edit import EditFileTool
 from journeyman.tools.finish import FinishTool
+from journeyman.tools.listing import GlobTool, ListFilesTool
+from journeyman.tools.read import ReadFileTool
 from journeyman.tools.sandbox import Sandbox
 from journeyman.tools.search import GrepTool
 from journeyman.tools.shell import RunCommandTool
+from journeyman.tools.write import WriteFileTool
 
 
 def default_tools(sandbox: Sandbox | None = None, *, journal_commands: bool = True) -> list[Tool]:

@@ -9,6 +9,29 @@ from pathlib import Path
 
 from journeyman.core.errors import ToolError
 
+MAX_ECHO_CHARS = 200
+"""Most characters of a model-supplied argument a tool repeats back in its reply."""
+MAX_PATH_CHARS = 4096
+"""Longest path a tool accepts (PATH_MAX on Linux)."""
+
+
+def echo(text: str, most: int = MAX_ECHO_CHARS) -> str:
+    """`text` quoted for a reply, cut after `most` characters so that a huge argument is not
+    sent back to the model."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most]!r}... ({len(text):,} characters)"
+
+
+def printable(name: str) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by `os.fsdecode` as lone
+    surrogates) are shown as backslash escapes, e.g. `bad\\xff.txt`."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
 
 class PathOutsideWorkspaceError(ToolError):
     """A path resolved to somewhere outside the workspace root."""
@@ -64,27 +87,32 @@ class ToolContext:
         the root and symlinks (of the file or of any parent) that lead outside are refused.
         """
         if not path or "\x00" in path:
-            raise ToolError(f"{tool}: empty or invalid path {path!r}")
+            raise ToolError(f"{tool}: empty or invalid path {echo(path)}")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolError(
+                f"{tool}: path {echo(path)} is longer than {MAX_PATH_CHARS} characters; pass "
+                "the file's real path"
+            )
         raw = Path(path)
         if any(part == ".." for part in raw.parts):
             raise PathOutsideWorkspaceError(
-                f"{tool}: path {path!r} contains '..'; use a path inside the workspace"
+                f"{tool}: path {echo(path)} contains '..'; use a path inside the workspace"
             )
         candidate = raw if raw.is_absolute() else self.workspace / raw
         resolved = Path(os.path.realpath(candidate))
         if resolved != self.workspace and self.workspace not in resolved.parents:
             how = "leads (through a symlink) outside" if not raw.is_absolute() else "is outside"
             raise PathOutsideWorkspaceError(
-                f"{tool}: path {path!r} {how} the workspace {self.workspace}"
+                f"{tool}: path {echo(path)} {how} the workspace {self.workspace}"
             )
         return resolved
 
     def relative(self, path: Path) -> str:
         """Workspace-relative display form of a resolved path."""
         try:
-            return path.relative_to(self.workspace).as_posix() or "."
+            return printable(path.relative_to(self.workspace).as_posix() or ".")
         except ValueError:
-            return str(path)
+            return printable(str(path))
 
     def record_change(self, path: str, before: str | None, after: str | None, tool: str) -> None:
         """Report an imminent write to the journal, if the run keeps one."""

@@ -26,15 +26,10 @@ from pydantic import Field
 from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
-from journeyman.tools.context import ToolContext
-from journeyman.tools.files import (
-    SNIFF_BYTES,
-    IgnoreRules,
-    is_binary,
-    missing_path_message,
-    path_glob_matcher,
-    walk,
-)
+from journeyman.tools.context import ToolContext, echo, printable
+from journeyman.tools.fileio import SNIFF_BYTES, is_binary, missing_path_message
+from journeyman.tools.globbing import path_glob_matcher
+from journeyman.tools.walk import IgnoreRules, walk
 
 MAX_GREP_RESULTS = 1000
 """Upper bound for grep's max_results."""
@@ -139,15 +134,15 @@ class GrepTool(BaseTool):
         except InvalidPatternError as exc:
             return fail(
                 self.name,
-                f"{self.name}: invalid regular expression {args.pattern!r}: {exc}. Fix the "
+                f"{self.name}: invalid regular expression {echo(args.pattern)}: {exc}. Fix the "
                 "pattern (escape special characters with a backslash to match them literally)",
             )
         engine = "ripgrep" if rg is not None else "python"
         if not hits:
-            scope = f" (files matching {args.glob!r})" if args.glob else ""
+            scope = f" (files matching {echo(args.glob)})" if args.glob else ""
             return ok(
                 self.name,
-                f"no matches for {args.pattern!r} in {where}{scope}",
+                f"no matches for {echo(args.pattern)} in {where}{scope}",
                 count=0,
                 engine=engine,
             )
@@ -248,7 +243,7 @@ def _parse_rg_line(raw: bytes) -> Hit | None:
     number, sep, text = rest.partition(b":")
     if not sep or not number.isdigit():
         return None
-    name = path.decode("utf-8", errors="replace").removeprefix("./")
+    name = printable(os.fsdecode(path)).removeprefix("./")
     line = text.decode("utf-8", errors="replace").rstrip("\n").removesuffix("\r")
     return Hit(name, int(number), line)
 
@@ -336,7 +331,7 @@ def _search_file(root: Path, path: Path, regex: re.Pattern[str]) -> list[Hit]:
         return []
     if b"\0" in data:
         return []
-    rel = path.relative_to(root).as_posix()
+    rel = printable(path.relative_to(root).as_posix())
     text = data.decode("utf-8", errors="replace")
     hits = []
     for number, line in enumerate(text.split("\n"), 1):

@@ -103,7 +103,11 @@ async def test_tools_and_diagnostics_after_edits(project: Path) -> None:
         assert "pylsp reports 1 error" in broken.content, broken.content
         assert "5:12 error: undefined name 'aera' [pyflakes]" in broken.content
         assert broken.metadata["lsp"]["errors"] == 1
-        assert broken.metadata["after"].endswith("return aera(3, 2) + Square(4).size()\n")
+        assert (
+            (ctx.workspace / "pkg/main.py")
+            .read_text()
+            .endswith("return aera(3, 2) + Square(4).size()\n")
+        )
 
         listed = await call(registry, ctx, "lsp_diagnostics", path="pkg/main.py")
         assert "pkg/main.py:5:12 error: undefined name 'aera'" in listed.content

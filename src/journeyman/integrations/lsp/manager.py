@@ -56,7 +56,7 @@ from journeyman.integrations.lsp.servers import (
     merge_servers,
     survey,
 )
-from journeyman.tools.files import IgnoreRules, walk
+from journeyman.tools.walk import IgnoreRules, walk
 
 log = logging.getLogger(__name__)
 

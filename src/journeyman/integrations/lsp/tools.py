@@ -355,12 +355,16 @@ class EditDiagnostics:
         result = await self.inner.execute(args, ctx)
         limit = self.manager.config.edit_diagnostics
         meta = result.metadata
-        rel, after = meta.get("path"), meta.get("after")
+        rel = meta.get("path")
         if result.is_error or limit <= 0 or not meta.get("change"):
             return result
-        if not isinstance(rel, str) or not isinstance(after, str):
+        if not isinstance(rel, str):
             return result
         file = ctx.workspace / rel
+        try:  # the result carries no copy of the text (the journal keeps it)
+            after = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return result
         if self.manager.running_for(file) is None:
             return result
         wait = self.manager.config.diagnostics_wait + EDIT_DIAGNOSTICS_GRACE
