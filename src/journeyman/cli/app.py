@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
@@ -24,6 +25,7 @@ from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
+from journeyman.policy.settings import IgnoredSetting
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
 from journeyman.session.store import default_session_root
@@ -247,8 +249,13 @@ def _launch(
     assume_yes: bool = False,
     lsp: bool = True,
     mcp: bool | None = None,
+    ignored: Sequence[IgnoredSetting] = (),
 ) -> NoReturn:
-    """Build the provider and agent, run `action`, print the result and exit accordingly."""
+    """Build the provider and agent, run `action`, print the result and exit accordingly.
+
+    `ignored` are the settings the trust rules left out: warned about on stderr, listed in the
+    JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
+    """
     if not workspace.is_dir():
         fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
     tool_format = provider_settings.get("tool_format") or "native"
@@ -265,6 +272,7 @@ def _launch(
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
+    _report_ignored(ignored, renderer)
     interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin)
     if config.permissions is None:  # a session stored before permissions existed
@@ -281,6 +289,7 @@ def _launch(
                 "tool_format": fmt,
                 "assume_yes": assume_yes,
                 "mcp": mcp,
+                **({"ignored_settings": [i.to_dict() for i in ignored]} if ignored else {}),
             },
             permission_approver=TerminalPermissionApprover(lines) if interactive else None,
             assume_yes=assume_yes,
@@ -316,6 +325,18 @@ def _launch(
         FinishReason.CANCELLED: EXIT_CANCELLED,
     }.get(result.finish_reason, EXIT_FAILED)
     fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+
+
+def _report_ignored(ignored: Sequence[IgnoredSetting], renderer: Renderer) -> None:
+    for item in ignored:
+        typer.echo(f"journeyman: warning: {item.message}", err=True)
+    records = [item.to_dict() for item in ignored]
+    renderer.ignored_settings = records
+    if renderer.fmt is OutputFormat.STREAM_JSON:
+        for record in records:
+            line = json.dumps({"type": "setting_ignored", **record}, default=str)
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 # --- run, resume, fork ------------------------------------------------------------------------
@@ -374,9 +395,8 @@ def run(
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    for warning in loaded.warnings:
-        typer.echo(f"journeyman: warning: {warning}", err=True)
     _launch(
+        ignored=loaded.ignored,
         assume_yes=bool(yes),
         workspace=root,
         provider_settings={

@@ -61,6 +61,8 @@ class Renderer:
         self._budget_shown: tuple[str, int] | None = None
         self.sandbox: str | None = None
         """Where commands run, shown in the header line of the text output."""
+        self.ignored_settings: list[dict[str, Any]] = []
+        """Settings the trust rules left out, added to the JSON result under that name."""
 
     def __call__(self, event: ev.Event) -> None:
         if self.fmt is OutputFormat.STREAM_JSON:
@@ -168,7 +170,10 @@ class Renderer:
 
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
-            sys.stdout.write(self._redact(json.dumps(result.to_dict(), indent=2)) + "\n")
+            data = result.to_dict()
+            if self.ignored_settings:
+                data["ignored_settings"] = self.ignored_settings
+            sys.stdout.write(self._redact(json.dumps(data, indent=2, default=str)) + "\n")
 
 
 def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:
