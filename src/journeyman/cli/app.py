@@ -25,10 +25,10 @@ from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
-from journeyman.policy.settings import IgnoredSetting
+from journeyman.policy.settings import IgnoredSetting, trusted_from_data
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import default_session_root
+from journeyman.session.store import SessionRecord, default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
 
@@ -414,6 +414,19 @@ def run(
     )
 
 
+def _restorable(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSetting]]:
+    """The settings of a stored session that resume and fork may bring back.
+
+    A session this user ran keeps what the user chose then. One imported from a file keeps only
+    what the trust rules accept from data (`trusted_from_data`): no hooks, permissions,
+    approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
+    were filtered.
+    """
+    if not record.settings.get("imported_from"):
+        return record.settings, []
+    return trusted_from_data(record.settings, f"session {record.id} (imported)")
+
+
 def _remembered(
     settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
 ) -> tuple[dict[str, Any], AgentConfig]:
@@ -488,8 +501,9 @@ def resume(
         "limits": limits,
         "permission_mode": permission_mode,
     }
+    settings, ignored = _restorable(record)
     provider_settings, config = _remembered(
-        record.settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
+        settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
     )
     _launch(
         workspace=workspace or Path(record.workspace),
@@ -498,8 +512,9 @@ def resume(
         output_format=output_format,
         auto_extend=auto_extend,
         action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
-        assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
-        mcp=record.settings.get("mcp") if mcp is None else mcp,
+        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
+        mcp=settings.get("mcp") if mcp is None else mcp,
+        ignored=ignored,
     )
 
 
@@ -518,7 +533,15 @@ def fork(
         typer.Option(help="Folder for the fork's copy of the workspace (default: a sibling)."),
     ] = None,
     in_place: Annotated[
-        bool, typer.Option(help="Roll the original workspace back instead of copying it.")
+        bool,
+        typer.Option(
+            help="Roll the original workspace back instead of copying it; refused, naming the "
+            "files, when one was edited after the agent's change (like undo)."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="With --in-place: roll back files edited since the agent's change too."),
     ] = False,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -538,7 +561,7 @@ def fork(
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
-        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place)
+        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     finally:
@@ -551,8 +574,9 @@ def fork(
         "limits": limits,
         "permission_mode": permission_mode,
     }
+    settings, ignored = _restorable(record)
     provider_settings, config = _remembered(
-        record.settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
+        settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
     )
     if output_format is OutputFormat.TEXT:
         typer.echo(
@@ -571,8 +595,9 @@ def fork(
             parent_session_id=record.id,
             forked_at_step=at_step,
         ),
-        assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
-        mcp=record.settings.get("mcp") if mcp is None else mcp,
+        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
+        mcp=settings.get("mcp") if mcp is None else mcp,
+        ignored=ignored,
     )
 
 

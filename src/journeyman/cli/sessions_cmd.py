@@ -78,7 +78,7 @@ def list_sessions(
             time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
             str(row.steps),
             row.finish_reason or "unfinished",
-            str(rec.settings.get("model", "?")),
+            str(rec.settings.get("model") or rec.settings.get("model_name") or "?"),
             escape(rec.workspace),
             escape(rec.task if len(rec.task) < 50 else rec.task[:49] + "…"),
         )
@@ -109,7 +109,19 @@ def show(
         )
     )
     out.print(f"workspace {escape(record.workspace)}")
-    out.print(f"model {record.settings.get('provider')}:{record.settings.get('model')}")
+    settings = record.settings
+    if settings.get("model"):
+        out.print(f"model {escape(str(settings.get('provider')))}:{escape(str(settings['model']))}")
+    elif settings.get("model_name"):
+        out.print(f"model {escape(str(settings['model_name']))} (recorded by the imported run)")
+    if settings.get("imported_from"):
+        facts = [f"imported from {settings['imported_from']}"]
+        facts += [
+            f"{label} {settings[key]}"
+            for key, label in (("exit_status", "exit status"), ("cost_usd", "cost $"))
+            if settings.get(key) not in (None, "")
+        ]
+        out.print(escape(", ".join(facts)).replace("$ ", "$") + "; no file history")
     out.print(
         f"steps {summary.steps}, status {summary.finish_reason or 'unfinished'}"
         + (f" — {escape(summary.error)}" if summary.error else "")
@@ -164,19 +176,37 @@ def import_(
             help="A journeyman JSONL export or a mini-swe-agent trajectory (.traj.json)."
         ),
     ],
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Where the session's files are (default: the working directory the file "
+            "recorded, else the folder holding a trajectory).",
+        ),
+    ] = None,
     session_dir: SessionDirOpt = None,
 ) -> None:
-    """Store a session from a file so it can be inspected and forked."""
+    """Store a session from a file so it can be inspected and forked.
+
+    The file is data: of its settings only the descriptive ones are kept (model, loop mode,
+    exit status, cost); hooks, permissions, approvals, the sandbox, MCP and the provider's
+    endpoint come from you when the session is forked or resumed. An import has no file
+    history, so forks start from the workspace's files as they are now."""
     if not file.is_file():
         _fail(f"{file} is not a file")
     store = open_store(session_dir)
     try:
-        new_id = import_file(store, file, new_session_id())
+        imported = import_file(store, file, new_session_id(), workspace=workspace)
     except ConfigurationError as error:
         _fail(error.message)
     finally:
         store.close()
-    typer.echo(new_id)
+    for item in imported.ignored:
+        sys.stderr.write(f"journeyman: warning: {item.message}\n")
+    for note in imported.notes:
+        sys.stderr.write(f"journeyman: note: {note}\n")
+    typer.echo(imported.session_id)
 
 
 @sessions_app.command("delete")
