@@ -52,7 +52,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(sessions_app, name="sessions")
-mcp_app = typer.Typer(help="MCP servers declared in .journeyman/mcp.json.", no_args_is_help=True)
+mcp_app = typer.Typer(
+    help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json.",
+    no_args_is_help=True,
+)
 app.add_typer(mcp_app, name="mcp")
 app.command("lsp")(lsp_command)
 
@@ -710,11 +713,21 @@ def usage(
 
 
 @mcp_app.command("list")
-def mcp_list_cmd(workspace: WorkspaceOpt = None) -> None:
-    """Show MCP servers, their status and tools."""
+def mcp_list_cmd(
+    workspace: WorkspaceOpt = None,
+    mcp: Annotated[
+        bool,
+        typer.Option(
+            "--mcp",
+            help=f"Also start the servers of the workspace's {MCP_CONFIG}; without it only "
+            "your own mcp.json's servers start (a repository does not choose programs to run).",
+        ),
+    ] = False,
+) -> None:
+    """Start the MCP servers, show their status and tools, and stop them."""
     from journeyman.cli.mcp_cmd import mcp_list  # the MCP SDK loads only for this command
 
-    raise typer.Exit(mcp_list(workspace or Path(".")))
+    raise typer.Exit(mcp_list(workspace or Path("."), include_workspace=mcp))
 
 
 @app.command()
