@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -15,7 +16,12 @@ from journeyman import __version__
 from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
 from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
-from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
+from journeyman.cli.sessions_cmd import (
+    open_store,
+    resolve_session,
+    session_root_problem,
+    sessions_app,
+)
 from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
@@ -36,6 +42,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_CANCELLED = 130
+EXIT_CLOSED_STDOUT = 141
+"""Whoever read the output closed it (`| head -1`): the code a shell gives a SIGPIPE'd command."""
 
 MCP_CONFIG = Path(".journeyman") / "mcp.json"
 """`integrations.mcp.CONFIG_FILE`, repeated so that the MCP SDK loads only when it is used."""
@@ -261,6 +269,9 @@ def _launch(
     """
     if not workspace.is_dir():
         fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
+    problem = session_root_problem(config.session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
     tool_format = provider_settings.get("tool_format") or "native"
     if tool_format not in ("native", "text"):
         fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
@@ -275,6 +286,7 @@ def _launch(
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
+    output = ClosedStdoutGuard(renderer)
     _report_ignored(ignored, renderer)
     interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin)
@@ -285,7 +297,7 @@ def _launch(
             provider,
             workspace=workspace,
             config=config,
-            on_event=renderer,
+            on_event=output,
             approver=choose_approver(auto_extend, interactive, lines),
             settings={
                 "base_url": provider_settings.get("base_url"),
@@ -299,6 +311,7 @@ def _launch(
         )
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
+    output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
     lsp_manager = attach_lsp(agent, enabled=lsp)
     if mcp is None and (workspace / MCP_CONFIG).is_file():
@@ -320,7 +333,9 @@ def _launch(
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    renderer.final(result)
+    output.call(renderer.final, result)
+    if output.closed:
+        raise typer.Exit(EXIT_CLOSED_STDOUT)
     if result.success:
         raise typer.Exit(EXIT_OK)
     code = {
@@ -774,5 +789,44 @@ def fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
+class ClosedStdoutGuard:
+    """Passes events to the renderer until stdout is closed by its reader; then sends stdout to
+    /dev/null (so nothing more fails or prints a traceback) and calls `on_close` once."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self.closed = False
+        self.on_close: Callable[[], None] | None = None
+
+    def __call__(self, event: Any) -> None:
+        self.call(self.renderer, event)
+
+    def call(self, write: Callable[..., None], *args: Any) -> None:
+        if self.closed:
+            return
+        try:
+            write(*args)
+        except BrokenPipeError:
+            self.closed = True
+            silence_stdout()
+            if self.on_close is not None:
+                self.on_close()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that later writes and the flush at exit do not fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 def main() -> None:
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # `journeyman sessions export ... | head -1`
+        silence_stdout()
+        sys.exit(EXIT_CLOSED_STDOUT)

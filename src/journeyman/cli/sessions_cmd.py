@@ -32,11 +32,31 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def session_root_problem(root: Path) -> str | None:
+    """Why `root` cannot hold sessions (it is a file, or a file is in its way), or None."""
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if folder.is_dir():
+                return None
+            where = "" if folder == root else f" ({folder} is a file)"
+            return (
+                f"session folder {root} cannot be used{where}; pass --session-dir a folder "
+                "(it is created if missing)"
+            )
+    return None
+
+
 def open_store(session_dir: Path | None) -> SessionStore:
+    root = session_dir or default_session_root()
+    problem = session_root_problem(root)
+    if problem:
+        _fail(problem)
     try:
-        return SessionStore(session_dir or default_session_root())
+        return SessionStore(root)
     except ConfigurationError as error:
         _fail(error.message)
+    except OSError as error:
+        _fail(f"cannot open the sessions in {root}: {error.strerror or error}")
 
 
 def resolve_session(
