@@ -391,7 +391,9 @@ def run(
     """Run the agent on TASK until it finishes or a limit stops it.
 
     Settings come from the user config, then journeyman.toml (or .journeyman/config.toml) in
-    the workspace, then JOURNEYMAN_* environment variables, then these flags.
+    the workspace, then JOURNEYMAN_* environment variables, then these flags. The workspace's
+    file may only tighten (lower limits, stricter modes, more deny/ask rules, a stronger
+    sandbox); a key that would loosen is ignored with a warning naming it.
 
     Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled.
     """
