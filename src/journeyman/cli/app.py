@@ -395,7 +395,8 @@ def run(
     file may only tighten (lower limits, stricter modes, more deny/ask rules, a stronger
     sandbox); a key that would loosen is ignored with a warning naming it.
 
-    Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled.
+    Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled,
+    141 the reader of the output went away (`| head`).
     """
     limits = _limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
