@@ -95,7 +95,7 @@ def test_project_config_adds_deny_rules_but_cannot_grant_itself_more(
         env=env_for(fake_openai, tmp_path),
     )
     assert done.returncode == 0, done.stderr
-    assert "ignored the project's permissions.allow" in done.stderr
+    assert "journeyman.toml: ignored permissions.allow = " in done.stderr
     assert "ignored permissions.mode = 'bypass'" in done.stderr
     assert not (ws / "out.txt").exists()
     assert "not allowed" in tool_results(fake_openai, 1)[0]

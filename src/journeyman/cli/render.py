@@ -62,6 +62,8 @@ class Renderer:
         self._budget_shown: tuple[str, int] | None = None
         self.sandbox: str | None = None
         """Where commands run, shown in the header line of the text output."""
+        self.ignored_settings: list[dict[str, Any]] = []
+        """Settings the trust rules left out, added to the JSON result under that name."""
 
     def _safe(self, text: str) -> str:
         """Data (model text, tool output, paths) as it may appear in the text output: secrets
@@ -173,7 +175,10 @@ class Renderer:
 
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
-            document = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+            data = result.to_dict()
+            if self.ignored_settings:
+                data["ignored_settings"] = self.ignored_settings
+            document = json.dumps(data, indent=2, ensure_ascii=False, default=str)
             sys.stdout.write(printable_json(self._redact(document)) + "\n")
 
 
