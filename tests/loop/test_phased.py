@@ -229,14 +229,14 @@ async def test_a_timed_out_check_is_recoverable(tmp_path: Path) -> None:
     slow = f"{sys.executable} -c 'import time; time.sleep(30)'"
     script = [finish(cid="f1"), turn(text="I will look again.")]
     agent, provider = make_agent(
-        tmp_path, script, verify=slow, tool_timeout_s=0.5, max_iterations=3
+        tmp_path, script, verify=slow, verify_timeout_s=0.5, max_iterations=3
     )
     result = await agent.run("make add() add its arguments")
 
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     assert phases(tmp_path, result.session_id, 3) == ["verify", "plan", "verify"]
     told = user_texts(provider.requests[1])[-1]
-    assert "ran past its time limit" in told
+    assert "after 0.5 s, its time limit" in told
 
 
 async def test_a_check_that_cannot_run_is_fatal(tmp_path: Path) -> None:
