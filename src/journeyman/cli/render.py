@@ -161,6 +161,7 @@ class Renderer:
         )
         if result.final_text:
             self.console.print(f"  {escape(result.final_text.strip())}")
+        self._evidence(result)
         self.console.print(
             f"  [dim]session {result.session_id} — `journeyman sessions show "
             f"{result.session_id}` to inspect, `journeyman resume {result.session_id}` to go on[/]"
@@ -169,6 +170,45 @@ class Renderer:
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
             sys.stdout.write(self._redact(json.dumps(result.to_dict(), indent=2)) + "\n")
+
+    def _evidence(self, result: RunResult) -> None:
+        """What the harness saw: the check it ran, the files changed, the calls refused."""
+        out = self.console
+        check = result.verification
+        if check is not None:
+            ended = (
+                f"not run ({check.not_run})"
+                if check.not_run
+                else f"timed out after {check.timeout_s:g} s"
+                if check.timed_out
+                else f"exit {check.exit_code}"
+            )
+            colour = "green" if check.passed else "red"
+            when = "after the last change" if check.after_last_change else "BEFORE later changes"
+            out.print(
+                f"  check: [{colour}]{escape(check.command)} → {escape(ended)}[/], {when}, "
+                f"{check.duration_s:.1f} s"
+            )
+            if not check.passed and check.output_tail.strip():
+                tail = check.output_tail.strip().splitlines()[-5:]
+                for line in tail:
+                    out.print(f"    [dim]{escape(self._redact(_one_line(line, 160)))}[/]")
+        elif result.files_changed and result.success:
+            out.print("  check: none ran (no check command known, or --no-verify)")
+        if result.files_changed:
+            shown = ", ".join(result.files_changed[:8])
+            more = len(result.files_changed) - 8
+            more_text = f" and {more} more" if more > 0 else ""
+            out.print(
+                f"  files changed: {escape(shown)}{more_text} "
+                f"[dim](`journeyman diff` to see them)[/]"
+            )
+        for refused in result.refused_calls:
+            target = f"({refused.argument})" if refused.argument else ""
+            out.print(
+                f"  [red]refused:[/] {escape(refused.tool)}{escape(_one_line(target, 80))} — "
+                f"{escape(self._redact(_one_line(refused.reason, 160)))}"
+            )
 
 
 def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:
