@@ -92,7 +92,7 @@ async def test_a_prose_claim_with_a_failing_check_is_not_a_success(tmp_path: Pat
 
 
 async def test_a_fix_then_finish_is_checked_after_the_last_change(tmp_path: Path) -> None:
-    agent, provider, root = agent_for(tmp_path, [FIX, FINISH])
+    agent, provider, _root = agent_for(tmp_path, [FIX, FINISH])
     result = await agent.run("make the failing test pass")
 
     assert result.success and result.finish_reason is FinishReason.COMPLETED
@@ -136,7 +136,7 @@ async def test_the_check_has_its_own_timeout(tmp_path: Path) -> None:
 
 async def test_a_check_past_its_own_timeout_fails(tmp_path: Path) -> None:
     slow = f"{sys.executable} -c 'import time; time.sleep(5)'"
-    agent, provider, _ = agent_for(
+    agent, _provider, _ = agent_for(
         tmp_path, [FINISH], verify_command=slow, verify_timeout_s=0.5, max_verify_rounds=1
     )
     result = await agent.run("make the failing test pass")
@@ -215,7 +215,7 @@ async def test_a_refusal_that_later_succeeds_is_not_listed(tmp_path: Path) -> No
 
 async def test_every_mode_checks_a_claim(tmp_path: Path) -> None:
     plan = turn(text="Plan: fix add().")
-    agent, provider, _ = agent_for(
+    agent, _provider, _ = agent_for(
         tmp_path, [plan, CLAIM], mode=ModeName.PLAN_SOLVE, max_verify_rounds=1
     )
     result = await agent.run("make the failing test pass")
@@ -240,7 +240,9 @@ async def test_a_detected_check_without_its_program_falls_back(
     root = project(tmp_path)
     (root / "uv.lock").write_text("")
     (root / "pyproject.toml").write_text('[project]\nname = "calc"\n[tool.pytest.ini_options]\n')
-    (root / "test_calc.py").write_text("from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    (root / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
     tools = tmp_path / "bin"
     tools.mkdir()
     runner = tools / "pytest"

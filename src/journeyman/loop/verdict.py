@@ -6,7 +6,9 @@ A success claim (a `finish` call, or a prose answer without tool calls) is accep
   the configured one (`verify_command`, `--verify`), else the first test command the project
   profile detected whose program is installed (`context.profile.runnable_test_command`);
 - or no check is known (or checking is off: `--no-verify`, the ask mode, the plan permission
-  mode) and no edit or command call of the run was refused without succeeding later.
+  mode) and no edit or command call of the run was refused without succeeding later. In the
+  plan permission mode the user asked for nothing to change, so refused calls are listed in
+  the result but do not fail the run.
 
 A failing check goes back to the model as a harness message (command, exit code, output tail)
 and the loop goes on, up to `max_verify_rounds` failed checks; then the run ends as
@@ -240,8 +242,13 @@ class Verdict:
         """Whether success claims are checked at all."""
         if not self.config.verify or self.config.mode is ModeName.ASK:
             return False
+        return not self._planning
+
+    @property
+    def _planning(self) -> bool:
+        """The plan permission mode: the user asked for a plan, nothing may change."""
         gate = self.permissions
-        return gate is None or gate.policy.mode is not PermissionMode.PLAN
+        return gate is not None and gate.policy.mode is PermissionMode.PLAN
 
     async def command(self) -> str | None:
         """The check command: configured, else the first runnable detected one; None if none."""
@@ -349,7 +356,7 @@ class Verdict:
 
     async def review(self, state: LoopState, outcome: TurnOutcome) -> Ruling:
         """Decide on the mode's success claim in `outcome` (see the module docstring)."""
-        refused = self.refusals(state.session_id)
+        refused = [] if self._planning else self.refusals(state.session_id)
         command = await self.command() if self.active else None
         if command is None:
             if refused:
@@ -451,7 +458,8 @@ def refused_summary(refused: list[RefusedCall]) -> str:
     calls = "; ".join(f"{_call_text(r)}: {r.reason}" for r in refused)
     return (
         f"{len(refused)} edit/command call(s) were refused by the permission policy and never "
-        f"ran: {calls}; allow them (--yes, an allow rule, or --permission-mode) and run again"
+        f"ran: {calls}; to let them run, pass --yes or add allow rules (calls that needed "
+        "approval), or change the deny rule that matched, then run again"
     )
 
 
