@@ -93,8 +93,13 @@ VERIFY_FAILED = """\
 {error}
 
 Find the cause in this output and fix it; the check runs again after your next change."""
-CLAIM_REFUSED = "the task is not done yet and your finish was not accepted"
+FINISH_REFUSED = "the task is not done yet and your finish call was not accepted"
+ANSWER_REFUSED = "the task is not done yet, whatever your last reply said"
 CHANGE_REFUSED = "your last change needs more work"
+SAME_CHECK_FAILURE = (
+    "The check `{command}`, which journeyman runs after each change, failed {count} times "
+    "with the same output: the changes made since have not changed its result."
+)
 
 FINISH_NOT_ALONE = (
     "{name}: not run. finish must be the only call of its turn: make the other calls first, "
@@ -332,7 +337,12 @@ class PhasedMode:
             success=False,
             error_signature=error.signature,
         )
-        consequence = CLAIM_REFUSED if self.claim is not None else CHANGE_REFUSED
+        if self.claim is None:
+            consequence = CHANGE_REFUSED
+        elif self.claim.reason is FinishReason.COMPLETED:
+            consequence = FINISH_REFUSED
+        else:  # a prose answer: the model never called finish
+            consequence = ANSWER_REFUSED
         self.claim = None
         state.messages.append(
             Message.user(
@@ -348,7 +358,9 @@ class PhasedMode:
             VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint
         )
         if check.is_loop:
-            stop = self._intervene(state, kernel, check)
+            # the harness ran the check, not the model: say so rather than "`verify` ran N times"
+            detail = SAME_CHECK_FAILURE.format(command=command, count=check.count)
+            stop = self._intervene(state, kernel, replace(check, message=detail))
             if stop is not None:
                 return stop
         return outcome
