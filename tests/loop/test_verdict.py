@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, AgentConfig, FinishReason, ToolArgs, tool
 from journeyman.core.messages import Role, ToolCall, Usage
 from journeyman.core.result import FinishCategory
 from journeyman.loop.config import ModeName
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
+from journeyman.tools.base import ToolKind
+from journeyman.tools.builtin import default_tools
 from journeyman.tools.sandbox import SandboxKind
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -255,3 +257,34 @@ async def test_a_detected_check_without_its_program_falls_back(
     assert result.success, result.error
     assert result.verification is not None and result.verification.command == "pytest"
     assert provider.remaining == 0
+
+
+# --- the harness's messages do not blame the model for what it did not do -------------------
+
+
+async def test_a_language_server_lookup_counts_as_reading_before_an_edit(tmp_path: Path) -> None:
+    class WhereArgs(ToolArgs):
+        path: str
+
+    @tool(args=WhereArgs, read_only=True, kind=ToolKind.READ)
+    async def lsp_symbols(args: WhereArgs, ctx: object) -> str:
+        """Symbols of a file (a stand-in for a language-server lookup)."""
+        return "add (function) line 1"
+
+    root = project(tmp_path)
+    provider = ScriptedProvider([turn(call("lsp_symbols", path="calc.py")), FIX, FINISH])
+    agent = Agent(
+        provider,
+        workspace=root,
+        tools=[*default_tools(), lsp_symbols],
+        config=AgentConfig(
+            session_dir=tmp_path / "sessions",
+            sandbox=SandboxKind.LOCAL,
+            verify_command=CHECK_COMMAND,
+        ),
+    )
+    result = await agent.run("make the failing test pass")
+
+    assert result.success, result.error
+    told = [text for request in provider.requests for text in harness_messages(request)]
+    assert not any("before any file was read" in text for text in told)
