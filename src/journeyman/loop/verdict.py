@@ -380,6 +380,8 @@ class Verdict:
                 f"the check `{run.command}` still fails ({run.describe()}) after {self.failures} "
                 "check(s); the task is not done"
             )
+            if run.timed_out:
+                error += "; if the check needs longer, raise --verify-timeout"
             if refused:
                 error += f"; {refused_summary(refused)}"
             reason = FinishReason.REFUSED if refused else FinishReason.VERIFICATION_FAILED
