@@ -167,7 +167,7 @@ NoVerifyOpt = Annotated[
         "--no-verify",
         help="Accept the model's word that it is done: no check runs (for questions and tasks "
         "without tests; see also --mode ask). Edit or command calls that were refused still "
-        "end the run as refused.",
+        "end the run as refused. The phased mode still checks each change (its workflow).",
     ),
 ]
 VerifyTimeoutOpt = Annotated[
