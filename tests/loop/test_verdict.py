@@ -288,3 +288,17 @@ async def test_a_language_server_lookup_counts_as_reading_before_an_edit(tmp_pat
     assert result.success, result.error
     told = [text for request in provider.requests for text in harness_messages(request)]
     assert not any("before any file was read" in text for text in told)
+
+
+async def test_a_resumed_session_keeps_its_count_of_failed_checks(tmp_path: Path) -> None:
+    # the first run fails its check once, then the provider stops answering
+    agent, _, _ = agent_for(tmp_path, [CLAIM], max_verify_rounds=2)
+    first = await agent.run("make the failing test pass")
+    assert not first.success and first.finish_reason is not FinishReason.VERIFICATION_FAILED
+
+    again, _, _ = agent_for(tmp_path, [CLAIM], max_verify_rounds=2)
+    resumed = await again.resume(first.session_id)
+
+    # the second failed check is the last one allowed: no third round
+    assert resumed.finish_reason is FinishReason.VERIFICATION_FAILED
+    assert "after 2 check(s)" in (resumed.error or "")

@@ -231,6 +231,8 @@ class Verdict:
         """The latest check of this kernel (the harness's or the phased mode's)."""
         self.failures = 0
         """Failed checks of `review` so far (the phased mode's own checks do not count)."""
+        self._counted_for: str | None = None
+        """The session whose earlier failed checks (before a resume) are in `failures`."""
         self._command: str | None = None
         self._resolved = False
         self._runner: RunCommandTool | None = None
@@ -357,6 +359,13 @@ class Verdict:
     async def review(self, state: LoopState, outcome: TurnOutcome) -> Ruling:
         """Decide on the mode's success claim in `outcome` (see the module docstring)."""
         refused = [] if self._planning else self.refusals(state.session_id)
+        if self._counted_for != state.session_id:  # a resumed session keeps its count
+            self._counted_for = state.session_id
+            self.failures = sum(
+                1
+                for event in self.store.events(state.session_id)
+                if event.get("type") == "nudge" and event.get("kind") == NUDGE_KIND
+            )
         command = await self.command() if self.active else None
         if command is None:
             if refused:
