@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,8 @@ from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 
 if TYPE_CHECKING:
     from journeyman.loop.state import LoopState, TurnOutcome
+
+log = logging.getLogger(__name__)
 
 COMMAND_TOOL = RunCommandTool.name
 """The tool the check runs through."""
@@ -420,12 +423,14 @@ class Verdict:
         """Fill in the result's refused calls, changed files and check evidence."""
         try:
             changes = self.store.file_changes(state.session_id)
+            refused = self.refusals(state.session_id)
         except Exception:  # the result must be built whatever the store's state
+            log.warning("could not read the session's changes and refusals", exc_info=True)
             return
         result.files_changed = list(
             dict.fromkeys(change.path for change in changes if not change.undone)
         )
-        result.refused_calls = self.refusals(state.session_id)
+        result.refused_calls = refused
         if self.last is not None:
             result.verification = self.last.evidence(
                 after_last_change=self.last.changes_after == len(changes)
