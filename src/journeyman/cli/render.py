@@ -184,7 +184,10 @@ class Renderer:
                 else f"exit {check.exit_code}"
             )
             colour = "green" if check.passed else "red"
-            when = "after the last change" if check.after_last_change else "BEFORE later changes"
+            if not check.after_last_change:
+                when = "BEFORE later changes"
+            else:
+                when = "after the last change" if result.files_changed else "no file changed"
             out.print(
                 f"  check: [{colour}]{escape(check.command)} → {escape(ended)}[/], {when}, "
                 f"{check.duration_s:.1f} s"
