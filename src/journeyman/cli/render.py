@@ -15,6 +15,7 @@ from journeyman.core import events as ev
 from journeyman.core.events import event_to_dict
 from journeyman.core.result import RunResult
 from journeyman.economics.usage_log import ModelUsage
+from journeyman.loop.verdict import CHECK_CALL_PREFIX
 from journeyman.session.redact import Redactor
 
 
@@ -89,6 +90,9 @@ class Renderer:
                     self._streaming_text = False
                 elif event.text.strip():
                     out.print(f"[cyan]{escape(event.text.strip())}[/]")
+            case ev.ToolCallStarted() if event.call.id.startswith(CHECK_CALL_PREFIX):
+                command = str(event.call.arguments.get("command", ""))
+                out.print(f"[bold]→ check by journeyman[/] {escape(_one_line(command, 120))}")
             case ev.ToolCallStarted():
                 out.print(
                     f"[bold]→ {escape(event.call.name)}[/] "

@@ -79,6 +79,8 @@ OUTPUT_TAIL_CHARS = 3_000
 STOP_GRACE_S = 30.0
 """Extra seconds past the check's own limit before the harness gives up waiting for it."""
 NUDGE_KIND = "verification"
+CHECK_CALL_PREFIX = "verify-"
+"""Call ids of the harness's own checks (so a display can tell them from the model's calls)."""
 REFUSAL_CHARS = 240
 
 
@@ -275,7 +277,9 @@ class Verdict:
                 "no check command is configured (--verify) or detected in the workspace"
             )
         timeout = self.config.verify_timeout_s
-        call = ToolCall(f"verify-{state.iterations}", COMMAND_TOOL, {"command": command})
+        call = ToolCall(
+            f"{CHECK_CALL_PREFIX}{state.iterations}", COMMAND_TOOL, {"command": command}
+        )
         iteration = state.iterations
         self.emit(ev.ToolCallStarted(iteration, call))
         started = time.monotonic()
