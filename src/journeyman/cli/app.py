@@ -159,7 +159,8 @@ ModeOpt = Annotated[
         help="react (default): tool calls until done; plan-solve: write a plan first, then "
         "react; phased: discover (context pack) -> plan -> act -> verify, done only when the "
         "model says so and the verification command passed after its last change (each phase "
-        "step counts as a turn against --max-iterations).",
+        "step counts as a turn against --max-iterations); ask: a question, answered with "
+        "read-only tools (nothing can change; a prose answer succeeds; no check runs).",
     ),
 ]
 VerifyOpt = Annotated[
@@ -167,10 +168,38 @@ VerifyOpt = Annotated[
     typer.Option(
         "--verify",
         metavar="CMD",
-        help="Shell command that checks the work in the phased mode: exit code 0 passes, "
-        "anything else sends the model back to planning. Default: the test command detected "
-        "in the workspace (pytest, npm test, make test, ...). Runs like run_command, under the "
-        "same permissions and sandbox.",
+        help="Shell command that checks the work (every mode): when the model says it is "
+        "done, journeyman runs it after the last change; exit code 0 passes, anything else "
+        "goes back to the model, and after --max-verify-rounds failures the run ends as "
+        "verification_failed. Default: the first test command detected in the workspace whose "
+        "program is installed (make test, pytest, npm test, ...). Runs in the run_command "
+        "sandbox without asking (deny rules still hold).",
+    ),
+]
+NoVerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Accept the model's word that it is done: no check runs (for questions and tasks "
+        "without tests; see also --mode ask). Edit or command calls that were refused still "
+        "end the run as refused. The phased mode still checks each change (its workflow).",
+    ),
+]
+VerifyTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--verify-timeout",
+        metavar="SECONDS",
+        min=0.1,
+        help="Seconds the check may run (default 600); separate from --tool-timeout.",
+    ),
+]
+VerifyRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-verify-rounds",
+        min=1,
+        help="Failed checks after which the run ends as verification_failed (default 3).",
     ),
 ]
 SandboxOpt = Annotated[
@@ -384,6 +413,9 @@ def run(
     yes: YesOpt = None,
     mode: ModeOpt = None,
     verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    verify_timeout: VerifyTimeoutOpt = None,
+    max_verify_rounds: VerifyRoundsOpt = None,
     sandbox: SandboxOpt = None,
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
@@ -397,8 +429,11 @@ def run(
     file may only tighten (lower limits, stricter modes, more deny/ask rules, a stronger
     sandbox); a key that would loosen is ignored with a warning naming it.
 
-    Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled,
-    141 the reader of the output went away (`| head`).
+    Exit status: 0 only when the task is done: the model finished, no edit or command it
+    needed was refused, and the check (--verify, or the detected test command) passed after
+    the last change; 1 the run did not succeed (finish reason refused, verification_failed, a
+    limit, ...), 2 configuration error, 130 cancelled, 141 the reader of the output went away
+    (`| head`). Questions: --mode ask or --no-verify.
     """
     limits = _limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
@@ -413,6 +448,9 @@ def run(
             permission_mode=permission_mode,
             mode=mode,
             verify_command=verify,
+            verify=False if no_verify else None,
+            verify_timeout_s=verify_timeout,
+            max_verify_rounds=max_verify_rounds,
             sandbox=sandbox,
             allow_network=True if allow_network else None,
         )

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
-from journeyman.tools.base import Tool, tool_spec
+from journeyman.tools.base import Tool, ToolKind, tool_spec
 from journeyman.tools.context import ToolContext
 
 
@@ -35,6 +35,16 @@ class ToolRegistry:
     @property
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def restricted_to(self, kinds: Iterable[ToolKind]) -> ToolRegistry:
+        """A registry of only the tools of these kinds (e.g. read and finish for a question)."""
+        wanted = frozenset(kinds)
+        return ToolRegistry(t for t in self._tools.values() if t.kind in wanted)
+
+    def kind_of(self, name: str) -> ToolKind | None:
+        """What the named tool does; None when no such tool is registered."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.kind
 
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(tool_spec(t) for t in self._tools.values())
