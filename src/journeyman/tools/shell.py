@@ -9,7 +9,7 @@ How a command ends, and what happens to the processes it started:
   process group gets SIGTERM, then SIGKILL after a short grace period. Cancellation is
   re-raised once the group is gone.
 
-Where the command runs is up to the tool's `Sandbox` (tools/sandbox.py): on the host with
+Where the command runs is up to the tool's `Sandbox` (tools/sandbox/): on the host with
 resource limits (local), or under bubblewrap or docker; "process group" above then means every
 process the command started, wherever it went.
 
