@@ -38,6 +38,7 @@ from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
+from journeyman.tools.sandbox.git_guard import GitMetadataGuard, GuardReport
 from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots
 
 DEFAULT_TIMEOUT = 120.0
@@ -206,11 +207,14 @@ class RunCommandTool(BaseTool):
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
         snapshots = await self._recorded_workspace(ctx, notes)
+        guard = await asyncio.to_thread(GitMetadataGuard, ctx.workspace)
+        git_report = GuardReport()
         started = time.monotonic()
         try:
             run = await self._run(args.command, cwd, ctx, timeout, output)
         finally:
             duration = round(time.monotonic() - started, 3)
+            git_report = await asyncio.to_thread(guard.restore)
             if snapshots is not None:
                 await self._journal_changes(snapshots, ctx, notes)
 
@@ -220,7 +224,7 @@ class RunCommandTool(BaseTool):
                 "command ended; to keep one running, redirect its output (`cmd > log 2>&1 &`)"
             )
         text = output.render().removesuffix("\n") if output.total else "(no output)"
-        meta = {
+        meta: dict[str, object] = {
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
             "duration": duration,
@@ -229,6 +233,10 @@ class RunCommandTool(BaseTool):
             "cwd": ctx.relative(cwd),
             "sandbox": self.sandbox_for(ctx).kind.value,
         }
+        git_warning = git_report.message()
+        if git_warning is not None:
+            notes.append(f"warning: {git_warning}")
+            meta["warnings"] = [git_warning]
         notes_text = "".join(f"\n[{note}]" for note in notes)
         if run.timed_out:
             return fail(

@@ -4,6 +4,11 @@
 (`--unshare-pid`), has no network unless allowed (`--unshare-net`), holds no capabilities, and
 dies with the agent (`--die-with-parent`). Every process a command starts ends with it: the pid
 namespace is torn down when the command exits.
+
+The workspace's git metadata (`.git`, and the git directory a worktree's `.git` file names when
+it lies in the workspace) is mounted read-only over the writable workspace: git runs programs
+named in `.git/config` and `.git/hooks/` on the user's machine, outside the sandbox. Commands
+can read the repository (`git status`, `git diff`, `git log`) but not commit, stage or stash.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from journeyman.tools.sandbox.base import (
     probe,
     shell,
 )
+from journeyman.tools.sandbox.git_guard import git_dirs
 
 
 @dataclass
@@ -52,6 +58,8 @@ class BubblewrapSandbox(SandboxBase):
             if self.network and resolv.startswith("/run/") and os.path.exists(resolv):
                 args += ["--ro-bind", resolv, resolv]
         args += ["--bind", str(self.workspace), str(self.workspace)]
+        for path in read_only_git_paths(self.workspace):
+            args += ["--ro-bind", path, path]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.network:
             args.append("--unshare-net")
@@ -79,3 +87,20 @@ class BubblewrapSandbox(SandboxBase):
     ) -> SandboxedProcess:
         marker, env = self._marked_env(env)
         return await self._spawn(self.argv(command, cwd), marker, cwd=cwd, env=env, stdout=stdout)
+
+
+def read_only_git_paths(workspace: Path) -> list[str]:
+    """The workspace's git metadata to mount read-only over the writable workspace.
+
+    `.git` itself (a folder, or a worktree's file naming its git directory, which a command
+    could otherwise point at a folder of its own), and the git directories it leads to when
+    they lie inside the workspace (outside it they are read-only already).
+    """
+    root = Path(os.path.realpath(workspace))
+    found: list[str] = []
+    dot_git = root / ".git"
+    candidates = [Path(os.path.realpath(dot_git))] if os.path.lexists(dot_git) else []
+    for path in candidates + git_dirs(root):
+        if path.exists() and path.is_relative_to(root) and str(path) not in found:
+            found.append(str(path))
+    return found
