@@ -162,7 +162,9 @@ SandboxOpt = Annotated[
     SandboxKind | None,
     typer.Option(
         help="Where commands run: auto (default: bubblewrap when it works, else local), local "
-        "(no isolation, resource limits only), bubblewrap (workspace writable, rest read-only, "
+        "(no isolation, resource limits only), bubblewrap (workspace writable except .git; "
+        "home folder hidden except toolchains such as ~/.local/bin, ~/.pyenv, ~/.cargo/bin; "
+        "password hashes, SSH host keys and service data hidden; rest read-only; private /tmp; "
         "no network), docker. One named here that cannot start is an error.",
     ),
 ]
