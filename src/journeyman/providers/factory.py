@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.redact import remember_url_credentials
 from journeyman.providers.base import Provider
 
 ProviderName = Literal["anthropic", "openai"]
@@ -46,6 +47,7 @@ def create_provider(
 ) -> Provider:
     """Build the provider named by `provider`, or the auto-detected one when it is None."""
     env = os.environ if env is None else env
+    remember_url_credentials(base_url)  # never shown to the model in tool output
     chosen = provider or detect_provider(env)
     if chosen is None:
         if base_url:

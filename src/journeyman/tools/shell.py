@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import signal
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 from pydantic import Field
 
 from journeyman.core.messages import ToolResult
+from journeyman.core.redact import looks_secret as looks_secret
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
@@ -54,21 +54,8 @@ KILL_GRACE = 2.0
 DRAIN_GRACE = 0.3
 """Seconds to wait for the output pipe to close after the command itself has exited."""
 
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS"
-    r"|PASSPHRASE|CREDENTIALS?|AUTH_?KEY|SESSION_?KEY)(?:_|$)"
-    r"|_KEY$"
-    r"|^(?:AWS|ANTHROPIC|OPENAI|AZURE_OPENAI)_",
-    re.IGNORECASE,
-)
-
 _CHILD_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command so that pagers and credential prompts cannot wait for input."""
-
-
-def looks_secret(name: str) -> bool:
-    """Whether an environment variable's name suggests it holds a credential."""
-    return bool(_SECRET_NAME.search(name))
 
 
 def scrub_env(env: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
