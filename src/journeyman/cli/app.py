@@ -15,6 +15,7 @@ from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, c
 from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
+from journeyman.cli.signals import handle_termination_as_interrupt
 from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
@@ -304,6 +305,7 @@ def _launch(
         work = serving_mcp(agent, lambda: action(agent), include_workspace=bool(mcp))
     else:
         work = action(agent)
+    handle_termination_as_interrupt()
     try:
         result = asyncio.run(closing(lsp_manager, work))
     except KeyboardInterrupt:
