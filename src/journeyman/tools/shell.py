@@ -39,7 +39,7 @@ from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
 from journeyman.tools.sandbox.git_guard import GitMetadataGuard, GuardReport
-from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots
+from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots, journal_interrupted
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call does not say."""
@@ -193,7 +193,7 @@ class RunCommandTool(BaseTool):
             notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
-        snapshots = await self._recorded_workspace(ctx, notes)
+        snapshots = await self._recorded_workspace(ctx, notes, args.command)
         guard = await asyncio.to_thread(GitMetadataGuard, ctx.workspace)
         git_report = GuardReport()
         started = time.monotonic()
@@ -203,7 +203,10 @@ class RunCommandTool(BaseTool):
             duration = round(time.monotonic() - started, 3)
             git_report = await asyncio.to_thread(guard.restore)
             if snapshots is not None:
-                await self._journal_changes(snapshots, ctx, notes)
+                try:
+                    await self._journal_changes(snapshots, ctx, notes)
+                finally:
+                    snapshots.end()
 
         if run.stopped_leftovers:
             notes.append(
@@ -239,23 +242,32 @@ class RunCommandTool(BaseTool):
         )
 
     async def _recorded_workspace(
-        self, ctx: ToolContext, notes: list[str]
+        self, ctx: ToolContext, notes: list[str], command: str
     ) -> WorkspaceSnapshots | None:
-        """The workspace's snapshots, just recorded; None when the run keeps no journal (or
-        journaling is off, or impossible: then `notes` says so)."""
+        """The workspace's snapshots, just recorded and marked as running `command`; None when
+        the run keeps no journal (or journaling is off, or impossible: then `notes` says so)."""
         if not self.journal_changes or ctx.journal is None:
             return None
         key = (ctx.workspace, ctx.session_id)
         if key not in self._snapshots:
             self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.session_id)
+        snapshots = self._snapshots[key]
         try:
-            await asyncio.to_thread(self._snapshots[key].record)
-        except SnapshotUnavailable as error:
+            # a command of this session killed with an earlier process, never reconciled
+            healed = await asyncio.to_thread(journal_interrupted, snapshots, ctx.journal, self.name)
+            await asyncio.to_thread(snapshots.record)
+            await asyncio.to_thread(snapshots.begin, command)
+        except (SnapshotUnavailable, OSError) as error:
             notes.append(
                 f"files this command changes are not journaled (undo cannot revert them): {error}"
             )
             return None
-        return self._snapshots[key]
+        if healed is not None and healed.changes:
+            notes.append(
+                "an earlier command of this session was interrupted; the files it changed are "
+                "now in the undo journal: " + ", ".join(c.path for c in healed.changes)
+            )
+        return snapshots
 
     async def _journal_changes(
         self, snapshots: WorkspaceSnapshots, ctx: ToolContext, notes: list[str]
