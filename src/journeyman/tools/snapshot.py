@@ -131,8 +131,6 @@ class WorkspaceSnapshots:
             paths = "".join(f"{p}\0" for p in large).encode("utf-8", "surrogateescape")
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin", stdin=paths)
         self._git("add", "--all", "--", ".")
-        with contextlib.suppress(OSError):
-            _fsync(self.index)
 
     def begin(self, command: str) -> None:
         """Mark a command as running: its changes are not journaled yet."""
@@ -320,21 +318,19 @@ def _ignore_pattern(path: str) -> str:
     return "/" + escaped
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_durably(path: Path, data: bytes) -> None:
-    """Write `path` whole (a crash leaves the old or the new content) and flush it to disk."""
+    """Write `path` whole: a process killed meanwhile leaves the old or the new content.
+
+    Not flushed to the disk (an fsync costs more than the rest of a snapshot): this outlives
+    the agent's process, as git's index does, not a power cut.
+    """
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
     partial = path.with_name(path.name + ".tmp")
-    with open(partial, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
+    partial.write_bytes(data)
     os.replace(partial, path)
 
 
