@@ -16,10 +16,10 @@ which). Files over that cap are never stored in the shadow repository either: `r
 their size and modification time instead, and `changes()` names them as not journaled when
 those moved. Without a `git` binary nothing is recorded, and the command's result says so.
 
-A command killed with the agent (kill -9, power loss) would lose its changes from the journal,
-since they are journaled after it ends. So `begin()` leaves a marker next to the session's
-index (which already holds the before-state, on disk) and `end()` removes it once the changes
-are journaled; `reconcile_interrupted()` journals what a marked, unfinished command changed.
+A command killed with the agent (kill -9, an out-of-memory kill) would lose its changes from
+the journal, since they are journaled after it ends. So `begin()` leaves a marker next to the
+session's index (which already holds the before-state, in a file that outlives the process)
+and `end()` removes it once the changes are journaled; `reconcile_interrupted()` journals what a marked, unfinished command changed.
 A resumed session calls it before its first step; the next command of the session does it too,
 should the resume not have.
 
