@@ -19,9 +19,9 @@ those moved. Without a `git` binary nothing is recorded, and the command's resul
 A command killed with the agent (kill -9, an out-of-memory kill) would lose its changes from
 the journal, since they are journaled after it ends. So `begin()` leaves a marker next to the
 session's index (which already holds the before-state, in a file that outlives the process)
-and `end()` removes it once the changes are journaled; `reconcile_interrupted()` journals what a marked, unfinished command changed.
-A resumed session calls it before its first step; the next command of the session does it too,
-should the resume not have.
+and `end()` removes it once the changes are journaled. `reconcile_interrupted()` journals
+what a marked, unfinished command changed: a resumed session calls it before its first step,
+and the next command of the session does it too, should the resume not have.
 
 `forget_snapshots()` removes a session's index, and the whole shadow repository of the
 workspace with its last session.
