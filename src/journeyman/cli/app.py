@@ -22,6 +22,7 @@ from journeyman.cli.sessions_cmd import (
     session_root_problem,
     sessions_app,
 )
+from journeyman.cli.signals import handle_termination_as_interrupt
 from journeyman.cli.terminal import printable
 from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
@@ -206,7 +207,9 @@ SandboxOpt = Annotated[
     SandboxKind | None,
     typer.Option(
         help="Where commands run: auto (default: bubblewrap when it works, else local), local "
-        "(no isolation, resource limits only), bubblewrap (workspace writable, rest read-only, "
+        "(no isolation, resource limits only), bubblewrap (workspace writable except .git; "
+        "home folder hidden except toolchains such as ~/.local/bin, ~/.pyenv, ~/.cargo/bin; "
+        "password hashes, SSH host keys and service data hidden; rest read-only; private /tmp; "
         "no network), docker. One named here that cannot start is an error.",
     ),
 ]
@@ -358,6 +361,7 @@ def _launch(
         work = serving_mcp(agent, lambda: action(agent), include_workspace=bool(mcp))
     else:
         work = action(agent)
+    handle_termination_as_interrupt()
     try:
         result = asyncio.run(closing(lsp_manager, work))
     except KeyboardInterrupt:

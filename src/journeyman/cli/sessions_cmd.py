@@ -17,6 +17,7 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.loop.kernel import new_session_id
 from journeyman.session.store import SessionRecord, SessionStore, default_session_root
 from journeyman.session.trajectory import export_jsonl, import_file
+from journeyman.tools.snapshot import forget_snapshots
 
 sessions_app = typer.Typer(
     help="List, inspect, export, import and delete sessions.", no_args_is_help=True
@@ -245,6 +246,8 @@ def delete(
     try:
         record = resolve_session(store, session, False, None)
         store.delete_session(record.id)
+        last = not store.list_sessions(record.workspace)
+        forget_snapshots(Path(record.workspace), record.id, last_session=last)
     finally:
         store.close()
     typer.echo(f"deleted {record.id}")

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
+from journeyman.core.redact import redact_own_secrets
 from journeyman.tools.base import Tool, ToolKind, tool_spec
 from journeyman.tools.context import ToolContext
 
@@ -59,7 +60,12 @@ class ToolRegistry:
         return tool is not None and (tool.parallel_safe or tool.read_only)
 
     async def execute(self, call: ToolCall, ctx: ToolContext, timeout: float) -> ToolResult:
-        """Validate and run one call under `timeout` seconds; always returns a result."""
+        """Validate and run one call under `timeout` seconds; always returns a result, its text
+        scrubbed of the agent's own secrets whatever the tool and the sandbox."""
+        result = await self._execute(call, ctx, timeout)
+        return dataclasses.replace(result, content=redact_own_secrets(result.content))
+
+    async def _execute(self, call: ToolCall, ctx: ToolContext, timeout: float) -> ToolResult:
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"
