@@ -19,14 +19,13 @@ from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import default_session_root
+from journeyman.session.store import DATABASE_FILE, default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
 
@@ -654,11 +653,11 @@ def usage(
     path = (session_dir or default_session_root()) / DATABASE_FILE
     if not path.exists():
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
-    log = UsageLog(path)
+    store = open_store(session_dir)
     try:
-        rows = log.summary(session)
+        rows = store.usage_summary(session)
     finally:
-        log.close()
+        store.close()
     if not rows:
         fail(EXIT_FAILED, f"no usage recorded for session {session}" if session else "no usage")
     usage_table(rows)

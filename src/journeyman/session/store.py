@@ -1,10 +1,11 @@
 """The session store: one SQLite database (WAL) per session root holding every session.
 
 Tables: sessions, messages (as the model saw them), events, steps (a small checkpoint per
-step), file_changes (the undo journal), usage_logs (owned by `economics.usage_log`) and
-remembered permissions. Writes only append: a step is one transaction that inserts that step's
-messages, events, usage rows and checkpoint, so its cost does not grow with the session, and
-after a crash the store holds every completed step and never half of one.
+step), file_changes (the undo journal), usage_logs (one row per model call, the records of
+`economics.usage_log`) and remembered permissions. Writes only append: a step is one
+transaction that inserts that step's messages, events, usage rows and checkpoint, so its cost
+does not grow with the session, and after a crash the store holds every completed step and
+never half of one.
 
 File changes are journaled on their own, before the tool writes to disk (see
 `ToolContext.journal`), because the disk changes at once even if the step never completes.
@@ -31,11 +32,12 @@ from typing import Any
 import platformdirs
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import Message
-from journeyman.economics.usage_log import DATABASE_FILE, UsageRow, connect, insert_usage
+from journeyman.core.messages import Message, Usage
+from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
 from journeyman.session.redact import MASK, Redactor
 
-SCHEMA_VERSION = 2
+DATABASE_FILE = "journeyman.db"
+SCHEMA_VERSION = 3
 VAULT_DIR = "vault"
 """Exact text of journaled file versions that contain secrets (see the module docstring)."""
 
@@ -123,6 +125,25 @@ _MIGRATIONS: dict[int, str] = {
     2: """
     ALTER TABLE file_changes ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0
     """,
+    # Databases of earlier versions already have this table (created on every open until
+    # then), with the same columns: it is kept with its rows.
+    3: """
+    CREATE TABLE IF NOT EXISTS usage_logs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_read_tokens INTEGER NOT NULL,
+        cache_write_tokens INTEGER NOT NULL,
+        cost_usd REAL,
+        latency_s REAL NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS usage_logs_by_session ON usage_logs (session_id, call_index)
+    """,
 }
 
 
@@ -190,7 +211,7 @@ class SessionStore:
     def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
         self.root = root
         self.path = root / DATABASE_FILE
-        self._db = connect(self.path)
+        self._db = _connect(self.path)
         self._redact = redactor or Redactor()
         self._migrate()
         self._message_seq: dict[str, int] = {}
@@ -265,7 +286,7 @@ class SessionStore:
                 ],
             )
             for row in step.usage:
-                insert_usage(db, row)
+                _insert_usage(db, row)
             db.execute(
                 "INSERT INTO steps (session_id, step, created_at, checkpoint) VALUES (?, ?, ?, ?)",
                 (session_id, step.step, time.time(), json.dumps(checkpoint)),
@@ -292,7 +313,7 @@ class SessionStore:
                 ],
             )
             for row in usage:
-                insert_usage(db, row)
+                _insert_usage(db, row)
         self._event_seq[session_id] = event_seq + len(events)
 
     def record_outcome(
@@ -497,6 +518,32 @@ class SessionStore:
             ).fetchone()
         return (0, {}) if row is None else (int(row[0]), json.loads(row[1]))
 
+    def usage_rows(self, session_id: str | None = None) -> list[UsageRow]:
+        """The usage rows of one session (or of all), in the order they were written."""
+        where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
+        rows = self._db.execute(
+            "SELECT session_id, call_index, provider, model, input_tokens, output_tokens, "
+            "cache_read_tokens, cache_write_tokens, cost_usd, latency_s, created_at "
+            f"FROM usage_logs {where} ORDER BY id",
+            params,
+        ).fetchall()
+        return [
+            UsageRow(sid, index, provider, model, Usage(inp, out, cread, cwrite), cost, lat, at)
+            for sid, index, provider, model, inp, out, cread, cwrite, cost, lat, at in rows
+        ]
+
+    def usage_summary(self, session_id: str | None = None) -> list[ModelUsage]:
+        """Calls, tokens and cost per provider and model, of one session or of all."""
+        return summarize(self.usage_rows(session_id))
+
+    def next_call_index(self, session_id: str) -> int:
+        """1 + the highest call index stored for the session (1 for a new session)."""
+        (highest,) = self._db.execute(
+            "SELECT COALESCE(MAX(call_index), 0) FROM usage_logs WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return int(highest) + 1
+
     def file_changes(self, session_id: str, *, pending_only: bool = False) -> list[FileChange]:
         rows = self._db.execute(
             "SELECT c.id, c.session_id, c.step, c.path, c.kind, c.before, c.after, c.tool, "
@@ -569,6 +616,36 @@ class SessionStore:
 
     def _dump(self, data: dict[str, Any]) -> str:
         return self._redact(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def _insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
+    u = row.usage
+    db.execute(
+        "INSERT INTO usage_logs (session_id, call_index, provider, model, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_s, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.session_id,
+            row.call_index,
+            row.provider,
+            row.model,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            row.cost_usd,
+            row.latency_s,
+            row.created_at,
+        ),
+    )
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=10.0, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
 
 
 def _split_sql(script: str) -> list[str]:
