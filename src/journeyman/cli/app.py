@@ -24,8 +24,9 @@ from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
+from journeyman.session.database import StoreDamagedError
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import DATABASE_FILE, default_session_root
+from journeyman.session.store import DATABASE_FILE, StoreFullError, default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
 
@@ -307,6 +308,8 @@ def _launch(
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    except StoreFullError as error:
+        fail(EXIT_FAILED, error.message)
     renderer.final(result)
     if result.success:
         raise typer.Exit(EXIT_OK)
@@ -716,4 +719,8 @@ def fail(code: int, message: str) -> NoReturn:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except StoreDamagedError as error:  # found by a query after the store was opened
+        sys.stderr.write(f"journeyman: {error.message}\n")
+        sys.exit(EXIT_CONFIG)

@@ -34,7 +34,7 @@ def _fail(message: str, code: int = 2) -> NoReturn:
 
 def open_store(session_dir: Path | None) -> SessionStore:
     try:
-        return SessionStore(session_dir or default_session_root())
+        return SessionStore(session_dir or default_session_root(), check_integrity=True)
     except ConfigurationError as error:
         _fail(error.message)
 

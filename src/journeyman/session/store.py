@@ -19,9 +19,11 @@ transparently by `file_changes()` and deleted with its session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,13 +33,29 @@ from typing import Any
 
 import platformdirs
 
-from journeyman.core.errors import ConfigurationError
+from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, Usage
 from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
+from journeyman.session import database
+from journeyman.session.database import StoreDamagedError
 from journeyman.session.redact import MASK, Redactor
 
 DATABASE_FILE = "journeyman.db"
 SCHEMA_VERSION = 3
+EXPECTED_TABLES = frozenset(
+    {
+        "schema_version",
+        "sessions",
+        "messages",
+        "events",
+        "steps",
+        "outcomes",
+        "file_changes",
+        "undone_changes",
+        "permissions",
+        "usage_logs",
+    }
+)
 VAULT_DIR = "vault"
 """Exact text of journaled file versions that contain secrets (see the module docstring)."""
 
@@ -207,17 +225,62 @@ class SessionNotFoundError(ConfigurationError):
     """No session has the given id (or prefix)."""
 
 
+class StoreFullError(AgentError):
+    """A write to the session store failed for lack of disk space."""
+
+
 class SessionStore:
-    def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        redactor: Redactor | None = None,
+        *,
+        check_integrity: bool | None = None,
+    ) -> None:
+        """Open (creating if needed) the store in `root`. `check_integrity` runs SQLite's
+        page-level check: True always, False never, None when the file is small.
+
+        Raises `StoreDamagedError` for a file that is damaged, not a journeyman store, or not
+        writable."""
         self.root = root
         self.path = root / DATABASE_FILE
-        self._db = _connect(self.path)
+        _make_root(root)
+        self._db = database.connect(self.path)
+        try:
+            if database.should_quick_check(self.path, check_integrity):
+                database.quick_check(self._db, self.path)
+            self._check_ours()
+            database.use_wal(self._db, self.path)
+            self._migrate()
+            self._check_tables()
+        except BaseException:
+            self._db.close()
+            raise
         self._redact = redactor or Redactor()
-        self._migrate()
         self._message_seq: dict[str, int] = {}
         self._event_seq: dict[str, int] = {}
 
     # --- schema ---------------------------------------------------------------------------
+
+    def _tables(self) -> set[str]:
+        rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {name for (name,) in rows}
+
+    def _check_ours(self) -> None:
+        """Refuse the database of another program rather than add our tables to it."""
+        tables = self._tables() - {"sqlite_sequence"}
+        if "schema_version" not in tables and not tables <= {"usage_logs"}:
+            shown = ", ".join(sorted(tables)[:5])
+            raise database.damaged(
+                self.path, f"is not a journeyman session store (it holds the tables {shown})"
+            )
+
+    def _check_tables(self) -> None:
+        missing = sorted(EXPECTED_TABLES - self._tables())
+        if missing:
+            raise database.damaged(
+                self.path, f"is damaged: its schema lacks the tables {', '.join(missing)}"
+            )
 
     def _migrate(self) -> None:
         self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
@@ -239,10 +302,12 @@ class SessionStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+            self._db.execute("COMMIT")  # may fail too (a full disk): then nothing is kept
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     # --- writing --------------------------------------------------------------------------
 
@@ -304,33 +369,59 @@ class SessionStore:
     ) -> None:
         """Events (and usage) that belong to no completed step, e.g. a run's closing ones."""
         event_seq = self._next_seq(session_id, "events", self._event_seq)
-        with self._transaction() as db:
-            db.executemany(
-                "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
-                [
-                    (session_id, event_seq + i, step, e["type"], self._dump(e))
-                    for i, e in enumerate(events)
-                ],
-            )
-            for row in usage:
-                _insert_usage(db, row)
+        try:
+            with self._transaction() as db:
+                db.executemany(
+                    "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (session_id, event_seq + i, step, e["type"], self._dump(e))
+                        for i, e in enumerate(events)
+                    ],
+                )
+                for row in usage:
+                    _insert_usage(db, row)
+        except sqlite3.OperationalError as failure:
+            if not _out_of_space(failure):
+                raise
+            raise StoreFullError(
+                f"the last events of session {session_id} could not be saved in {self.path}: "
+                f"the disk is full ({failure}). Free some space before resuming it"
+            ) from failure
         self._event_seq[session_id] = event_seq + len(events)
 
     def record_outcome(
         self, session_id: str, finish_reason: str, final_text: str, error: str | None
     ) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO outcomes (session_id, finished_at, finish_reason, "
-                "final_text, error) VALUES (?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    time.time(),
-                    finish_reason,
-                    self._redact(final_text),
-                    self._redact(error) if error else None,
-                ),
-            )
+        """Store how the run ended. When the disk is full, the outcome is written to a file
+        elsewhere (see `StoreFullError`) and the error raised: it is never lost silently."""
+        outcome: dict[str, Any] = {
+            "session_id": session_id,
+            "finished_at": time.time(),
+            "finish_reason": finish_reason,
+            "final_text": self._redact(final_text),
+            "error": self._redact(error) if error else None,
+        }
+        try:
+            with self._transaction() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO outcomes (session_id, finished_at, finish_reason, "
+                    "final_text, error) VALUES (:session_id, :finished_at, :finish_reason, "
+                    ":final_text, :error)",
+                    outcome,
+                )
+        except sqlite3.OperationalError as failure:
+            if not _out_of_space(failure):
+                raise
+            saved = _save_outside(self.root, outcome)
+            where = f"it was saved to {saved}" if saved else "no copy could be written either"
+            summary = str(outcome["error"] or outcome["final_text"])
+            raise StoreFullError(
+                f"the outcome of session {session_id} could not be saved in {self.path}: the "
+                f"disk is full ({failure}); {where}. The run ended {finish_reason}"
+                + (f": {_first_line(summary)}" if summary else "")
+                + ". Free some space before resuming it",
+                details={"outcome": outcome, "saved_to": str(saved) if saved else None},
+            ) from failure
 
     def clear_outcome(self, session_id: str) -> None:
         """A resumed session is running again."""
@@ -640,12 +731,54 @@ def _insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
     )
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, timeout=10.0, isolation_level=None)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
-    return connection
+UNSAVED_OUTCOMES = "unsaved-outcomes"
+"""Folder (in the session root, else the temp dir) for outcomes the database could not take."""
+
+
+def _out_of_space(error: sqlite3.OperationalError) -> bool:
+    return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "is full" in str(
+        error
+    )
+
+
+def _save_outside(root: Path, outcome: dict[str, Any]) -> Path | None:
+    """Write `outcome` as JSON (0600) in the first folder that takes it; None if none does."""
+    text = json.dumps(outcome, ensure_ascii=False, indent=2) + "\n"
+    for folder in (root / UNSAVED_OUTCOMES, Path(tempfile.gettempdir()) / "journeyman-outcomes"):
+        path = folder / f"{outcome['session_id']}.json"
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        return path
+    return None
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _make_root(root: Path) -> None:
+    try:
+        if root.exists() and not root.is_dir():
+            raise StoreDamagedError(
+                f"the session folder {root} is a file; pass a folder to --session-dir (or "
+                "JOURNEYMAN_SESSION_DIR)"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreDamagedError(
+            f"cannot use the session folder {root} ({error.strerror}); pass a folder you can "
+            "write to --session-dir"
+        ) from error
 
 
 def _split_sql(script: str) -> list[str]:
