@@ -9,6 +9,7 @@ commands that read a session's history) or when the file is small enough for it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -106,6 +107,32 @@ class StoreConnection(sqlite3.Connection):
             raise _translated(self.store_path, error) from error
 
 
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+WAL_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def make_private(path: Path, mode: int) -> None:
+    """Give `path` (if it exists and is ours) exactly `mode` when others could read it: the
+    store holds task texts, file contents and settings."""
+    try:
+        info = path.stat()
+        if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+            path.chmod(mode)
+    except OSError:
+        pass  # missing, or not ours: the open that follows reports what matters
+
+
+def private_database_files(path: Path) -> None:
+    """Create the database file 0600 (SQLite gives its -wal and -shm files the same mode) and
+    tighten existing ones left readable by others."""
+    if not path.exists():
+        with contextlib.suppress(OSError):  # check_file says why it cannot be created
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    for suffix in WAL_SUFFIXES:
+        make_private(path.with_name(path.name + suffix), PRIVATE_FILE)
+
+
 def check_file(path: Path) -> None:
     """Refuse a file that is not a SQLite database, or shorter than its header says."""
     if not path.exists():
@@ -134,9 +161,10 @@ def check_file(path: Path) -> None:
 
 
 def connect(path: Path) -> StoreConnection:
-    """Open the database after `check_file`; SQLite's own refusals become
-    `StoreDamagedError`."""
+    """Open the database after `check_file` (and `private_database_files`); SQLite's own
+    refusals become `StoreDamagedError`."""
     check_file(path)
+    private_database_files(path)
     try:
         connection = sqlite3.connect(
             path, timeout=10.0, isolation_level=None, factory=StoreConnection

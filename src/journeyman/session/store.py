@@ -690,7 +690,7 @@ class SessionStore:
 
     def _vault_write(self, change_id: int, side: str, text: str) -> None:
         folder = self.root / VAULT_DIR
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(mode=database.PRIVATE_FOLDER, exist_ok=True)
         path = self._vault_path(change_id, side)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -773,7 +773,8 @@ def _make_root(root: Path) -> None:
                 f"the session folder {root} is a file; pass a folder to --session-dir (or "
                 "JOURNEYMAN_SESSION_DIR)"
             )
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=database.PRIVATE_FOLDER, parents=True, exist_ok=True)
+        database.make_private(root, database.PRIVATE_FOLDER)
     except OSError as error:
         raise StoreDamagedError(
             f"cannot use the session folder {root} ({error.strerror}); pass a folder you can "
