@@ -158,6 +158,7 @@ def test_every_damage_ends_the_cli_with_a_message_and_exit_2(
     root = tmp_path / "sessions"
     path = filled_store(root)
     if kind.startswith("read-only"):
+        root.chmod(0o755)  # readable by the other user, as a shared folder would be
         path.chmod(0o444 if prefix else 0o400)
         if kind == "read-only folder":
             path.chmod(0o666)

@@ -26,6 +26,7 @@ from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.session.database import StoreDamagedError
 from journeyman.session.fork import prepare_fork
+from journeyman.session.redact import MASK
 from journeyman.session.store import DATABASE_FILE, StoreFullError, default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
@@ -411,6 +412,12 @@ def _remembered(
             **(stored.get("permissions") or {}),
             "mode": overrides["permission_mode"],
         }
+    if MASK in str(provider_settings.get("base_url") or ""):
+        fail(
+            EXIT_CONFIG,
+            "the base URL of this session held credentials, which are not stored; "
+            "give it again with --base-url",
+        )
     stored["session_dir"] = session_dir
     stored["stream"] = stream
     try:

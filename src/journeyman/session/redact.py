@@ -1,10 +1,18 @@
-"""Removes secret values (API keys, tokens) from anything we persist or print."""
+"""Removes secret values (API keys, tokens, URL credentials) from anything we persist or print.
+
+A secret is found in the form it was given and in the forms it takes inside JSON text: a value
+holding `"`, `\\`, a control character or a non-ASCII letter is written differently once
+escaped (`"` becomes `\\"`, `é` becomes `\\u00e9` under `ensure_ascii`), and a JSON text quoted
+inside another (a tool result holding JSON) escapes it twice.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 SECRET_NAME = re.compile(
     r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|ACCESS_KEY)", re.IGNORECASE
@@ -18,24 +26,77 @@ _KEY_SHAPES = re.compile(
 )
 MASK = "[REDACTED]"
 
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@\"'\\]+:)[^/\s@\"'\\]+(@)", re.I)
+"""`scheme://user:password@host`: the password goes, the user name stays."""
+_URL_SECRET_PARAM = re.compile(
+    r"([?&](?:key|api[_\-]?key|apikey|token|access[_\-]?token|auth|secret|password|sig|"
+    r"signature|client[_\-]?secret)=)[^&#\s\"'\\]+",
+    re.I,
+)
+"""Query parameters that carry a credential (`?key=...`, `&access_token=...`)."""
+
+JSON_DEPTH = 2
+"""How many times a secret may be JSON-escaped and still be found (a JSON text in a JSON
+string in a JSON document)."""
+
 
 def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
-class Redactor:
-    """Replaces the values of secret-looking environment variables and known key shapes."""
+def encoded_forms(secret: str, depth: int = JSON_DEPTH) -> set[str]:
+    """`secret` as given and as it appears inside JSON strings, escaped up to `depth` times,
+    with and without ASCII escaping of non-ASCII characters."""
+    forms = {secret}
+    current = {secret}
+    for _ in range(depth):
+        escaped = {
+            json.dumps(form, ensure_ascii=ascii_only)[1:-1]
+            for form in current
+            for ascii_only in (False, True)
+        }
+        forms |= escaped
+        current = escaped
+    return forms
 
-    def __init__(self, env: Mapping[str, str] | None = None, min_length: int = 8) -> None:
+
+class Redactor:
+    """Replaces the values of secret-looking environment variables (in every encoded form),
+    known key shapes and credentials in URLs."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        min_length: int = 8,
+        secrets: Iterable[str] = (),
+    ) -> None:
         env = os.environ if env is None else env
-        values = sorted(
-            {v for k, v in env.items() if is_secret_name(k) and len(v) >= min_length},
-            key=len,
-            reverse=True,
-        )
-        self._values = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= min_length}
+        values |= {v for v in secrets if len(v) >= min_length}
+        forms = sorted({form for v in values for form in encoded_forms(v)}, key=len, reverse=True)
+        self._values = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
 
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
+        text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+        text = _URL_SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
         return _KEY_SHAPES.sub(MASK, text)
+
+    def tree(self, data: Any) -> Any:
+        """`data` (JSON-like: dicts, lists, strings, numbers) with every string redacted, and
+        the value of every key named like a secret masked whole."""
+        if isinstance(data, str):
+            return self(data)
+        if isinstance(data, Mapping):
+            return {
+                key: MASK
+                if isinstance(key, str) and is_secret_name(key) and isinstance(value, str) and value
+                else self.tree(value)
+                for key, value in data.items()
+            }
+        if isinstance(data, list | tuple):
+            return [self.tree(item) for item in data]
+        if data is None or isinstance(data, bool | int | float):
+            return data
+        return self(str(data))  # what json.dumps(default=str) would write

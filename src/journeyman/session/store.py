@@ -323,7 +323,7 @@ class SessionStore:
                     record.created_at,
                     self._redact(record.task),
                     record.workspace,
-                    json.dumps(record.settings),
+                    self._dump(record.settings),
                     self._redact(record.system_prompt),
                 ),
             )
@@ -354,7 +354,7 @@ class SessionStore:
                 _insert_usage(db, row)
             db.execute(
                 "INSERT INTO steps (session_id, step, created_at, checkpoint) VALUES (?, ?, ?, ?)",
-                (session_id, step.step, time.time(), json.dumps(checkpoint)),
+                (session_id, step.step, time.time(), self._dump(checkpoint)),
             )
         self._message_seq[session_id] = message_seq + len(step.messages)
         self._event_seq[session_id] = event_seq + len(step.events)
@@ -706,7 +706,8 @@ class SessionStore:
             return None
 
     def _dump(self, data: dict[str, Any]) -> str:
-        return self._redact(json.dumps(data, ensure_ascii=False, default=str))
+        """JSON text of `data`, each string in it redacted (so the text stays valid JSON)."""
+        return json.dumps(self._redact.tree(data), ensure_ascii=False, default=str)
 
 
 def _insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
