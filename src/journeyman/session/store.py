@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import tempfile
 import time
@@ -321,10 +322,10 @@ class SessionStore:
                     record.parent_id,
                     record.forked_at_step,
                     record.created_at,
-                    self._redact(record.task),
+                    self._text(record.task),
                     record.workspace,
                     self._dump(record.settings),
-                    self._redact(record.system_prompt),
+                    self._text(record.system_prompt),
                 ),
             )
 
@@ -398,8 +399,8 @@ class SessionStore:
             "session_id": session_id,
             "finished_at": time.time(),
             "finish_reason": finish_reason,
-            "final_text": self._redact(final_text),
-            "error": self._redact(error) if error else None,
+            "final_text": self._text(final_text),
+            "error": self._text(error) if error else None,
         }
         try:
             with self._transaction() as db:
@@ -451,12 +452,12 @@ class SessionStore:
                 (
                     session_id,
                     step,
-                    path,
+                    storable(path),
                     kind,
-                    redacted["before"],
-                    redacted["after"],
+                    None if redacted["before"] is None else storable(redacted["before"]),
+                    None if redacted["after"] is None else storable(redacted["after"]),
                     tool,
-                    self._redact(description),
+                    self._text(description),
                     time.time(),
                     int(bool(sealed)),
                 ),
@@ -693,21 +694,28 @@ class SessionStore:
         folder.mkdir(mode=database.PRIVATE_FOLDER, exist_ok=True)
         path = self._vault_path(change_id, side)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
 
     def _vault_read(self, change_id: int, side: str) -> str | None:
         try:
-            with self._vault_path(change_id, side).open(encoding="utf-8", newline="") as handle:
+            with self._vault_path(change_id, side).open(
+                encoding="utf-8", errors="surrogatepass", newline=""
+            ) as handle:
                 return handle.read()
         except OSError:
             return None
 
     def _dump(self, data: dict[str, Any]) -> str:
-        """JSON text of `data`, each string in it redacted (so the text stays valid JSON)."""
-        return json.dumps(self._redact.tree(data), ensure_ascii=False, default=str)
+        """JSON text of `data`, each string in it redacted (so the text stays valid JSON), lone
+        surrogates written as `\\udXXX` escapes (they load back as they were)."""
+        text = json.dumps(self._redact.tree(data), ensure_ascii=False, default=str)
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+    def _text(self, text: str) -> str:
+        return storable(self._redact(text))
 
 
 def _insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
@@ -781,6 +789,16 @@ def _make_root(root: Path) -> None:
             f"cannot use the session folder {root} ({error.strerror}); pass a folder you can "
             "write to --session-dir"
         ) from error
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""What a str holds for bytes that were not UTF-8 (file names decoded with surrogateescape) or
+half of a broken emoji in model text; SQLite's UTF-8 cannot store it."""
+
+
+def storable(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD, so that SQLite can store it."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _split_sql(script: str) -> list[str]:
