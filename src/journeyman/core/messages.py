@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -130,6 +131,45 @@ class Message:
             tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ())),
             tool_result=ToolResult.from_dict(result) if result else None,
         )
+
+
+def repair_missing_tool_results(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with an error result added for every tool call that has none.
+
+    Providers reject a history in which an assistant's tool call is not answered by a tool
+    message with its id before the next non-tool message; histories stored by earlier versions
+    (a crash, or a malformed call beside valid ones) can hold such calls. The added results go
+    right after the results that call's assistant message already has, in call order."""
+    repaired: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        repaired.append(message)
+        index += 1
+        if message.role is not Role.ASSISTANT or not message.tool_calls:
+            continue
+        answered: set[str] = set()
+        while index < len(messages) and messages[index].role is Role.TOOL:
+            result = messages[index].tool_result
+            if result is not None:
+                answered.add(result.call_id)
+            repaired.append(messages[index])
+            index += 1
+        for call in message.tool_calls:
+            if call.id not in answered:
+                repaired.append(Message.tool(_not_run(call)))
+    return repaired
+
+
+def _not_run(call: ToolCall) -> ToolResult:
+    return ToolResult(
+        call.id,
+        call.name,
+        f"not run: no result was recorded for this {call.name} call (the run stopped before "
+        "it, or another call of the same turn was malformed); call it again if it is still "
+        "needed",
+        is_error=True,
+    )
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Any
 import platformdirs
 
 from journeyman.core.errors import AgentError, ConfigurationError
-from journeyman.core.messages import Message, Usage
+from journeyman.core.messages import Message, Usage, repair_missing_tool_results
 from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
 from journeyman.session import database
 from journeyman.session.database import StoreDamagedError
@@ -578,7 +578,9 @@ class SessionStore:
         return self.load_session(row[0]) if row else None
 
     def messages(self, session_id: str, up_to_step: int | None = None) -> list[Message]:
-        """The history the model saw after `up_to_step` (default: the last completed step)."""
+        """The history the model saw after `up_to_step` (default: the last completed step),
+        with an error result for any tool call stored without one (older versions could leave
+        such calls, which providers refuse; see `repair_missing_tool_results`)."""
         start = int(self.checkpoint(session_id, up_to_step)[1].get(HISTORY_START, 0))
         query = "SELECT body FROM messages WHERE session_id = ? AND seq >= ?"
         params: tuple[Any, ...] = (session_id, start)
@@ -586,7 +588,7 @@ class SessionStore:
             query += " AND step <= ?"
             params = (session_id, start, up_to_step)
         rows = self._db.execute(query + " ORDER BY seq", params)
-        return [Message.from_dict(json.loads(body)) for (body,) in rows]
+        return repair_missing_tool_results([Message.from_dict(json.loads(b)) for (b,) in rows])
 
     def events(self, session_id: str) -> Iterator[dict[str, Any]]:
         rows = self._db.execute(
