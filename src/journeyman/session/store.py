@@ -39,6 +39,7 @@ from journeyman.core.messages import Message, Usage, repair_missing_tool_results
 from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
 from journeyman.session import database
 from journeyman.session.database import StoreDamagedError
+from journeyman.session.lock import SessionLock
 from journeyman.session.redact import MASK, Redactor
 
 DATABASE_FILE = "journeyman.db"
@@ -260,6 +261,7 @@ class SessionStore:
         self._redact = redactor or Redactor()
         self._message_seq: dict[str, int] = {}
         self._event_seq: dict[str, int] = {}
+        self._locks: dict[str, SessionLock] = {}
 
     # --- schema ---------------------------------------------------------------------------
 
@@ -312,7 +314,17 @@ class SessionStore:
 
     # --- writing --------------------------------------------------------------------------
 
+    def claim(self, session_id: str) -> None:
+        """Take the session's lock (see `SessionLock`) until this store is closed; raises
+        `SessionBusyError` when another process is running the session."""
+        if session_id not in self._locks:
+            lock = SessionLock(self.root, session_id)
+            lock.acquire()
+            self._locks[session_id] = lock
+
     def create_session(self, record: SessionRecord) -> None:
+        """Store a new session and claim it: this process runs it."""
+        self.claim(record.id)
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO sessions (id, parent_id, forked_at_step, created_at, task, "
@@ -425,7 +437,8 @@ class SessionStore:
             ) from failure
 
     def clear_outcome(self, session_id: str) -> None:
-        """A resumed session is running again."""
+        """A resumed session is running again (in this process: it is claimed first)."""
+        self.claim(session_id)
         with self._transaction() as db:
             db.execute("DELETE FROM outcomes WHERE session_id = ?", (session_id,))
 
@@ -677,6 +690,9 @@ class SessionStore:
 
     def close(self) -> None:
         self._db.close()
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
 
     # --- helpers --------------------------------------------------------------------------
 
