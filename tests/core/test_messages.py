@@ -43,9 +43,9 @@ def test_a_missing_result_is_added_after_the_existing_ones_as_an_error() -> None
     assert all(r is not None and r.is_error and r.content.startswith("not run:") for r in added)
 
 
-def test_calls_of_the_last_message_get_results_too() -> None:
-    repaired = repair_missing_tool_results([Message.assistant("", [call(1)])])
-    assert [m.role for m in repaired] == [Role.ASSISTANT, Role.TOOL]
+def test_calls_of_the_last_turn_are_left_pending_for_the_resume_to_run() -> None:
+    pending = [Message.user("go"), Message.assistant("", [call(1), call(2)]), result(1)]
+    assert repair_missing_tool_results(pending) == pending
 
 
 @given(st.lists(st.tuples(st.integers(1, 3), st.sets(st.integers(0, 2))), max_size=6))
@@ -59,6 +59,8 @@ def test_after_the_repair_every_call_is_answered_before_the_next_message(
         history += [result(ids[i]) for i in sorted(answered) if i < calls]
     repaired = repair_missing_tool_results(history)
     assert repaired == repair_missing_tool_results(repaired)  # idempotent
+    history.append(Message.user("next"))  # every turn above is now over
+    repaired = repair_missing_tool_results(history)
     for index, message in enumerate(repaired):
         if message.role is Role.ASSISTANT:
             block = []

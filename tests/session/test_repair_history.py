@@ -28,7 +28,8 @@ async def test_resume_answers_a_stored_call_that_had_no_result(tmp_path: Path) -
     workspace.mkdir()
     config = AgentConfig(session_dir=root)
     calls = (ToolCall("v", "list_files", {}), ToolCall("w", "list_files", {"path": "."}))
-    first = ScriptedProvider([ModelResponse(text="two calls", tool_calls=calls), crash])
+    later = ModelResponse(text="one more", tool_calls=(ToolCall("x", "list_files", {}),))
+    first = ScriptedProvider([ModelResponse(text="two calls", tool_calls=calls), later, crash])
     with pytest.raises(Crash):
         await Agent(first, workspace=workspace, config=config).run("look")
     # what an older version stored: the first call's result is missing
@@ -44,7 +45,9 @@ async def test_resume_answers_a_stored_call_that_had_no_result(tmp_path: Path) -
     result = await Agent(provider, workspace=workspace, config=config).resume(summary.record.id)
     assert result.finish_reason is FinishReason.ANSWERED
     sent = list(provider.requests[0].messages)
-    assert [m.role for m in sent[:4]] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL]
+    assert [m.role for m in sent[:5]] == [
+        Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.ASSISTANT,
+    ]  # fmt: skip
     assert [m.tool_result.call_id for m in sent[2:4] if m.tool_result] == ["w", "v"]
     added = sent[3].tool_result
     assert added is not None and added.is_error and added.content.startswith("not run:")

@@ -134,12 +134,14 @@ class Message:
 
 
 def repair_missing_tool_results(messages: Sequence[Message]) -> list[Message]:
-    """`messages` with an error result added for every tool call that has none.
+    """`messages` with an error result added for every abandoned tool call.
 
     Providers reject a history in which an assistant's tool call is not answered by a tool
     message with its id before the next non-tool message; histories stored by earlier versions
     (a crash, or a malformed call beside valid ones) can hold such calls. The added results go
-    right after the results that call's assistant message already has, in call order."""
+    right after the results that call's assistant message already has, in call order. The calls
+    of the history's last assistant message, when only tool results follow it, are left as
+    they are: they are pending, and a resume runs them."""
     repaired: list[Message] = []
     index = 0
     while index < len(messages):
@@ -155,6 +157,8 @@ def repair_missing_tool_results(messages: Sequence[Message]) -> list[Message]:
                 answered.add(result.call_id)
             repaired.append(messages[index])
             index += 1
+        if index == len(messages):
+            break  # the pending turn
         for call in message.tool_calls:
             if call.id not in answered:
                 repaired.append(Message.tool(_not_run(call)))
