@@ -352,14 +352,14 @@ class SessionStore:
             db.executemany(
                 "INSERT INTO messages (session_id, seq, step, body) VALUES (?, ?, ?, ?)",
                 [
-                    (session_id, message_seq + i, step.step, self._dump(m.to_dict()))
+                    (session_id, message_seq + i, step.step, self._dump(_message_row(m)))
                     for i, m in enumerate(step.messages)
                 ],
             )
             db.executemany(
                 "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (session_id, event_seq + i, step.step, e["type"], self._dump(e))
+                    (session_id, event_seq + i, step.step, e["type"], self._dump(_capped(e)))
                     for i, e in enumerate(step.events)
                 ],
             )
@@ -387,7 +387,7 @@ class SessionStore:
                 db.executemany(
                     "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                     [
-                        (session_id, event_seq + i, step, e["type"], self._dump(e))
+                        (session_id, event_seq + i, step, e["type"], self._dump(_capped(e)))
                         for i, e in enumerate(events)
                     ],
                 )
@@ -807,6 +807,35 @@ def _make_root(root: Path) -> None:
             f"cannot use the session folder {root} ({error.strerror}); pass a folder you can "
             "write to --session-dir"
         ) from error
+
+
+STORED_PREVIEW_CHARS = 2_000
+"""Longest text kept whole in an event, or in a tool result's metadata. Events describe what
+happened (the messages table holds the full text the model saw, once) and metadata is never
+sent to the model (a written file's text is in the undo journal)."""
+
+
+def _capped(data: Any) -> Any:
+    """`data` with every string longer than `STORED_PREVIEW_CHARS` cut to a preview that says
+    how long it was."""
+    if isinstance(data, str):
+        if len(data) <= STORED_PREVIEW_CHARS:
+            return data
+        return data[:STORED_PREVIEW_CHARS] + f"… [{len(data):,} characters, cut when stored]"
+    if isinstance(data, dict):
+        return {key: _capped(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_capped(item) for item in data]
+    return data
+
+
+def _message_row(message: Message) -> dict[str, Any]:
+    """What is stored of a message: all of it, but a tool result's metadata capped."""
+    row = message.to_dict()
+    if "tool_result" in row:
+        result = row["tool_result"]
+        row["tool_result"] = {**result, "metadata": _capped(result.get("metadata") or {})}
+    return row
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
