@@ -24,6 +24,8 @@ _KEY_SHAPES = re.compile(
     r"\b(sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}|"
     r"gh[pousr]_[A-Za-z0-9]{30,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9\-]{10,})"
 )
+_KEY_PREFIXES = re.compile(r"sk-|gh[pousr]_|AKIA|xox[baprs]-")
+"""The literal starts of `_KEY_SHAPES`: a quick test before the full pattern."""
 MASK = "[REDACTED]"
 
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@\"'\\]+:)[^/\s@\"'\\]+(@)", re.I)
@@ -79,9 +81,22 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
-        text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
-        text = _URL_SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
-        return _KEY_SHAPES.sub(MASK, text)
+        if "://" in text:
+            text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+        if "=" in text:
+            text = _URL_SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
+        if _KEY_PREFIXES.search(text):
+            text = _KEY_SHAPES.sub(MASK, text)
+        return text
+
+    def finds(self, text: str) -> bool:
+        """Whether `redact(text)` would change anything (a cheaper test than redacting)."""
+        return bool(
+            (self._values is not None and self._values.search(text))
+            or ("://" in text and _URL_PASSWORD.search(text))
+            or ("=" in text and _URL_SECRET_PARAM.search(text))
+            or (_KEY_PREFIXES.search(text) and _KEY_SHAPES.search(text))
+        )
 
     def tree(self, data: Any) -> Any:
         """`data` (JSON-like: dicts, lists, strings, numbers) with every string redacted, and

@@ -40,7 +40,7 @@ from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
 from journeyman.session import database
 from journeyman.session.database import StoreDamagedError
 from journeyman.session.lock import SessionLock
-from journeyman.session.redact import MASK, Redactor
+from journeyman.session.redact import MASK, SECRET_NAME, Redactor
 
 DATABASE_FILE = "journeyman.db"
 SCHEMA_VERSION = 3
@@ -729,7 +729,9 @@ class SessionStore:
     def _dump(self, data: dict[str, Any]) -> str:
         """JSON text of `data`, each string in it redacted (so the text stays valid JSON), lone
         surrogates written as `\\udXXX` escapes (they load back as they were)."""
-        text = json.dumps(self._redact.tree(data), ensure_ascii=False, default=str)
+        text = json.dumps(data, ensure_ascii=False, default=str)
+        if self._redact.finds(text) or _has_secret_key(text):
+            text = json.dumps(self._redact.tree(data), ensure_ascii=False, default=str)
         return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
     def _text(self, text: str) -> str:
@@ -836,6 +838,14 @@ def _message_row(message: Message) -> dict[str, Any]:
         result = row["tool_result"]
         row["tool_result"] = {**result, "metadata": _capped(result.get("metadata") or {})}
     return row
+
+
+_STRING_KEY = re.compile(r'"([\w\-]{1,80})": "')
+
+
+def _has_secret_key(text: str) -> bool:
+    """Whether a JSON key named like a secret has a string value (`Redactor.tree` masks it)."""
+    return any(SECRET_NAME.search(m.group(1)) for m in _STRING_KEY.finditer(text))
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
