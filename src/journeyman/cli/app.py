@@ -28,16 +28,21 @@ from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, trusted_from_data
 from journeyman.providers.factory import create_provider
+from journeyman.session.database import StoreDamagedError
 from journeyman.session.fork import prepare_fork
-from journeyman.session.redact import Redactor
-from journeyman.session.store import SessionRecord, default_session_root
+from journeyman.session.redact import MASK, Redactor
+from journeyman.session.store import (
+    DATABASE_FILE,
+    SessionRecord,
+    StoreFullError,
+    default_session_root,
+)
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
 
@@ -368,6 +373,8 @@ def _launch(
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    except StoreFullError as error:
+        fail(EXIT_FAILED, error.message)
     output.call(renderer.final, result)
     if output.closed:
         raise typer.Exit(EXIT_CLOSED_STDOUT)
@@ -507,6 +514,12 @@ def _remembered(
             **(stored.get("permissions") or {}),
             "mode": overrides["permission_mode"],
         }
+    if MASK in str(provider_settings.get("base_url") or ""):
+        fail(
+            EXIT_CONFIG,
+            "the base URL of this session held credentials, which are not stored; "
+            "give it again with --base-url",
+        )
     stored["session_dir"] = session_dir
     stored["stream"] = stream
     try:
@@ -766,11 +779,11 @@ def usage(
     path = (session_dir or default_session_root()) / DATABASE_FILE
     if not path.exists():
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
-    log = UsageLog(path)
+    store = open_store(session_dir)
     try:
-        rows = log.summary(session)
+        rows = store.usage_summary(session)
     finally:
-        log.close()
+        store.close()
     if not rows:
         fail(EXIT_FAILED, f"no usage recorded for session {session}" if session else "no usage")
     usage_table(rows)
@@ -879,3 +892,6 @@ def main() -> None:
     except BrokenPipeError:  # `journeyman sessions export ... | head -1`
         silence_stdout()
         sys.exit(EXIT_CLOSED_STDOUT)
+    except StoreDamagedError as error:  # found by a query after the store was opened
+        sys.stderr.write(f"journeyman: {error.message}\n")
+        sys.exit(EXIT_CONFIG)

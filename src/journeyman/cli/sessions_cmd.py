@@ -54,7 +54,7 @@ def open_store(session_dir: Path | None) -> SessionStore:
     if problem:
         _fail(problem)
     try:
-        return SessionStore(root)
+        return SessionStore(root, check_integrity=True)
     except ConfigurationError as error:
         _fail(error.message)
     except OSError as error:

@@ -77,7 +77,7 @@ class StepRecorder:
 
     def finish(self, step: int, finish_reason: str, final_text: str, error: str | None) -> None:
         """Store the run's last events (those after its last step) and its outcome."""
-        self.store.append_events(self.session_id, step, self._events, self._usage)
         self.store.record_outcome(self.session_id, finish_reason, final_text, error)
+        self.store.append_events(self.session_id, step, self._events, self._usage)
         self._events = []
         self._usage = []

@@ -11,6 +11,7 @@ from typing import IO, Any
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.policy.settings import IgnoredSetting, trusted_from_data
+from journeyman.session.redact import Redactor
 from journeyman.session.store import SessionRecord, SessionStore, StepRecord
 
 FORMAT = "journeyman-session-1"
@@ -40,8 +41,9 @@ def export_jsonl(store: SessionStore, session_id: str, out: IO[str]) -> int:
     lines += [{"kind": "message", **m.to_dict()} for m in store.messages(session_id)]
     # an event's own fields may include "kind" (a nudge's), so events are nested
     lines += [{"kind": "event", "event": e} for e in store.events(session_id)]
+    redact = Redactor()  # the store holds redacted text; this also catches keys set since
     for line in lines:
-        out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        out.write(json.dumps(redact.tree(line), ensure_ascii=False, default=str) + "\n")
     return len(lines)
 
 
