@@ -20,7 +20,7 @@ import logging
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetKind, ExecutionEconomics
+from journeyman.economics.loop_detector import LoopCheck
 from journeyman.economics.phases import Phase
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop import prompts
@@ -47,11 +48,15 @@ from journeyman.policy.permissions import PermissionGate
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
 from journeyman.providers.pricing import add_costs, cost_usd
 from journeyman.session.store import HISTORY_START, SessionRecord, SessionStore
+from journeyman.session.undo import FileChangeTracker
+from journeyman.tools.base import ToolKind
 from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
+MAX_DIFF_CHARS = 8_000
+"""The pending diff a mode is given (the context pack may cut it further)."""
 MODE_STATE = "mode"
 """Checkpoint key of a `StatefulMode`'s own state."""
 
@@ -436,7 +441,26 @@ class Kernel:
                 )
         return result
 
-    # --- services for modes ---------------------------------------------------------------
+    # --- services for modes (the TurnPort) ---------------------------------------------
+
+    def tool_kind(self, call: ToolCall) -> ToolKind | None:
+        tool = self.registry.get(call.name)
+        return None if tool is None else tool.kind
+
+    def record_repetition(
+        self, name: str, arguments: Mapping[str, Any], result_digest: str
+    ) -> LoopCheck:
+        return self.observer.loops.record(name, dict(arguments), result_digest)
+
+    def forget_repetitions(self) -> None:
+        self.observer.loops.reset()
+
+    def pending_diff(self, session_id: str) -> str:
+        diff = FileChangeTracker(self.store, session_id, self.workspace).diff()
+        if len(diff) <= MAX_DIFF_CHARS:
+            return diff
+        more = len(diff) - MAX_DIFF_CHARS
+        return diff[:MAX_DIFF_CHARS] + f"\n[... {more:,} more characters of diff]"
 
     async def call_model(
         self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
-
-if TYPE_CHECKING:
-    from journeyman.loop.kernel import Kernel
 
 
 class Mode(Protocol):
-    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome: ...
+    async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome: ...
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """The phased mode: DISCOVER -> PLAN -> ACT -> VERIFY, ending in DONE or FAIL.
 
-Each kernel turn runs one phase step, and the step's checkpoint holds the phase and the
+Each port turn runs one phase step, and the step's checkpoint holds the phase and the
 structured memory (`context.memory.AgentState`), so a resumed run carries on in the phase it
 stopped in: with the tool calls still to run (ACT) or the check still to make (VERIFY).
 
@@ -10,7 +10,7 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   intervention forces a fresh start.
 - PLAN asks the model for its next actions as native tool calls. Tool calls go to ACT; a
   `finish` call or a reply without tool calls means the model says it is done.
-- ACT runs the calls through the kernel (file tools before commands), records them in memory,
+- ACT runs the calls through the port (file tools before commands), records them in memory,
   and goes to VERIFY when the workspace changed, else back to PLAN.
 - VERIFY runs the verification command (`loop.verification`) and decides by its exit code.
 - DONE needs both: the model said it is done, and the last verification passed after the last
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from journeyman.context.index import WorkspaceIndexer
 from journeyman.context.memory import AgentState, LastError, MemoryFormatter, compress
@@ -42,8 +42,10 @@ from journeyman.economics.loop_detector import LoopCheck, result_digest
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
+from journeyman.loop.endings import finish_reason_for
 from journeyman.loop.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
+from journeyman.loop.port import TurnPort
 from journeyman.loop.recovery import Severity, classify, format_for_model
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.loop.verification import (
@@ -54,17 +56,14 @@ from journeyman.loop.verification import (
     resolve_command,
     verification_call,
 )
-from journeyman.session.undo import FileChangeTracker
+from journeyman.tools.base import ToolKind
 from journeyman.tools.finish import FinishTool
-
-if TYPE_CHECKING:
-    from journeyman.loop.kernel import Kernel
 
 FINISH_TOOL = FinishTool.name
 VERIFY_SIGNATURE = "verify"
 """Name under which failing verifications are counted by the loop detector."""
-MAX_DIFF_CHARS = 8_000
-"""The pending diff kept in memory for the context pack (the pack may cut it further)."""
+CHANGING_KINDS = frozenset({ToolKind.EDIT, ToolKind.COMMAND, ToolKind.OTHER})
+"""Tools whose calls are remembered as attempts (they may change something)."""
 MAX_FILE_READ = 200_000
 """Bytes of a changed file read to remember its content (larger files are not remembered)."""
 
@@ -117,7 +116,7 @@ class DoneClaim:
 
 
 class PhasedMode:
-    """DISCOVER -> PLAN -> ACT -> VERIFY for the kernel; see the module docstring."""
+    """DISCOVER -> PLAN -> ACT -> VERIFY for the port; see the module docstring."""
 
     def __init__(
         self, settings: PhasedSettings | None = None, *, verify_command: str | None = None
@@ -150,36 +149,36 @@ class PhasedMode:
 
     # --- the state machine ----------------------------------------------------------------
 
-    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         self.agent_state.advance()
         if self.phase is Phase.DONE:  # a Stop hook asked for more work
             self._enter(Phase.PLAN)
         if self.phase is Phase.DISCOVER:
-            failed = await self._discover(state, kernel)
+            failed = await self._discover(state, port)
             if failed is not None:
                 return failed
         if self.phase is Phase.ACT and self.pending:
-            return await self._act(state, kernel)
+            return await self._act(state, port)
         if self.phase is Phase.VERIFY:
-            return await self._verify(state, kernel)
+            return await self._verify(state, port)
         self._enter(Phase.PLAN)
-        return await self._plan(state, kernel)
+        return await self._plan(state, port)
 
-    async def _discover(self, state: LoopState, kernel: Kernel) -> TurnOutcome | None:
-        command = await self._verify_command(kernel)
+    async def _discover(self, state: LoopState, port: TurnPort) -> TurnOutcome | None:
+        command = await self._verify_command(port)
         if command is None:
             return self._fail(
                 state,
-                kernel,
+                port,
                 ConfigurationError(
                     "the phased mode needs a verification command, and none was given "
-                    f"(--verify or verify_command) or detected in {kernel.workspace}; pass one "
+                    f"(--verify or verify_command) or detected in {port.workspace}; pass one "
                     "with --verify"
                 ),
             )
-        await self._workspace_index(kernel)
+        await self._workspace_index(port)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
-        builder = self._pack_builder(state.task, kernel)
+        builder = self._pack_builder(state.task, port)
         pack = await asyncio.to_thread(builder.for_step, self.agent_state)
         size = self.settings.pack_chars
         if self.rediscovery:
@@ -196,12 +195,12 @@ class PhasedMode:
         self._enter(Phase.PLAN)
         return None
 
-    async def _plan(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def _plan(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         text_only = state.budget is not None and state.budget.text_only
         try:
-            response = await kernel.call_model(state, tools_enabled=not text_only)
+            response = await port.call_model(state, tools_enabled=not text_only)
         except AgentError as error:
-            return self._on_error(state, kernel, error, during="asking the model what to do next")
+            return self._on_error(state, port, error, during="asking the model what to do next")
         self._remember_response(response.text)
         calls = response.tool_calls
         state.messages.append(Message.assistant(response.text, calls))
@@ -220,13 +219,13 @@ class PhasedMode:
             claim = DoneClaim(FinishReason.ANSWERED, response.text)
             return self._claim_done(claim, TurnOutcome(text=response.text))
         if any(call.name == FINISH_TOOL for call in calls):
-            return await self._finish(state, kernel, response.text, calls)
+            return await self._finish(state, port, response.text, calls)
         self.pending = list(calls)
         self._enter(Phase.ACT)
         return TurnOutcome(text=response.text, calls=calls)
 
     async def _finish(
-        self, state: LoopState, kernel: Kernel, text: str, calls: Sequence[ToolCall]
+        self, state: LoopState, port: TurnPort, text: str, calls: Sequence[ToolCall]
     ) -> TurnOutcome:
         if len(calls) > 1:
             results = [
@@ -241,7 +240,7 @@ class PhasedMode:
             ]
             state.messages.extend(Message.tool(r) for r in results)
             return TurnOutcome(text=text, calls=tuple(calls), results=tuple(results), mistake=True)
-        results = await kernel.run_tools(state, calls)
+        results = await port.run_tools(state, calls)
         state.messages.extend(Message.tool(r) for r in results)
         outcome = TurnOutcome(text=text, calls=tuple(calls), results=tuple(results))
         finished = next((r for r in results if r.terminate and not r.is_error), None)
@@ -269,13 +268,13 @@ class PhasedMode:
             final_text=claim.text,
         )
 
-    async def _act(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def _act(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         calls = self.pending
-        index = await self._workspace_index(kernel)
+        index = await self._workspace_index(port)
         # file changes first, then commands (which may depend on them); results keep the
         # model's order
         order = sorted(range(len(calls)), key=lambda i: calls[i].name == COMMAND_TOOL)
-        ran = await kernel.run_tools(state, [calls[i] for i in order])
+        ran = await port.run_tools(state, [calls[i] for i in order])
         by_position = dict(zip(order, ran, strict=True))
         results = [by_position[i] for i in range(len(calls))]
         state.messages.extend(Message.tool(r) for r in results)
@@ -285,20 +284,20 @@ class PhasedMode:
             mistake=bool(results) and all(counts_as_mistake(r) for r in results),
         )
         stats = await asyncio.to_thread(index.refresh)
-        self._remember_actions(kernel, calls, results, stats.added, stats.changed)
+        self._remember_actions(port, calls, results, stats.added, stats.changed)
         changed = bool(stats.added or stats.changed or stats.removed)
         if changed:
             self.changes += 1
             # on the loop's thread: the store's SQLite connection belongs to it
-            self.agent_state.artifacts.current_diff = pending_diff(kernel, state.session_id)
+            self.agent_state.artifacts.current_diff = port.pending_diff(state.session_id)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
         loops = [
-            kernel.observer.loops.record(c.name, c.arguments, result_digest(r.content))
+            port.record_repetition(c.name, c.arguments, result_digest(r.content))
             for c, r in zip(calls, results, strict=True)
         ]
         looped = next((check for check in loops if check.is_loop), None)
         if looped is not None:
-            stop = self._intervene(state, kernel, looped)
+            stop = self._intervene(state, port, looped)
             if stop is not None:
                 return stop
         if self.phase is Phase.DISCOVER:
@@ -306,13 +305,13 @@ class PhasedMode:
         self._enter(Phase.VERIFY if changed else Phase.PLAN)
         return outcome
 
-    async def _verify(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
-        command = await self._verify_command(kernel)
+    async def _verify(self, state: LoopState, port: TurnPort) -> TurnOutcome:
+        command = await self._verify_command(port)
         if command is None:
             return self._fail(
-                state, kernel, ConfigurationError("no verification command is configured")
+                state, port, ConfigurationError("no verification command is configured")
             )
-        results = await kernel.run_tools(state, [verification_call(command, state.iterations)])
+        results = await port.run_tools(state, [verification_call(command, state.iterations)])
         result = results[0]
         outcome = TurnOutcome(results=(result,))
         verdict = judge(command, result)
@@ -325,7 +324,7 @@ class PhasedMode:
             return self._passed(verdict, outcome)
         assert verdict.error is not None
         if classify(verdict.error) is not Severity.RECOVERABLE:
-            return self._fail(state, kernel, verdict.error, outcome)
+            return self._fail(state, port, verdict.error, outcome)
         output = failure_output(verdict.output)
         error = LastError.from_failure(
             verdict.error.message,
@@ -352,11 +351,9 @@ class PhasedMode:
             )
         )
         self._enter(Phase.PLAN)
-        check = kernel.observer.loops.record(
-            VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint
-        )
+        check = port.record_repetition(VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint)
         if check.is_loop:
-            stop = self._intervene(state, kernel, check)
+            stop = self._intervene(state, port, check)
             if stop is not None:
                 return stop
         return outcome
@@ -373,13 +370,13 @@ class PhasedMode:
     # --- errors and interventions ---------------------------------------------------------
 
     def _on_error(
-        self, state: LoopState, kernel: Kernel, error: AgentError, *, during: str
+        self, state: LoopState, port: TurnPort, error: AgentError, *, during: str
     ) -> TurnOutcome:
         severity = classify(error)
         if severity is Severity.TRANSIENT:
-            raise error  # the kernel records the service or budget finish reason
+            raise error  # the port records the service or budget finish reason
         if severity is Severity.FATAL:
-            return self._fail(state, kernel, error)
+            return self._fail(state, port, error)
         self.agent_state.last_error = LastError.from_failure(error.message)
         told = format_for_model(error, during=during)
         state.messages.append(Message.user(f"[journeyman] {told}"))
@@ -389,15 +386,13 @@ class PhasedMode:
     def _fail(
         self,
         state: LoopState,
-        kernel: Kernel,
+        port: TurnPort,
         error: AgentError,
         outcome: TurnOutcome | None = None,
     ) -> TurnOutcome:
-        from journeyman.loop.kernel import finish_reason_for
-
         self._enter(Phase.FAIL)
         state.error = error.message
-        kernel.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
+        port.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
         done = outcome or TurnOutcome()
         return TurnOutcome(
             text=done.text,
@@ -406,7 +401,7 @@ class PhasedMode:
             finish_reason=finish_reason_for(error),
         )
 
-    def _intervene(self, state: LoopState, kernel: Kernel, check: LoopCheck) -> TurnOutcome | None:
+    def _intervene(self, state: LoopState, port: TurnPort, check: LoopCheck) -> TurnOutcome | None:
         """Climb the ladder for a detected loop; a TurnOutcome when the run must stop."""
         rung = self.ladder.escalate()
         if rung is Intervention.ABORT:
@@ -418,7 +413,7 @@ class PhasedMode:
             return TurnOutcome(finish_reason=FinishReason.NO_PROGRESS)
         state.pending_nudges.append(("loop_intervention", self.ladder.message(rung, check.message)))
         if rung is Intervention.REDISCOVER:
-            kernel.observer.loops.reset()
+            port.forget_repetitions()
             self.pending = []
             self.rediscovery = True
             self._enter(Phase.DISCOVER)
@@ -435,7 +430,7 @@ class PhasedMode:
 
     def _remember_actions(
         self,
-        kernel: Kernel,
+        port: TurnPort,
         calls: Sequence[ToolCall],
         results: Sequence[ToolResult],
         added: Sequence[str],
@@ -451,7 +446,7 @@ class PhasedMode:
                 _head_and_tail(result.content, limit),
                 is_error=result.is_error,
             )
-            if kernel.registry.is_read_only(call) is False:
+            if port.tool_kind(call) in CHANGING_KINDS:
                 first = result.content.strip().splitlines()[0] if result.content.strip() else ""
                 memory.record_attempt(
                     f"{call.name} {_short(arguments)}", first[:200], success=not result.is_error
@@ -460,30 +455,30 @@ class PhasedMode:
             memory.record_created_file(path)
         keep = self.settings.memory.file_content_chars
         for path in (*added, *changed):
-            content = _read_small(kernel.workspace / path)
+            content = _read_small(port.workspace / path)
             if content is not None:
                 memory.record_file_content(path, content[:keep])
 
     # --- workspace knowledge --------------------------------------------------------------
 
-    async def _verify_command(self, kernel: Kernel) -> str | None:
+    async def _verify_command(self, port: TurnPort) -> str | None:
         if self.configured_command is None and self._profile is None:
-            self._profile = await asyncio.to_thread(detect_profile, kernel.workspace)
+            self._profile = await asyncio.to_thread(detect_profile, port.workspace)
         return resolve_command(self.configured_command, self._profile)
 
-    async def _workspace_index(self, kernel: Kernel) -> WorkspaceIndexer:
+    async def _workspace_index(self, port: TurnPort) -> WorkspaceIndexer:
         """The index, built on first use and brought up to date at each discovery."""
         if self._index is None:
-            self._index = WorkspaceIndexer(kernel.workspace)
+            self._index = WorkspaceIndexer(port.workspace)
             await asyncio.to_thread(self._index.bootstrap)
         elif self.phase is Phase.DISCOVER:
             await asyncio.to_thread(self._index.refresh)
         return self._index
 
-    def _pack_builder(self, goal: str, kernel: Kernel) -> ContextPackBuilder:
+    def _pack_builder(self, goal: str, port: TurnPort) -> ContextPackBuilder:
         if self._builder is None:
             if self._profile is None:
-                self._profile = detect_profile(kernel.workspace)
+                self._profile = detect_profile(port.workspace)
             self._builder = ContextPackBuilder(
                 goal=goal,
                 files=self._index,
@@ -541,11 +536,3 @@ def _read_small(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-
-
-def pending_diff(kernel: Kernel, session_id: str) -> str:
-    """The session's changes not undone yet, as a unified diff (from the undo journal)."""
-    diff = FileChangeTracker(kernel.store, session_id, kernel.workspace).diff()
-    if len(diff) <= MAX_DIFF_CHARS:
-        return diff
-    return diff[:MAX_DIFF_CHARS] + f"\n[... {len(diff) - MAX_DIFF_CHARS:,} more characters of diff]"
