@@ -12,7 +12,12 @@ from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.economics.loop_detector import LoopCheck
 from journeyman.loop.state import LoopState
 from journeyman.providers.base import ModelResponse
+from journeyman.session.store import SessionStore
+from journeyman.session.undo import FileChangeTracker
 from journeyman.tools.base import ToolKind
+
+MAX_DIFF_CHARS = 8_000
+"""The pending diff a mode is given (the context pack may cut it further)."""
 
 
 class TurnPort(Protocol):
@@ -50,3 +55,12 @@ class TurnPort(Protocol):
     def pending_diff(self, session_id: str) -> str:
         """The session's file changes not undone yet, as a unified diff."""
         ...
+
+
+def pending_diff(store: SessionStore, session_id: str, workspace: Path) -> str:
+    """The session's changes not undone yet, as a unified diff (from the undo journal)."""
+    diff = FileChangeTracker(store, session_id, workspace).diff()
+    if len(diff) <= MAX_DIFF_CHARS:
+        return diff
+    more = len(diff) - MAX_DIFF_CHARS
+    return diff[:MAX_DIFF_CHARS] + f"\n[... {more:,} more characters of diff]"

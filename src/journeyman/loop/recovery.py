@@ -10,41 +10,16 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+from journeyman.core.errors import AgentError
+from journeyman.loop import endings
+from journeyman.loop.endings import Severity
 
-from journeyman.core.errors import AgentError, ErrorCategory
-
-
-class Severity(StrEnum):
-    RECOVERABLE = "recoverable"
-    FATAL = "fatal"
-    TRANSIENT = "transient"
-
-
-_BY_CATEGORY: dict[ErrorCategory, Severity] = {
-    ErrorCategory.TOOL: Severity.RECOVERABLE,
-    ErrorCategory.BUDGET: Severity.TRANSIENT,
-    ErrorCategory.CANCELLATION: Severity.FATAL,
-    ErrorCategory.PERMISSION: Severity.FATAL,
-    ErrorCategory.CONFIGURATION: Severity.FATAL,
-    ErrorCategory.INTERNAL: Severity.FATAL,
-}
+__all__ = ["Severity", "classify", "format_for_model"]
 
 
 def classify(error: AgentError) -> Severity:
-    """The severity of `error`, from its category and its retryable flag.
-
-    A model error that may go away on another try (empty, truncated, malformed output) is
-    recoverable; one that will not is fatal. A provider fault that is retryable, or that
-    outlasted the resilient provider's retries (`details["exhausted"]`), is transient; one the
-    service refuses for good (authentication, a bad request) is fatal.
-    """
-    if error.category is ErrorCategory.LLM:
-        return Severity.RECOVERABLE if error.retryable else Severity.FATAL
-    if error.category is ErrorCategory.PROVIDER:
-        gave_up = bool(error.details.get("exhausted"))
-        return Severity.TRANSIENT if error.retryable or gave_up else Severity.FATAL
-    return _BY_CATEGORY[error.category]
+    """The severity of `error` (one mapping for severity and finish reason: `loop.endings`)."""
+    return endings.classify(error)[0]
 
 
 def format_for_model(error: AgentError, *, during: str) -> str:

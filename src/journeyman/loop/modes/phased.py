@@ -38,11 +38,11 @@ from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishReason
-from journeyman.economics.loop_detector import LoopCheck, result_digest
+from journeyman.economics.loop_detector import LoopCheck
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
-from journeyman.loop.endings import finish_reason_for
+from journeyman.loop.endings import Termination, finish_reason_for
 from journeyman.loop.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
 from journeyman.loop.port import TurnPort
@@ -222,7 +222,8 @@ class PhasedMode:
             return await self._finish(state, port, response.text, calls)
         self.pending = list(calls)
         self._enter(Phase.ACT)
-        return TurnOutcome(text=response.text, calls=calls)
+        # the calls are reported with their results, by the ACT step that runs them
+        return TurnOutcome(text=response.text, calls_pending=True)
 
     async def _finish(
         self, state: LoopState, port: TurnPort, text: str, calls: Sequence[ToolCall]
@@ -280,6 +281,7 @@ class PhasedMode:
         state.messages.extend(Message.tool(r) for r in results)
         self.pending = []
         outcome = TurnOutcome(
+            calls=tuple(calls),
             results=tuple(results),
             mistake=bool(results) and all(counts_as_mistake(r) for r in results),
         )
@@ -291,17 +293,8 @@ class PhasedMode:
             # on the loop's thread: the store's SQLite connection belongs to it
             self.agent_state.artifacts.current_diff = port.pending_diff(state.session_id)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
-        loops = [
-            port.record_repetition(c.name, c.arguments, result_digest(r.content))
-            for c, r in zip(calls, results, strict=True)
-        ]
-        looped = next((check for check in loops if check.is_loop), None)
-        if looped is not None:
-            stop = self._intervene(state, port, looped)
-            if stop is not None:
-                return stop
-        if self.phase is Phase.DISCOVER:
-            return outcome
+        # repeated calls are seen by the loop's observer, which reports them to
+        # `on_repetition`
         self._enter(Phase.VERIFY if changed else Phase.PLAN)
         return outcome
 
@@ -318,8 +311,6 @@ class PhasedMode:
         artifacts = self.agent_state.artifacts
         artifacts.test_results = verdict.output
         artifacts.verification_success = verdict.passed
-        if state.halted:
-            return outcome
         if verdict.passed:
             return self._passed(verdict, outcome)
         assert verdict.error is not None
@@ -353,9 +344,9 @@ class PhasedMode:
         self._enter(Phase.PLAN)
         check = port.record_repetition(VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint)
         if check.is_loop:
-            stop = self._intervene(state, port, check)
-            if stop is not None:
-                return stop
+            ending = self._intervene(state, port, check)
+            if ending is not None:
+                return replace(outcome, finish_reason=ending.reason, error=ending.message)
         return outcome
 
     def _passed(self, verdict: Verdict, outcome: TurnOutcome) -> TurnOutcome:
@@ -391,26 +382,26 @@ class PhasedMode:
         outcome: TurnOutcome | None = None,
     ) -> TurnOutcome:
         self._enter(Phase.FAIL)
-        state.error = error.message
         port.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
         done = outcome or TurnOutcome()
-        return TurnOutcome(
-            text=done.text,
-            calls=done.calls,
-            results=done.results,
-            finish_reason=finish_reason_for(error),
-        )
+        return replace(done, finish_reason=finish_reason_for(error), error=error.message)
 
-    def _intervene(self, state: LoopState, port: TurnPort, check: LoopCheck) -> TurnOutcome | None:
-        """Climb the ladder for a detected loop; a TurnOutcome when the run must stop."""
+    def on_repetition(
+        self, state: LoopState, check: LoopCheck, port: TurnPort
+    ) -> Termination | None:
+        """The loop's observer saw a repeated call: climb the intervention ladder."""
+        return self._intervene(state, port, check)
+
+    def _intervene(self, state: LoopState, port: TurnPort, check: LoopCheck) -> Termination | None:
+        """Climb the ladder for a detected loop; a Termination when the run must stop."""
         rung = self.ladder.escalate()
         if rung is Intervention.ABORT:
             self._enter(Phase.FAIL)
-            state.error = (
+            return Termination(
+                FinishReason.NO_PROGRESS,
                 "stopped after repeated actions: the same action with the same result kept "
-                f"coming back after every intervention ({check.message})"
+                f"coming back after every intervention ({check.message})",
             )
-            return TurnOutcome(finish_reason=FinishReason.NO_PROGRESS)
         state.pending_nudges.append(("loop_intervention", self.ladder.message(rung, check.message)))
         if rung is Intervention.REDISCOVER:
             port.forget_repetitions()
