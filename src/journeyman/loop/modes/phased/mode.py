@@ -26,7 +26,6 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +42,9 @@ from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
 from journeyman.loop.endings import Termination, finish_reason_for
-from journeyman.loop.interventions import Intervention, InterventionLadder
-from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
-from journeyman.loop.port import TurnPort
-from journeyman.loop.recovery import Severity, classify, format_for_model
-from journeyman.loop.state import LoopState, TurnOutcome
-from journeyman.loop.verification import (
+from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
+from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
+from journeyman.loop.modes.phased.verification import (
     COMMAND_TOOL,
     Verdict,
     failure_output,
@@ -56,6 +52,10 @@ from journeyman.loop.verification import (
     resolve_command,
     verification_call,
 )
+from journeyman.loop.modes.phased.workflow import Edge, Phase, transition
+from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
+from journeyman.loop.port import TurnPort
+from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.tools.base import ToolKind
 from journeyman.tools.finish import FinishTool
 
@@ -66,15 +66,6 @@ CHANGING_KINDS = frozenset({ToolKind.EDIT, ToolKind.COMMAND, ToolKind.OTHER})
 """Tools whose calls are remembered as attempts (they may change something)."""
 MAX_FILE_READ = 200_000
 """Bytes of a changed file read to remember its content (larger files are not remembered)."""
-
-
-class Phase(StrEnum):
-    DISCOVER = "discover"
-    PLAN = "plan"
-    ACT = "act"
-    VERIFY = "verify"
-    DONE = "done"
-    FAIL = "fail"
 
 
 DISCOVERY = """\
@@ -144,7 +135,12 @@ class PhasedMode:
     def phase(self) -> Phase:
         return Phase(self.agent_state.phase)
 
-    def _enter(self, phase: Phase) -> None:
+    def _enter(self, phase: Phase, edge: Edge = Edge.NEXT) -> None:
+        self.agent_state.phase = transition(self.phase, phase, edge).value
+
+    def _start_over(self, phase: Phase) -> None:
+        """A new attempt after a finished workflow (a resumed session, a Stop hook that asks
+        for more work) starts a new workflow; a terminal phase is never left."""
         self.agent_state.phase = phase.value
 
     # --- the state machine ----------------------------------------------------------------
@@ -152,7 +148,7 @@ class PhasedMode:
     async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         self.agent_state.advance()
         if self.phase is Phase.DONE:  # a Stop hook asked for more work
-            self._enter(Phase.PLAN)
+            self._start_over(Phase.PLAN)
         if self.phase is Phase.DISCOVER:
             failed = await self._discover(state, port)
             if failed is not None:
@@ -161,7 +157,8 @@ class PhasedMode:
             return await self._act(state, port)
         if self.phase is Phase.VERIFY:
             return await self._verify(state, port)
-        self._enter(Phase.PLAN)
+        if self.phase is not Phase.PLAN:  # ACT with nothing left to run
+            self._enter(Phase.PLAN, Edge.RECOVER)
         return await self._plan(state, port)
 
     async def _discover(self, state: LoopState, port: TurnPort) -> TurnOutcome | None:
@@ -254,6 +251,7 @@ class PhasedMode:
         if self.verified_changes is not None and self.verified_changes == self.changes:
             return self._done(claim, outcome)
         self.claim = claim
+        self._enter(Phase.ACT)  # the claim is the action of this step; it needs its check
         self._enter(Phase.VERIFY)
         return outcome
 
@@ -295,7 +293,10 @@ class PhasedMode:
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
         # repeated calls are seen by the loop's observer, which reports them to
         # `on_repetition`
-        self._enter(Phase.VERIFY if changed else Phase.PLAN)
+        if changed:
+            self._enter(Phase.VERIFY)
+        else:
+            self._enter(Phase.PLAN, Edge.UNCHANGED)
         return outcome
 
     async def _verify(self, state: LoopState, port: TurnPort) -> TurnOutcome:
@@ -341,7 +342,7 @@ class PhasedMode:
                 )
             )
         )
-        self._enter(Phase.PLAN)
+        self._enter(Phase.PLAN, Edge.RECOVER)
         check = port.record_repetition(VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint)
         if check.is_loop:
             ending = self._intervene(state, port, check)
@@ -365,13 +366,13 @@ class PhasedMode:
     ) -> TurnOutcome:
         severity = classify(error)
         if severity is Severity.TRANSIENT:
-            raise error  # the port records the service or budget finish reason
+            raise error  # the kernel records the service or budget finish reason
         if severity is Severity.FATAL:
             return self._fail(state, port, error)
         self.agent_state.last_error = LastError.from_failure(error.message)
         told = format_for_model(error, during=during)
         state.messages.append(Message.user(f"[journeyman] {told}"))
-        self._enter(Phase.PLAN)
+        self._enter(Phase.PLAN, Edge.RECOVER)
         return TurnOutcome(mistake=True)
 
     def _fail(
@@ -407,7 +408,7 @@ class PhasedMode:
             port.forget_repetitions()
             self.pending = []
             self.rediscovery = True
-            self._enter(Phase.DISCOVER)
+            self._enter(Phase.DISCOVER, Edge.INTERVENE)
         return None
 
     # --- memory ---------------------------------------------------------------------------
@@ -506,7 +507,7 @@ class PhasedMode:
         self.ladder = InterventionLadder(Intervention(int(data.get("interventions", 0))))
         self.rediscovery = bool(data.get("rediscovery", False))
         if self.phase in (Phase.DONE, Phase.FAIL):
-            self._enter(Phase.DISCOVER)  # a resumed run starts from a fresh picture
+            self._start_over(Phase.DISCOVER)  # a resumed run starts from a fresh picture
 
 
 def _head_and_tail(text: str, limit: int) -> str:
