@@ -12,11 +12,11 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   `finish` call or a reply without tool calls means the model says it is done.
 - ACT runs the calls through the port (file tools before commands), records them in memory,
   and goes to VERIFY when the workspace changed, else back to PLAN.
-- VERIFY runs the verification command (`loop.verification`) and decides by its exit code.
+- VERIFY runs the verification command (`verification`) and decides by its exit code.
 - DONE needs both: the model said it is done, and the last verification passed after the last
   change to the workspace. A claim without such a verification sends the run to VERIFY first;
   a failing verification sends it back to PLAN with the error, never to DONE.
-- FAIL ends the run when an error is fatal (`loop.recovery`) or loops persist after every
+- FAIL ends the run when an error is fatal (`recovery`) or loops persist after every
   intervention (`loop.interventions`).
 """
 
