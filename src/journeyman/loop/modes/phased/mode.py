@@ -17,7 +17,7 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   change to the workspace. A claim without such a verification sends the run to VERIFY first;
   a failing verification sends it back to PLAN with the error, never to DONE.
 - FAIL ends the run when an error is fatal (`recovery`) or loops persist after every
-  intervention (`loop.interventions`).
+  intervention (`interventions`). Allowed transitions: `workflow`.
 """
 
 from __future__ import annotations
