@@ -14,6 +14,7 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.core.lifecycle import AgentState
 from journeyman.economics.budget import ExecutionEconomics
 from journeyman.loop.budget_gate import BudgetGate
+from journeyman.loop.modes import Mode, StatefulMode
 from journeyman.loop.state import LoopState
 from journeyman.session.store import HISTORY_START
 
@@ -106,9 +107,13 @@ def checkpoint_of(
 
 
 def restore_run(
-    state: LoopState, checkpoint: RunCheckpoint, economics: ExecutionEconomics, budget: BudgetGate
+    state: LoopState,
+    checkpoint: RunCheckpoint,
+    economics: ExecutionEconomics,
+    budget: BudgetGate,
+    mode: Mode,
 ) -> None:
-    """Load `checkpoint` into a resumed run's record, economics and budget gate."""
+    """Load `checkpoint` into a resumed run's record, economics, budget gate and mode."""
     state.iterations = checkpoint.counters.iterations
     state.tool_calls_made = checkpoint.counters.tool_calls_made
     state.consecutive_mistakes = checkpoint.counters.consecutive_mistakes
@@ -116,3 +121,5 @@ def restore_run(
     state.token_ratio = checkpoint.token_ratio
     economics.restore(checkpoint.economics)
     budget.restore(checkpoint.budget_gate)
+    if isinstance(mode, StatefulMode) and checkpoint.mode is not None:
+        mode.restore(checkpoint.mode)

@@ -56,8 +56,13 @@ class AgentConfig(BaseModel):
     phase step (plan, act, verify) is a turn."""
     max_consecutive_mistakes: int = Field(default=3, ge=1)
     """Stop after this many turns in a row whose tool calls all failed or were malformed."""
-    max_budget_usd: float | None = Field(default=None, gt=0)
-    """Stop once the session has cost this many US dollars; None means no cost limit."""
+    max_budget_usd: float | None = Field(default=None, ge=0)
+    """Stop once the session has cost this many US dollars, in every budget mode (0 allows no
+    spending at all); None means no cost limit. Needs the model's price: a run whose price is
+    unknown is refused unless `price_per_mtok` gives it."""
+    price_per_mtok: tuple[float, float] | None = None
+    """US dollars per million (input, output) tokens, for a model the price database does not
+    know or to override it; None uses the database."""
     max_total_tokens: int | None = Field(default=None, gt=0)
     """Token budget of the session (input + output since the baseline); None means none."""
     max_duration_s: float | None = Field(default=None, gt=0)

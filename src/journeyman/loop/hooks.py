@@ -3,6 +3,8 @@ tell the model, and raise `HookHalt` when one stops the run."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,16 @@ class LoopHooks:
             message = f"the task was refused by a hook: {submitted.reason}"
             return Termination(FinishReason.HALTED, message)
         return None
+
+    async def end(self, state: LoopState, ending: Termination) -> None:
+        """SessionEnd; it cannot change the ending, and a second Ctrl-C skips it."""
+        with contextlib.suppress(asyncio.CancelledError, HookHalt):
+            await self.run(
+                HookEvent.SESSION_END,
+                state,
+                message=state.final_text or None,
+                extra={"finish_reason": ending.reason.value},
+            )
 
     async def run(self, event: HookEvent, state: LoopState, **fields: Any) -> HookRunResult | None:
         """Run `event`'s hooks, queueing their messages for the model; None when none listen.

@@ -179,6 +179,7 @@ class Kernel:
         self.economics.start()
         if self.economics.calls == 0:
             self.economics.set_baseline(self.model.fixed_tokens())
+        self.economics.iterations = 0  # the iteration limit counts this run's turns
         self.observer.replay(history)
         return await self._drive(state, resumed=False)
 
@@ -197,9 +198,7 @@ class Kernel:
         history_start = 0
         if stored:
             checkpoint = load_checkpoint(stored, session_id=session_id)
-            restore_run(state, checkpoint, self.economics, self.budget)
-            if isinstance(self.mode, StatefulMode) and checkpoint.mode is not None:
-                self.mode.restore(checkpoint.mode)
+            restore_run(state, checkpoint, self.economics, self.budget, self.mode)
             history_start = checkpoint.history_start
         else:
             self.economics.start()
@@ -245,29 +244,27 @@ class Kernel:
             details = {"traceback": traceback.format_exc(limit=8)}
             self.emit(ev.ErrorOccurred(ErrorCategory.INTERNAL.value, message, False, details))
             state.ending = Termination(FinishReason.INTERNAL_ERROR, message)
-        ending = state.ending
-        with contextlib.suppress(asyncio.CancelledError, HookHalt):  # a 2nd Ctrl-C skips it
-            await self.hooks.run(
-                HookEvent.SESSION_END,
-                state,
-                message=state.final_text or None,
-                extra={"finish_reason": ending.reason.value},
-            )
-        return self._finish(state, ending)
+        await self.hooks.end(state, state.ending)
+        return self._finish(state, state.ending)
 
     def _error_ending(self, error: AgentError) -> Termination:
-        details = {k: v for k, v in error.details.items() if isinstance(v, str | int | float)}
-        self.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, details))
+        """A stop at a limit or by the user is an ending, not a fault: no error event."""
+        if error.category not in (ErrorCategory.BUDGET, ErrorCategory.CANCELLATION):
+            details = {k: v for k, v in error.details.items() if isinstance(v, str | int | float)}
+            self.emit(
+                ev.ErrorOccurred(error.category.value, error.message, error.retryable, details)
+            )
         return termination_for(error)
 
     # --- the loop ---------------------------------------------------------------------------
 
     async def _loop(self, state: LoopState, *, resumed: bool) -> Termination:
+        self.budget.require_price(self.model.priced)
         continuing = self.economics.calls and not resumed
         if continuing and not self.economics.allow_task_continuation():
             # an agent reused for another task: refuse to start on a nearly spent budget
             state.budget = self.economics.check()
-            spent = self.budget.capacity_message(state.budget)
+            spent = self.budget.capacity_message(state.budget.driver)
             refusal = f"not starting a new task: {spent} leaves too little for it"
             return Termination(capacity_reason(state.budget), refusal)
         while True:
@@ -291,7 +288,7 @@ class Kernel:
             state.final_text = outcome.final_text
             message = outcome.error
             if reason.category is FinishCategory.CAPACITY and state.budget is not None:
-                spent = self.budget.capacity_message(state.budget)
+                spent = self.budget.capacity_message(state.budget.driver)
                 message = f"{spent}; tools were withheld and the model wrote a closing report"
             return Termination(reason, message)
 
@@ -307,21 +304,24 @@ class Kernel:
         return True
 
     async def _check_gates(self, state: LoopState) -> Termination | None:
+        """Cancellation, iterations, mistakes, the budget, progress; a cancellation or a
+        capacity stop raises its error, the others end the run with a Termination."""
         cfg = self.config
         if self.cancel_event.is_set():
-            return termination_for(CancellationError("cancelled"))
+            raise CancellationError("cancelled")
         status, nudges = await self.budget.check()
         state.budget = status
-        if status.stop and status.driver is BudgetKind.ITERATIONS:
-            return Termination(FinishReason.MAX_ITERATIONS, self.budget.capacity_message(status))
+        hard = self.budget.hard_limit()
+        if BudgetKind.ITERATIONS in (hard, status.driver if status.stop else None):
+            raise self.budget.exhausted(BudgetKind.ITERATIONS)
         if state.consecutive_mistakes >= cfg.max_consecutive_mistakes:
             message = (
                 f"{state.consecutive_mistakes} turns in a row produced only failed or "
                 "malformed tool calls"
             )
             return Termination(FinishReason.MAX_CONSECUTIVE_MISTAKES, message)
-        if status.stop:
-            return Termination(capacity_reason(status), self.budget.capacity_message(status))
+        if status.stop or hard is not None:
+            raise self.budget.exhausted(status.driver if status.stop else hard)
         streak = self.observer.unproductive_streak
         if streak >= cfg.max_unproductive_iterations:
             state.no_progress_snapshot = state.messages[-cfg.snapshot_messages :]

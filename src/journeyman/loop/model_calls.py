@@ -50,6 +50,20 @@ class ModelCalls:
         self.compact_on_overflow: Compact | None = None
         """Shrinks the history when the provider refuses a prompt as too long."""
 
+    def cost(self, usage: Usage) -> float | None:
+        """US dollars of a call: the configured price, else the price database (None when the
+        model is not in it)."""
+        price = self.config.price_per_mtok
+        if price is None:
+            return cost_usd(self.provider.name, self.provider.model, usage)
+        per_input, per_output = price
+        return (usage.total_input_tokens * per_input + usage.output_tokens * per_output) / 1e6
+
+    @property
+    def priced(self) -> bool:
+        """Whether calls of this model can be costed."""
+        return self.cost(Usage(1, 1)) is not None
+
     def fixed_tokens(self, tools: Sequence[ToolSpec] | None = None) -> int:
         """Estimated size of the system prompt and tool specs."""
         return estimate_tokens(self.system_prompt, self.tool_specs if tools is None else tools)
@@ -85,7 +99,7 @@ class ModelCalls:
             response = await self.provider.complete(request, on_text)
         latency = time.monotonic() - started
         self._calibrate(state, extra, request, response.usage)
-        call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
+        call_cost = self.cost(response.usage)
         self._account(state, response.usage, call_cost, latency, tools_enabled)
         self.emit(
             ev.ModelResponseReceived(
@@ -113,7 +127,7 @@ class ModelCalls:
             response = await self.provider.complete(request, None)
         except AgentError:
             return ""
-        call_cost = cost_usd(self.provider.name, self.provider.model, response.usage)
+        call_cost = self.cost(response.usage)
         self._account(state, response.usage, call_cost, time.monotonic() - started, tools=True)
         return response.text
 
