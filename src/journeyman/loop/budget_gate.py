@@ -4,8 +4,10 @@ the checkpoint so a resumed run behaves as the uninterrupted one would."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict
 from typing import Any
 
@@ -41,12 +43,15 @@ class BudgetGate:
         approver: ExtensionApprover,
         emit: Callable[[ev.Event], None],
         priced: Callable[[], str],
+        paused: Callable[[], AbstractAsyncContextManager[None]] = contextlib.nullcontext,
     ) -> None:
         self.economics = economics
         self.config = config
         self.approver = approver
         self.emit = emit
         self._model_name = priced
+        self.paused = paused
+        """Holds the lifecycle in PAUSED while the approver decides."""
         self.last_level = EnforcementLevel.NONE
         self.last_nudge: str | None = None
         self.extension_asked_for: dict[str, Any] | None = None
@@ -101,7 +106,8 @@ class BudgetGate:
             )
         )
         try:
-            granted = bool(await self.approver(request))
+            async with self.paused():
+                granted = bool(await self.approver(request))
         except Exception:  # an approver failure is a denial, never a crash
             log.exception("budget extension approver failed")
             granted = False

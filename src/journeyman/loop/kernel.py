@@ -26,7 +26,7 @@ from typing import Any
 from journeyman.context.compaction import Compactor
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, CancellationError, ErrorCategory
-from journeyman.core.lifecycle import AgentState, LifecycleMachine
+from journeyman.core.lifecycle import LifecycleMachine
 from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
@@ -88,7 +88,12 @@ class Kernel:
         self.observer = TurnObserver(config)
         self.lifecycle = lifecycle or LifecycleMachine()
         self.budget = BudgetGate(
-            economics, config, approver, self.emit, lambda: f"{provider.name}:{provider.model}"
+            economics,
+            config,
+            approver,
+            self.emit,
+            lambda: f"{provider.name}:{provider.model}",
+            self.lifecycle.paused,
         )
         self.hooks = LoopHooks(hooks or HookRunner(cwd=workspace), workspace, self.emit)
         self.model = ModelCalls(
@@ -217,7 +222,7 @@ class Kernel:
     async def _drive(self, state: LoopState, *, resumed: bool) -> RunResult:
         """Run the loop to its ending; every way out of it is caught here, once."""
         try:
-            self.lifecycle.initialize()
+            self.lifecycle.begin_run()
             self.emit(
                 ev.RunStarted(
                     session_id=state.session_id,
@@ -275,6 +280,8 @@ class Kernel:
             if self._recorder is not None:
                 self._recorder.step = state.iterations + 1
             await self.window.compact(state)
+            if state.budget is not None and state.budget.text_only:
+                self.lifecycle.begin_completing()  # this turn writes the closing report
             outcome = await self.mode.iterate(state, self)
             stop = self._account(state, outcome)
             self._commit(state)
@@ -373,14 +380,9 @@ class Kernel:
     def _finish(self, state: LoopState, ending: Termination) -> RunResult:
         reason = ending.reason
         try:
-            if self.lifecycle.state is AgentState.RUNNING:
-                if reason.category is FinishCategory.FATAL:
-                    self.lifecycle.fail(ending.message)
-                else:
-                    self.lifecycle.complete()
-                    self.lifecycle.finish()
-            elif self.lifecycle.state is AgentState.INITIALIZING:
-                self.lifecycle.fail(ending.message)
+            self.lifecycle.settle(
+                failed=reason.category is FinishCategory.FATAL, error=ending.message
+            )
         finally:
             result = state.result(ending, str(self.store.path))
             self.emit(ev.RunFinished(result))
