@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from journeyman.core import events as ev
+from journeyman.core.errors import ToolError, ToolNotFoundError
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.hooks import LoopHooks
@@ -70,7 +71,10 @@ class ToolRunner:
             async with limit:
                 self.emit(ev.ToolCallStarted(iteration, call))
                 started = time.monotonic()
-                result = await self._guarded(state, call, ctx)
+                try:
+                    result = await self._guarded(state, call, ctx)
+                except ToolError as error:  # the model is told, and may try something else
+                    result = failed_call(call, error)
                 self.emit(ev.ToolResultReceived(iteration, result, time.monotonic() - started))
                 return result
 
@@ -95,9 +99,15 @@ class ToolRunner:
 
     async def _guarded(self, state: LoopState, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Permission gate, PreToolUse hooks, the call itself, then PostToolUse hooks."""
-        read_only = self.registry.is_read_only(call)
-        if self.permissions is not None and read_only is not None:  # unknown tools fail below
-            refusal = await self.permissions.check_call(call, read_only=read_only)
+        tool = self.registry.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self.registry.names)) or "none"
+            raise ToolNotFoundError(
+                f"unknown tool {call.name!r}; available tools: {known}",
+                details={"error": "unknown"},
+            )
+        if self.permissions is not None:
+            refusal = await self.permissions.check_call(call, read_only=tool.read_only)
             if refusal is not None:
                 return refusal
         pre = await self.hooks.run(
@@ -122,6 +132,18 @@ class ToolRunner:
             is_error=result.is_error,
         )
         return result if post is None else post.apply_to(result)
+
+
+def failed_call(call: ToolCall, error: ToolError) -> ToolResult:
+    """The result that tells the model about `error`."""
+    kind = str(error.details.get("error", error.category.value))
+    return ToolResult(
+        call.id,
+        call.name,
+        error.message,
+        is_error=True,
+        metadata={"error": kind, "category": error.category.value, "retryable": error.retryable},
+    )
 
 
 def allowed_calls(state: LoopState) -> int:
