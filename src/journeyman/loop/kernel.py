@@ -15,7 +15,7 @@ One iteration, top to bottom (DESIGN.md, "One iteration"):
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import time
 import traceback
 import uuid
@@ -53,6 +53,8 @@ from journeyman.session.store import SessionRecord, SessionStore
 from journeyman.tools.base import ToolKind
 from journeyman.tools.registry import ToolRegistry
 
+log = logging.getLogger(__name__)
+
 
 class Kernel:
     """Runs the iteration; implements the `TurnPort` that modes use."""
@@ -87,14 +89,8 @@ class Kernel:
         self.cancel_event = cancel_event or asyncio.Event()
         self.observer = TurnObserver(config)
         self.lifecycle = lifecycle or LifecycleMachine()
-        self.budget = BudgetGate(
-            economics,
-            config,
-            approver,
-            self.emit,
-            lambda: f"{provider.name}:{provider.model}",
-            self.lifecycle.paused,
-        )
+        name, pause = f"{provider.name}:{provider.model}", self.lifecycle.paused
+        self.budget = BudgetGate(economics, config, approver, self.emit, lambda: name, pause)
         self.hooks = LoopHooks(hooks or HookRunner(cwd=workspace), workspace, self.emit)
         self.model = ModelCalls(
             provider,
@@ -123,8 +119,10 @@ class Kernel:
         if self._recorder is not None:
             self._recorder.event(event)
         if self._on_event is not None:
-            with contextlib.suppress(Exception):  # a broken UI callback must not end the run
+            try:
                 self._on_event(event)
+            except Exception:  # a broken UI callback must not end the run
+                log.exception("on_event callback failed for %s", event.type)
 
     async def call_model(
         self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()
@@ -352,7 +350,6 @@ class Kernel:
         """Count the turn and let the observer learn from it; a mode with its own answer to
         repeated actions gets the repetition instead of the plain loop nudge."""
         state.iterations += 1
-        state.run_iterations += 1
         self.economics.record_iteration()
         state.tool_calls_made += len(outcome.calls)
         state.consecutive_mistakes = state.consecutive_mistakes + 1 if outcome.mistake else 0

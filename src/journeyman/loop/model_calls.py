@@ -3,6 +3,7 @@ cost, per-phase tokens, the usage log) and calibrate the token estimate against 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -18,6 +19,8 @@ from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
 from journeyman.providers.pricing import add_costs, cost_usd
+
+log = logging.getLogger(__name__)
 
 SUMMARY_MAX_TOKENS = 2_048
 TOKEN_RATIO_BOUNDS = (0.25, 4.0)
@@ -125,7 +128,8 @@ class ModelCalls:
         started = time.monotonic()
         try:
             response = await self.provider.complete(request, None)
-        except AgentError:
+        except AgentError as error:
+            log.warning("compaction summary failed: %s", error.message)
             return ""
         call_cost = self.cost(response.usage)
         self._account(state, response.usage, call_cost, time.monotonic() - started, tools=True)

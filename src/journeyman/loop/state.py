@@ -23,8 +23,6 @@ class LoopState:
     """The conversation as the model sees it (the system prompt is kept apart)."""
     iterations: int = 0
     """Turns of the session so far (a resumed session continues its count)."""
-    run_iterations: int = 0
-    """Turns of this run only: the iteration limit counts these."""
     tool_calls_made: int = 0
     consecutive_mistakes: int = 0
     model_calls: int = 0
