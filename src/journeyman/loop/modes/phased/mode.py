@@ -23,16 +23,12 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from journeyman.context.index import WorkspaceIndexer
 from journeyman.context.memory import AgentState, LastError, MemoryFormatter, compress
-from journeyman.context.pack import ContextPackBuilder, render_error
-from journeyman.context.profile import ProjectProfile, detect_profile
+from journeyman.context.pack import render_error
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, ToolCall, ToolResult
@@ -43,29 +39,28 @@ from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
 from journeyman.loop.endings import Termination, finish_reason_for
 from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
+from journeyman.loop.modes.phased.knowledge import (
+    WorkspaceKnowledge,
+    remember_actions,
+    remember_response,
+)
 from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
 from journeyman.loop.modes.phased.verification import (
     COMMAND_TOOL,
     Verdict,
     failure_output,
     judge,
-    resolve_command,
     verification_call,
 )
 from journeyman.loop.modes.phased.workflow import Edge, Phase, transition
 from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
 from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
-from journeyman.tools.base import ToolKind
 from journeyman.tools.finish import FinishTool
 
 FINISH_TOOL = FinishTool.name
 VERIFY_SIGNATURE = "verify"
 """Name under which failing verifications are counted by the loop detector."""
-CHANGING_KINDS = frozenset({ToolKind.EDIT, ToolKind.COMMAND, ToolKind.OTHER})
-"""Tools whose calls are remembered as attempts (they may change something)."""
-MAX_FILE_READ = 200_000
-"""Bytes of a changed file read to remember its content (larger files are not remembered)."""
 
 
 DISCOVERY = """\
@@ -113,7 +108,6 @@ class PhasedMode:
         self, settings: PhasedSettings | None = None, *, verify_command: str | None = None
     ) -> None:
         self.settings = settings or PhasedSettings()
-        self.configured_command = verify_command
         self.agent_state = AgentState(phase=Phase.DISCOVER)
         self.pending: list[ToolCall] = []
         """Tool calls of the last PLAN, still to run in ACT."""
@@ -127,9 +121,7 @@ class PhasedMode:
         self.rediscovery = False
         """The next DISCOVER is one forced by a loop intervention."""
         self._formatter = MemoryFormatter(self.settings.memory)
-        self._profile: ProjectProfile | None = None
-        self._index: WorkspaceIndexer | None = None
-        self._builder: ContextPackBuilder | None = None
+        self.knowledge = WorkspaceKnowledge(verify_command, self.settings.pack, self._formatter)
 
     @property
     def phase(self) -> Phase:
@@ -162,7 +154,7 @@ class PhasedMode:
         return await self._plan(state, port)
 
     async def _discover(self, state: LoopState, port: TurnPort) -> TurnOutcome | None:
-        command = await self._verify_command(port)
+        command = await self.knowledge.verify_command(port.workspace)
         if command is None:
             return self._fail(
                 state,
@@ -173,9 +165,9 @@ class PhasedMode:
                     "with --verify"
                 ),
             )
-        await self._workspace_index(port)
+        await self.knowledge.index(port.workspace, refresh=True)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
-        builder = self._pack_builder(state.task, port)
+        builder = self.knowledge.pack_builder(state.task, port.workspace)
         pack = await asyncio.to_thread(builder.for_step, self.agent_state)
         size = self.settings.pack_chars
         if self.rediscovery:
@@ -198,7 +190,7 @@ class PhasedMode:
             response = await port.call_model(state, tools_enabled=not text_only)
         except AgentError as error:
             return self._on_error(state, port, error, during="asking the model what to do next")
-        self._remember_response(response.text)
+        remember_response(self.agent_state, response.text, self.settings.memory)
         calls = response.tool_calls
         state.messages.append(Message.assistant(response.text, calls))
         if response.format_error is not None:
@@ -269,7 +261,7 @@ class PhasedMode:
 
     async def _act(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         calls = self.pending
-        index = await self._workspace_index(port)
+        index = await self.knowledge.index(port.workspace, refresh=False)
         # file changes first, then commands (which may depend on them); results keep the
         # model's order
         order = sorted(range(len(calls)), key=lambda i: calls[i].name == COMMAND_TOOL)
@@ -284,7 +276,15 @@ class PhasedMode:
             mistake=bool(results) and all(counts_as_mistake(r) for r in results),
         )
         stats = await asyncio.to_thread(index.refresh)
-        self._remember_actions(port, calls, results, stats.added, stats.changed)
+        done = [(c, r, port.tool_kind(c)) for c, r in zip(calls, results, strict=True)]
+        remember_actions(
+            self.agent_state,
+            self.settings.memory,
+            port.workspace,
+            done,
+            stats.added,
+            stats.changed,
+        )
         changed = bool(stats.added or stats.changed or stats.removed)
         if changed:
             self.changes += 1
@@ -300,7 +300,7 @@ class PhasedMode:
         return outcome
 
     async def _verify(self, state: LoopState, port: TurnPort) -> TurnOutcome:
-        command = await self._verify_command(port)
+        command = await self.knowledge.verify_command(port.workspace)
         if command is None:
             return self._fail(
                 state, port, ConfigurationError("no verification command is configured")
@@ -411,75 +411,6 @@ class PhasedMode:
             self._enter(Phase.DISCOVER, Edge.INTERVENE)
         return None
 
-    # --- memory ---------------------------------------------------------------------------
-
-    def _remember_response(self, text: str) -> None:
-        self.agent_state.record_model_response(text)
-        debug = self.agent_state.memory.debug
-        keep = self.settings.memory.keep_model_responses
-        if len(debug.model_responses) > keep:
-            debug.model_responses = debug.model_responses[-keep:] if keep else ()
-
-    def _remember_actions(
-        self,
-        port: TurnPort,
-        calls: Sequence[ToolCall],
-        results: Sequence[ToolResult],
-        added: Sequence[str],
-        changed: Sequence[str],
-    ) -> None:
-        limit = self.settings.memory.tool_output_chars * 2
-        memory = self.agent_state
-        for call, result in zip(calls, results, strict=True):
-            arguments = json.dumps(call.arguments, sort_keys=True, default=str)
-            memory.record_tool_result(
-                call.name,
-                arguments,
-                _head_and_tail(result.content, limit),
-                is_error=result.is_error,
-            )
-            if port.tool_kind(call) in CHANGING_KINDS:
-                first = result.content.strip().splitlines()[0] if result.content.strip() else ""
-                memory.record_attempt(
-                    f"{call.name} {_short(arguments)}", first[:200], success=not result.is_error
-                )
-        for path in added:
-            memory.record_created_file(path)
-        keep = self.settings.memory.file_content_chars
-        for path in (*added, *changed):
-            content = _read_small(port.workspace / path)
-            if content is not None:
-                memory.record_file_content(path, content[:keep])
-
-    # --- workspace knowledge --------------------------------------------------------------
-
-    async def _verify_command(self, port: TurnPort) -> str | None:
-        if self.configured_command is None and self._profile is None:
-            self._profile = await asyncio.to_thread(detect_profile, port.workspace)
-        return resolve_command(self.configured_command, self._profile)
-
-    async def _workspace_index(self, port: TurnPort) -> WorkspaceIndexer:
-        """The index, built on first use and brought up to date at each discovery."""
-        if self._index is None:
-            self._index = WorkspaceIndexer(port.workspace)
-            await asyncio.to_thread(self._index.bootstrap)
-        elif self.phase is Phase.DISCOVER:
-            await asyncio.to_thread(self._index.refresh)
-        return self._index
-
-    def _pack_builder(self, goal: str, port: TurnPort) -> ContextPackBuilder:
-        if self._builder is None:
-            if self._profile is None:
-                self._profile = detect_profile(port.workspace)
-            self._builder = ContextPackBuilder(
-                goal=goal,
-                files=self._index,
-                profile=self._profile,
-                settings=self.settings.pack,
-                formatter=self._formatter,
-            )
-        return self._builder
-
     # --- persistence (StatefulMode) -------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -508,23 +439,3 @@ class PhasedMode:
         self.rediscovery = bool(data.get("rediscovery", False))
         if self.phase in (Phase.DONE, Phase.FAIL):
             self._start_over(Phase.DISCOVER)  # a resumed run starts from a fresh picture
-
-
-def _head_and_tail(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit:,} characters left out ...]\n{text[-half:]}"
-
-
-def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _read_small(path: Path) -> str | None:
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_FILE_READ:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
