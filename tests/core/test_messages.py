@@ -31,7 +31,7 @@ def test_a_complete_history_is_unchanged() -> None:
     assert repair_missing_tool_results(history) == history
 
 
-def test_a_missing_result_is_added_after_the_existing_ones_as_an_error() -> None:
+def test_a_missing_result_is_added_in_call_order_as_an_error() -> None:
     history = [
         Message.user("go"),
         Message.assistant("", [call(1), call(2), call(3)]),
@@ -42,8 +42,9 @@ def test_a_missing_result_is_added_after_the_existing_ones_as_an_error() -> None
     assert [m.role for m in repaired] == [
         Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.TOOL, Role.USER,
     ]  # fmt: skip
-    added = [m.tool_result for m in repaired[3:5]]
-    assert [r.call_id for r in added if r] == ["c1", "c3"]
+    answered = [m.tool_result for m in repaired[2:5]]
+    assert [r.call_id for r in answered if r] == ["c1", "c2", "c3"]
+    added = [answered[0], answered[2]]
     assert all(r is not None and r.is_error and "not run" in r.content for r in added)
 
 

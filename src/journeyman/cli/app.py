@@ -116,6 +116,14 @@ MaxIterationsOpt = Annotated[
 MaxBudgetOpt = Annotated[
     float | None, typer.Option(min=0.0, help="Stop once the session has cost this many USD.")
 ]
+PricePerMtokOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="IN,OUT",
+        help="The model's price in USD per million input and output tokens, e.g. 3,15; needed "
+        "for --max-budget-usd when the price list does not know the model.",
+    ),
+]
 MaxTokensOpt = Annotated[
     int | None,
     typer.Option(
@@ -271,21 +279,39 @@ def _limits(
     max_duration: str | None,
     budget_mode: BudgetMode | None,
     tool_timeout: float | None,
+    price_per_mtok: str | None = None,
 ) -> dict[str, Any]:
     """The config fields the user set on the command line (unset ones are left out)."""
     try:
         duration_s = parse_duration(max_duration) if max_duration else None
+        price = _price(price_per_mtok) if price_per_mtok else None
     except ValueError as error:
         fail(EXIT_CONFIG, str(error))
     given = {
+        "price_per_mtok": price,
         "max_iterations": max_iterations,
-        "max_budget_usd": max_budget_usd or None,
+        "max_budget_usd": max_budget_usd,
         "max_total_tokens": max_total_tokens,
         "max_duration_s": duration_s,
         "budget_mode": budget_mode,
         "tool_timeout_s": tool_timeout,
     }
     return {k: v for k, v in given.items() if v is not None}
+
+
+def _price(text: str) -> tuple[float, float]:
+    """`IN,OUT` dollars per million tokens, both >= 0."""
+    parts = text.split(",")
+    try:
+        prices = tuple(float(p) for p in parts)
+    except ValueError:
+        prices = ()
+    if len(prices) != 2 or min(prices) < 0:
+        raise ValueError(
+            f"--price-per-mtok {text!r} is not a price; give two numbers, USD per million "
+            "input and output tokens, like --price-per-mtok 3,15"
+        )
+    return prices[0], prices[1]
 
 
 def _launch(
@@ -412,6 +438,7 @@ def run(
     tool_format: ToolFormatOpt = None,
     max_iterations: MaxIterationsOpt = None,
     max_budget_usd: MaxBudgetOpt = None,
+    price_per_mtok: PricePerMtokOpt = None,
     max_total_tokens: MaxTokensOpt = None,
     max_duration: MaxDurationOpt = None,
     budget_mode: BudgetModeOpt = None,
@@ -447,7 +474,13 @@ def run(
     (`| head`). Questions: --mode ask or --no-verify.
     """
     limits = _limits(
-        max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
+        max_iterations,
+        max_budget_usd,
+        max_total_tokens,
+        max_duration,
+        budget_mode,
+        tool_timeout,
+        price_per_mtok,
     )
     root = workspace or Path(".")
     try:

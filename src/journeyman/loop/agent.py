@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
+from journeyman.core.errors import AgentClosedError
 from journeyman.core.events import EventHandler
+from journeyman.core.lifecycle import AgentState, LifecycleMachine
 from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
@@ -100,7 +102,15 @@ class Agent:
         """Add Python hooks with `agent.hooks.add(HookEvent.PRE_TOOL_USE, callback)`."""
         self.rules = rules or RulesLoader(self.workspace)
         """Instruction files put into the system prompt of new sessions."""
+        self.lifecycle = LifecycleMachine()
+        """The agent's state (idle, initializing, running, paused, completing, error, disposed);
+        observe it with `agent.lifecycle.on_transition(listener)`."""
         self._cancel = asyncio.Event()
+
+    def close(self) -> None:
+        """Dispose of the agent: it refuses to run any further task."""
+        if self.lifecycle.state is not AgentState.DISPOSED:
+            self.lifecycle.dispose()
 
     def cancel(self) -> None:
         """Ask the running task to stop before its next turn."""
@@ -143,6 +153,8 @@ class Agent:
 
     @asynccontextmanager
     async def _kernel(self) -> AsyncIterator[Kernel]:
+        if self.lifecycle.state is AgentState.DISPOSED:
+            raise AgentClosedError("this Agent was closed; create a new Agent to run more tasks")
         self._cancel.clear()
         store = SessionStore(self.session_root)
         try:
@@ -165,6 +177,7 @@ class Agent:
                 settings=self.settings,
                 on_event=self.on_event,
                 cancel_event=self._cancel,
+                lifecycle=self.lifecycle,
             )
         finally:
             store.close()
@@ -188,6 +201,10 @@ class Agent:
         asker = approver
 
         async def notify_then_ask(request: ApprovalRequest) -> ApprovalAnswer:
+            async with self.lifecycle.paused():  # the run waits for the user's answer
+                return await notify_and_ask(request)
+
+        async def notify_and_ask(request: ApprovalRequest) -> ApprovalAnswer:
             if self.hooks.has(HookEvent.NOTIFICATION):
                 await self.hooks.run(
                     HookEvent.NOTIFICATION,

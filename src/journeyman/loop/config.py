@@ -62,18 +62,25 @@ class AgentConfig(BaseModel):
     phased: PhasedSettings = Field(default_factory=PhasedSettings)
     """Context pack and memory settings of the phased mode."""
     max_iterations: int = Field(default=50, ge=1)
-    """Stop after this many turns (finish reason `max_iterations`); in the phased mode every
-    phase step (plan, act, verify) is a turn."""
+    """Stop after this many turns of a run (finish reason `max_iterations`), in every budget
+    mode; in the phased mode every phase step (plan, act, verify) is a turn."""
     max_consecutive_mistakes: int = Field(default=3, ge=1)
     """Stop after this many turns in a row whose tool calls all failed or were malformed."""
-    max_budget_usd: float | None = Field(default=None, gt=0)
-    """Stop once the session has cost this many US dollars; None means no cost limit."""
+    max_budget_usd: float | None = Field(default=None, ge=0)
+    """Stop once the session has cost this many US dollars, in every budget mode (0 allows no
+    spending at all); None means no cost limit. Needs the model's price: a run whose price is
+    unknown is refused unless `price_per_mtok` gives it."""
+    price_per_mtok: tuple[float, float] | None = None
+    """US dollars per million (input, output) tokens, for a model the price database does not
+    know or to override it; None uses the database."""
     max_total_tokens: int | None = Field(default=None, gt=0)
     """Token budget of the session (input + output since the baseline); None means none."""
     max_duration_s: float | None = Field(default=None, gt=0)
     """Wall-clock seconds one run may last; None means no time limit."""
     budget_mode: BudgetMode = BudgetMode.STRICT
-    """strict: stop at 100 %, text only from 95 %; advisory: nudges only; soft: tracking only."""
+    """How the token and duration budget is enforced (strict: stop at 100 %, text only from
+    95 %; advisory: nudges only; soft: tracking only); the iteration and USD limits always
+    stop the run."""
     extension_share: float = Field(default=0.5, gt=0)
     """Size of a budget extension as a fraction of the original token/USD limit."""
     exploration_saturation: int = Field(default=10, ge=1)

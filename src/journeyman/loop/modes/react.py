@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from journeyman.core.messages import Message, ToolResult
 from journeyman.core.result import FinishReason
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
+from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.policy.permissions import PERMISSION_ERROR_KIND
-
-if TYPE_CHECKING:
-    from journeyman.loop.kernel import Kernel
 
 EMPTY_REPLY = (
     "Your last reply was empty. Call a tool to continue the task, or call finish if it is done."
@@ -20,9 +16,9 @@ EMPTY_REPLY = (
 
 
 class ReactMode:
-    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         text_only = state.budget is not None and state.budget.text_only
-        response = await kernel.call_model(state, tools_enabled=not text_only)
+        response = await port.call_model(state, tools_enabled=not text_only)
         state.messages.append(Message.assistant(response.text, response.tool_calls))
 
         if response.format_error is not None:
@@ -39,7 +35,7 @@ class ReactMode:
             reason = capacity_reason(state.budget) if text_only else FinishReason.ANSWERED
             return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
 
-        results = await kernel.run_tools(state, response.tool_calls)
+        results = await port.run_tools(state, response.tool_calls)
         state.messages.extend(Message.tool(r) for r in results)
         finished = next((r for r in results if r.terminate and not r.is_error), None)
         return TurnOutcome(
