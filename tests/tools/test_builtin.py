@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 from journeyman.core.messages import ToolCall
-from journeyman.tools.base import Tool, tool_spec
+from journeyman.tools.base import BaseTool, Tool, ToolKind, tool, tool_spec
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
@@ -69,3 +69,74 @@ async def test_finish_needs_a_summary(call: CallTool, ctx: ToolContext) -> None:
         assert result.is_error and not result.terminate
     missing = await call("finish")
     assert missing.is_error and "summary" in missing.content
+
+
+DECLARED = {
+    "read_file": (ToolKind.READ, "path"),
+    "list_files": (ToolKind.READ, None),
+    "glob": (ToolKind.READ, None),
+    "grep": (ToolKind.READ, "path"),
+    "edit_file": (ToolKind.EDIT, "path"),
+    "write_file": (ToolKind.EDIT, "path"),
+    "run_command": (ToolKind.COMMAND, "command"),
+    "finish": (ToolKind.FINISH, None),
+}
+"""What each built-in tool declares (list_files and glob are matched on their JSON arguments
+until they declare `path`)."""
+
+
+def test_the_registry_answers_what_each_tool_declares() -> None:
+    registry = ToolRegistry(default_tools())
+    for name, (kind, argument) in DECLARED.items():
+        call = ToolCall("1", name, {})
+        assert (registry.kind_of(call), registry.permission_arg_of(call)) == (kind, argument)
+        assert registry.kind_of(name) is kind
+    assert registry.kind_of("nope") is None and registry.permission_arg_of("nope") is None
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def test_read_only_and_the_read_kind_imply_each_other() -> None:
+    class Reader(BaseTool):
+        name = "reader"
+        description = "reads"
+        args_model = NoArgs
+        read_only = True
+
+    class Declared(BaseTool):
+        name = "declared"
+        description = "reads"
+        args_model = NoArgs
+        kind = ToolKind.READ
+
+    class Writer(BaseTool):
+        name = "writer"
+        description = "writes"
+        args_model = NoArgs
+
+    assert (Reader.kind, Declared.read_only, Writer.kind) == (ToolKind.READ, True, ToolKind.OTHER)
+
+    @tool(args=NoArgs, kind=ToolKind.READ)
+    def look(args: NoArgs, ctx: ToolContext) -> str:
+        """Look."""
+        return ""
+
+    @tool(args=NoArgs, read_only=True)
+    def peek(args: NoArgs, ctx: ToolContext) -> str:
+        """Peek."""
+        return ""
+
+    @tool(args=NoArgs, kind=ToolKind.COMMAND, permission_arg="script")
+    def run(args: NoArgs, ctx: ToolContext) -> str:
+        """Run."""
+        return ""
+
+    assert (look.read_only, look.kind) == (True, ToolKind.READ)
+    assert (peek.read_only, peek.kind) == (True, ToolKind.READ)
+    assert (run.read_only, run.kind, run.permission_arg) == (False, ToolKind.COMMAND, "script")
+    registry = ToolRegistry([look, run])
+    assert registry.is_read_only(ToolCall("1", "look", {})) is True
+    assert registry.is_parallel_safe(ToolCall("1", "look", {}))
+    assert not registry.is_parallel_safe(ToolCall("1", "run", {}))

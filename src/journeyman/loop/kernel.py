@@ -86,7 +86,7 @@ class Kernel:
         self.store = store
         self.settings = settings or {}
         self.cancel_event = cancel_event or asyncio.Event()
-        self.observer = TurnObserver(config)
+        self.observer = TurnObserver(config, registry.kind_of)
         self.budget = BudgetGate(
             economics, config, approver, self.emit, lambda: f"{provider.name}:{provider.model}"
         )

@@ -3,9 +3,10 @@ they call for. The same code rebuilds this knowledge from a stored history on re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
+from journeyman.core.tool_kind import ToolKind
 from journeyman.economics.loop_detector import LoopDetector, result_digest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.loop.config import AgentConfig
@@ -16,7 +17,11 @@ Nudge = tuple[str, str]
 
 
 class TurnObserver:
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(
+        self, config: AgentConfig, kind_of: Callable[[ToolCall], ToolKind | None]
+    ) -> None:
+        self.kind_of = kind_of
+        """What each call's tool declares (`ToolRegistry.kind_of`); phases follow kinds."""
         self.progress = ProgressTracker()
         self.loops = LoopDetector(threshold=config.loop_threshold)
         self.phases = PhaseTracker(config.exploration_saturation)
@@ -35,7 +40,10 @@ class TurnObserver:
         for call, result in zip(calls, results, strict=False):
             path = call.arguments.get("path")
             found = self.phases.record(
-                call.name, is_error=result.is_error, path=path if isinstance(path, str) else None
+                call.name,
+                self.kind_of(call),
+                is_error=result.is_error,
+                path=path if isinstance(path, str) else None,
             )
             nudges.extend((n.kind.value, n.message) for n in found)
             check = self.loops.record(call.name, call.arguments, result_digest(result.content))

@@ -1,5 +1,8 @@
 """Holds the run's tools, exports their schemas and executes model calls safely.
 
+It also answers what each call's tool declares (`kind_of`, `permission_arg_of`), so that the
+permission policy, the phase tracker and the executor never keep lists of tool names.
+
 Whatever goes wrong in a call (unknown tool, invalid arguments, a timeout, an exception inside
 the tool) becomes an error result that tells the model what happened; it never escapes.
 """
@@ -14,6 +17,7 @@ from pydantic import ValidationError
 
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
+from journeyman.core.tool_kind import ToolKind
 from journeyman.tools.base import Tool, tool_spec
 from journeyman.tools.context import ToolContext
 
@@ -38,6 +42,16 @@ class ToolRegistry:
 
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(tool_spec(t) for t in self._tools.values())
+
+    def kind_of(self, call: ToolCall | str) -> ToolKind | None:
+        """The kind the called tool declares; None when no such tool is registered."""
+        tool = self._tools.get(_name(call))
+        return None if tool is None else tool.kind
+
+    def permission_arg_of(self, call: ToolCall | str) -> str | None:
+        """The argument permission rules match on; None for an unknown tool or none declared."""
+        tool = self._tools.get(_name(call))
+        return None if tool is None else tool.permission_arg
 
     def is_read_only(self, call: ToolCall) -> bool | None:
         """Whether the called tool only reads; None when no such tool is registered."""
@@ -71,6 +85,10 @@ class ToolRegistry:
         except Exception as exc:  # a tool bug must not end the run
             return _error(call, f"{call.name} failed: {type(exc).__name__}: {exc}", "exception")
         return dataclasses.replace(result, call_id=call.id, name=call.name)
+
+
+def _name(call: ToolCall | str) -> str:
+    return call if isinstance(call, str) else call.name
 
 
 def _error(call: ToolCall, message: str, kind: str) -> ToolResult:
