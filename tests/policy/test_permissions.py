@@ -630,8 +630,9 @@ def test_mcp_tools_are_treated_as_their_annotations_say(workspace: Path) -> None
     )
     assert decide(rules, "srv_read_text", path="./secrets/../secrets/key") == "deny"
     assert decide(rules, "srv_read_text", path="docs/a.md") == "allow"
-    # a `command` argument is read as a shell command line
+    # a `command` argument is read as a shell command line, wrappers and all
     assert decide(rules, "srv_shell", command="cd /tmp && rm -rf x") == "deny"
+    assert decide(rules, "srv_shell", command="cd /tmp && sudo \\rm -rf x") == "deny"
     assert decide(rules, "srv_shell", command="ls") == "allow"
 
 

@@ -38,8 +38,25 @@ Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may us
 - a **command** when the tool is of kind command or the argument is named ``command``
   (``run_command``): ``*`` matches any text, spaces and ``/`` included.
 
-  A command is split at unquoted ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines. A deny or
-  ask rule matches when it matches the whole command or any part.
+  *Deny and ask rules* match when the pattern matches the whole command, any part of it, or
+  any program the command runs as `journeyman.policy.commands` finds them: parts separated by
+  ``;``, ``&&``, ``||``, ``|``, ``&``, newlines and parentheses; quotes and backslashes
+  removed (``\\rm``, ``"rm"``); the program by its base name (``/bin/rm``); the commands in
+  ``$(...)``, backticks and ``<(...)``; the command after wrappers such as ``env``,
+  ``command``, ``exec``, ``nice``, ``nohup``, ``timeout``, ``sudo``, ``time``, ``xargs``,
+  ``eval`` and ``bash -c`` / ``sh -c`` (recursively); ``find -delete`` as ``rm``, and the
+  commands of ``find -exec``. What only the running shell knows fails closed: a program
+  named by an expansion (``$CMD``, ``$(echo rm)``, ``eval "$x"``), a quote left open, an
+  unquoted glob in a program name match *every* deny and ask rule of the tool; arguments
+  with expansions match every pattern they could match once filled in (``rm $X`` matches
+  ``rm -rf *``). Not followed: commands a program reads from a file, its input or its own
+  language (``sh script.sh``, ``curl ... | sh``, ``python -c``, ``make``), and functions or
+  aliases defined elsewhere. So ``deny = ["run_command(rm *)"]`` refuses ``rm x`` also when
+  spelled ``\\rm x``, ``/bin/rm x``, ``command rm x``, ``env rm x``, ``sudo rm x``,
+  ``bash -c 'rm x'``, ``ls | xargs rm``, ``find . -delete``, ``$(echo rm) x`` or
+  ``make && rm x``, but not ``python -c "import shutil; ..."``: a sandbox, not a deny rule,
+  is what contains a determined program. Deny rules err towards refusing: ``command -v rm``
+  or a here-document line reading ``rm x`` is refused too.
 
   *Allow rules* apply only when every part of the command, as written, is matched by some
   allow rule, and never to a command with ``$(...)``, backticks, process substitution or
@@ -87,6 +104,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from journeyman.core.errors import PermissionDeniedError
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.tool_kind import ToolKind
+from journeyman.policy.commands import SimpleCommand, could_match, programs
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +251,13 @@ class PermissionRule:
             return True
         return _compile(self.pattern, kind).fullmatch(value) is not None
 
+    def matches_any_program(self, found: Iterable[SimpleCommand]) -> bool:
+        """Whether the command pattern matches, or could match, any of the programs `found`."""
+        if self.pattern is None:
+            return True
+        compiled = _compile(self.pattern, ArgKind.COMMAND)
+        return any(could_match(compiled, self.pattern, command) for command in found)
+
 
 def parse_rules(
     texts: Iterable[str | PermissionRule], source: str = ""
@@ -257,6 +282,8 @@ class _Subject:
     """An allow rule applies if every one of these is matched by some allow rule."""
     coverable: bool
     """False when no pattern may allow the call (substitutions, redirection, missing argument)."""
+    programs: tuple[SimpleCommand, ...] = ()
+    """For commands: every program the command runs (deny and ask rules match these too)."""
 
 
 def split_command(command: str) -> tuple[list[str], bool]:
@@ -530,6 +557,7 @@ class PermissionPolicy:
                 everything,
                 tuple(parts),
                 bool(parts) and not risky,
+                programs(value),
             )
         if style is ArgKind.PATH:
             forms = tuple(_normalise_path(value, self.workspace))
@@ -544,6 +572,8 @@ def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> Permissi
         if rule.pattern is None:
             return rule
         if any(rule.matches_value(v, subject.kind) for v in subject.any_values):
+            return rule
+        if subject.programs and rule.matches_any_program(subject.programs):
             return rule
     return None
 
