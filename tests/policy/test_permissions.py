@@ -30,7 +30,7 @@ from journeyman.policy.permissions import (
     mode_baseline,
     split_command,
 )
-from journeyman.tools.base import FunctionTool, ToolArgs, ToolKind, tool
+from journeyman.tools.base import BaseTool, FunctionTool, ToolArgs, ToolKind, tool
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
@@ -669,3 +669,60 @@ def test_edit_tools_setting_is_refused_so_no_config_turns_a_command_into_an_edit
         )
     policy = PermissionPolicy.from_config(PermissionsConfig(mode="accept_edits"))
     assert decide(policy, "run_command", command="make") == "ask"
+
+
+class PatchArgs(ToolArgs):
+    patch: str = Field(description="Lines `path` of the files to touch.")
+    """Lines `path` of the files to touch."""
+
+
+class Patcher(BaseTool):
+    """A multi-file edit tool whose argument names its paths (like apply_patch)."""
+
+    name = "patcher"
+    description = "Touch files."
+    args_model = PatchArgs
+    kind = ToolKind.EDIT
+    permission_arg = "patch"
+
+    @staticmethod
+    def paths_of(args: Mapping[str, Any]) -> list[str]:
+        text = args.get("patch")
+        if text == "explode":
+            raise ValueError("cannot parse")
+        return text.split() if isinstance(text, str) else []
+
+
+def test_rules_see_every_path_a_multi_file_tool_lists(workspace: Path) -> None:
+    tools = ToolRegistry([Patcher()])
+    policy = PermissionPolicy(
+        "default",
+        allow=["patcher(src/**)"],
+        deny=["patcher(.env)"],
+        workspace=workspace,
+        tools=tools,
+    )
+    assert decide(policy, "patcher", patch="src/a.py src/b/c.py") == "allow"
+    assert decide(policy, "patcher", patch="src/a.py setup.py") == "ask"  # not all covered
+    assert decide(policy, "patcher", patch="src/a.py src/../.env") == "deny"
+    assert decide(policy, "patcher", patch="") == "ask"  # names nothing: cannot be allowed
+    assert decide(policy, "patcher", patch="explode") == "deny"  # fails closed
+    assert policy.suggest_rules("patcher", {"patch": "src/a.py b.py"}) == [
+        "patcher(src/a.py)",
+        "patcher(b.py)",
+    ]
+    lenient = PermissionPolicy("accept_edits", tools=tools, workspace=workspace)
+    assert decide(lenient, "patcher", patch="explode") == "allow"  # no rule to fail closed on
+
+
+def test_the_real_apply_patch_is_matched_on_the_paths_it_touches(workspace: Path) -> None:
+    from journeyman.tools.builtin import apply_patch_tool
+
+    patch = apply_patch_tool()
+    if patch is None:
+        pytest.skip("journeyman.tools.patch (the apply_patch tool) is not in this tree yet")
+    policy = PermissionPolicy(
+        "bypass", deny=["apply_patch(.env)"], workspace=workspace, tools=ToolRegistry([patch])
+    )
+    text = "*** Begin Patch\n*** Add File: .env\n+KEY=1\n*** End Patch\n"
+    assert decide(policy, "apply_patch", patch=text) == "deny"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from pydantic import BaseModel
 
 from journeyman.core.messages import ToolCall
+from journeyman.tools import builtin
 from journeyman.tools.base import BaseTool, Tool, ToolKind, tool, tool_spec
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.context import ToolContext
@@ -140,3 +143,80 @@ def test_read_only_and_the_read_kind_imply_each_other() -> None:
     assert registry.is_read_only(ToolCall("1", "look", {})) is True
     assert registry.is_parallel_safe(ToolCall("1", "look", {}))
     assert not registry.is_parallel_safe(ToolCall("1", "run", {}))
+
+
+# ------------------------------------------------------------------ choosing the edit tool
+
+
+class FakePatchArgs(BaseModel):
+    patch: str
+
+
+class FakePatchTool(BaseTool):
+    """Stands in for the apply_patch tool, so the choice is tested whether or not it exists."""
+
+    name = "apply_patch"
+    description = "Apply a patch."
+    args_model = FakePatchArgs
+    kind = ToolKind.EDIT
+
+
+@pytest.fixture
+def fake_patch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(builtin, "APPLY_PATCH_TOOL", f"{__name__}:FakePatchTool")
+
+
+@pytest.fixture
+def no_patch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(builtin, "APPLY_PATCH_TOOL", "journeyman.tools.no_such_module:X")
+
+
+def edit_names(choice: str, provider: str | None) -> list[str]:
+    return [t.name for t in builtin.edit_tools(choice, provider)]
+
+
+@pytest.mark.usefixtures("fake_patch")
+@pytest.mark.parametrize(
+    ("choice", "provider", "expected"),
+    [
+        ("auto", "openai", ["apply_patch"]),
+        ("auto", "anthropic", ["edit_file"]),
+        ("auto", None, ["edit_file"]),
+        ("edit_file", "openai", ["edit_file"]),
+        ("apply_patch", "anthropic", ["apply_patch"]),
+        ("both", None, ["edit_file", "apply_patch"]),
+    ],
+)
+def test_the_edit_tool_follows_the_choice_and_the_provider(
+    choice: str, provider: str | None, expected: list[str]
+) -> None:
+    assert edit_names(choice, provider) == expected
+    names = [t.name for t in default_tools(edit_tool=choice, provider=provider)]
+    assert names == [
+        "read_file",
+        "list_files",
+        "glob",
+        "grep",
+        *expected,
+        "write_file",
+        "run_command",
+        "finish",
+    ]
+
+
+@pytest.mark.usefixtures("no_patch")
+def test_without_apply_patch_auto_falls_back_and_an_explicit_choice_says_why() -> None:
+    assert edit_names("auto", "openai") == ["edit_file"]
+    for choice in ("apply_patch", "both"):
+        with pytest.raises(ValueError, match=r"needs the apply_patch tool.*'edit_file' or 'auto'"):
+            builtin.edit_tools(choice, "openai")
+    with pytest.raises(ValueError, match="'sed' is not one of 'auto', 'edit_file'"):
+        builtin.edit_tools("sed")
+
+
+def test_the_real_apply_patch_tool_is_offered_to_openai_compatible_providers() -> None:
+    if importlib.util.find_spec("journeyman.tools.patch") is None:
+        pytest.skip("journeyman.tools.patch (the apply_patch tool) is not in this tree yet")
+    tools = builtin.edit_tools("auto", "openai")
+    assert [t.name for t in tools] == ["apply_patch"]
+    assert tools[0].kind is ToolKind.EDIT

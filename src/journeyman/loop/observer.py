@@ -17,9 +17,7 @@ Nudge = tuple[str, str]
 
 
 class TurnObserver:
-    def __init__(
-        self, config: AgentConfig, kind_of: Callable[[ToolCall], ToolKind | None]
-    ) -> None:
+    def __init__(self, config: AgentConfig, kind_of: Callable[[ToolCall], ToolKind | None]) -> None:
         self.kind_of = kind_of
         """What each call's tool declares (`ToolRegistry.kind_of`); phases follow kinds."""
         self.progress = ProgressTracker()

@@ -64,11 +64,14 @@ Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may us
   or ``git status > setup.py``). They see the text as written: ``run_command(git *)`` does
   not allow ``env git status``.
 - a **workspace path** when the tool is of kind edit or the argument is named ``path`` (file
-  tools): paths are taken relative to the workspace and normalised (``./a/../b`` is ``b``);
-  ``*`` and ``?`` stay within one path segment, ``**`` spans any number of segments
-  (``src/**`` is everything under ``src``). A path is checked both as written and with
-  symlinks resolved: a deny or ask rule matches if either form matches, an allow rule only if
-  both do.
+  tools), and each of the paths a tool lists for the call when it defines ``paths_of(args)``
+  (``apply_patch``: every file the patch touches, both ends of a move; a deny rule matching
+  any of them refuses the call, an allow rule must cover all of them, and a hook that fails
+  makes every deny and ask rule of the tool match). Paths are taken relative to the
+  workspace and normalised (``./a/../b`` is ``b``); ``*`` and ``?`` stay within one path
+  segment, ``**`` spans any number of segments (``src/**`` is everything under ``src``).
+  A path is checked both as written and with symlinks resolved: a deny or ask rule matches
+  if either form matches, an allow rule only if both do.
 - plain **text** for any other permission argument (``fetch(https://docs.python.org/*)``):
   ``*`` matches any text.
 - tools that declare no permission argument (most MCP and user tools): the pattern is
@@ -155,14 +158,19 @@ class ToolDeclarations(Protocol):
         """The argument rules match on, or None."""
         ...
 
+    def paths_of(self, call: ToolCall | str, args: Mapping[str, Any], /) -> list[str] | None:
+        """The paths the call touches, for a tool that says (its `paths_of`); else None."""
+        ...
+
 
 @functools.lru_cache(maxsize=1)
 def builtin_declarations() -> ToolDeclarations:
     """The declarations of the built-in tools: what a policy given no tools goes by."""
-    from journeyman.tools.builtin import default_tools  # tools import lazily: sandboxes, git
+    from journeyman.tools.builtin import apply_patch_tool, default_tools  # sandboxes, git: lazily
     from journeyman.tools.registry import ToolRegistry
 
-    return ToolRegistry(default_tools())
+    patch = apply_patch_tool()
+    return ToolRegistry([*default_tools(), *([patch] if patch is not None else [])])
 
 
 # --------------------------------------------------------------------------------- patterns
@@ -284,6 +292,8 @@ class _Subject:
     """False when no pattern may allow the call (substitutions, redirection, missing argument)."""
     programs: tuple[SimpleCommand, ...] = ()
     """For commands: every program the command runs (deny and ask rules match these too)."""
+    unknown: bool = False
+    """What the call touches could not be worked out: every deny and ask rule matches."""
 
 
 def split_command(command: str) -> tuple[list[str], bool]:
@@ -538,6 +548,16 @@ class PermissionPolicy:
         return [f"{glob_escape(tool_name)}({glob_escape(v)})" for v in subject.all_values]
 
     def _subject(self, tool_name: str, args: Mapping[str, Any]) -> _Subject:
+        try:
+            paths = self.tools.paths_of(tool_name, args)
+        except Exception as exc:  # a tool's own hook failed: refuse rather than guess
+            log.warning("%s: could not list the paths of a call: %s", tool_name, exc)
+            return _Subject(tool_name, ArgKind.PATH, (), (), False, unknown=True)
+        if paths is not None:
+            forms = tuple(
+                dict.fromkeys(f for path in paths for f in _normalise_path(path, self.workspace))
+            )
+            return _Subject(tool_name, ArgKind.PATH, forms, forms, bool(forms))
         field_name = self.tools.permission_arg_of(tool_name)
         style = arg_kind(self.kind_of(tool_name), field_name)
         if field_name is None:
@@ -569,7 +589,7 @@ def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> Permissi
     for rule in rules:
         if not rule.names(subject.tool):
             continue
-        if rule.pattern is None:
+        if rule.pattern is None or subject.unknown:
             return rule
         if any(rule.matches_value(v, subject.kind) for v in subject.any_values):
             return rule

@@ -3,6 +3,10 @@
 A tool also declares what it is: its `kind` (`ToolKind`, re-exported here) and its
 `permission_arg`, the argument permission rules match on. A tool that reads only is of kind
 READ and `read_only`; each implies the other in `BaseTool`, `FunctionTool` and `tool`.
+
+A tool whose permission argument is not itself a path but names several (apply_patch's patch
+text) may also define ``paths_of(args: Mapping[str, Any]) -> list[str]``: permission rules
+then match each path it lists (the registry's `paths_of` asks it).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -52,6 +53,14 @@ class ToolRegistry:
         """The argument permission rules match on; None for an unknown tool or none declared."""
         tool = self._tools.get(_name(call))
         return None if tool is None else tool.permission_arg
+
+    def paths_of(self, call: ToolCall | str, args: Mapping[str, Any]) -> list[str] | None:
+        """The workspace paths a call touches, for a tool that defines `paths_of(args)`
+        (see `tools.base`); None for other tools, or when the hook itself answers None. The
+        tool's own errors propagate."""
+        hook = getattr(self._tools.get(_name(call)), "paths_of", None)
+        paths = hook(args) if callable(hook) else None
+        return None if paths is None else [p for p in paths if isinstance(p, str)]
 
     def is_read_only(self, call: ToolCall) -> bool | None:
         """Whether the called tool only reads; None when no such tool is registered."""

@@ -10,6 +10,7 @@ from journeyman.integrations.lsp import EditDiagnostics, LspConfig, LspManager, 
 from journeyman.tools.base import FunctionTool, ToolKind, tool
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.context import ToolContext
+from journeyman.tools.registry import ToolRegistry
 
 
 class NoArgs(BaseModel):
@@ -35,3 +36,27 @@ def test_edit_kind_tools_are_wrapped_whatever_their_name(tmp_path: Path) -> None
     assert not isinstance(tools["read_file"], EditDiagnostics)
     wrapped = {t.name for t in with_lsp(default_tools(), manager) if isinstance(t, EditDiagnostics)}
     assert wrapped == {"edit_file", "write_file"}
+
+
+class ListsPaths(FunctionTool):
+    @staticmethod
+    def paths_of(args: object) -> list[str]:
+        return ["a.py", "b.py"]
+
+
+def test_the_wrapper_passes_on_the_paths_a_tool_lists(tmp_path: Path) -> None:
+    inner = ListsPaths(
+        lambda args, ctx: "",
+        name="patcher",
+        description="x",
+        args_model=NoArgs,
+        kind=ToolKind.EDIT,
+    )
+    manager = LspManager(tmp_path, LspConfig(enabled=False))
+    wrapped, plain = with_lsp([inner, rewrite], manager)[:2]
+    assert isinstance(wrapped, EditDiagnostics) and isinstance(plain, EditDiagnostics)
+    assert wrapped.paths_of({}) == ["a.py", "b.py"]
+    assert plain.paths_of({}) is None
+    registry = ToolRegistry([wrapped, plain])
+    assert registry.paths_of("patcher", {}) == ["a.py", "b.py"]
+    assert registry.paths_of("rewrite", {}) is None

@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -348,6 +348,11 @@ class EditDiagnostics:
     @property
     def permission_arg(self) -> str | None:
         return self.inner.permission_arg
+
+    def paths_of(self, args: Mapping[str, Any]) -> list[str] | None:
+        """The wrapped tool's `paths_of` answer (for permission rules), or None without one."""
+        hook = getattr(self.inner, "paths_of", None)
+        return hook(args) if callable(hook) else None
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
         result = await self.inner.execute(args, ctx)
