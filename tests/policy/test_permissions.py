@@ -726,3 +726,10 @@ def test_the_real_apply_patch_is_matched_on_the_paths_it_touches(workspace: Path
     )
     text = "*** Begin Patch\n*** Add File: .env\n+KEY=1\n*** End Patch\n"
     assert decide(policy, "apply_patch", patch=text) == "deny"
+
+
+def test_a_kind_that_does_not_exist_is_treated_as_other() -> None:
+    odd = FunctionTool(lambda args, ctx: "", name="odd", description="x", args_model=NoArgs)
+    odd.kind = "telepathy"  # type: ignore[assignment]
+    policy = PermissionPolicy("accept_edits", tools=ToolRegistry([odd]))
+    assert decide(policy, "odd") == "ask"

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 from pydantic import BaseModel
 
-from journeyman.core.messages import ToolCall
+from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.tools import builtin
 from journeyman.tools.base import BaseTool, Tool, ToolKind, tool, tool_spec
 from journeyman.tools.builtin import default_tools
@@ -220,3 +220,23 @@ def test_the_real_apply_patch_tool_is_offered_to_openai_compatible_providers() -
     tools = builtin.edit_tools("auto", "openai")
     assert [t.name for t in tools] == ["apply_patch"]
     assert tools[0].kind is ToolKind.EDIT
+
+
+class HandMade:
+    """A tool written against the protocol alone, flags set by hand."""
+
+    name = "hand_made"
+    description = "reads"
+    args_model = NoArgs
+    read_only = True
+    parallel_safe = False
+    kind = ToolKind.OTHER
+    permission_arg = None
+
+    async def execute(self, args: NoArgs, ctx: ToolContext) -> ToolResult:
+        return ToolResult("", self.name, "")
+
+
+def test_a_protocol_tool_that_only_says_read_only_counts_as_a_read() -> None:
+    registry = ToolRegistry([HandMade()])
+    assert registry.kind_of("hand_made") is ToolKind.READ

@@ -501,9 +501,12 @@ class PermissionPolicy:
         """The kind `tool_name` declares; for a tool the policy does not know, READ when the
         caller says it reads only, else OTHER."""
         kind = self.tools.kind_of(tool_name)
-        if kind is not None:
+        if kind is None:
+            return ToolKind.READ if read_only else ToolKind.OTHER
+        try:
             return ToolKind(kind)
-        return ToolKind.READ if read_only else ToolKind.OTHER
+        except ValueError:  # a tool declaring a kind that does not exist is treated as "other"
+            return ToolKind.OTHER
 
     def decide(
         self, tool_name: str, args: Mapping[str, Any], read_only: bool | None = None

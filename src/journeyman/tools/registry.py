@@ -45,9 +45,16 @@ class ToolRegistry:
         return tuple(tool_spec(t) for t in self._tools.values())
 
     def kind_of(self, call: ToolCall | str) -> ToolKind | None:
-        """The kind the called tool declares; None when no such tool is registered."""
+        """The kind the called tool declares; None when no such tool is registered.
+
+        A tool that says it is `read_only` but declares no kind beyond "other" is READ, as in
+        `BaseTool` and `FunctionTool`."""
         tool = self._tools.get(_name(call))
-        return None if tool is None else tool.kind
+        if tool is None:
+            return None
+        if tool.read_only and tool.kind == ToolKind.OTHER:
+            return ToolKind.READ
+        return tool.kind
 
     def permission_arg_of(self, call: ToolCall | str) -> str | None:
         """The argument permission rules match on; None for an unknown tool or none declared."""
