@@ -121,6 +121,9 @@ def test_a_deny_rule_holds_against_every_spelling(command: str) -> None:
         "python -m pytest -q",
         "env PYTHONPATH=src pytest",
         "sudo -n true",
+        "bash -c 'ls /tmp/rm -rf'",
+        "sh -c \"echo 'rm x'\"",
+        'git commit -m "drop the rm step"',
     ],
 )
 def test_deny_rules_do_not_refuse_what_does_not_run_the_program(command: str) -> None:

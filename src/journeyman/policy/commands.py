@@ -435,8 +435,10 @@ def _normalise(words: list[_Word], depth: int) -> list[SimpleCommand]:
             if arg.text.startswith(("-", "+")) and not arg.dynamic:
                 continue
             if not arg.dynamic and any(c in arg.text for c in " \t\n;&|()<>`$"):
+                # a command line in one word (`sh -c '...'`), not a program's name
                 nested = programs(arg.text, depth + 1)
                 found.extend(SimpleCommand(c.words, open=c.open or fed) for c in nested)
+                continue
             pending.append((candidate, fed))
             inner = _program_index(words, candidate)
             if inner < len(words) and _basename(words[inner].text) in WRAPPERS:
