@@ -187,7 +187,9 @@ WORD = st.text(
 )
 PLAIN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-/", min_size=1, max_size=10)
 NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(
-    lambda n: n not in {"if", "then", "else", "elif", "fi", "do", "done", "while", "until"}
+    lambda n: (
+        n not in {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "function"}
+    )
 )
 
 
