@@ -187,7 +187,9 @@ class Agent:
         if self.config.permissions is None:
             return None
         return PermissionGate(
-            PermissionPolicy.from_config(self.config.permissions, self.workspace),
+            PermissionPolicy.from_config(
+                self.config.permissions, self.workspace, tools=self.registry
+            ),
             approver=self._notifying(self.permission_approver),
             memory=StoredPermissions(store),
             project=self.workspace,

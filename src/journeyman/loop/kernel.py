@@ -88,7 +88,7 @@ class Kernel:
         self.store = store
         self.settings = settings or {}
         self.cancel_event = cancel_event or asyncio.Event()
-        self.observer = TurnObserver(config, kind_of=registry.kind_of)
+        self.observer = TurnObserver(config, registry.kind_of)
         self.lifecycle = lifecycle or LifecycleMachine()
         name, pause = f"{provider.name}:{provider.model}", self.lifecycle.paused
         self.budget = BudgetGate(economics, config, approver, self.emit, lambda: name, pause)

@@ -8,9 +8,9 @@ observer learns the same from a react turn as from a phased ACT step.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from enum import StrEnum
 
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
+from journeyman.core.tool_kind import ToolKind
 from journeyman.economics.loop_detector import LoopCheck, LoopDetector, result_digest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.loop.config import AgentConfig
@@ -23,11 +23,9 @@ LOOP_NUDGE = "loop"
 
 
 class TurnObserver:
-    def __init__(
-        self, config: AgentConfig, kind_of: Callable[[str], StrEnum | None] | None = None
-    ) -> None:
+    def __init__(self, config: AgentConfig, kind_of: Callable[[ToolCall], ToolKind | None]) -> None:
         self.kind_of = kind_of
-        """What a named tool declares it does (read / edit / command ...), when known."""
+        """What each call's tool declares (`ToolRegistry.kind_of`); phases follow kinds."""
         self.progress = ProgressTracker()
         self.loops = LoopDetector(threshold=config.loop_threshold)
         self.phases = PhaseTracker(config.exploration_saturation)
@@ -55,12 +53,11 @@ class TurnObserver:
             self.phases.record_text()
         for call, result in zip(calls, results, strict=False):
             path = call.arguments.get("path")
-            kind = self.kind_of(call.name) if self.kind_of is not None else None
             found = self.phases.record(
                 call.name,
+                self.kind_of(call),
                 is_error=result.is_error,
                 path=path if isinstance(path, str) else None,
-                kind=kind.value if kind is not None else None,
             )
             nudges.extend((n.kind.value, n.message) for n in found)
             check = self.loops.record(call.name, call.arguments, result_digest(result.content))

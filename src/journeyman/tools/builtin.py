@@ -1,6 +1,9 @@
-"""The built-in tool set every run starts with."""
+"""The built-in tool set every run starts with, and which edit tool the model is offered."""
 
 from __future__ import annotations
+
+import importlib
+from enum import StrEnum
 
 from journeyman.tools.base import Tool
 from journeyman.tools.edit import EditFileTool
@@ -13,18 +16,87 @@ from journeyman.tools.shell import RunCommandTool
 from journeyman.tools.write import WriteFileTool
 
 
-def default_tools(sandbox: Sandbox | None = None, *, journal_commands: bool = True) -> list[Tool]:
+class EditToolChoice(StrEnum):
+    """Which tool the model edits files with (``edit_tool`` in the config)."""
+
+    AUTO = "auto"
+    """`apply_patch` for providers in `PATCH_PROVIDERS`, `edit_file` for the others."""
+    EDIT_FILE = "edit_file"
+    """Exact string replacement in one file."""
+    APPLY_PATCH = "apply_patch"
+    """Multi-file patches in the format OpenAI's models are trained on."""
+    BOTH = "both"
+    """Offer both and let the model choose."""
+
+
+PATCH_PROVIDERS = frozenset({"openai"})
+"""Providers (by `Provider.name`) whose models get `apply_patch` under ``auto``: the
+OpenAI-compatible adapter, whatever server it talks to."""
+
+APPLY_PATCH_TOOL = "journeyman.tools.patch:ApplyPatchTool"
+"""Where the apply_patch tool lives; imported only when it is offered."""
+
+
+def apply_patch_tool() -> Tool | None:
+    """A fresh apply_patch tool, or None when this installation has none."""
+    module_name, _, class_name = APPLY_PATCH_TOOL.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise  # the module exists but is broken: say so rather than hide it
+        return None
+    tool: Tool = getattr(module, class_name)()
+    return tool
+
+
+def edit_tools(
+    choice: EditToolChoice | str = EditToolChoice.AUTO, provider: str | None = None
+) -> list[Tool]:
+    """The edit tools to offer for `choice` and the run's provider name.
+
+    ``auto`` falls back to `edit_file` when apply_patch is not installed; asking for
+    ``apply_patch`` or ``both`` explicitly when it is not raises ValueError.
+    """
+    try:
+        chosen = EditToolChoice(choice)
+    except ValueError:
+        options = ", ".join(repr(c.value) for c in EditToolChoice)
+        raise ValueError(f"edit_tool = {choice!r} is not one of {options}") from None
+    if chosen is EditToolChoice.AUTO:
+        patch = apply_patch_tool() if provider in PATCH_PROVIDERS else None
+        return [patch] if patch is not None else [EditFileTool()]
+    if chosen is EditToolChoice.EDIT_FILE:
+        return [EditFileTool()]
+    patch = apply_patch_tool()
+    if patch is None:
+        raise ValueError(
+            f"edit_tool = {chosen.value!r} needs the apply_patch tool, which this installation "
+            "does not have; choose 'edit_file' or 'auto'"
+        )
+    return [patch] if chosen is EditToolChoice.APPLY_PATCH else [EditFileTool(), patch]
+
+
+def default_tools(
+    sandbox: Sandbox | None = None,
+    *,
+    journal_commands: bool = True,
+    edit_tool: EditToolChoice | str = EditToolChoice.AUTO,
+    provider: str | None = None,
+) -> list[Tool]:
     """Fresh instances of the built-in tools: looking around first, then changing, then done.
 
     Commands run in `sandbox`; None runs them locally. With `journal_commands` the files a
-    command changes are journaled for undo (see `tools.snapshot`).
+    command changes are journaled for undo (see `tools.snapshot`). `edit_tool` and the run's
+    `provider` name choose the edit tool (`edit_tools`); with no provider, ``auto`` is
+    `edit_file`.
     """
     return [
         ReadFileTool(),
         ListFilesTool(),
         GlobTool(),
         GrepTool(),
-        EditFileTool(),
+        *edit_tools(edit_tool, provider),
         WriteFileTool(),
         RunCommandTool(sandbox=sandbox, journal_changes=journal_commands),
         FinishTool(),
