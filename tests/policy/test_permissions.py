@@ -716,13 +716,13 @@ def test_rules_see_every_path_a_multi_file_tool_lists(workspace: Path) -> None:
 
 
 def test_the_real_apply_patch_is_matched_on_the_paths_it_touches(workspace: Path) -> None:
-    from journeyman.tools.builtin import apply_patch_tool
+    from journeyman.tools.patch import ApplyPatchTool
 
-    patch = apply_patch_tool()
-    if patch is None:
-        pytest.skip("journeyman.tools.patch (the apply_patch tool) is not in this tree yet")
     policy = PermissionPolicy(
-        "bypass", deny=["apply_patch(.env)"], workspace=workspace, tools=ToolRegistry([patch])
+        "bypass",
+        deny=["apply_patch(.env)"],
+        workspace=workspace,
+        tools=ToolRegistry([ApplyPatchTool()]),
     )
     text = "*** Begin Patch\n*** Add File: .env\n+KEY=1\n*** End Patch\n"
     assert decide(policy, "apply_patch", patch=text) == "deny"

@@ -76,8 +76,8 @@ async def test_finish_needs_a_summary(call: CallTool, ctx: ToolContext) -> None:
 
 DECLARED = {
     "read_file": (ToolKind.READ, "path"),
-    "list_files": (ToolKind.READ, None),
-    "glob": (ToolKind.READ, None),
+    "list_files": (ToolKind.READ, "path"),
+    "glob": (ToolKind.READ, "path"),
     "grep": (ToolKind.READ, "path"),
     "edit_file": (ToolKind.EDIT, "path"),
     "write_file": (ToolKind.EDIT, "path"),
@@ -148,34 +148,10 @@ def test_read_only_and_the_read_kind_imply_each_other() -> None:
 # ------------------------------------------------------------------ choosing the edit tool
 
 
-class FakePatchArgs(BaseModel):
-    patch: str
-
-
-class FakePatchTool(BaseTool):
-    """Stands in for the apply_patch tool, so the choice is tested whether or not it exists."""
-
-    name = "apply_patch"
-    description = "Apply a patch."
-    args_model = FakePatchArgs
-    kind = ToolKind.EDIT
-
-
-@pytest.fixture
-def fake_patch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builtin, "APPLY_PATCH_TOOL", f"{__name__}:FakePatchTool")
-
-
-@pytest.fixture
-def no_patch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builtin, "APPLY_PATCH_TOOL", "journeyman.tools.no_such_module:X")
-
-
 def edit_names(choice: str, provider: str | None) -> list[str]:
     return [t.name for t in builtin.edit_tools(choice, provider)]
 
 
-@pytest.mark.usefixtures("fake_patch")
 @pytest.mark.parametrize(
     ("choice", "provider", "expected"),
     [
@@ -204,12 +180,7 @@ def test_the_edit_tool_follows_the_choice_and_the_provider(
     ]
 
 
-@pytest.mark.usefixtures("no_patch")
-def test_without_apply_patch_auto_falls_back_and_an_explicit_choice_says_why() -> None:
-    assert edit_names("auto", "openai") == ["edit_file"]
-    for choice in ("apply_patch", "both"):
-        with pytest.raises(ValueError, match=r"needs the apply_patch tool.*'edit_file' or 'auto'"):
-            builtin.edit_tools(choice, "openai")
+def test_an_unknown_edit_tool_choice_names_the_choices() -> None:
     with pytest.raises(ValueError, match="'sed' is not one of 'auto', 'edit_file'"):
         builtin.edit_tools("sed")
 

@@ -44,6 +44,7 @@ from journeyman.session.store import (
     default_session_root,
 )
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
 
 EXIT_OK = 0
@@ -214,6 +215,13 @@ VerifyRoundsOpt = Annotated[
         "--max-verify-rounds",
         min=1,
         help="Failed checks after which the run ends as verification_failed (default 3).",
+    ),
+]
+EditToolOpt = Annotated[
+    EditToolChoice | None,
+    typer.Option(
+        help="The tool the model edits files with: auto (default: apply_patch for "
+        "OpenAI-compatible providers, edit_file for the others), edit_file, apply_patch, both.",
     ),
 ]
 SandboxOpt = Annotated[
@@ -455,6 +463,7 @@ def run(
     verify_timeout: VerifyTimeoutOpt = None,
     max_verify_rounds: VerifyRoundsOpt = None,
     sandbox: SandboxOpt = None,
+    edit_tool: EditToolOpt = None,
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
@@ -496,6 +505,7 @@ def run(
             verify_timeout_s=verify_timeout,
             max_verify_rounds=max_verify_rounds,
             sandbox=sandbox,
+            edit_tool=edit_tool,
             allow_network=True if allow_network else None,
         )
     except ConfigurationError as error:

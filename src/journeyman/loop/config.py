@@ -13,6 +13,7 @@ from journeyman.context.pack import PackSettings
 from journeyman.economics.budget import BudgetMode
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
+from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
 
 
@@ -93,6 +94,9 @@ class AgentConfig(BaseModel):
     """How many parallel-safe tool calls of one turn may run at the same time."""
     tool_timeout_s: float = Field(default=60.0, gt=0)
     """Seconds one tool call may run before it is stopped."""
+    model_call_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds one model call may take, its retries and waits included (a stalled stream or a
+    long Retry-After ends it); `max_duration_s` may end it sooner."""
     max_output_tokens: int = Field(default=4096, ge=1)
     """Upper bound of tokens the model may produce per turn."""
     temperature: float | None = None
@@ -117,6 +121,10 @@ class AgentConfig(BaseModel):
     or docker; one asked for by name that cannot start is a configuration error."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
+    edit_tool: EditToolChoice = EditToolChoice.AUTO
+    """The tool the model edits files with: auto (apply_patch for OpenAI-compatible providers,
+    whose models are trained on its format; edit_file for the others), edit_file, apply_patch
+    or both."""
     journal_commands: bool = True
     """Snapshot the workspace around each run_command so that undo and diff also cover the
     files commands change (a shadow git repository outside the workspace; tens of ms a command

@@ -57,6 +57,8 @@ def classify(error: AgentError) -> tuple[Severity, FinishReason]:
     ends as `provider_unavailable`; one the service refuses for good is fatal. A budget error
     ends with the finish reason of the limit it names (`details["finish_reason"]`).
     """
+    if error.details.get("deadline") == "run":  # the call ran into --max-duration
+        return Severity.FATAL, FinishReason.MAX_DURATION
     if error.category in (ErrorCategory.LLM, ErrorCategory.PROVIDER):
         gave_up = bool(error.details.get("exhausted"))
         if error.category is ErrorCategory.LLM:

@@ -53,6 +53,7 @@ from journeyman.providers.base import ModelResponse, Provider
 from journeyman.session.store import SessionRecord, SessionStore
 from journeyman.tools.base import ToolKind
 from journeyman.tools.registry import ToolRegistry
+from journeyman.tools.snapshot import reconcile_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +228,11 @@ class Kernel:
             self.on_restore()
         self.observer.replay(messages)
         self.store.clear_outcome(session_id)
-        self._attach(StepRecorder(self.store, session_id, len(messages), history_start))
+        recorder = StepRecorder(self.store, session_id, len(messages), history_start)
+        self._attach(recorder)
+        # a command the agent died in: its changes go to the journal of the step it belonged to
+        recorder.step = step + 1
+        await asyncio.to_thread(reconcile_interrupted, self.workspace, session_id, recorder.journal)
         assert step == state.iterations
         return await self._drive(state, resumed=True)
 

@@ -19,6 +19,7 @@ from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
 from journeyman.providers.pricing import add_costs, cost_usd
+from journeyman.providers.resilient import complete_within
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,9 @@ class ModelCalls:
         on_text = (lambda text: self.emit(ev.TextDelta(text))) if self.config.stream else None
         started = time.monotonic()
         try:
-            response = await self.provider.complete(request, on_text)
+            response = await complete_within(
+                self.provider, request, on_text, deadline=self._deadline()
+            )
         except ProviderError as error:
             # the provider says the prompt is too long: compact hard, then try once more
             if not error.details.get("context_overflow") or self.compact_on_overflow is None:
@@ -99,7 +102,9 @@ class ModelCalls:
             if not await self.compact_on_overflow(state):
                 raise
             request = build()
-            response = await self.provider.complete(request, on_text)
+            response = await complete_within(
+                self.provider, request, on_text, deadline=self._deadline()
+            )
         latency = time.monotonic() - started
         self._calibrate(state, extra, request, response.usage)
         call_cost = self.cost(response.usage)
@@ -117,6 +122,14 @@ class ModelCalls:
         )
         return response
 
+    def _deadline(self) -> float | None:
+        """When the run's `--max-duration` runs out (a monotonic time), so that one model call
+        cannot outlast it; None without a duration limit."""
+        limit = self.economics.limits.max_duration_s
+        if limit is None:
+            return None
+        return time.monotonic() + max(0.0, limit - self.economics.elapsed_s)
+
     async def summarise(self, state: LoopState, transcript: str) -> str:
         """The compaction's model call; a failure only skips the summary stage ("")."""
         request = ModelRequest(
@@ -127,7 +140,9 @@ class ModelCalls:
         )
         started = time.monotonic()
         try:
-            response = await self.provider.complete(request, None)
+            response = await complete_within(
+                self.provider, request, None, deadline=self._deadline()
+            )
         except AgentError as error:
             log.warning("compaction summary failed: %s", error.message)
             return ""

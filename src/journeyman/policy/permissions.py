@@ -166,11 +166,10 @@ class ToolDeclarations(Protocol):
 @functools.lru_cache(maxsize=1)
 def builtin_declarations() -> ToolDeclarations:
     """The declarations of the built-in tools: what a policy given no tools goes by."""
-    from journeyman.tools.builtin import apply_patch_tool, default_tools  # sandboxes, git: lazily
+    from journeyman.tools.builtin import default_tools  # sandboxes, git: lazily
     from journeyman.tools.registry import ToolRegistry
 
-    patch = apply_patch_tool()
-    return ToolRegistry([*default_tools(), *([patch] if patch is not None else [])])
+    return ToolRegistry(default_tools(edit_tool="both"))
 
 
 # --------------------------------------------------------------------------------- patterns

@@ -138,6 +138,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
         f"from the project's files, and {USER_ONLY}"
     ),
     "phased": accept,
+    "edit_tool": accept,
     "temperature": accept,
     "stream": accept,
     "snapshot_messages": accept,
@@ -154,6 +155,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "max_unproductive_iterations": not_above,
     "max_concurrency": not_above,
     "tool_timeout_s": not_above,
+    "model_call_timeout_s": not_above,
     "max_output_tokens": not_above,
     "budget_mode": ranked(BUDGET_MODE_ORDER, "budget mode"),
     "max_verify_rounds": not_above,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from enum import StrEnum
 
 from journeyman.tools.base import Tool
 from journeyman.tools.edit import EditFileTool
 from journeyman.tools.finish import FinishTool
 from journeyman.tools.listing import GlobTool, ListFilesTool
+from journeyman.tools.patch import ApplyPatchTool
 from journeyman.tools.read import ReadFileTool
 from journeyman.tools.sandbox import Sandbox
 from journeyman.tools.search import GrepTool
@@ -33,48 +33,26 @@ PATCH_PROVIDERS = frozenset({"openai"})
 """Providers (by `Provider.name`) whose models get `apply_patch` under ``auto``: the
 OpenAI-compatible adapter, whatever server it talks to."""
 
-APPLY_PATCH_TOOL = "journeyman.tools.patch:ApplyPatchTool"
-"""Where the apply_patch tool lives; imported only when it is offered."""
-
-
-def apply_patch_tool() -> Tool | None:
-    """A fresh apply_patch tool, or None when this installation has none."""
-    module_name, _, class_name = APPLY_PATCH_TOOL.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise  # the module exists but is broken: say so rather than hide it
-        return None
-    tool: Tool = getattr(module, class_name)()
-    return tool
-
-
 def edit_tools(
     choice: EditToolChoice | str = EditToolChoice.AUTO, provider: str | None = None
 ) -> list[Tool]:
-    """The edit tools to offer for `choice` and the run's provider name.
-
-    ``auto`` falls back to `edit_file` when apply_patch is not installed; asking for
-    ``apply_patch`` or ``both`` explicitly when it is not raises ValueError.
-    """
+    """The edit tools to offer for `choice` and the run's provider name; ValueError names the
+    choices when `choice` is none of them."""
     try:
         chosen = EditToolChoice(choice)
     except ValueError:
         options = ", ".join(repr(c.value) for c in EditToolChoice)
         raise ValueError(f"edit_tool = {choice!r} is not one of {options}") from None
     if chosen is EditToolChoice.AUTO:
-        patch = apply_patch_tool() if provider in PATCH_PROVIDERS else None
-        return [patch] if patch is not None else [EditFileTool()]
-    if chosen is EditToolChoice.EDIT_FILE:
-        return [EditFileTool()]
-    patch = apply_patch_tool()
-    if patch is None:
-        raise ValueError(
-            f"edit_tool = {chosen.value!r} needs the apply_patch tool, which this installation "
-            "does not have; choose 'edit_file' or 'auto'"
+        chosen = (
+            EditToolChoice.APPLY_PATCH if provider in PATCH_PROVIDERS else EditToolChoice.EDIT_FILE
         )
-    return [patch] if chosen is EditToolChoice.APPLY_PATCH else [EditFileTool(), patch]
+    tools: list[Tool] = []
+    if chosen in (EditToolChoice.EDIT_FILE, EditToolChoice.BOTH):
+        tools.append(EditFileTool())
+    if chosen in (EditToolChoice.APPLY_PATCH, EditToolChoice.BOTH):
+        tools.append(ApplyPatchTool())
+    return tools
 
 
 def default_tools(
