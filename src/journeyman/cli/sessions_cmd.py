@@ -14,8 +14,12 @@ from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
-from journeyman.loop.kernel import new_session_id
-from journeyman.session.store import SessionRecord, SessionStore, default_session_root
+from journeyman.session.store import (
+    SessionRecord,
+    SessionStore,
+    default_session_root,
+    new_session_id,
+)
 from journeyman.session.trajectory import export_jsonl, import_file
 from journeyman.tools.snapshot import forget_snapshots
 

@@ -3,9 +3,11 @@ from an error of the hierarchy to a finish reason and to how the loop may answer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ErrorCategory
 from journeyman.core.result import FinishReason
 
@@ -83,3 +85,12 @@ def finish_reason_for(error: AgentError) -> FinishReason:
 
 def termination_for(error: AgentError) -> Termination:
     return Termination(finish_reason_for(error), error.message)
+
+
+def error_ending(emit: Callable[[ev.Event], None], error: AgentError) -> Termination:
+    """The ending `error` gives a run; a stop at a limit or by the user is an ending, not a
+    fault, so only the others are reported as an error event."""
+    if error.category not in (ErrorCategory.BUDGET, ErrorCategory.CANCELLATION):
+        details = {k: v for k, v in error.details.items() if isinstance(v, str | int | float)}
+        emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, details))
+    return termination_for(error)

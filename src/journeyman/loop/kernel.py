@@ -9,16 +9,15 @@ One iteration, top to bottom (DESIGN.md, "One iteration"):
      (`tool_runner`: permissions, hooks, concurrency, timeouts)
   5. the observer updates progress, loop and phase knowledge and queues nudges
   6. the step (messages, events, usage, checkpoint) is committed in one transaction
-  7. a success is accepted only after the Stop hooks agree (`_accept_success`)
+  7. a success is accepted only once the harness's check (`verdict`) and the Stop hooks
+     agree (`_accept_success`)
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import traceback
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,23 +36,22 @@ from journeyman.loop.budget_gate import BudgetGate, capacity_reason
 from journeyman.loop.checkpoint import checkpoint_of, load_checkpoint, restore_run
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.context_window import ContextWindow
-from journeyman.loop.endings import HookHalt, Termination, termination_for
+from journeyman.loop.endings import HookHalt, Termination, error_ending
 from journeyman.loop.hooks import LoopHooks
 from journeyman.loop.model_calls import ModelCalls
 from journeyman.loop.modes import Mode, RepetitionPolicy, StatefulMode
-from journeyman.loop.observer import LOOP_NUDGE, TurnObserver
+from journeyman.loop.observer import LOOP_NUDGE, TurnObserver, deliver_nudges
 from journeyman.loop.port import pending_diff
 from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.loop.tool_runner import ToolRunner
-from journeyman.loop.verdict import CheckRun, Ruling, Verdict
+from journeyman.loop.verdict import Ruling, Verdict
 from journeyman.policy.hooks import HookEvent, HookRunner
 from journeyman.policy.permissions import PermissionGate
 from journeyman.providers.base import ModelResponse, Provider
-from journeyman.session.store import SessionRecord, SessionStore
+from journeyman.session.store import SessionRecord, SessionStore, new_session_id
 from journeyman.tools.base import ToolKind
 from journeyman.tools.registry import ToolRegistry
-from journeyman.tools.snapshot import reconcile_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +122,7 @@ class Kernel:
             journal=lambda: self._recorder.journal if self._recorder else None,
         )
         """The harness's check of success claims, refused calls and changed files."""
+        self.check_command, self.run_check = self.verdict.command, self.verdict.check
 
     # --- the TurnPort ---------------------------------------------------------------------
 
@@ -158,12 +157,6 @@ class Kernel:
 
     def pending_diff(self, session_id: str) -> str:
         return pending_diff(self.store, session_id, self.workspace)
-
-    async def check_command(self) -> str | None:
-        return await self.verdict.command()
-
-    async def run_check(self, state: LoopState, command: str) -> CheckRun:
-        return await self.verdict.check(state, command)
 
     # --- starting a run -------------------------------------------------------------------
 
@@ -230,9 +223,7 @@ class Kernel:
         self.store.clear_outcome(session_id)
         recorder = StepRecorder(self.store, session_id, len(messages), history_start)
         self._attach(recorder)
-        # a command the agent died in: its changes go to the journal of the step it belonged to
-        recorder.step = step + 1
-        await asyncio.to_thread(reconcile_interrupted, self.workspace, session_id, recorder.journal)
+        await asyncio.to_thread(recorder.reconcile_interrupted_command, self.workspace, step + 1)
         assert step == state.iterations
         return await self._drive(state, resumed=True)
 
@@ -261,9 +252,9 @@ class Kernel:
         except HookHalt as halt:
             state.ending = Termination(FinishReason.HALTED, halt.message)
         except asyncio.CancelledError:
-            state.ending = self._error_ending(CancellationError("cancelled by the user"))
+            state.ending = error_ending(self.emit, CancellationError("cancelled by the user"))
         except AgentError as error:
-            state.ending = self._error_ending(error)
+            state.ending = error_ending(self.emit, error)
         except Exception as error:  # the run must end with a result, whatever happened
             message = f"{type(error).__name__}: {error}"
             details = {"traceback": traceback.format_exc(limit=8)}
@@ -271,15 +262,6 @@ class Kernel:
             state.ending = Termination(FinishReason.INTERNAL_ERROR, message)
         await self.hooks.end(state, state.ending)
         return self._finish(state, state.ending)
-
-    def _error_ending(self, error: AgentError) -> Termination:
-        """A stop at a limit or by the user is an ending, not a fault: no error event."""
-        if error.category not in (ErrorCategory.BUDGET, ErrorCategory.CANCELLATION):
-            details = {k: v for k, v in error.details.items() if isinstance(v, str | int | float)}
-            self.emit(
-                ev.ErrorOccurred(error.category.value, error.message, error.retryable, details)
-            )
-        return termination_for(error)
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -296,7 +278,7 @@ class Kernel:
             ending = await self._check_gates(state)
             if ending is not None:
                 return ending
-            self._deliver_nudges(state)
+            deliver_nudges(state, self.emit)
             if self._recorder is not None:
                 self._recorder.step = state.iterations + 1
             await self.window.compact(state)
@@ -370,15 +352,6 @@ class Kernel:
         state.pending_nudges.extend(nudges)
         return None
 
-    def _deliver_nudges(self, state: LoopState) -> None:
-        if not state.pending_nudges:
-            return
-        for kind, message in state.pending_nudges:
-            self.emit(ev.NudgeInjected(kind, message))
-        text = "\n\n".join(dict.fromkeys(m for _, m in state.pending_nudges))
-        state.messages.append(Message.user(f"[journeyman] {text}"))
-        state.pending_nudges.clear()
-
     def _account(self, state: LoopState, outcome: TurnOutcome) -> Termination | None:
         """Count the turn and let the observer learn from it; a mode with its own answer to
         repeated actions gets the repetition instead of the plain loop nudge."""
@@ -423,7 +396,3 @@ class Kernel:
                 )
             self._unlisten()
         return result
-
-
-def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from journeyman.core import events as ev
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.tool_kind import ToolKind
 from journeyman.economics.loop_detector import LoopCheck, LoopDetector, result_digest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.progress import ProgressTracker
-from journeyman.loop.state import TurnOutcome
+from journeyman.loop.state import LoopState, TurnOutcome
 
 Nudge = tuple[str, str]
 """(kind, message) to show the model before its next turn."""
@@ -84,3 +85,14 @@ class TurnObserver:
                     results.append(result)
                 index += 1
             self._observe(message.content, message.tool_calls, results)
+
+
+def deliver_nudges(state: LoopState, emit: Callable[[ev.Event], None]) -> None:
+    """The queued nudges (budget, phase, loop, hooks) reach the model as one user message."""
+    if not state.pending_nudges:
+        return
+    for kind, message in state.pending_nudges:
+        emit(ev.NudgeInjected(kind, message))
+    text = "\n\n".join(dict.fromkeys(m for _, m in state.pending_nudges))
+    state.messages.append(Message.user(f"[journeyman] {text}"))
+    state.pending_nudges.clear()

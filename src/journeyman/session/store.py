@@ -26,6 +26,7 @@ import re
 import sqlite3
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -861,3 +862,8 @@ def storable(text: str) -> str:
 
 def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def new_session_id() -> str:
+    """A fresh session id: the start time (sortable) and 8 random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
