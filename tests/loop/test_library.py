@@ -104,3 +104,25 @@ async def test_a_reused_agent_refuses_to_run_after_close(tmp_path: Path) -> None
     agent.close()
     with pytest.raises(journeyman.AgentError):
         await agent.run("again")
+
+
+@pytest.mark.parametrize("mode", ["react", "phased"])
+async def test_every_call_of_a_malformed_reply_gets_a_result(tmp_path: Path, mode: str) -> None:
+    valid = ToolCall("ok", "read_file", {"path": "a.txt"})
+    broken = ToolCall("bad", "read_file", {}, invalid="the arguments were not valid JSON")
+    malformed = ModelResponse("", (valid, broken), format_error="one call could not be read")
+    finish = ModelResponse("", (ToolCall("f", "finish", {"summary": "ok"}),))
+    provider = ScriptedProvider([malformed, finish, finish, finish])
+    ws = workspace(tmp_path)
+    (ws / "a.txt").write_text("a\n")
+    agent = Agent(
+        provider,
+        workspace=ws,
+        config=config(tmp_path, mode=mode, verify_command="true", max_iterations=6),
+    )
+    await agent.run("read a.txt")
+    second = list(provider.requests[1].messages)
+    answered = {m.tool_result.call_id for m in second if m.tool_result is not None}
+    assert {"ok", "bad"} <= answered
+    bad = next(m.tool_result for m in second if m.tool_result and m.tool_result.call_id == "bad")
+    assert bad.is_error and "not valid JSON" in bad.content

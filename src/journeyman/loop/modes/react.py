@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from journeyman.core.messages import Message, ToolResult
+from journeyman.core.messages import Message, ToolResult, pair_tool_results
 from journeyman.core.result import FinishReason
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
@@ -22,10 +22,7 @@ class ReactMode:
         state.messages.append(Message.assistant(response.text, response.tool_calls))
 
         if response.format_error is not None:
-            state.messages.append(
-                Message.user(prompts.FORMAT_ERROR.format(error=response.format_error))
-            )
-            return TurnOutcome(text=response.text, mistake=True)
+            return reject_malformed_reply(state, response.text, response.format_error)
 
         if not response.tool_calls:
             if not response.text.strip():
@@ -46,6 +43,16 @@ class ReactMode:
             finish_reason=FinishReason.COMPLETED if finished else None,
             final_text=finished.content if finished else "",
         )
+
+
+def reject_malformed_reply(state: LoopState, text: str, error: str) -> TurnOutcome:
+    """The model's last reply (already in the history) could not be used: none of its calls
+    runs, each gets an error result (an API refuses a history with an unanswered call), and
+    the model is told what was wrong."""
+    assistant = state.messages[-1]
+    state.messages.extend(Message.tool(r) for r in pair_tool_results(assistant, ()))
+    state.messages.append(Message.user(prompts.FORMAT_ERROR.format(error=error)))
+    return TurnOutcome(text=text, mistake=True)
 
 
 def counts_as_mistake(result: ToolResult) -> bool:

@@ -35,7 +35,6 @@ from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishReason
 from journeyman.economics.loop_detector import LoopCheck
-from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
 from journeyman.loop.endings import Termination, finish_reason_for
@@ -47,7 +46,7 @@ from journeyman.loop.modes.phased.knowledge import (
 )
 from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
 from journeyman.loop.modes.phased.workflow import Edge, Phase, transition
-from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
+from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake, reject_malformed_reply
 from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.loop.verdict import COMMAND_TOOL, CheckRun, failure_output
@@ -194,10 +193,7 @@ class PhasedMode:
         calls = response.tool_calls
         state.messages.append(Message.assistant(response.text, calls))
         if response.format_error is not None:
-            state.messages.append(
-                Message.user(prompts.FORMAT_ERROR.format(error=response.format_error))
-            )
-            return TurnOutcome(text=response.text, mistake=True)
+            return reject_malformed_reply(state, response.text, response.format_error)
         if text_only:  # the budget's closing report: never a verified success
             reason = capacity_reason(state.budget)
             return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
