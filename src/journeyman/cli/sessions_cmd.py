@@ -14,6 +14,7 @@ from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
+from journeyman.policy.settings import trusted_from_data
 from journeyman.session.store import (
     SessionRecord,
     SessionStore,
@@ -228,13 +229,15 @@ def import_(
         _fail(f"{file} is not a file")
     store = open_store(session_dir)
     try:
-        imported = import_file(store, file, new_session_id(), workspace=workspace)
+        imported = import_file(
+            store, file, new_session_id(), trust=trusted_from_data, workspace=workspace
+        )
     except ConfigurationError as error:
         _fail(error.message)
     finally:
         store.close()
-    for item in imported.ignored:
-        sys.stderr.write(f"journeyman: warning: {item.message}\n")
+    for message in imported.ignored:
+        sys.stderr.write(f"journeyman: warning: {message}\n")
     for note in imported.notes:
         sys.stderr.write(f"journeyman: note: {note}\n")
     typer.echo(imported.session_id)
