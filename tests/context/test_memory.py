@@ -111,6 +111,35 @@ def test_an_empty_state_renders_only_its_current_state_and_next_step() -> None:
     assert "Write a short plan" in summary.text
 
 
+def test_a_recorded_plan_is_never_asked_for_again() -> None:
+    state = AgentState()
+    state.set_plan("read parser.py\nfix it")
+    state.set_task_summary("  fix the parser  ")
+    text = state.memory_summary().text
+    assert "Write a short plan" not in text
+    assert "1. read parser.py" in text and "fix the parser" in text
+    state.artifacts.verification_success = True
+    assert "Write a short plan" not in state.memory_summary().text
+
+
+def test_the_workflow_decision_log_is_debug_only_and_persisted() -> None:
+    state = busy_state()
+    state.record_step_decision("plan -> act (next) LOGGED-ONLY")
+    assert "LOGGED-ONLY" not in state.memory_summary().text
+    restored = AgentState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert restored.memory.debug.decisions == state.memory.debug.decisions
+    assert restored.memory.debug.decisions[0].phase == "VERIFY"
+
+
+async def test_compression_drops_the_oldest_logged_decisions() -> None:
+    state = busy_state()
+    for n in range(5):
+        state.record_step_decision(f"decision {n}")
+    await compress(state, MemorySettings(compress_above_chars=0, keep_step_decisions=2))
+    assert [d.text for d in state.memory.debug.decisions] == ["decision 3", "decision 4"]
+    assert not any("decision 0" in line for line in state.memory.long_term.earlier_work)
+
+
 def test_debug_only_responses_are_never_rendered() -> None:
     state = busy_state()
     for _ in range(30):

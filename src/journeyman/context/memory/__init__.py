@@ -6,8 +6,8 @@
 - **facts**: files created, attempts made, recent tool results, the content of modified files;
 - **long-term**: the plan, a summary of the task, decisions, milestones, learnings, and a
   digest (then a model-written summary) of entries compression moved out of the facts;
-- **debug-only**: the raw model responses. They are persisted for inspection and are never
-  rendered, so they never reach the model.
+- **debug-only**: the raw model responses and the workflow's log of its own decisions. They are
+  persisted for inspection and are never rendered, so they never reach the model.
 
 `MemoryFormatter` renders the facts, the long-term memory and the artifacts as titled sections
 (each with a priority saying how long it should survive when a context pack must shrink).
@@ -48,6 +48,7 @@ from journeyman.context.memory.records import (
     Memory,
     Milestone,
     ModelResponse,
+    StepDecision,
     ToolRecord,
 )
 from journeyman.context.memory.sections import (
@@ -104,6 +105,7 @@ __all__ = [
     "MemorySummary",
     "Milestone",
     "ModelResponse",
+    "StepDecision",
     "ToolRecord",
     "apply_rules",
     "compress",

@@ -87,6 +87,9 @@ def apply_rules(state: AgentState, settings: MemorySettings) -> int:
     if len(debug.model_responses) > settings.keep_model_responses:
         dropped, debug.model_responses = split(debug.model_responses, settings.keep_model_responses)
         moved += len(dropped)
+    if len(debug.decisions) > settings.keep_step_decisions:
+        dropped_decisions, debug.decisions = split(debug.decisions, settings.keep_step_decisions)
+        moved += len(dropped_decisions)
 
     if digests:
         digests.sort(key=lambda d: d[0])  # stable: same-step entries keep their category order

@@ -66,6 +66,8 @@ class FileSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """An important decision the model took (long-term memory, shown to the model)."""
+
     step: int
     text: str
     reason: str = ""
@@ -80,6 +82,15 @@ class Milestone:
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """A raw model response, kept for debugging only."""
+
+    step: int
+    phase: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepDecision:
+    """What the workflow decided at a step (e.g. a phase change and why), for debugging only."""
 
     step: int
     phase: str
@@ -117,6 +128,8 @@ class DebugLog:
     """Never rendered, never shown to the model."""
 
     model_responses: tuple[ModelResponse, ...] = ()
+    decisions: tuple[StepDecision, ...] = ()
+    """The workflow's own decisions, step by step."""
 
 
 @dataclass

@@ -19,6 +19,7 @@ from journeyman.context.memory.records import (
     Memory,
     Milestone,
     ModelResponse,
+    StepDecision,
     ToolRecord,
 )
 from journeyman.context.memory.sections import MemorySummary
@@ -101,6 +102,10 @@ class AgentState:
         lines = steps.splitlines() if isinstance(steps, str) else steps
         self.memory.long_term.plan = tuple(s.strip() for s in lines if s.strip())
 
+    def set_task_summary(self, text: str) -> None:
+        """Replace the summary of what the task asks for."""
+        self.memory.long_term.task_summary = text.strip()
+
     def add_decision(self, text: str, reason: str = "") -> None:
         long_term = self.memory.long_term
         long_term.decisions = (*long_term.decisions, Decision(self.step, text, reason))
@@ -120,6 +125,11 @@ class AgentState:
             *debug.model_responses,
             ModelResponse(self.step, self.phase, text),
         )
+
+    def record_step_decision(self, text: str) -> None:
+        """Log what the workflow decided at this step; debug only, never rendered."""
+        debug = self.memory.debug
+        debug.decisions = (*debug.decisions, StepDecision(self.step, self.phase, text))
 
     # persistence
 
@@ -170,7 +180,10 @@ class AgentState:
                     earlier_work=tuple(long_term.get("earlier_work", ())),
                     earlier_summary=long_term.get("earlier_summary", ""),
                 ),
-                debug=DebugLog(_records(ModelResponse, debug.get("model_responses", ()))),
+                debug=DebugLog(
+                    model_responses=_records(ModelResponse, debug.get("model_responses", ())),
+                    decisions=_records(StepDecision, debug.get("decisions", ())),
+                ),
             ),
             artifacts=_record(Artifacts, data.get("artifacts", {})),
         )

@@ -9,11 +9,19 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   turn then goes on to PLAN. It comes first, after a passing verification, and when a loop
   intervention forces a fresh start.
 - PLAN asks the model for its next actions as native tool calls. Tool calls go to ACT; a
-  `finish` call or a reply without tool calls means the model says it is done.
+  `finish` call or a reply without tool calls means the model says it is done. The first reply
+  that lays out a numbered (or bulleted) plan gives the memory its plan, and the words before
+  the list its task summary; until then DISCOVER asks for them, afterwards never again.
 - ACT runs the calls through the port (file tools before commands), records them in memory,
   and goes to VERIFY when the workspace changed, else back to PLAN.
 - VERIFY runs the check command (`loop.verdict` through the port: the same check every mode
   ends with) and decides by its exit code.
+- Memory: decisions, learnings and milestones (and revisions of the plan or task summary)
+  come from the `note` tool, offered in phased runs (`tools.notes`; ACT records the call's
+  arguments). Raw replies and the workflow's own decision log are kept debug-only: persisted
+  in the checkpoint, never rendered into a pack. When the memory outgrows its settings it is
+  compressed, and the model stage asks the run's provider through `port.summarise` (booked
+  in the run's usage like any call).
 - DONE needs both: the model said it is done, and the last verification passed after the last
   change to the workspace. A claim without such a verification sends the run to VERIFY first;
   a failing verification sends it back to PLAN with the error, never to DONE.
@@ -41,8 +49,11 @@ from journeyman.loop.config import PhasedSettings
 from journeyman.loop.endings import Termination, finish_reason_for
 from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.phased.knowledge import (
+    NOTE_TOOL,
     WorkspaceKnowledge,
+    log_decision,
     remember_actions,
+    remember_plan,
     remember_response,
 )
 from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
@@ -63,9 +74,17 @@ DISCOVERY = """\
 
 {pack}
 
-Work in small steps with tool calls. After you change the workspace, `{command}` runs to check \
-it (exit code 0 passes). When the task is complete, call finish: the run ends only once that \
-check has passed after your last change."""
+{planning}Work in small steps with tool calls. After you change the workspace, `{command}` runs \
+to check it (exit code 0 passes). When the task is complete, call finish: the run ends only \
+once that check has passed after your last change."""
+PLAN_REQUEST = (
+    "Before your first change, say in one sentence what the task asks for, then lay out your "
+    "plan as a numbered list: both are kept in your memory and shown to you at every step. "
+)
+NOTE_HINT = (
+    "Keep important decisions, learnings and milestones with the `note` tool (it also revises "
+    "the plan); notes outlive compaction of old turns. "
+)
 FIRST_HEADER = "Here is what is known so far about the task and the workspace."
 AGAIN_HEADER = "The check passed. Here is the updated picture of the task and the workspace."
 FRESH_HEADER = (
@@ -128,7 +147,21 @@ class PhasedMode:
         return Phase(self.agent_state.phase)
 
     def _enter(self, phase: Phase, edge: Edge = Edge.NEXT) -> None:
-        self.agent_state.phase = transition(self.phase, phase, edge).value
+        source = self.phase
+        self.agent_state.phase = transition(source, phase, edge).value
+        self._log(f"{source.value} -> {phase.value} ({edge.value})")
+
+    def _log(self, decision: str) -> None:
+        log_decision(self.agent_state, decision, self.settings.memory)
+
+    async def _compress(self, state: LoopState, port: TurnPort) -> None:
+        """Compress the memory; its model stage asks the run's provider (usage is booked)."""
+        await compress(
+            self.agent_state,
+            self.settings.memory,
+            lambda transcript: port.summarise(state, transcript),
+            formatter=self._formatter,
+        )
 
     def _start_over(self, phase: Phase) -> None:
         """A new attempt after a finished workflow (a resumed session, a Stop hook that asks
@@ -166,7 +199,7 @@ class PhasedMode:
                 ),
             )
         await self.knowledge.index(port.workspace, refresh=True)
-        await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
+        await self._compress(state, port)
         builder = self.knowledge.pack_builder(state.task, port.workspace)
         pack = await asyncio.to_thread(builder.for_step, self.agent_state)
         size = self.settings.pack_chars
@@ -177,8 +210,14 @@ class PhasedMode:
         else:
             header = FIRST_HEADER
         text = pack.to_string(size)
+        # never ask for a plan the model already wrote
+        planning = "" if self.agent_state.memory.long_term.plan else PLAN_REQUEST
+        if port.tool_kind(ToolCall("", NOTE_TOOL, {})) is not None:
+            planning += NOTE_HINT
         state.messages.append(
-            Message.user(DISCOVERY.format(header=header, pack=text, command=command))
+            Message.user(
+                DISCOVERY.format(header=header, pack=text, command=command, planning=planning)
+            )
         )
         self.rediscovery = False
         self._enter(Phase.PLAN)
@@ -191,6 +230,9 @@ class PhasedMode:
         except AgentError as error:
             return self._on_error(state, port, error, during="asking the model what to do next")
         remember_response(self.agent_state, response.text, self.settings.memory)
+        if remember_plan(self.agent_state, response.text):
+            steps = len(self.agent_state.memory.long_term.plan)
+            self._log(f"plan of {steps} steps recorded from the reply")
         calls = response.tool_calls
         state.messages.append(Message.assistant(response.text, calls))
         if response.format_error is not None:
@@ -290,7 +332,7 @@ class PhasedMode:
             self.changes += 1
             # on the loop's thread: the store's SQLite connection belongs to it
             self.agent_state.artifacts.current_diff = port.pending_diff(state.session_id)
-        await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
+        await self._compress(state, port)
         # repeated calls are seen by the loop's observer, which reports them to
         # `on_repetition`
         if changed:
