@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman import FinishReason
-from journeyman.context.memory import AgentState, MemorySettings
+from journeyman.context.memory import MemorySettings, PhasedState
 from journeyman.context.memory.compression import SUMMARY_REQUEST
 from journeyman.core.messages import Role, ToolCall, Usage
 from journeyman.loop.config import PhasedSettings
@@ -27,10 +27,10 @@ The task: add() must return the sum of its arguments.
 UNWRITTEN_PLAN = "Write a short plan"
 
 
-def memory_at(tmp_path: Path, session_id: str, step: int) -> AgentState:
+def memory_at(tmp_path: Path, session_id: str, step: int) -> PhasedState:
     store = SessionStore(tmp_path / "sessions")
     try:
-        return AgentState.from_dict(store.checkpoint(session_id, step)[1]["mode"]["agent_state"])
+        return PhasedState.from_dict(store.checkpoint(session_id, step)[1]["mode"]["agent_state"])
     finally:
         store.close()
 

@@ -1,6 +1,6 @@
 """Structured memory of one run: the agent state the phased mode threads through its steps.
 
-`AgentState` holds the step number, the phase, the last error, the memory and the artifacts.
+`PhasedState` holds the step number, the phase, the last error, the memory and the artifacts.
 `Memory` splits what the agent knows into three parts:
 
 - **facts**: files created, attempts made, recent tool results, the content of modified files;
@@ -11,7 +11,7 @@
 
 `MemoryFormatter` renders the facts, the long-term memory and the artifacts as titled sections
 (each with a priority saying how long it should survive when a context pack must shrink).
-`AgentState.memory_summary()` caches that rendering. Every value the formatter reads is
+`PhasedState.memory_summary()` caches that rendering. Every value the formatter reads is
 immutable (strings, numbers, tuples of frozen records), so the cache key is simply the identity
 of each of those values: assigning a field, which is the only way to change one, invalidates it.
 
@@ -40,14 +40,14 @@ from journeyman.context.memory.records import (
     Artifacts,
     Attempt,
     DebugLog,
-    Decision,
+    DecisionNote,
     Facts,
     FileSnapshot,
     LastError,
     LongTerm,
     Memory,
     Milestone,
-    ModelResponse,
+    ResponseNote,
     StepDecision,
     ToolRecord,
 )
@@ -72,7 +72,7 @@ from journeyman.context.memory.similarity import (
     near_duplicate,
     normalise,
 )
-from journeyman.context.memory.state import STATE_FORMAT, AgentState
+from journeyman.context.memory.state import STATE_FORMAT, PhasedState
 
 __all__ = [
     "DEFAULT_FORMATTER",
@@ -88,12 +88,11 @@ __all__ = [
     "PRIORITY_TOOL_RESULTS",
     "STATE_FORMAT",
     "SUMMARY_REQUEST",
-    "AgentState",
     "Artifacts",
     "Attempt",
     "CompressionReport",
     "DebugLog",
-    "Decision",
+    "DecisionNote",
     "Facts",
     "FileSnapshot",
     "LastError",
@@ -104,7 +103,8 @@ __all__ = [
     "MemorySettings",
     "MemorySummary",
     "Milestone",
-    "ModelResponse",
+    "PhasedState",
+    "ResponseNote",
     "StepDecision",
     "ToolRecord",
     "apply_rules",

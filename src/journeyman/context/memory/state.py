@@ -11,25 +11,25 @@ from journeyman.context.memory.records import (
     Artifacts,
     Attempt,
     DebugLog,
-    Decision,
+    DecisionNote,
     Facts,
     FileSnapshot,
     LastError,
     LongTerm,
     Memory,
     Milestone,
-    ModelResponse,
+    ResponseNote,
     StepDecision,
     ToolRecord,
 )
 from journeyman.context.memory.sections import MemorySummary
 
 STATE_FORMAT = 1
-"""Version of the `AgentState.to_dict` layout; bumped when it changes incompatibly."""
+"""Version of the `PhasedState.to_dict` layout; bumped when it changes incompatibly."""
 
 
 @dataclass
-class AgentState:
+class PhasedState:
     """Everything the phased mode knows about its run; persisted after every step."""
 
     step: int = 0
@@ -108,7 +108,7 @@ class AgentState:
 
     def add_decision(self, text: str, reason: str = "") -> None:
         long_term = self.memory.long_term
-        long_term.decisions = (*long_term.decisions, Decision(self.step, text, reason))
+        long_term.decisions = (*long_term.decisions, DecisionNote(self.step, text, reason))
 
     def add_milestone(self, text: str) -> None:
         long_term = self.memory.long_term
@@ -123,7 +123,7 @@ class AgentState:
         debug = self.memory.debug
         debug.model_responses = (
             *debug.model_responses,
-            ModelResponse(self.step, self.phase, text),
+            ResponseNote(self.step, self.phase, text),
         )
 
     def record_step_decision(self, text: str) -> None:
@@ -149,7 +149,7 @@ class AgentState:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AgentState:
+    def from_dict(cls, data: Mapping[str, Any]) -> PhasedState:
         version = data.get("format", STATE_FORMAT)
         if version != STATE_FORMAT:
             raise ValueError(
@@ -174,14 +174,14 @@ class AgentState:
                 long_term=LongTerm(
                     task_summary=long_term.get("task_summary", ""),
                     plan=tuple(long_term.get("plan", ())),
-                    decisions=_records(Decision, long_term.get("decisions", ())),
+                    decisions=_records(DecisionNote, long_term.get("decisions", ())),
                     milestones=_records(Milestone, long_term.get("milestones", ())),
                     learnings=tuple(long_term.get("learnings", ())),
                     earlier_work=tuple(long_term.get("earlier_work", ())),
                     earlier_summary=long_term.get("earlier_summary", ""),
                 ),
                 debug=DebugLog(
-                    model_responses=_records(ModelResponse, debug.get("model_responses", ())),
+                    model_responses=_records(ResponseNote, debug.get("model_responses", ())),
                     decisions=_records(StepDecision, debug.get("decisions", ())),
                 ),
             ),

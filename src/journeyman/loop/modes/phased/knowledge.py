@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from journeyman.context.index import WorkspaceIndexer
-from journeyman.context.memory import AgentState, MemoryFormatter, MemorySettings
+from journeyman.context.memory import MemoryFormatter, MemorySettings, PhasedState
 from journeyman.context.pack import ContextPackBuilder, PackSettings
 from journeyman.context.profile import ProjectProfile, detect_profile
 from journeyman.core.messages import ToolCall, ToolResult
@@ -71,7 +71,7 @@ class WorkspaceKnowledge:
         return self._builder
 
 
-def remember_response(memory: AgentState, text: str, settings: MemorySettings) -> None:
+def remember_response(memory: PhasedState, text: str, settings: MemorySettings) -> None:
     """Keep the model's reply in the debug record (never shown to the model)."""
     memory.record_model_response(text)
     debug = memory.memory.debug
@@ -80,7 +80,7 @@ def remember_response(memory: AgentState, text: str, settings: MemorySettings) -
         debug.model_responses = debug.model_responses[-keep:] if keep else ()
 
 
-def log_decision(memory: AgentState, text: str, settings: MemorySettings) -> None:
+def log_decision(memory: PhasedState, text: str, settings: MemorySettings) -> None:
     """Log a decision of the workflow in the debug record (never shown to the model)."""
     memory.record_step_decision(text)
     debug = memory.memory.debug
@@ -106,7 +106,7 @@ def plan_from_reply(text: str) -> tuple[list[str], str]:
     return steps[:MAX_PLAN_STEPS], _short(before, MAX_TASK_SUMMARY_CHARS)
 
 
-def remember_plan(memory: AgentState, text: str) -> bool:
+def remember_plan(memory: PhasedState, text: str) -> bool:
     """Keep the plan a PLAN reply lays out, when none is recorded yet; True when one was."""
     long_term = memory.memory.long_term
     if long_term.plan:
@@ -120,7 +120,7 @@ def remember_plan(memory: AgentState, text: str) -> bool:
     return True
 
 
-def remember_note(memory: AgentState, call: ToolCall, result: ToolResult) -> None:
+def remember_note(memory: PhasedState, call: ToolCall, result: ToolResult) -> None:
     """Keep what a successful `note` call says in the long-term memory."""
     if call.name != NOTE_TOOL or result.is_error:
         return
@@ -141,7 +141,7 @@ def remember_note(memory: AgentState, call: ToolCall, result: ToolResult) -> Non
 
 
 def remember_actions(
-    memory: AgentState,
+    memory: PhasedState,
     settings: MemorySettings,
     workspace: Path,
     done: Sequence[tuple[ToolCall, ToolResult, ToolKind | None]],

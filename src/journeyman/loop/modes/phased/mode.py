@@ -1,7 +1,7 @@
 """The phased mode: DISCOVER -> PLAN -> ACT -> VERIFY, ending in DONE or FAIL.
 
 Each port turn runs one phase step, and the step's checkpoint holds the phase and the
-structured memory (`context.memory.AgentState`), so a resumed run carries on in the phase it
+structured memory (`context.memory.PhasedState`), so a resumed run carries on in the phase it
 stopped in: with the tool calls still to run (ACT) or the check still to make (VERIFY).
 
 - DISCOVER refreshes the workspace index, builds the context pack (goal, project profile,
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from journeyman.context.memory import AgentState, LastError, MemoryFormatter, compress
+from journeyman.context.memory import LastError, MemoryFormatter, PhasedState, compress
 from journeyman.context.pack import render_error
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError
@@ -57,7 +57,7 @@ from journeyman.loop.modes.phased.knowledge import (
     remember_response,
 )
 from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
-from journeyman.loop.modes.phased.workflow import Edge, Phase, transition
+from journeyman.loop.modes.phased.workflow import Edge, WorkflowPhase, transition
 from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
 from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
@@ -127,7 +127,7 @@ class PhasedMode:
         self, settings: PhasedSettings | None = None, *, verify_command: str | None = None
     ) -> None:
         self.settings = settings or PhasedSettings()
-        self.agent_state = AgentState(phase=Phase.DISCOVER)
+        self.agent_state = PhasedState(phase=WorkflowPhase.DISCOVER)
         self.pending: list[ToolCall] = []
         """Tool calls of the last PLAN, still to run in ACT."""
         self.claim: DoneClaim | None = None
@@ -143,10 +143,10 @@ class PhasedMode:
         self.knowledge = WorkspaceKnowledge(verify_command, self.settings.pack, self._formatter)
 
     @property
-    def phase(self) -> Phase:
-        return Phase(self.agent_state.phase)
+    def phase(self) -> WorkflowPhase:
+        return WorkflowPhase(self.agent_state.phase)
 
-    def _enter(self, phase: Phase, edge: Edge = Edge.NEXT) -> None:
+    def _enter(self, phase: WorkflowPhase, edge: Edge = Edge.NEXT) -> None:
         source = self.phase
         self.agent_state.phase = transition(source, phase, edge).value
         self._log(f"{source.value} -> {phase.value} ({edge.value})")
@@ -163,7 +163,7 @@ class PhasedMode:
             formatter=self._formatter,
         )
 
-    def _start_over(self, phase: Phase) -> None:
+    def _start_over(self, phase: WorkflowPhase) -> None:
         """A new attempt after a finished workflow (a resumed session, a Stop hook that asks
         for more work) starts a new workflow; a terminal phase is never left."""
         self.agent_state.phase = phase.value
@@ -172,18 +172,18 @@ class PhasedMode:
 
     async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         self.agent_state.advance()
-        if self.phase is Phase.DONE:  # a Stop hook asked for more work
-            self._start_over(Phase.PLAN)
-        if self.phase is Phase.DISCOVER:
+        if self.phase is WorkflowPhase.DONE:  # a Stop hook asked for more work
+            self._start_over(WorkflowPhase.PLAN)
+        if self.phase is WorkflowPhase.DISCOVER:
             failed = await self._discover(state, port)
             if failed is not None:
                 return failed
-        if self.phase is Phase.ACT and self.pending:
+        if self.phase is WorkflowPhase.ACT and self.pending:
             return await self._act(state, port)
-        if self.phase is Phase.VERIFY:
+        if self.phase is WorkflowPhase.VERIFY:
             return await self._verify(state, port)
-        if self.phase is not Phase.PLAN:  # ACT with nothing left to run
-            self._enter(Phase.PLAN, Edge.RECOVER)
+        if self.phase is not WorkflowPhase.PLAN:  # ACT with nothing left to run
+            self._enter(WorkflowPhase.PLAN, Edge.RECOVER)
         return await self._plan(state, port)
 
     async def _discover(self, state: LoopState, port: TurnPort) -> TurnOutcome | None:
@@ -220,7 +220,7 @@ class PhasedMode:
             )
         )
         self.rediscovery = False
-        self._enter(Phase.PLAN)
+        self._enter(WorkflowPhase.PLAN)
         return None
 
     async def _plan(self, state: LoopState, port: TurnPort) -> TurnOutcome:
@@ -252,7 +252,7 @@ class PhasedMode:
         if any(call.name == FINISH_TOOL for call in calls):
             return await self._finish(state, port, response.text, calls)
         self.pending = list(calls)
-        self._enter(Phase.ACT)
+        self._enter(WorkflowPhase.ACT)
         # the calls are reported with their results, by the ACT step that runs them
         return TurnOutcome(text=response.text, calls_pending=True)
 
@@ -285,14 +285,14 @@ class PhasedMode:
         if self.verified_changes is not None and self.verified_changes == self.changes:
             return self._done(claim, outcome)
         self.claim = claim
-        self._enter(Phase.ACT)  # the claim is the action of this step; it needs its check
-        self._enter(Phase.VERIFY)
+        self._enter(WorkflowPhase.ACT)  # the claim is the action of this step; it needs its check
+        self._enter(WorkflowPhase.VERIFY)
         return outcome
 
     def _done(self, claim: DoneClaim, outcome: TurnOutcome) -> TurnOutcome:
         self.claim = None
         self.agent_state.add_milestone("task done: verified after the last change")
-        self._enter(Phase.DONE)
+        self._enter(WorkflowPhase.DONE)
         return TurnOutcome(
             text=outcome.text,
             calls=outcome.calls,
@@ -336,9 +336,9 @@ class PhasedMode:
         # repeated calls are seen by the loop's observer, which reports them to
         # `on_repetition`
         if changed:
-            self._enter(Phase.VERIFY)
+            self._enter(WorkflowPhase.VERIFY)
         else:
-            self._enter(Phase.PLAN, Edge.UNCHANGED)
+            self._enter(WorkflowPhase.PLAN, Edge.UNCHANGED)
         return outcome
 
     async def _verify(self, state: LoopState, port: TurnPort) -> TurnOutcome:
@@ -387,7 +387,7 @@ class PhasedMode:
                 )
             )
         )
-        self._enter(Phase.PLAN, Edge.RECOVER)
+        self._enter(WorkflowPhase.PLAN, Edge.RECOVER)
         check = port.record_repetition(VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint)
         if check.is_loop:
             # the harness ran the check, not the model: say so rather than "`verify` ran N times"
@@ -403,7 +403,7 @@ class PhasedMode:
         self.agent_state.add_milestone(f"the check `{verdict.command}` passed")
         if self.claim is not None:
             return self._done(self.claim, outcome)
-        self._enter(Phase.DISCOVER)
+        self._enter(WorkflowPhase.DISCOVER)
         return outcome
 
     # --- errors and interventions ---------------------------------------------------------
@@ -419,7 +419,7 @@ class PhasedMode:
         self.agent_state.last_error = LastError.from_failure(error.message)
         told = format_for_model(error, during=during)
         state.messages.append(Message.user(f"[journeyman] {told}"))
-        self._enter(Phase.PLAN, Edge.RECOVER)
+        self._enter(WorkflowPhase.PLAN, Edge.RECOVER)
         return TurnOutcome(mistake=True)
 
     def _fail(
@@ -429,7 +429,7 @@ class PhasedMode:
         error: AgentError,
         outcome: TurnOutcome | None = None,
     ) -> TurnOutcome:
-        self._enter(Phase.FAIL)
+        self._enter(WorkflowPhase.FAIL)
         port.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
         done = outcome or TurnOutcome()
         return replace(done, finish_reason=finish_reason_for(error), error=error.message)
@@ -444,7 +444,7 @@ class PhasedMode:
         """Climb the ladder for a detected loop; a Termination when the run must stop."""
         rung = self.ladder.escalate()
         if rung is Intervention.ABORT:
-            self._enter(Phase.FAIL)
+            self._enter(WorkflowPhase.FAIL)
             return Termination(
                 FinishReason.NO_PROGRESS,
                 "stopped after repeated actions: the same action with the same result kept "
@@ -455,7 +455,7 @@ class PhasedMode:
             port.forget_repetitions()
             self.pending = []
             self.rediscovery = True
-            self._enter(Phase.DISCOVER, Edge.INTERVENE)
+            self._enter(WorkflowPhase.DISCOVER, Edge.INTERVENE)
         return None
 
     # --- persistence (StatefulMode) -------------------------------------------------------
@@ -473,7 +473,7 @@ class PhasedMode:
         }
 
     def restore(self, data: Mapping[str, Any]) -> None:
-        self.agent_state = AgentState.from_dict(data["agent_state"])
+        self.agent_state = PhasedState.from_dict(data["agent_state"])
         self.pending = [ToolCall.from_dict(dict(c)) for c in data.get("pending_calls", ())]
         claim = data.get("claim")
         self.claim = (
@@ -484,5 +484,5 @@ class PhasedMode:
         self.verified_changes = None if verified is None else int(verified)
         self.ladder = InterventionLadder(Intervention(int(data.get("interventions", 0))))
         self.rediscovery = bool(data.get("rediscovery", False))
-        if self.phase in (Phase.DONE, Phase.FAIL):
-            self._start_over(Phase.DISCOVER)  # a resumed run starts from a fresh picture
+        if self.phase in (WorkflowPhase.DONE, WorkflowPhase.FAIL):
+            self._start_over(WorkflowPhase.DISCOVER)  # a resumed run starts from a fresh picture
