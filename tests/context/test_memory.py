@@ -24,6 +24,7 @@ from journeyman.context.memory import (
     Milestone,
     PhasedState,
     ResponseNote,
+    StepDecision,
     ToolRecord,
     apply_rules,
     compress,
@@ -490,6 +491,14 @@ def test_the_state_round_trips_through_json() -> None:
     assert restored.memory.debug.model_responses == state.memory.debug.model_responses
 
 
+def test_a_state_saved_before_the_decision_log_existed_still_loads() -> None:
+    data = busy_state().to_dict()
+    del data["memory"]["debug"]["decisions"]
+    restored = PhasedState.from_dict(json.loads(json.dumps(data)))
+    assert restored.memory.debug.decisions == ()
+    assert restored.memory.debug.model_responses[0].text.endswith(SECRET)
+
+
 def test_an_unknown_state_format_is_refused_with_a_reason() -> None:
     data = PhasedState().to_dict() | {"format": 99}
     with pytest.raises(ValueError, match="format 99 is not supported"):
@@ -537,6 +546,7 @@ def test_any_state_round_trips(
     state.memory.long_term.decisions = tuple(decisions)
     state.memory.long_term.plan = tuple(plan)
     state.memory.debug.model_responses = tuple(ResponseNote(1, "PLAN", t) for t in learnings)
+    state.memory.debug.decisions = tuple(StepDecision(2, "act", t) for t in plan)
     data = json.loads(json.dumps(state.to_dict()))
     restored = PhasedState.from_dict(data)
     assert restored == state
