@@ -179,7 +179,8 @@ async def test_a_long_run_gets_a_model_written_summary_booked_in_usage(tmp_path:
     state = memory_at(tmp_path, result.session_id, result.iterations)
     assert state.memory.long_term.earlier_summary == summary
     # the summary calls are booked like any other model call
-    assert result.usage.input_tokens >= 1000 * len(summary_calls)
+    assert result.usage.input_tokens == 10 * 4 + 1000 * len(summary_calls)
+    assert result.usage.output_tokens == 5 * 4 + 100 * len(summary_calls)
     assert len(provider.requests) == 4 + len(summary_calls)
     # and the next pack shows the summary to the model
     assert any(summary in user_texts(r)[-1] for r in provider.requests if r not in summary_calls)
