@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.context.memory import (
     OLD_MEMORY_BELOW,
-    AgentState,
     LastError,
     MemoryFormatter,
     MemorySection,
+    PhasedState,
 )
 
 CUT_MARKER = "[cut to fit"
@@ -326,13 +326,13 @@ class ContextPackBuilder:
     formatter: MemoryFormatter | None = None
     _current: ContextPack | None = field(default=None, init=False, repr=False)
 
-    def for_step(self, state: AgentState) -> ContextPack:
+    def for_step(self, state: PhasedState) -> ContextPack:
         """The pack for `state.step`, assembled on the first call of the step only."""
         if self._current is None or self._current.step != state.step:
             self._current = self._assemble(state)
         return self._current
 
-    def _assemble(self, state: AgentState) -> ContextPack:
+    def _assemble(self, state: PhasedState) -> ContextPack:
         error = render_error(state.last_error, self.settings.stderr_chars)
         return ContextPack(
             goal=self.goal,
