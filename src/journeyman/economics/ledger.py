@@ -31,6 +31,8 @@ DEFAULT_RESERVE_SHARE = 0.25
 """Share of the total the owner keeps for itself (seed: 50K of a 200K parent budget)."""
 DEFAULT_MAX_SHARE = 0.60
 """Largest share of what remains that one holder may take (seed: never more than 60 %)."""
+ROUNDING = 1e-9
+"""Relative difference below which two USD sums count as equal (float addition drifts)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,8 @@ class BudgetLedger:
                 return Amount()
             returned_tokens = self._settle(self._tokens, reservation.granted.tokens, used.tokens)
             returned_usd = self._settle(self._usd, reservation.granted.usd, used.usd)
+            if not self._open:  # no rounding residue left behind once nothing is held
+                self._tokens.reserved = self._usd.reserved = 0.0
         return Amount(
             tokens=None if returned_tokens is None else int(returned_tokens), usd=returned_usd
         )
@@ -246,7 +250,8 @@ class BudgetLedger:
         if granted is None:
             return None
         dim.reserved -= granted
-        dim.overspend += max(0.0, spent - granted)
+        if spent - granted > ROUNDING * max(1.0, granted):
+            dim.overspend += spent - granted
         return max(0.0, granted - spent)
 
     def _describe_available(self) -> str:
