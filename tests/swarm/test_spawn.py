@@ -19,6 +19,7 @@ from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.swarm import SubagentConfig, enable_subagents
 from journeyman.swarm.spawn import ChildSpec
+from journeyman.swarm.tree import session_tree
 from journeyman.tools.builtin import default_tools
 
 NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
@@ -168,6 +169,8 @@ async def test_six_concurrent_children_under_a_cap_never_spend_more_than_it(
     assert all(c.parent_id == result.session_id for c in children)
     stats = tree.root.subagents.ledger.stats()  # type: ignore[attr-defined]
     assert stats.open_reservations == 0 and stats.overspend.usd == 0
+    node = session_tree(store, result.session_id)
+    assert len(node.children) == 4 and node.tree_cost_usd == pytest.approx(total)
     # the root's own limit now leaves room only for what the children did not spend
     assert tree.root.economics.limits.max_usd == pytest.approx(cap - child_spend)
 

@@ -24,8 +24,9 @@ import asyncio
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pydantic import Field
 
@@ -118,7 +119,6 @@ class SubagentRuntime:
     agent: Agent
     config: SubagentConfig
     depth: int
-    ledger: BudgetLedger
     make_child: ChildFactory
     descendants_spent: Amount = field(default_factory=lambda: Amount(0, 0.0))
     _charged: Amount = field(default_factory=lambda: Amount(0, 0.0))
@@ -126,6 +126,7 @@ class SubagentRuntime:
     _arriving: Counter[tuple[str, int]] = field(default_factory=Counter)
     _same_task: Counter[tuple[str, int, str]] = field(default_factory=Counter)
     _parallel: asyncio.Semaphore | None = None
+    _ledger: BudgetLedger | None = None
     _writer: asyncio.Lock | None = None
 
     def charge_own_spending(self) -> None:
@@ -162,6 +163,23 @@ class SubagentRuntime:
         )
 
     @property
+    def ledger(self) -> BudgetLedger:
+        """The pool over the agent's limits as they stand at its first spawn (a resumed
+        session's limits are restored by then, already reduced by earlier children)."""
+        if self._ledger is None:
+            limits = self.agent.economics.limits
+            self._ledger = BudgetLedger(
+                Amount(limits.max_total_tokens, limits.max_usd),
+                LedgerPolicy(
+                    reserve_share=self.config.reserve_share,
+                    max_share=self.config.max_child_share,
+                    min_tokens=self.config.min_child_tokens,
+                    min_usd=self.config.min_child_usd,
+                ),
+            )
+        return self._ledger
+
+    @property
     def parallel(self) -> asyncio.Semaphore:
         if self._parallel is None:
             self._parallel = asyncio.Semaphore(self.config.max_parallel)
@@ -186,21 +204,29 @@ def enable_subagents(
     config = config or SubagentConfig()
     if depth >= config.max_depth:
         return None
-    limits = agent.economics.limits
-    ledger = BudgetLedger(
-        Amount(limits.max_total_tokens, limits.max_usd),
-        LedgerPolicy(
-            reserve_share=config.reserve_share,
-            max_share=config.max_child_share,
-            min_tokens=config.min_child_tokens,
-            min_usd=config.min_child_usd,
-        ),
-    )
-    runtime = SubagentRuntime(agent, config, depth, ledger, make_child)
+    runtime = SubagentRuntime(agent, config, depth, make_child)
     spawn = SpawnAgentTool(runtime)
     agent.registry.register(spawn)
     agent.subagents = runtime  # type: ignore[attr-defined]
+    if depth == 0:  # remembered with the session, so a resume can enable them again
+        agent.settings["subagents"] = config.model_dump(mode="json")
     return spawn
+
+
+def with_subagents(agent: Agent, enabled: bool, config: SubagentConfig | None = None) -> Agent:
+    """`agent`, with subagents enabled when `enabled` (for call sites that take a flag)."""
+    if enabled:
+        enable_subagents(agent, config)
+    return agent
+
+
+def restore_subagents(agent: Agent, settings: Mapping[str, Any]) -> Agent:
+    """Enable subagents on `agent` when the stored session `settings` say its run had them
+    (for resume and fork); returns `agent`."""
+    stored = settings.get("subagents")
+    if isinstance(stored, dict):
+        enable_subagents(agent, SubagentConfig.model_validate(stored))
+    return agent
 
 
 class SpawnAgentTool:
@@ -367,7 +393,7 @@ class SpawnAgentTool:
         digest = hashlib.sha256(
             f"{ctx.session_id}\x00{ctx.iteration}\x00{call}\x00{self.runtime._same_task[key]}".encode()
         ).hexdigest()[:8]
-        return f"{ctx.session_id}.{ctx.iteration}-{digest}"
+        return f"{ctx.session_id}-sub{ctx.iteration}-{digest}"
 
 
 def _tree_spending(child: Agent) -> Amount:
@@ -448,4 +474,6 @@ __all__ = [
     "SubagentRuntime",
     "default_child",
     "enable_subagents",
+    "restore_subagents",
+    "with_subagents",
 ]
