@@ -4,6 +4,7 @@ SubagentStart/SubagentStop hooks."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -248,3 +249,45 @@ async def test_token_pool_grants_children_a_share_and_the_parent_keeps_its_reser
     assert 44_000 < spec.config.max_total_tokens <= 45_000
     assert tree.root.economics.limits.max_total_tokens is not None
     assert tree.root.economics.limits.max_total_tokens < 100_000
+
+
+class Stalling(ScriptedProvider):
+    """Plays its script, then hangs (a model that stopped answering)."""
+
+    async def complete(self, request: Any, on_text: Any = None) -> ModelResponse:
+        if self.remaining == 0:
+            await asyncio.sleep(30)
+        return await super().complete(request, on_text)
+
+
+async def test_a_child_past_its_time_limit_ends_and_settles_what_it_spent(
+    make_tree: Callable[..., Tree],
+) -> None:
+    tree = make_tree(
+        [turn(spawn("slow work", "s1")), turn(text="gave up on it")],
+        {"slow": []},
+        SubagentConfig(child_timeout_s=0.3),
+        max_budget_usd=1.0,
+        price_per_mtok=PRICE,
+    )
+    stalling = Stalling([turn(ToolCall("r1", "list_files", {}), usage=Usage(25, 25))])
+
+    def make_child(spec: ChildSpec) -> Agent:
+        return Agent(
+            stalling,
+            workspace=spec.parent.workspace,
+            tools=[t for n in spec.tools.names if (t := spec.tools.get(n)) is not None],
+            config=spec.config,
+            retry_policy=NO_WAIT,
+        )
+
+    tree.root.subagents.make_child = make_child  # type: ignore[attr-defined]
+    result = await tree.root.run("try the slow thing")
+    assert result.success
+    (timed_out,) = results_of(tree.root_provider, 1)
+    assert timed_out.is_error and timed_out.metadata["finish_reason"] == "max_duration"
+    assert "ended: max_duration" in timed_out.content
+    stats = tree.root.subagents.ledger.stats()  # type: ignore[attr-defined]
+    assert stats.open_reservations == 0
+    assert stats.spent.usd == pytest.approx(0.015 + 0.05)  # the root's first turn, the child's
+    assert tree.root.economics.limits.max_usd == pytest.approx(0.95)

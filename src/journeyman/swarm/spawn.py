@@ -54,6 +54,9 @@ log = logging.getLogger(__name__)
 TOOL_NAME = "spawn_agent"
 READ_ONLY_KINDS = (ToolKind.READ, ToolKind.FINISH)
 """What a child that does not opt in to writing may use."""
+CHILD_TIMEOUT_GRACE_S = 30.0
+"""Seconds past a child's duration limit before its call is stopped outright (a child ends
+itself at its limit; this only catches one that does not)."""
 MAX_DIFF_CHARS = 20_000
 """Longest diff of a writer child returned to its parent; the rest is cut."""
 
@@ -94,15 +97,17 @@ ChildFactory = Callable[[ChildSpec], Agent]
 
 
 def default_child(spec: ChildSpec) -> Agent:
-    """A child like its parent: same provider, workspace, hooks and approvers."""
+    """A child like its parent: same provider, workspace, hooks and permission approver.
+
+    Not shared: the parent's event handler (a child's events are stored in its own session;
+    the parent's output shows the spawn call and its report) and the budget-extension
+    approver (a child that could extend its own limits would spend past its allocation)."""
     parent = spec.parent
     child = Agent(
         parent.provider,
         workspace=parent.workspace,
         tools=[t for name in spec.tools.names if (t := spec.tools.get(name)) is not None],
         config=spec.config,
-        on_event=parent.on_event,
-        approver=parent.approver,
         permission_approver=parent.permission_approver,
         assume_yes=parent.assume_yes,
         rules=parent.rules,
@@ -247,8 +252,9 @@ class SpawnAgentTool:
 
     def __init__(self, runtime: SubagentRuntime) -> None:
         self.runtime = runtime
-        self.timeout_s = runtime.config.child_timeout_s
-        """The child's run is this call: the usual tool timeout would cut it short."""
+        self.timeout_s = runtime.config.child_timeout_s + CHILD_TIMEOUT_GRACE_S
+        """The child's run is this call, so the usual tool timeout would cut it short; the
+        child's own duration limit ends it first, with a report."""
 
     async def execute(self, args: SpawnAgentArgs, ctx: ToolContext) -> ToolResult:
         runtime = self.runtime
@@ -314,7 +320,7 @@ class SpawnAgentTool:
                 "allocated_usd": granted.usd,
             },
         )
-        spent = Amount(0, 0.0)
+        child: Agent | None = None
         try:
             start = await parent.hooks.run(HookEvent.SUBAGENT_START, payload)
             if start.denied:
@@ -333,7 +339,7 @@ class SpawnAgentTool:
                         )
                 else:
                     result = await self._drive(child, args.task, child_id, ctx.session_id, store)
-            spent = _tree_spending(child)
+            spent = _tree_spending(child)  # settled in `finally` too, when cut off
             await parent.hooks.run(
                 HookEvent.SUBAGENT_STOP,
                 replace(
@@ -350,6 +356,7 @@ class SpawnAgentTool:
             )
             return _report(result, store, parent, args.write, reused=False)
         finally:
+            spent = Amount(0, 0.0) if child is None else _tree_spending(child)
             runtime.ledger.settle(reservation, spent)
             runtime.record_child_spending(spent)
 
@@ -373,6 +380,10 @@ class SpawnAgentTool:
                 else limits.max_total_tokens,
                 "max_budget_usd": granted.usd if granted.usd is not None else limits.max_usd,
                 "session_dir": parent.session_root,
+                "max_duration_s": min(
+                    runtime.config.child_timeout_s,
+                    parent.config.max_duration_s or runtime.config.child_timeout_s,
+                ),
             }
         )
         tools = parent.registry if args.write else parent.registry.restricted_to(READ_ONLY_KINDS)
