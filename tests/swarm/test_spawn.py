@@ -5,6 +5,7 @@ SubagentStart/SubagentStop hooks."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,58 @@ async def test_a_child_past_its_time_limit_ends_and_settles_what_it_spent(
     assert stats.open_reservations == 0
     assert stats.spent.usd == pytest.approx(0.015 + 0.05)  # the root's first turn, the child's
     assert tree.root.economics.limits.max_usd == pytest.approx(0.95)
+
+
+class Gauge:
+    """Counts children inside a model call at once; each call lingers until `expected` are in
+    (or briefly, when that never happens), so overlap shows whenever it is allowed."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.inside = 0
+        self.most = 0
+        self.all_in = asyncio.Event()
+
+    def provider(self, text: str) -> ScriptedProvider:
+        gauge = self
+
+        class Gauged(ScriptedProvider):
+            async def complete(self, request: Any, on_text: Any = None) -> ModelResponse:
+                gauge.inside += 1
+                gauge.most = max(gauge.most, gauge.inside)
+                if gauge.inside >= gauge.expected:
+                    gauge.all_in.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gauge.all_in.wait(), timeout=0.5)
+                gauge.inside -= 1
+                return await super().complete(request, on_text)
+
+        return Gauged([turn(text=text)])
+
+
+@pytest.mark.parametrize(("max_parallel", "overlap"), [(3, 3), (1, 1)])
+async def test_children_of_one_turn_run_concurrently_up_to_the_bound(
+    make_tree: Callable[..., Tree], max_parallel: int, overlap: int
+) -> None:
+    tree = make_tree(
+        [turn(*(spawn(f"job {i}", f"s{i}") for i in range(3))), turn(text="ok")],
+        {},
+        SubagentConfig(max_parallel=max_parallel),
+    )
+    gauge = Gauge(expected=3)
+
+    def make_child(spec: ChildSpec) -> Agent:
+        return Agent(
+            gauge.provider(f"{spec.task} done"),
+            workspace=spec.parent.workspace,
+            tools=[t for n in spec.tools.names if (t := spec.tools.get(n)) is not None],
+            config=spec.config,
+            retry_policy=NO_WAIT,
+        )
+
+    tree.root.subagents.make_child = make_child  # type: ignore[attr-defined]
+    await tree.root.run("three jobs")
+    assert gauge.most == overlap
+    assert [
+        r.content.endswith(f"job {i} done") for i, r in enumerate(results_of(tree.root_provider, 1))
+    ] == [True] * 3
