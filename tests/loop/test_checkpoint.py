@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, FinishReason
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import ToolCall, Usage
+from journeyman.core.messages import ToolCall
 from journeyman.loop.checkpoint import CHECKPOINT_VERSION, load_checkpoint
 from journeyman.loop.config import ModeName
 from journeyman.providers.base import ModelResponse
-from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.tools.sandbox import SandboxKind
+from tests.fakes.agents import make_agent, turn
 from tests.loop.test_phased import TEST_COMMAND, edit, finish, workspace
 
 DATA = Path(__file__).parent / "data"
@@ -28,10 +28,6 @@ def old(name: str) -> dict[str, Any]:
     return stored
 
 
-def turn(*calls: ToolCall, text: str = "") -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=calls, usage=Usage(10, 5))
-
-
 def react_script() -> list[ModelResponse]:
     return [
         turn(ToolCall("r1", "read_file", {"path": "calc/__init__.py"}), text="looking"),
@@ -40,14 +36,9 @@ def react_script() -> list[ModelResponse]:
 
 
 def agent(tmp_path: Path, script: list[ModelResponse], **config: Any) -> Agent:
-    root = tmp_path / "ws"
-    if not root.exists():
+    if not (tmp_path / "ws").exists():
         workspace(tmp_path)
-    return Agent(
-        ScriptedProvider(script),
-        workspace=root,
-        config=AgentConfig(session_dir=tmp_path / "s", sandbox=SandboxKind.LOCAL, **config),
-    )
+    return make_agent(tmp_path, script, sessions="s", sandbox=SandboxKind.LOCAL, **config)[0]
 
 
 def replace_last_checkpoint(tmp_path: Path, session_id: str, checkpoint: dict[str, Any]) -> None:
