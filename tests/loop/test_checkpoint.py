@@ -17,8 +17,8 @@ from journeyman.loop.config import ModeName
 from journeyman.providers.base import ModelResponse
 from journeyman.session.store import SessionStore
 from journeyman.tools.sandbox import SandboxKind
-from tests.fakes.agents import make_agent, turn
-from tests.loop.test_phased import TEST_COMMAND, edit, finish, workspace
+from tests.fakes.agents import finish, make_agent, turn
+from tests.fakes.projects import CALC_TEST_COMMAND, calc_package, fix_add
 
 DATA = Path(__file__).parent / "data"
 
@@ -37,7 +37,7 @@ def react_script() -> list[ModelResponse]:
 
 def agent(tmp_path: Path, script: list[ModelResponse], **config: Any) -> Agent:
     if not (tmp_path / "ws").exists():
-        workspace(tmp_path)
+        calc_package(tmp_path)
     return make_agent(tmp_path, script, sessions="s", sandbox=SandboxKind.LOCAL, **config)[0]
 
 
@@ -69,7 +69,7 @@ async def test_a_react_session_with_an_old_checkpoint_resumes(tmp_path: Path) ->
     assert first.finish_reason is FinishReason.MAX_ITERATIONS
     replace_last_checkpoint(tmp_path, first.session_id, old("react")["checkpoint"])
     # the task's check is not the point here: the resumed run only has to finish
-    again = agent(tmp_path, [turn(ToolCall("f", "finish", {"summary": "done"}))], verify=False)
+    again = agent(tmp_path, [finish(cid="f")], verify=False)
     resumed = await again.resume(first.session_id, override_limits=True)
     assert resumed.finish_reason is FinishReason.COMPLETED, resumed.error
     assert resumed.iterations == 3
@@ -78,12 +78,14 @@ async def test_a_react_session_with_an_old_checkpoint_resumes(tmp_path: Path) ->
 async def test_a_phased_session_with_an_old_checkpoint_resumes_in_its_phase(
     tmp_path: Path,
 ) -> None:
-    config: dict[str, Any] = {"mode": ModeName.PHASED, "verify_command": TEST_COMMAND}
-    first = agent(tmp_path, [edit("a - b", "a * b", "e1")], max_iterations=2, **config)
+    config: dict[str, Any] = {"mode": ModeName.PHASED, "verify_command": CALC_TEST_COMMAND}
+    first = agent(tmp_path, [fix_add("a - b", "a * b", "e1")], max_iterations=2, **config)
     result = await first.run("make add() add its arguments")
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     replace_last_checkpoint(tmp_path, result.session_id, old("phased")["checkpoint"])
-    again = agent(tmp_path, [edit("a * b", "a + b", "e2"), finish()], **config)
+    again = agent(
+        tmp_path, [fix_add("a * b", "a + b", "e2"), finish("fixed add", cid="done")], **config
+    )
     resumed = await again.resume(result.session_id, override_limits=True)
     assert resumed.finish_reason is FinishReason.COMPLETED, resumed.error
     store = SessionStore(tmp_path / "s")
