@@ -19,7 +19,7 @@ from typing import Any
 from journeyman import Agent, AgentConfig, ToolArgs, tool
 from journeyman.core.events import Event
 from journeyman.core.messages import ToolCall, Usage
-from journeyman.providers.base import ModelResponse
+from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider, ScriptStep
 from journeyman.tools.base import Tool
@@ -98,6 +98,15 @@ def turn(*calls: ToolCall, text: str = "", usage: Usage | None = None) -> ModelR
 def finish(summary: str = "done", *, cid: str = "fin", text: str = "") -> ModelResponse:
     """A reply that calls the `finish` tool."""
     return turn(ToolCall(cid, "finish", {"summary": summary}), text=text)
+
+
+class Crash(BaseException):
+    """Stands in for kill -9: nothing in the agent catches it, so the run stops mid-step."""
+
+
+def crash(_request: ModelRequest) -> ModelResponse:
+    """A script step that kills the run where the model would have answered."""
+    raise Crash
 
 
 def make_agent(
