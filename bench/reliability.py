@@ -47,8 +47,9 @@ REPO_ROOT = BENCH_DIR.parent
 sys.path.insert(0, str(REPO_ROOT / "src"))
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench import crash_trials, fault_trials, sandbox_trials, secret_trials  # noqa: E402
-from bench import weak_model_trials as weak  # noqa: E402
+from tests.support import crash_trials, fault_trials, sandbox_trials, secret_trials  # noqa: E402
+from tests.support import weak_model_trials as weak  # noqa: E402
+
 from journeyman.core.errors import ConfigurationError  # noqa: E402
 from journeyman.tools.context import ToolContext  # noqa: E402
 from journeyman.tools.sandbox import (  # noqa: E402

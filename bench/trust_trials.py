@@ -35,9 +35,9 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent / "src"))
 sys.path.insert(0, str(BENCH_DIR.parent))
 
-from bench.crash_trials import clean_env, jm  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 from tests.fakes.script import reply  # noqa: E402
+from tests.support.cli import clean_env, jm  # noqa: E402
 
 from journeyman.session.store import SessionStore  # noqa: E402
 
