@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from journeyman.context.memory import (
+    DEFAULT_FORMATTER,
     SUMMARY_REQUEST,
     Artifacts,
     Attempt,
@@ -85,7 +86,7 @@ def busy_state() -> PhasedState:
 
 
 def test_rendering_shows_every_section_in_reading_order() -> None:
-    text = busy_state().memory_summary().text
+    text = busy_state().memory_summary(DEFAULT_FORMATTER).text
     titles = [line[3:] for line in text.splitlines() if line.startswith("## ")]
     assert titles == [
         "Warnings",
@@ -107,7 +108,7 @@ def test_rendering_shows_every_section_in_reading_order() -> None:
 
 
 def test_an_empty_state_renders_only_its_current_state_and_next_step() -> None:
-    summary = PhasedState().memory_summary()
+    summary = PhasedState().memory_summary(DEFAULT_FORMATTER)
     assert [s.title for s in summary.sections] == ["Current state", "Next step"]
     assert "Write a short plan" in summary.text
 
@@ -116,17 +117,17 @@ def test_a_recorded_plan_is_never_asked_for_again() -> None:
     state = PhasedState()
     state.set_plan("read parser.py\nfix it")
     state.set_task_summary("  fix the parser  ")
-    text = state.memory_summary().text
+    text = state.memory_summary(DEFAULT_FORMATTER).text
     assert "Write a short plan" not in text
     assert "1. read parser.py" in text and "fix the parser" in text
     state.artifacts.verification_success = True
-    assert "Write a short plan" not in state.memory_summary().text
+    assert "Write a short plan" not in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 def test_the_workflow_decision_log_is_debug_only_and_persisted() -> None:
     state = busy_state()
     state.record_step_decision("plan -> act (next) LOGGED-ONLY")
-    assert "LOGGED-ONLY" not in state.memory_summary().text
+    assert "LOGGED-ONLY" not in state.memory_summary(DEFAULT_FORMATTER).text
     restored = PhasedState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert restored.memory.debug.decisions == state.memory.debug.decisions
     assert restored.memory.debug.decisions[0].phase == "VERIFY"
@@ -145,7 +146,7 @@ def test_debug_only_responses_are_never_rendered() -> None:
     state = busy_state()
     for _ in range(30):
         state.record_model_response(SECRET)
-    assert SECRET not in state.memory_summary().text
+    assert SECRET not in state.memory_summary(DEFAULT_FORMATTER).text
     assert SECRET not in MemoryFormatter().format(state).text
     assert state.memory.debug.model_responses[0].text.endswith(SECRET)
 
@@ -154,7 +155,7 @@ async def test_debug_only_responses_stay_out_after_compression() -> None:
     state = busy_state()
     state.record_model_response(SECRET)
     await compress(state, MemorySettings(compress_above_chars=0), FakeSummariser())
-    assert SECRET not in state.memory_summary().text
+    assert SECRET not in state.memory_summary(DEFAULT_FORMATTER).text
     assert SECRET not in " ".join(state.memory.long_term.earlier_work)
 
 
@@ -165,7 +166,7 @@ def test_a_recurring_error_signature_raises_a_warning() -> None:
         state.record_attempt(
             "edit", "same failure", success=False, error_signature=state.last_error.signature
         )
-    assert "The same error has come back 2 times" in state.memory_summary().text
+    assert "The same error has come back 2 times" in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 def test_long_tool_outputs_and_files_are_clipped_in_the_rendering() -> None:
@@ -331,7 +332,7 @@ async def test_the_model_summarises_digests_once_they_pass_the_threshold() -> No
     assert all(d in fake.prompts[0] for d in digests)
     assert state.memory.long_term.earlier_summary == fake.answer
     assert state.memory.long_term.earlier_work == ()
-    assert fake.answer in state.memory_summary().text
+    assert fake.answer in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 async def test_the_previous_summary_is_folded_into_the_next() -> None:
@@ -439,7 +440,7 @@ async def test_compression_runs_rules_then_the_model_then_deduplication() -> Non
     assert len(fake.prompts) == 1 and "attempt 0" in fake.prompts[0]
     assert state.memory.long_term.earlier_summary == "SUMMARY OF EARLIER STEPS"
     assert state.memory.long_term.learnings.count("the fixture lives in conftest.py") == 1
-    assert "SUMMARY OF EARLIER STEPS" in state.memory_summary().text
+    assert "SUMMARY OF EARLIER STEPS" in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 async def test_compression_without_a_summariser_keeps_the_digests() -> None:
@@ -487,7 +488,8 @@ def test_the_state_round_trips_through_json() -> None:
     state.memory.long_term.earlier_summary = "summary"
     restored = PhasedState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert restored == state
-    assert restored.memory_summary().text == state.memory_summary().text
+    rendered = state.memory_summary(DEFAULT_FORMATTER).text
+    assert restored.memory_summary(DEFAULT_FORMATTER).text == rendered
     assert restored.memory.debug.model_responses == state.memory.debug.model_responses
 
 

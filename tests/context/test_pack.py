@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from journeyman.context.memory import (
+    DEFAULT_FORMATTER,
     PRIORITY_ACTIVITY,
     PRIORITY_EARLIER,
     PRIORITY_PLAN,
@@ -303,7 +304,7 @@ def test_the_builder_assembles_goal_profile_files_error_artifacts_and_memory() -
         "1 failed",
         False,
     )
-    assert pack.memory == state.memory_summary().sections
+    assert pack.memory == state.memory_summary(DEFAULT_FORMATTER).sections
     assert "parser work" in pack.memory_summary
 
 

@@ -30,6 +30,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.context.memory import (
+    DEFAULT_FORMATTER,
     OLD_MEMORY_BELOW,
     LastError,
     MemoryFormatter,
@@ -343,7 +344,7 @@ class ContextPackBuilder:
             current_diff=state.artifacts.current_diff,
             test_results=state.artifacts.test_results,
             verification_success=state.artifacts.verification_success,
-            memory=state.memory_summary(self.formatter).sections,
+            memory=state.memory_summary(self.formatter or DEFAULT_FORMATTER).sections,
         )
 
     def _relevant_files(self, error: str) -> tuple[FileSnippet, ...]:

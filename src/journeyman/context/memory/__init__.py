@@ -11,7 +11,7 @@
 
 `MemoryFormatter` renders the facts, the long-term memory and the artifacts as titled sections
 (each with a priority saying how long it should survive when a context pack must shrink).
-`PhasedState.memory_summary()` caches that rendering. Every value the formatter reads is
+`PhasedState.memory_summary(formatter)` caches that rendering. Every value the formatter reads is
 immutable (strings, numbers, tuples of frozen records), so the cache key is simply the identity
 of each of those values: assigning a field, which is the only way to change one, invalidates it.
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from journeyman.context.memory.formatter import DEFAULT_FORMATTER, MemoryFormatter
 from journeyman.context.memory.records import (
     Artifacts,
     Attempt,
@@ -28,6 +27,13 @@ STATE_FORMAT = 1
 """Version of the `PhasedState.to_dict` layout; bumped when it changes incompatibly."""
 
 
+
+class Renderer(Protocol):
+    """What renders a state as sections (`formatter.MemoryFormatter`; passed in, so the state
+    does not depend on how it is rendered)."""
+
+    def format(self, state: PhasedState) -> MemorySummary: ...
+
 @dataclass
 class PhasedState:
     """Everything the phased mode knows about its run; persisted after every step."""
@@ -43,9 +49,8 @@ class PhasedState:
 
     # rendering
 
-    def memory_summary(self, formatter: MemoryFormatter | None = None) -> MemorySummary:
+    def memory_summary(self, formatter: Renderer) -> MemorySummary:
         """The rendered memory, recomputed only when something it shows has changed."""
-        formatter = formatter or DEFAULT_FORMATTER
         key = (formatter, *self._rendered_values())
         if self._cache is not None and _same(self._cache[0], key):
             return self._cache[1]
