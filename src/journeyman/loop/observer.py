@@ -38,6 +38,9 @@ class TurnObserver:
         return self.progress.unproductive_streak
 
     def observe(self, outcome: TurnOutcome) -> list[Nudge]:
+        if outcome.by_harness:  # the harness's check is not a turn of the model's
+            self.last_loop = None
+            return []
         return self._observe(outcome.text, outcome.calls, outcome.results, outcome.calls_pending)
 
     def _observe(

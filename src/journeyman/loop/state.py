@@ -79,3 +79,6 @@ class TurnOutcome:
     """Why the run failed, when `finish_reason` is not a success."""
     calls_pending: bool = False
     """The model asked for tool calls that run in a later turn (the phased mode's PLAN)."""
+    by_harness: bool = False
+    """The turn was the harness's own action (the phased mode's check), not the model's: it
+    says nothing about the model's progress (its output may differ each run by a timing)."""

@@ -344,7 +344,7 @@ class PhasedMode:
                 state, port, ConfigurationError("no verification command is configured")
             )
         verdict = await port.run_check(state, command)
-        outcome = TurnOutcome(results=(verdict.result,))
+        outcome = TurnOutcome(results=(verdict.result,), by_harness=True)
         artifacts = self.agent_state.artifacts
         artifacts.test_results = verdict.output
         artifacts.verification_success = verdict.passed
