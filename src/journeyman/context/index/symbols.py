@@ -9,6 +9,7 @@ from typing import Any
 
 from journeyman.context.index.config import IndexConfig
 from journeyman.context.index.records import Symbol
+from journeyman.core.text import clip
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ _CLOSE_SPACE = re.compile(r",? ([)\]}])")
 def _squash(text: str, limit: int) -> str:
     """One line: whitespace runs collapsed, no padding inside brackets, cut at `limit`."""
     text = _CLOSE_SPACE.sub(r"\1", _OPEN_SPACE.sub(r"\1", " ".join(text.split())))
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    return clip(text, limit)
 
 
 def _signature(node: Any, source: bytes, limit: int) -> str:
