@@ -30,7 +30,7 @@ from journeyman.core.messages import ToolResult
 from journeyman.core.text import clip_noted
 from journeyman.integrations.lsp.manager import LspManager
 from journeyman.integrations.lsp.positions import split_lines
-from journeyman.integrations.lsp.results import Diagnostic, Location, LspReply, Symbol
+from journeyman.integrations.lsp.results import Diagnostic, Location, LspReply, LspSymbol
 from journeyman.tools.base import BaseTool, Tool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 
@@ -469,7 +469,7 @@ def _locations(locations: Sequence[Location]) -> list[str]:
     return _capped([f"{loc.where}  {loc.preview}".rstrip() for loc in locations])
 
 
-def _symbol(symbol: Symbol) -> str:
+def _symbol(symbol: LspSymbol) -> str:
     inside = f" (in {symbol.container})" if symbol.container else ""
     return f"{symbol.kind} {symbol.name}{inside}  {symbol.location.where}"
 
