@@ -8,13 +8,13 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
 from journeyman import __version__
 from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
-from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
+from journeyman.cli.lsp_cmd import LspOpt, lsp_command, lsp_for_run
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import (
     open_store,
@@ -46,6 +46,9 @@ from journeyman.session.store import (
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
+
+if TYPE_CHECKING:
+    from journeyman.integrations.mcp import McpManager
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -381,28 +384,25 @@ def _launch(
             },
             permission_approver=TerminalPermissionApprover(lines) if interactive else None,
             assume_yes=assume_yes,
+            lsp=lsp_for_run(workspace, enabled=lsp),
+            mcp=_mcp_for_run(workspace, mcp),
         )
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
     output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
-    lsp_manager = attach_lsp(agent, enabled=lsp)
-    if mcp is None and (workspace / MCP_CONFIG).is_file():
-        typer.echo(
-            f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
-            "pass --mcp to start them",
-            err=True,
-        )
-    work: Coroutine[Any, Any, RunResult]
-    if mcp or (mcp is None and user_mcp_file().is_file()):
-        from journeyman.cli.mcp_cmd import serving_mcp  # the MCP SDK loads only when used
 
-        work = serving_mcp(agent, lambda: action(agent), include_workspace=bool(mcp))
-    else:
-        work = action(agent)
+    async def work() -> RunResult:
+        async with agent.connected() as statuses:
+            if statuses:
+                from journeyman.cli.mcp_cmd import warn_unstarted
+
+                warn_unstarted(statuses)
+            return await action(agent)
+
     handle_termination_as_interrupt()
     try:
-        result = asyncio.run(closing(lsp_manager, work))
+        result = asyncio.run(work())
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
@@ -419,6 +419,21 @@ def _launch(
         FinishReason.CANCELLED: EXIT_CANCELLED,
     }.get(result.finish_reason, EXIT_FAILED)
     fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+
+
+def _mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
+    """The MCP servers of a run: the user's, and the workspace's only with --mcp."""
+    if mcp is None and (workspace / MCP_CONFIG).is_file():
+        typer.echo(
+            f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
+            "pass --mcp to start them",
+            err=True,
+        )
+    if not (mcp or (mcp is None and user_mcp_file().is_file())):
+        return None
+    from journeyman.cli.mcp_cmd import mcp_for_run  # the MCP SDK loads only when used
+
+    return mcp_for_run(workspace, include_workspace=bool(mcp))
 
 
 def _report_ignored(ignored: Sequence[IgnoredSetting], renderer: Renderer) -> None:

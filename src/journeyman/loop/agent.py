@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
 from journeyman.core.errors import AgentClosedError, ConfigurationError
@@ -39,6 +39,10 @@ from journeyman.tools.builtin import default_tools
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox import open_sandbox
 
+if TYPE_CHECKING:  # the MCP SDK loads only when a run starts MCP servers
+    from journeyman.integrations.lsp import LspManager
+    from journeyman.integrations.mcp import McpManager, McpServerConfig, McpServerStatus
+
 ASK_TOOL_KINDS = (ToolKind.READ, ToolKind.FINISH)
 """The only tools a question (`--mode ask`) is given: nothing it runs can change anything."""
 
@@ -51,6 +55,13 @@ class Agent:
 
     `provider` is a provider object, a list of them (the first, then fallbacks), or a
     "provider:model" spec (`create_provider`; `base_url` and `api_key` go with a spec).
+
+    `lsp` gives the model the `lsp_*` tools and diagnostics after each edit: True uses the
+    language servers of the user's lsp.toml and the workspace's .journeyman/lsp.toml (servers
+    that are not installed are skipped), or pass your own `LspManager`. `mcp` lends the model
+    the tools of MCP servers: a `{name: McpServerConfig}` mapping or an `McpManager`. Servers
+    run while the agent is `connected()`; `run` and `resume` connect for their own duration
+    when you have not (wrap several runs in `async with agent.connected():` to keep them up).
     """
 
     def __init__(
@@ -69,6 +80,8 @@ class Agent:
         permission_approver: Approver | None = None,
         assume_yes: bool = False,
         rules: RulesLoader | None = None,
+        lsp: LspManager | bool | None = None,
+        mcp: Mapping[str, McpServerConfig] | McpManager | None = None,
     ) -> None:
         self.config = config or AgentConfig()
         if isinstance(provider, str):
@@ -122,7 +135,63 @@ class Agent:
         self.lifecycle = LifecycleMachine()
         """The agent's state (idle, initializing, running, paused, completing, error, disposed);
         observe it with `agent.lifecycle.on_transition(listener)`."""
+        self.lsp = lsp
+        """Language servers (True: the configured ones), started while connected."""
+        self.mcp = mcp
+        """MCP servers whose tools the model gets, started while connected."""
+        self._connected_registry: ToolRegistry | None = None
         self._cancel = asyncio.Event()
+
+    @asynccontextmanager
+    async def connected(self) -> AsyncIterator[list[McpServerStatus]]:
+        """Start the MCP servers and offer their tools and the LSP tools to the runs inside;
+        shut the servers down on the way out. Yields the MCP servers' status (a server that
+        did not start is left out with its error; the runs go on without its tools)."""
+        if self._connected_registry is not None:
+            raise RuntimeError("this Agent is already connected")
+        tools = [tool for name in self.registry.names if (tool := self.registry.get(name))]
+        statuses: list[McpServerStatus] = []
+        async with AsyncExitStack() as stack:
+            lsp = self._lsp_manager()
+            if lsp is not None:
+                from journeyman.integrations.lsp import with_lsp
+
+                stack.push_async_callback(lsp.aclose)
+                tools = with_lsp(tools, lsp)
+            mcp = self._mcp_manager()
+            if mcp is not None:
+                stack.push_async_callback(mcp.aclose)
+                statuses = await mcp.start()
+                tools += mcp.tools(avoid=[tool.name for tool in tools])
+            self._connected_registry = ToolRegistry(tools)
+            try:
+                yield statuses
+            finally:
+                self._connected_registry = None
+
+    def _lsp_manager(self) -> LspManager | None:
+        if self.lsp is None or self.lsp is False:
+            return None
+        from journeyman.integrations.lsp import LspManager, load_lsp_config
+
+        if self.lsp is True:
+            from journeyman.loop.config_file import user_config_file
+
+            user_file = user_config_file().parent / "lsp.toml"
+            config = load_lsp_config(self.workspace, user_file=user_file).config
+            manager = LspManager(self.workspace, config)
+        else:
+            manager = self.lsp
+        return manager if manager.usable() else None
+
+    def _mcp_manager(self) -> McpManager | None:
+        if self.mcp is None:
+            return None
+        from journeyman.integrations.mcp import McpManager
+
+        if isinstance(self.mcp, McpManager):
+            return self.mcp
+        return McpManager(self.workspace, dict(self.mcp))
 
     def close(self) -> None:
         """Dispose of the agent: it refuses to run any further task."""
@@ -172,20 +241,25 @@ class Agent:
     async def _kernel(self) -> AsyncIterator[Kernel]:
         if self.lifecycle.state is AgentState.DISPOSED:
             raise AgentClosedError("this Agent was closed; create a new Agent to run more tasks")
+        if self._connected_registry is None and (self.lsp or self.mcp):
+            async with self.connected(), self._kernel() as kernel:
+                yield kernel
+            return
         self._cancel.clear()
+        registry = self._connected_registry or self.registry
         store = SessionStore(self.session_root)
         try:
             yield Kernel(
-                permissions=self._permission_gate(store),
+                permissions=self._permission_gate(store, registry),
                 hooks=self.hooks,
                 rules=render_rules_section(self.rules),
                 economics=self.economics,
                 approver=self.approver,
                 provider=self.provider,
                 registry=(
-                    self.registry.restricted_to(ASK_TOOL_KINDS)
+                    registry.restricted_to(ASK_TOOL_KINDS)
                     if self.config.mode is ModeName.ASK
-                    else self.registry
+                    else registry
                 ),
                 mode=mode_for(self.config),
                 workspace=self.workspace,
@@ -200,13 +274,13 @@ class Agent:
             store.close()
             await self.sandbox.close()  # what commands left running in the background
 
-    def _permission_gate(self, store: SessionStore) -> PermissionGate | None:
+    def _permission_gate(
+        self, store: SessionStore, registry: ToolRegistry
+    ) -> PermissionGate | None:
         if self.config.permissions is None:
             return None
         return PermissionGate(
-            PermissionPolicy.from_config(
-                self.config.permissions, self.workspace, tools=self.registry
-            ),
+            PermissionPolicy.from_config(self.config.permissions, self.workspace, tools=registry),
             approver=self._notifying(self.permission_approver),
             memory=StoredPermissions(store),
             project=self.workspace,
