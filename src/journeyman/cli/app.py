@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -31,6 +31,7 @@ from journeyman.economics.budget import BudgetMode
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
+from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, trusted_from_data
 from journeyman.providers.factory import create_provider
@@ -351,13 +352,18 @@ def _launch(
     tool_format = provider_settings.get("tool_format") or "native"
     if tool_format not in ("native", "text"):
         fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
-    fmt: Literal["native", "text"] = "text" if tool_format == "text" else "native"
+    options = RunOptions(
+        base_url=provider_settings.get("base_url"),
+        tool_format="text" if tool_format == "text" else "native",
+        mcp=mcp,
+        ignored_settings=tuple(item.to_dict() for item in ignored),
+    )
     try:
         provider = create_provider(
             provider_settings.get("provider"),
             provider_settings.get("model"),
-            provider_settings.get("base_url"),
-            tool_format=fmt,
+            options.base_url,
+            tool_format=options.tool_format,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
@@ -375,13 +381,7 @@ def _launch(
             config=config,
             on_event=output,
             approver=choose_approver(auto_extend, interactive, lines),
-            settings={
-                "base_url": provider_settings.get("base_url"),
-                "tool_format": fmt,
-                "assume_yes": assume_yes,
-                "mcp": mcp,
-                **({"ignored_settings": [i.to_dict() for i in ignored]} if ignored else {}),
-            },
+            options=options,
             permission_approver=TerminalPermissionApprover(lines) if interactive else None,
             assume_yes=assume_yes,
             lsp=lsp_for_run(workspace, enabled=lsp),
@@ -561,9 +561,15 @@ def _remembered(
     settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
 ) -> tuple[dict[str, Any], AgentConfig]:
     """Provider settings and config of a stored session, with the flags given now on top."""
+    try:
+        options = RunOptions.from_settings(settings)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
     provider_settings = {
-        key: overrides.get(key) or settings.get(key)
-        for key in ("provider", "model", "base_url", "tool_format")
+        "provider": overrides.get("provider") or settings.get("provider"),
+        "model": overrides.get("model") or settings.get("model"),
+        "base_url": overrides.get("base_url") or options.base_url,
+        "tool_format": overrides.get("tool_format") or options.tool_format,
     }
     stored = dict(settings.get("config", {}))
     stored.update(overrides.get("limits", {}))
@@ -649,7 +655,7 @@ def resume(
         auto_extend=auto_extend,
         action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
-        mcp=settings.get("mcp") if mcp is None else mcp,
+        mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
     )
 
@@ -732,7 +738,7 @@ def fork(
             forked_at_step=at_step,
         ),
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
-        mcp=settings.get("mcp") if mcp is None else mcp,
+        mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
     )
 

@@ -22,6 +22,7 @@ from journeyman.loop.modes import Mode
 from journeyman.loop.modes.phased import PhasedMode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
+from journeyman.loop.run_options import RunOptions
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
 from journeyman.policy.permissions import (
     ApprovalAnswer,
@@ -76,7 +77,7 @@ class Agent:
         on_event: EventHandler | None = None,
         retry_policy: RetryPolicy | None = None,
         approver: ExtensionApprover = deny_extensions,
-        settings: dict[str, Any] | None = None,
+        options: RunOptions | None = None,
         permission_approver: Approver | None = None,
         assume_yes: bool = False,
         rules: RulesLoader | None = None,
@@ -84,8 +85,17 @@ class Agent:
         mcp: Mapping[str, McpServerConfig] | McpManager | None = None,
     ) -> None:
         self.config = config or AgentConfig()
+        self.options = options or RunOptions()
+        """How the run is started besides `config`, kept with the session for `resume`."""
         if isinstance(provider, str):
-            provider = create_provider(provider, base_url=base_url, api_key=api_key)
+            if base_url is not None:
+                self.options = self.options.model_copy(update={"base_url": base_url})
+            provider = create_provider(
+                provider,
+                base_url=self.options.base_url,
+                api_key=api_key,
+                tool_format=self.options.tool_format,
+            )
         elif base_url is not None or api_key is not None:
             raise ConfigurationError("base_url and api_key go with a provider spec string")
         if isinstance(provider, ResilientProvider):
@@ -120,7 +130,8 @@ class Agent:
             "provider": self.provider.name,
             "model": self.provider.model,
             "config": self.config.model_dump(mode="json", exclude={"session_dir"}),
-            **(settings or {}),
+            "assume_yes": assume_yes,
+            **self.options.to_settings(),
         }
         """What a session remembers for `resume` (never API keys)."""
         self.session_root = self.config.session_dir or default_session_root()
