@@ -28,8 +28,8 @@ def test_options_are_read_back_from_settings_stored_before_they_were_typed() -> 
     assert options.tool_format == "text" and options.mcp is None
     assert options.ignored_settings[0]["key"] == "sandbox"
     assert options.to_settings() == {
-        key: OLD_SETTINGS[key] for key in ("base_url", "tool_format", "mcp", "ignored_settings")
-    }
+        key: OLD_SETTINGS[key] for key in ("base_url", "tool_format", "ignored_settings")
+    }  # mcp None is the default: left out, and read back as None
 
 
 def test_a_session_without_options_gets_the_defaults() -> None:

@@ -33,12 +33,9 @@ class RunOptions(BaseModel):
     """Settings the trust rules left out when the run started (key, value, source, reason)."""
 
     def to_settings(self) -> dict[str, Any]:
-        """The options as a session's settings keep them."""
-        stored: dict[str, Any] = {
-            "base_url": self.base_url,
-            "tool_format": self.tool_format,
-            "mcp": self.mcp,
-        }
+        """The options as a session's settings keep them (those left at their default are
+        left out: `from_settings` gives them back)."""
+        stored = self.model_dump(mode="json", exclude_defaults=True)
         if self.ignored_settings:
             stored["ignored_settings"] = [dict(item) for item in self.ignored_settings]
         return stored
