@@ -63,6 +63,8 @@ class Agent:
     the tools of MCP servers: a `{name: McpServerConfig}` mapping or an `McpManager`. Servers
     run while the agent is `connected()`; `run` and `resume` connect for their own duration
     when you have not (wrap several runs in `async with agent.connected():` to keep them up).
+    Leaving `connected()` shuts down a manager you passed, too: give True or a mapping to run
+    the servers again in a later connection.
     """
 
     def __init__(
