@@ -36,6 +36,7 @@ from journeyman.core.messages import ToolResult
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.loop.agent import Agent, run
 from journeyman.loop.config import AgentConfig
+from journeyman.loop.run_options import RunOptions
 from journeyman.providers.factory import create_provider
 from journeyman.tools.base import Tool, ToolArgs, ToolKind, tool
 from journeyman.tools.context import ToolContext
@@ -68,6 +69,7 @@ __all__ = [
     "PermissionDeniedError",
     "ProviderError",
     "RunFinished",
+    "RunOptions",
     "RunResult",
     "RunStarted",
     "StateChanged",

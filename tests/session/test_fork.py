@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from journeyman import Agent, AgentConfig, FinishReason
-from journeyman.cli.app import CONTINUE_FORK, app
+from journeyman.cli.app import app
+from journeyman.cli.run_cmd import CONTINUE_FORK
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message, Role, ToolCall
 from journeyman.providers.base import ModelRequest, ModelResponse

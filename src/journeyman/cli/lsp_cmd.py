@@ -2,17 +2,16 @@
 
 `lsp_report` prints which language servers are configured, installed, detected for the
 workspace, and (after starting the detected ones) running with which capabilities.
-`attach_lsp` gives an `Agent` the LSP tools and post-edit diagnostics; `closing` shuts the
-servers down when the run ends.
+`lsp_for_run` is the language servers a run gives its `Agent` (`Agent(lsp=...)`), which
+offers the LSP tools and post-edit diagnostics and shuts the servers down when the run ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -27,13 +26,8 @@ from journeyman.integrations.lsp import (
     LspManager,
     ServerStatus,
     load_lsp_config,
-    with_lsp,
 )
-from journeyman.loop.agent import Agent
 from journeyman.loop.config_file import user_config_file
-from journeyman.tools.registry import ToolRegistry
-
-T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_SERVER_FAILED = 1
@@ -160,8 +154,8 @@ def load_settings(workspace: Path) -> LoadedLspConfig:
     return load_lsp_config(workspace, user_file=user_lsp_file())
 
 
-def attach_lsp(agent: Agent, *, enabled: bool = True) -> LspManager | None:
-    """Give `agent` the LSP tools and diagnostics after its edits; None when LSP is off.
+def lsp_for_run(workspace: Path, *, enabled: bool = True) -> LspManager | None:
+    """The language servers for a run in `workspace` (for `Agent(lsp=...)`); None when off.
 
     LSP stays off when `enabled` is False, when the config turns it off or cannot be read
     (a warning is printed; the run goes on), and when no language server is installed.
@@ -169,24 +163,11 @@ def attach_lsp(agent: Agent, *, enabled: bool = True) -> LspManager | None:
     if not enabled:
         return None
     try:
-        loaded = load_settings(agent.workspace)
+        loaded = load_settings(workspace)
     except ConfigurationError as exc:
         sys.stderr.write(f"journeyman: warning: language servers off: {exc.message}\n")
         return None
     for warning in loaded.warnings:
         sys.stderr.write(f"journeyman: warning: {warning}\n")
-    manager = LspManager(agent.workspace, loaded.config)
-    if not manager.usable():
-        return None
-    tools = [tool for name in agent.registry.names if (tool := agent.registry.get(name))]
-    agent.registry = ToolRegistry(with_lsp(tools, manager))
-    return manager
-
-
-async def closing(manager: LspManager | None, work: Awaitable[T]) -> T:
-    """Await `work`, then shut the language servers down, whatever happened."""
-    try:
-        return await work
-    finally:
-        if manager is not None:
-            await manager.aclose()
+    manager = LspManager(workspace, loaded.config)
+    return manager if manager.usable() else None

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,11 +18,7 @@ from journeyman.integrations.mcp import (
     McpServerStatus,
     ServerState,
 )
-from journeyman.loop.agent import Agent
 from journeyman.loop.config_file import user_mcp_file
-from journeyman.tools.registry import ToolRegistry
-
-T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_SERVER_FAILED = 1
@@ -84,33 +79,26 @@ async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
         await manager.aclose()
 
 
-async def serving_mcp(
-    agent: Agent, work: Callable[[], Awaitable[T]], *, include_workspace: bool
-) -> T:
-    """Start the user's MCP servers (and the workspace's, with `include_workspace`), lend
-    `agent` their tools, await `work`, then stop them.
-
-    A server that does not start is reported on stderr and left out; the run goes on.
-    """
+def mcp_for_run(workspace: Path, *, include_workspace: bool) -> McpManager | None:
+    """The user's MCP servers (and the workspace's, with `include_workspace`) for a run's
+    `Agent(mcp=...)`; None, after a warning, when a config file cannot be read."""
     try:
-        manager = McpManager.from_workspace(
-            agent.workspace, user_file=user_mcp_file(), include_workspace=include_workspace
+        return McpManager.from_workspace(
+            workspace, user_file=user_mcp_file(), include_workspace=include_workspace
         )
     except ConfigurationError as exc:
         sys.stderr.write(f"journeyman: warning: MCP servers off: {exc.message}\n")
-        return await work()
-    try:
-        for status in await manager.start():
-            if not status.healthy:
-                sys.stderr.write(
-                    f"journeyman: warning: MCP server {status.name!r} is {status.state.value}"
-                    f"{': ' + status.error if status.error else ''}; its tools are left out\n"
-                )
-        tools = [tool for name in agent.registry.names if (tool := agent.registry.get(name))]
-        agent.registry = ToolRegistry(tools + manager.tools(avoid=agent.registry.names))
-        return await work()
-    finally:
-        await manager.aclose()
+        return None
+
+
+def warn_unstarted(statuses: Sequence[McpServerStatus]) -> None:
+    """Say on stderr which MCP servers did not start; the run goes on without their tools."""
+    for status in statuses:
+        if not status.healthy:
+            sys.stderr.write(
+                f"journeyman: warning: MCP server {status.name!r} is {status.state.value}"
+                f"{': ' + status.error if status.error else ''}; its tools are left out\n"
+            )
 
 
 def _servers_table(statuses: list[McpServerStatus]) -> Table:

@@ -15,6 +15,7 @@ from journeyman.cli.terminal import printable, printable_json
 from journeyman.core import events as ev
 from journeyman.core.events import event_to_dict
 from journeyman.core.result import RunResult
+from journeyman.core.text import one_line
 from journeyman.economics.usage_log import ModelUsage
 from journeyman.loop.verdict import CHECK_CALL_PREFIX
 from journeyman.session.redact import Redactor
@@ -27,8 +28,7 @@ class OutputFormat(StrEnum):
 
 
 def _one_line(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _last_output_line(content: str) -> str:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.text import clip
 from journeyman.policy.settings import trusted_from_data
 from journeyman.session.store import (
     SessionRecord,
@@ -108,7 +109,7 @@ def list_sessions(
             row.finish_reason or "unfinished",
             str(rec.settings.get("model") or rec.settings.get("model_name") or "?"),
             escape(rec.workspace),
-            escape(rec.task if len(rec.task) < 50 else rec.task[:49] + "…"),
+            escape(clip(rec.task, 50)),
         )
     Console().print(table)
 
@@ -161,7 +162,7 @@ def show(
     for message in messages:
         calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
         text = message.content.strip().replace("\n", " ")
-        shown = text if len(text) < 160 else text[:159] + "…"
+        shown = clip(text, 160)
         out.print(
             f"[dim]{message.role.value:>9}[/] {_safe(shown)}"
             + (f" [bold]→ {_safe(calls)}[/]" if calls else "")

@@ -34,6 +34,7 @@ from operator import attrgetter
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.core.messages import Message, Role, ToolResult
+from journeyman.core.text import clip, head_and_tail
 from journeyman.providers.pricing import tokens_for_chars
 
 MASKED_PREFIX = "[earlier output removed to save context"
@@ -233,7 +234,7 @@ class Compactor:
             args = json.dumps(call.arguments, sort_keys=True, default=str) if call else "{}"
             stub = (
                 f"{MASKED_PREFIX}: {len(result.content):,} characters from "
-                f"{result.name}({_clip(args, 200)}); call it again if you still need it]"
+                f"{result.name}({clip(args, 200)}); call it again if you still need it]"
             )
             history[i] = _with_content(message, result, stub)
             changed = True
@@ -264,12 +265,11 @@ class Compactor:
 
 def cap_text(text: str, limit: int) -> str:
     """The head and tail of `text` within about `limit` characters, with a note of the cut."""
-    head = limit * 2 // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return (
-        f"{text[:head]}\n[... {cut:,} characters cut to save context; re-run the tool with a "
-        f"narrower range to see them ...]\n{text[-tail:]}"
+    return head_and_tail(
+        text,
+        limit,
+        head_share=2 / 3,
+        note="characters cut to save context; re-run the tool with a narrower range to see them",
     )
 
 
@@ -279,12 +279,12 @@ def render_transcript(messages: Sequence[Message], per_message: int = 2_000) -> 
     for message in messages:
         if message.tool_result is not None:
             lines.append(
-                f"RESULT of {message.tool_result.name}: {_clip(message.content, per_message)}"
+                f"RESULT of {message.tool_result.name}: {clip(message.content, per_message)}"
             )
             continue
-        text = _clip(message.content, per_message)
+        text = clip(message.content, per_message)
         calls = ", ".join(
-            f"{c.name}({_clip(json.dumps(c.arguments, default=str), 200)})"
+            f"{c.name}({clip(json.dumps(c.arguments, default=str), 200)})"
             for c in message.tool_calls
         )
         lines.append(
@@ -339,7 +339,3 @@ def _standalone(message: Message) -> Message:
 
 def _with_content(message: Message, result: ToolResult, text: str) -> Message:
     return replace(message, content=text, tool_result=replace(result, content=text))
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

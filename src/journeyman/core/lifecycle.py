@@ -65,9 +65,6 @@ class LifecycleMachine:
     def history(self) -> list[tuple[AgentState, AgentState]]:
         return list(self._history)
 
-    def can_transition(self, to_state: AgentState) -> bool:
-        return (self._state, to_state) in VALID_TRANSITIONS
-
     def on_transition(self, listener: TransitionListener) -> Callable[[], None]:
         """Register a listener; returns a function that unregisters it."""
         self._listeners.append(listener)

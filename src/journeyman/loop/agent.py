@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
 from journeyman.core.errors import AgentClosedError, ConfigurationError
@@ -22,6 +22,7 @@ from journeyman.loop.modes import Mode
 from journeyman.loop.modes.phased import PhasedMode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
+from journeyman.loop.run_options import RunOptions
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
 from journeyman.policy.permissions import (
     ApprovalAnswer,
@@ -40,6 +41,10 @@ from journeyman.tools.notes import NoteTool
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox import open_sandbox
 
+if TYPE_CHECKING:  # the MCP SDK loads only when a run starts MCP servers
+    from journeyman.integrations.lsp import LspManager
+    from journeyman.integrations.mcp import McpManager, McpServerConfig, McpServerStatus
+
 ASK_TOOL_KINDS = (ToolKind.READ, ToolKind.FINISH)
 """The only tools a question (`--mode ask`) is given: nothing it runs can change anything."""
 
@@ -52,6 +57,15 @@ class Agent:
 
     `provider` is a provider object, a list of them (the first, then fallbacks), or a
     "provider:model" spec (`create_provider`; `base_url` and `api_key` go with a spec).
+
+    `lsp` gives the model the `lsp_*` tools and diagnostics after each edit: True uses the
+    language servers of the user's lsp.toml and the workspace's .journeyman/lsp.toml (servers
+    that are not installed are skipped), or pass your own `LspManager`. `mcp` lends the model
+    the tools of MCP servers: a `{name: McpServerConfig}` mapping or an `McpManager`. Servers
+    run while the agent is `connected()`; `run` and `resume` connect for their own duration
+    when you have not (wrap several runs in `async with agent.connected():` to keep them up).
+    Leaving `connected()` shuts down a manager you passed, too: give True or a mapping to run
+    the servers again in a later connection.
     """
 
     def __init__(
@@ -66,14 +80,25 @@ class Agent:
         on_event: EventHandler | None = None,
         retry_policy: RetryPolicy | None = None,
         approver: ExtensionApprover = deny_extensions,
-        settings: dict[str, Any] | None = None,
+        options: RunOptions | None = None,
         permission_approver: Approver | None = None,
         assume_yes: bool = False,
         rules: RulesLoader | None = None,
+        lsp: LspManager | bool | None = None,
+        mcp: Mapping[str, McpServerConfig] | McpManager | None = None,
     ) -> None:
         self.config = config or AgentConfig()
+        self.options = options or RunOptions()
+        """How the run is started besides `config`, kept with the session for `resume`."""
         if isinstance(provider, str):
-            provider = create_provider(provider, base_url=base_url, api_key=api_key)
+            if base_url is not None:
+                self.options = self.options.model_copy(update={"base_url": base_url})
+            provider = create_provider(
+                provider,
+                base_url=self.options.base_url,
+                api_key=api_key,
+                tool_format=self.options.tool_format,
+            )
         elif base_url is not None or api_key is not None:
             raise ConfigurationError("base_url and api_key go with a provider spec string")
         if isinstance(provider, ResilientProvider):
@@ -110,7 +135,8 @@ class Agent:
             "provider": self.provider.name,
             "model": self.provider.model,
             "config": self.config.model_dump(mode="json", exclude={"session_dir"}),
-            **(settings or {}),
+            "assume_yes": assume_yes,
+            **self.options.to_settings(),
         }
         """What a session remembers for `resume` (never API keys)."""
         self.session_root = self.config.session_dir or default_session_root()
@@ -125,7 +151,76 @@ class Agent:
         self.lifecycle = LifecycleMachine()
         """The agent's state (idle, initializing, running, paused, completing, error, disposed);
         observe it with `agent.lifecycle.on_transition(listener)`."""
+        self.lsp = lsp
+        """Language servers (True: the configured ones), started while connected."""
+        self.mcp = mcp
+        """MCP servers whose tools the model gets, started while connected."""
+        self._connected_registry: ToolRegistry | None = None
         self._cancel = asyncio.Event()
+
+    @asynccontextmanager
+    async def connected(self) -> AsyncIterator[list[McpServerStatus]]:
+        """Start the MCP servers and offer their tools and the LSP tools to the runs inside;
+        shut the servers down on the way out. Yields the MCP servers' status (a server that
+        did not start is left out with its error; the runs go on without its tools)."""
+        if self._connected_registry is not None:
+            raise RuntimeError("this Agent is already connected")
+        tools = [tool for name in self.registry.names if (tool := self.registry.get(name))]
+        statuses: list[McpServerStatus] = []
+        async with AsyncExitStack() as stack:
+            lsp = self._lsp_manager()
+            if lsp is not None:
+                from journeyman.integrations.lsp import with_lsp
+
+                stack.push_async_callback(lsp.aclose)
+                tools = with_lsp(tools, lsp)
+            mcp = self._mcp_manager()
+            if mcp is not None:
+                stack.push_async_callback(mcp.aclose)
+                statuses = await mcp.start()
+                tools += mcp.tools(avoid=[tool.name for tool in tools])
+            self._connected_registry = ToolRegistry(tools)
+            try:
+                yield statuses
+            finally:
+                self._connected_registry = None
+
+    def _run_registry(self) -> ToolRegistry:
+        """The tools of a run: the connected ones (LSP-wrapped, MCP) when connected, plus any
+        tool registered on `self.registry` after connecting (e.g. the spawn_agent tool)."""
+        connected = self._connected_registry
+        if connected is None:
+            return self.registry
+        later = [
+            tool
+            for name in self.registry.names
+            if connected.get(name) is None and (tool := self.registry.get(name)) is not None
+        ]
+        return ToolRegistry([*(t for n in connected.names if (t := connected.get(n))), *later])
+
+    def _lsp_manager(self) -> LspManager | None:
+        if self.lsp is None or self.lsp is False:
+            return None
+        from journeyman.integrations.lsp import LspManager, load_lsp_config
+
+        if self.lsp is True:
+            from journeyman.loop.config_file import user_config_file
+
+            user_file = user_config_file().parent / "lsp.toml"
+            config = load_lsp_config(self.workspace, user_file=user_file).config
+            manager = LspManager(self.workspace, config)
+        else:
+            manager = self.lsp
+        return manager if manager.usable() else None
+
+    def _mcp_manager(self) -> McpManager | None:
+        if self.mcp is None:
+            return None
+        from journeyman.integrations.mcp import McpManager
+
+        if isinstance(self.mcp, McpManager):
+            return self.mcp
+        return McpManager(self.workspace, dict(self.mcp))
 
     def close(self) -> None:
         """Dispose of the agent: it refuses to run any further task."""
@@ -175,20 +270,25 @@ class Agent:
     async def _kernel(self) -> AsyncIterator[Kernel]:
         if self.lifecycle.state is AgentState.DISPOSED:
             raise AgentClosedError("this Agent was closed; create a new Agent to run more tasks")
+        if self._connected_registry is None and (self.lsp or self.mcp):
+            async with self.connected(), self._kernel() as kernel:
+                yield kernel
+            return
         self._cancel.clear()
+        registry = self._run_registry()
         store = SessionStore(self.session_root)
         try:
             yield Kernel(
-                permissions=self._permission_gate(store),
+                permissions=self._permission_gate(store, registry),
                 hooks=self.hooks,
                 rules=render_rules_section(self.rules),
                 economics=self.economics,
                 approver=self.approver,
                 provider=self.provider,
                 registry=(
-                    self.registry.restricted_to(ASK_TOOL_KINDS)
+                    registry.restricted_to(ASK_TOOL_KINDS)
                     if self.config.mode is ModeName.ASK
-                    else self.registry
+                    else registry
                 ),
                 mode=mode_for(self.config),
                 workspace=self.workspace,
@@ -203,13 +303,13 @@ class Agent:
             store.close()
             await self.sandbox.close()  # what commands left running in the background
 
-    def _permission_gate(self, store: SessionStore) -> PermissionGate | None:
+    def _permission_gate(
+        self, store: SessionStore, registry: ToolRegistry
+    ) -> PermissionGate | None:
         if self.config.permissions is None:
             return None
         return PermissionGate(
-            PermissionPolicy.from_config(
-                self.config.permissions, self.workspace, tools=self.registry
-            ),
+            PermissionPolicy.from_config(self.config.permissions, self.workspace, tools=registry),
             approver=self._notifying(self.permission_approver),
             memory=StoredPermissions(store),
             project=self.workspace,

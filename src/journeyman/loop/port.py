@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from journeyman.core.events import Event
 from journeyman.core.messages import Message, ToolCall, ToolResult
+from journeyman.core.text import clip_noted
 from journeyman.economics.loop_detector import LoopCheck
 from journeyman.loop.state import LoopState
 from journeyman.loop.verdict import CheckRun
@@ -74,7 +75,4 @@ class TurnPort(Protocol):
 def pending_diff(store: SessionStore, session_id: str, workspace: Path) -> str:
     """The session's changes not undone yet, as a unified diff (from the undo journal)."""
     diff = FileChangeTracker(store, session_id, workspace).diff()
-    if len(diff) <= MAX_DIFF_CHARS:
-        return diff
-    more = len(diff) - MAX_DIFF_CHARS
-    return diff[:MAX_DIFF_CHARS] + f"\n[... {more:,} more characters of diff]"
+    return clip_noted(diff, MAX_DIFF_CHARS, "{cut:,} more characters of diff")

@@ -24,8 +24,6 @@ FORMAT_ERROR = """\
 Your last reply tried to call a tool, but it could not be understood: {error}
 Nothing was run. Send the tool call again in the expected format."""
 
-NO_TOOL_FOR_TEXT = "(no text)"
-
 
 def system_prompt(workspace: Path, override: str | None = None, rules: str = "") -> str:
     """The built-in prompt (or `override`), followed by the rules section when there is one."""

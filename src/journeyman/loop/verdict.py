@@ -51,6 +51,7 @@ from journeyman.core.errors import (
 )
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.result import CheckEvidence, FinishReason, RefusedCall, RunResult
+from journeyman.core.text import one_line
 from journeyman.economics.loop_detector import result_digest
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.endings import Termination
@@ -491,5 +492,4 @@ def _key_argument(arguments: dict[str, Any], name: str | None) -> str | None:
 
 
 def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= REFUSAL_CHARS else text[: REFUSAL_CHARS - 3] + "..."
+    return one_line(text, REFUSAL_CHARS)

@@ -53,6 +53,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from journeyman.core.messages import ToolResult
+from journeyman.core.text import clip, clip_noted
 from journeyman.tools.shell import KILL_GRACE, _shell, _stop_group
 
 log = logging.getLogger(__name__)
@@ -308,7 +309,7 @@ class HookRunner:
         )
 
     def add_shell(self, config: ShellHookConfig) -> None:
-        name = config.command if len(config.command) <= 60 else config.command[:57] + "..."
+        name = clip(config.command, 60)
         self._hooks.append(
             _Hook(
                 config.event,
@@ -475,6 +476,4 @@ def _text(value: object) -> str:
 
 
 def _clip(text: str) -> str:
-    if len(text) <= MAX_REASON_CHARS:
-        return text
-    return text[:MAX_REASON_CHARS] + f"... [{len(text) - MAX_REASON_CHARS} characters cut]"
+    return clip_noted(text, MAX_REASON_CHARS)

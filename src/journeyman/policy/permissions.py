@@ -414,7 +414,7 @@ def mode_baseline(mode: PermissionMode, *, read_only: bool, edit: bool) -> Decis
 
 
 @dataclass(frozen=True)
-class Decision:
+class PermissionDecision:
     kind: DecisionKind
     reason: str
     """Why, in a sentence that can be shown to the user and the model."""
@@ -509,29 +509,37 @@ class PermissionPolicy:
 
     def decide(
         self, tool_name: str, args: Mapping[str, Any], read_only: bool | None = None
-    ) -> Decision:
+    ) -> PermissionDecision:
         """Allow, ask or deny one call. `read_only` is consulted only for a tool the policy's
         `tools` do not know; a known tool's declared kind decides."""
         subject = self._subject(tool_name, args)
         rule = _first_match(self.deny, subject)
         if rule is not None:
-            return Decision(DecisionKind.DENY, f"the deny rule `{rule}` matches this call", rule)
+            return PermissionDecision(
+                DecisionKind.DENY, f"the deny rule `{rule}` matches this call", rule
+            )
         kind = self.kind_of(tool_name, read_only)
         edit = kind is ToolKind.EDIT
         read_only = kind in (ToolKind.READ, ToolKind.FINISH)
         if self.mode is PermissionMode.PLAN and edit:
-            return Decision(
+            return PermissionDecision(
                 DecisionKind.DENY, "plan mode does not change files; describe the change instead"
             )
         rule = _covering(self.allow, subject)
         if rule is not None:
-            return Decision(DecisionKind.ALLOW, f"the allow rule `{rule}` covers this call", rule)
+            return PermissionDecision(
+                DecisionKind.ALLOW, f"the allow rule `{rule}` covers this call", rule
+            )
         baseline = mode_baseline(self.mode, read_only=read_only, edit=edit)
         if baseline is DecisionKind.ALLOW and self.mode is not PermissionMode.BYPASS:
             rule = _first_match(self.ask, subject)
             if rule is not None:
-                return Decision(DecisionKind.ASK, f"the ask rule `{rule}` matches this call", rule)
-        return Decision(baseline, _mode_reason(self.mode, baseline, read_only=read_only, edit=edit))
+                return PermissionDecision(
+                    DecisionKind.ASK, f"the ask rule `{rule}` matches this call", rule
+                )
+        return PermissionDecision(
+            baseline, _mode_reason(self.mode, baseline, read_only=read_only, edit=edit)
+        )
 
     def covered(self, tool_name: str, args: Mapping[str, Any], rules: Sequence[str]) -> bool:
         """Whether `rules` (remembered "always" answers) would allow this call like allow rules."""
@@ -784,7 +792,9 @@ class PermissionGate:
             },
         )
 
-    async def _ask(self, tool_name: str, args: Mapping[str, Any], decision: Decision) -> str | None:
+    async def _ask(
+        self, tool_name: str, args: Mapping[str, Any], decision: PermissionDecision
+    ) -> str | None:
         remember_as = tuple(self.policy.suggest_rules(tool_name, args))
         request = ApprovalRequest(
             tool_name=tool_name,

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from journeyman.core.text import clip
+
 Rule = Callable[[Any, Any], str | None]
 """(the user's value, the workspace's value) -> why the workspace's value is refused, or None."""
 
@@ -281,4 +283,4 @@ DATA_REASON = (
 
 def _show(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
+    return clip(text, 80)

@@ -38,6 +38,7 @@ import platformdirs
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, Usage, with_paired_results
 from journeyman.core.redact import MASK, Redactor, is_secret_name
+from journeyman.core.text import clip, clip_noted
 from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
 from journeyman.session import database
 from journeyman.session.database import StoreDamagedError
@@ -794,7 +795,7 @@ def _save_outside(root: Path, outcome: dict[str, Any]) -> Path | None:
 
 def _first_line(text: str, limit: int = 200) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(line, limit)
 
 
 def _make_root(root: Path) -> None:
@@ -823,9 +824,7 @@ def _capped(data: Any) -> Any:
     """`data` with every string longer than `STORED_PREVIEW_CHARS` cut to a preview that says
     how long it was."""
     if isinstance(data, str):
-        if len(data) <= STORED_PREVIEW_CHARS:
-            return data
-        return data[:STORED_PREVIEW_CHARS] + f"… [{len(data):,} characters, cut when stored]"
+        return clip_noted(data, STORED_PREVIEW_CHARS, "{total:,} characters, cut when stored")
     if isinstance(data, dict):
         return {key: _capped(value) for key, value in data.items()}
     if isinstance(data, list | tuple):

@@ -17,8 +17,7 @@ from journeyman.cli.lsp_cmd import (
     EXIT_CONFIG,
     EXIT_OK,
     EXIT_SERVER_FAILED,
-    attach_lsp,
-    closing,
+    lsp_for_run,
     lsp_report,
 )
 from journeyman.core.messages import ToolCall
@@ -121,12 +120,14 @@ async def test_an_agent_run_uses_the_tools_and_sees_diagnostics_after_edits(
         turn(ToolCall("c3", "finish", {"summary": "done"})),
     ]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s"))
-    manager = attach_lsp(agent)
+    manager = lsp_for_run(project)
     assert manager is not None
-    result = await closing(manager, agent.run("find area and break it"))
+    agent = Agent(
+        provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s"), lsp=manager
+    )
+    result = await agent.run("find area and break it")
     assert result.finish_reason is FinishReason.COMPLETED, result.error
-    assert manager.running_for(project / "pkg/main.py") is None  # shut down by closing()
+    assert manager.running_for(project / "pkg/main.py") is None  # shut down when the run ended
 
     offered = {spec.name for spec in provider.requests[0].tools}
     lsp_names = {"lsp_definition", "lsp_references", "lsp_hover", "lsp_diagnostics", "lsp_symbols"}
@@ -149,18 +150,20 @@ async def test_a_hanging_server_does_not_fail_the_run(
         turn(ToolCall("c3", "finish", {"summary": "went on without it"})),
     ]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s"))
-    manager = attach_lsp(agent)
-    result = await closing(manager, agent.run("look at area"))
+    agent = Agent(
+        provider,
+        workspace=project,
+        config=AgentConfig(session_dir=tmp_path / "s"),
+        lsp=lsp_for_run(project),
+    )
+    result = await agent.run("look at area")
     assert result.finish_reason is FinishReason.COMPLETED, result.error
     seen = provider.requests[-1].messages
     results = {m.tool_result.call_id: m.tool_result for m in seen if m.tool_result is not None}
     assert results["c1"].is_error and "did not answer textDocument/hover" in results["c1"].content
     assert "stays off" in results["c2"].content
 
-    # switched off: the registry is left as it was
-    plain = Agent(provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s"))
-    before = plain.registry.names
-    assert attach_lsp(plain, enabled=False) is None
+    # switched off: no language servers for the run
+    assert lsp_for_run(project, enabled=False) is None
     monkeypatch.setenv("JOURNEYMAN_LSP", "off")
-    assert attach_lsp(plain) is None and plain.registry.names == before
+    assert lsp_for_run(project) is None

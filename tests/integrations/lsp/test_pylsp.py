@@ -155,3 +155,38 @@ async def test_workspace_without_pyright_uses_the_pylsp_fallback(
     assert not status["pyright"].installed and status["pylsp"].shadowed_by is None
     assert status["pylsp"].detected and status["pylsp"].markers == ["pyproject.toml"]
     await manager.aclose()
+
+
+async def test_an_agent_with_lsp_offers_the_tools_and_reports_diagnostics(
+    project: Path, tmp_path: Path
+) -> None:
+    from journeyman import Agent, AgentConfig, FinishReason
+    from journeyman.core.messages import Usage
+    from journeyman.providers.base import ModelResponse
+    from journeyman.providers.scripted import ScriptedProvider
+
+    def turn(call: ToolCall) -> ModelResponse:
+        return ModelResponse(text="", tool_calls=(call,), usage=Usage(10, 5))
+
+    edit = {"path": "pkg/main.py", "old_string": "area(2, 3)", "new_string": "aera(2, 3)"}
+    provider = ScriptedProvider(
+        [
+            turn(ToolCall("c1", "lsp_hover", {"path": "pkg/main.py", "line": 5, "symbol": "area"})),
+            turn(ToolCall("c2", "edit_file", edit)),
+            turn(ToolCall("c3", "finish", {"summary": "done"})),
+        ]
+    )
+    manager = only(builtin("pylsp"), project)
+    agent = Agent(
+        provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s"), lsp=manager
+    )
+    assert "lsp_hover" not in agent.registry.names  # offered while connected (during a run)
+    result = await agent.run("look at area, then break it")
+
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    assert "lsp_hover" in {spec.name for spec in provider.requests[0].tools}
+    seen = provider.requests[-1].messages
+    results = {m.tool_result.call_id: m.tool_result for m in seen if m.tool_result is not None}
+    assert "Area of a rectangle." in results["c1"].content
+    assert "undefined name 'aera'" in results["c2"].content
+    assert manager.running_for(project / "pkg/main.py") is None  # stopped when the run ended

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from journeyman.cli.app import MCP_CONFIG
+from journeyman.cli.options import MCP_CONFIG
 from journeyman.integrations.mcp import CONFIG_FILE
 from tests.cli.test_cli import clean_env, journeyman
 from tests.fakes.openai_server import FakeOpenAIServer

@@ -45,10 +45,10 @@ from journeyman.context.index.keywords import STOP_WORDS, extract_keywords, ment
 from journeyman.context.index.records import (
     FileEntry,
     IndexStats,
+    OutlineSymbol,
     RepoMap,
     SearchHit,
     Snippet,
-    Symbol,
 )
 from journeyman.context.index.symbols import extract_symbols
 
@@ -60,10 +60,10 @@ __all__ = [
     "FileEntry",
     "IndexConfig",
     "IndexStats",
+    "OutlineSymbol",
     "RepoMap",
     "SearchHit",
     "Snippet",
-    "Symbol",
     "WorkspaceIndexer",
     "extract_keywords",
     "extract_symbols",

@@ -24,10 +24,10 @@ from journeyman.context.index.keywords import extract_keywords, mentioned_paths
 from journeyman.context.index.records import (
     FileEntry,
     IndexStats,
+    OutlineSymbol,
     RepoMap,
     SearchHit,
     Snippet,
-    Symbol,
 )
 from journeyman.context.index.symbols import extract_symbols
 from journeyman.providers.pricing import estimate_tokens
@@ -75,7 +75,7 @@ class WorkspaceIndexer:
         self._cached_bytes = 0
         self._passed: dict[str, tuple[int, int]] = {}
         """Binary or oversized files seen: (mtime_ns, size), so refresh does not re-read them."""
-        self._symbols: dict[str, tuple[int, int, tuple[Symbol, ...]]] = {}
+        self._symbols: dict[str, tuple[int, int, tuple[OutlineSymbol, ...]]] = {}
         self._exclude = pathspec.GitIgnoreSpec.from_lines(self.config.exclude)
         self._bootstrapped = False
 
@@ -518,7 +518,7 @@ class WorkspaceIndexer:
 
     # ---- symbols and the repo map -----------------------------------------------------------
 
-    def symbols(self, path: str) -> tuple[Symbol, ...]:
+    def symbols(self, path: str) -> tuple[OutlineSymbol, ...]:
         """Top-level symbols (and class members) of an indexed code file; () for other files."""
         entry = self.files.get(path)
         if entry is None or entry.grammar is None:
@@ -691,5 +691,5 @@ _NAME = re.compile(r"[A-Za-z0-9_]+")
 """A keyword that can be a defined name."""
 
 
-def _symbol_line(symbol: Symbol) -> str:
+def _symbol_line(symbol: OutlineSymbol) -> str:
     return ("    " if symbol.parent else "  ") + symbol.signature

@@ -73,7 +73,7 @@ class Snippet:
 
 
 @dataclass(frozen=True)
-class Symbol:
+class OutlineSymbol:
     """A top-level definition of a code file, or a member of one."""
 
     name: str

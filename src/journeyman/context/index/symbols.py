@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from journeyman.context.index.config import IndexConfig
-from journeyman.context.index.records import Symbol
+from journeyman.context.index.records import OutlineSymbol
+from journeyman.core.text import clip
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def _parser(grammar: str) -> Any:
 
 def extract_symbols(
     source: bytes, grammar: str, config: IndexConfig | None = None
-) -> tuple[Symbol, ...]:
+) -> tuple[OutlineSymbol, ...]:
     """Top-level definitions of `source` and the members of its classes, in file order.
 
     `grammar` is a tree-sitter grammar name (python, javascript, typescript, tsx, go, rust,
@@ -105,7 +106,7 @@ def extract_symbols(
         return ()
     limit = (config or IndexConfig()).signature_chars
     tree = _parser(grammar).parse(source)
-    out: list[Symbol] = []
+    out: list[OutlineSymbol] = []
     for child in tree.root_node.named_children:
         for node in _unwrap(child, spec):
             out += _definition(node, source, grammar, spec, limit)
@@ -123,7 +124,9 @@ def _unwrap(node: Any, spec: _Grammar) -> list[Any]:
     return [n for c in node.named_children for n in _unwrap(c, spec)]
 
 
-def _definition(node: Any, source: bytes, grammar: str, spec: _Grammar, limit: int) -> list[Symbol]:
+def _definition(
+    node: Any, source: bytes, grammar: str, spec: _Grammar, limit: int
+) -> list[OutlineSymbol]:
     line = node.start_point[0] + 1
     if grammar == "go" and node.type == "type_declaration":
         return [_go_type(spec_node, source, limit) for spec_node in node.named_children
@@ -142,7 +145,7 @@ def _definition(node: Any, source: bytes, grammar: str, spec: _Grammar, limit: i
     if grammar == "go" and node.type == "method_declaration":
         receiver = node.child_by_field_name("receiver")
         parent = _receiver_type(receiver, source) if receiver is not None else None
-    symbol = Symbol(name, kind, _signature(node, source, limit), line, parent)
+    symbol = OutlineSymbol(name, kind, _signature(node, source, limit), line, parent)
     out = [symbol]
     if kind in _CONTAINERS:
         body = node.child_by_field_name("body")
@@ -156,7 +159,7 @@ def _definition(node: Any, source: bytes, grammar: str, spec: _Grammar, limit: i
                 member_kind = spec.members.get(inner.type)
                 if member_kind is not None:
                     out.append(
-                        Symbol(
+                        OutlineSymbol(
                             _name(inner, source),
                             member_kind,
                             _signature(inner, source, limit),
@@ -191,7 +194,7 @@ _CLOSE_SPACE = re.compile(r",? ([)\]}])")
 def _squash(text: str, limit: int) -> str:
     """One line: whitespace runs collapsed, no padding inside brackets, cut at `limit`."""
     text = _CLOSE_SPACE.sub(r"\1", _OPEN_SPACE.sub(r"\1", " ".join(text.split())))
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    return clip(text, limit)
 
 
 def _signature(node: Any, source: bytes, limit: int) -> str:
@@ -213,7 +216,7 @@ def _signature(node: Any, source: bytes, limit: int) -> str:
     return _squash(text.rstrip().removesuffix(";"), limit)
 
 
-def _go_type(node: Any, source: bytes, limit: int) -> Symbol:
+def _go_type(node: Any, source: bytes, limit: int) -> OutlineSymbol:
     name = (
         _text(node.child_by_field_name("name"), source) if node.child_by_field_name("name") else "?"
     )
@@ -221,7 +224,9 @@ def _go_type(node: Any, source: bytes, limit: int) -> Symbol:
     kinds = {"struct_type": "struct", "interface_type": "interface"}
     kind = kinds.get(value.type, "type") if value is not None else "type"
     shown = kind if kind != "type" and value is not None else _text(value, source) if value else ""
-    return Symbol(name, kind, _squash(f"type {name} {shown}", limit), node.start_point[0] + 1)
+    return OutlineSymbol(
+        name, kind, _squash(f"type {name} {shown}", limit), node.start_point[0] + 1
+    )
 
 
 def _receiver_type(receiver: Any, source: bytes) -> str:
@@ -229,7 +234,7 @@ def _receiver_type(receiver: Any, source: bytes) -> str:
     return text[-1].lstrip("*").split("[", 1)[0] if text else "?"
 
 
-def _js_function_variables(node: Any, source: bytes, limit: int) -> list[Symbol]:
+def _js_function_variables(node: Any, source: bytes, limit: int) -> list[OutlineSymbol]:
     out = []
     for declarator in node.named_children:
         if declarator.type != "variable_declarator":
@@ -241,7 +246,7 @@ def _js_function_variables(node: Any, source: bytes, limit: int) -> list[Symbol]
         end = body.start_byte if body is not None else value.end_byte
         header = source[node.start_byte : end].decode("utf-8", errors="replace").rstrip()
         out.append(
-            Symbol(
+            OutlineSymbol(
                 _name(declarator, source),
                 "function",
                 _squash(header.removesuffix("=>").rstrip() + " =>", limit),

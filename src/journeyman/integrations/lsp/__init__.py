@@ -4,7 +4,7 @@
 - `positions.py`  file URIs; 1-based character columns versus 0-based UTF-16 offsets
 - `client.py`     `LspClient`: one server process, requests with timeouts, diagnostics cache
 - `servers.py`    `ServerConfig`, the built-in servers, `LspConfig`, the lsp.toml files
-- `results.py`    typed answers (`Location`, `Diagnostic`, `Hover`, `Symbol`, `LspReply`)
+- `results.py`    typed answers (`Location`, `Diagnostic`, `Hover`, `LspSymbol`, `LspReply`)
 - `manager.py`    `LspManager`: routing by file, lazy start, one restart, never raises
 - `tools.py`      `lsp_definition` ... `lsp_symbols`, and diagnostics appended to edits
 
@@ -24,8 +24,8 @@ from journeyman.integrations.lsp.results import (
     Hover,
     Location,
     LspReply,
+    LspSymbol,
     ServerStatus,
-    Symbol,
 )
 from journeyman.integrations.lsp.servers import (
     BUILTIN_SERVERS,
@@ -54,10 +54,10 @@ __all__ = [
     "LspReply",
     "LspResponseError",
     "LspServerExitedError",
+    "LspSymbol",
     "LspTimeoutError",
     "ServerConfig",
     "ServerStatus",
-    "Symbol",
     "load_lsp_config",
     "lsp_tools",
     "with_lsp",

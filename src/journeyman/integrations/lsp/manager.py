@@ -41,8 +41,8 @@ from journeyman.integrations.lsp.results import (
     Hover,
     Location,
     LspReply,
+    LspSymbol,
     ServerStatus,
-    Symbol,
     capability_names,
     completions,
 )
@@ -288,7 +288,7 @@ class LspManager:
 
     async def symbols(
         self, query: str = "", path: str | Path | None = None
-    ) -> LspReply[list[Symbol]]:
+    ) -> LspReply[list[LspSymbol]]:
         """Symbols whose name contains `query` (case-insensitive): in one file, or workspace-wide.
 
         Workspace-wide uses the servers detected for this workspace (and any running); a server
@@ -299,7 +299,7 @@ class LspManager:
 
             async def in_file(
                 server: _Server, client: LspClient, file: Path
-            ) -> tuple[list[Symbol], bool]:
+            ) -> tuple[list[LspSymbol], bool]:
                 return await self._document_symbols(server, client, file, query)
 
             return await self._on_file(path, in_file, [])
@@ -307,7 +307,7 @@ class LspManager:
 
     async def _document_symbols(
         self, server: _Server, client: LspClient, file: Path, query: str
-    ) -> tuple[list[Symbol], bool]:
+    ) -> tuple[list[LspSymbol], bool]:
         if not client.capabilities.get("documentSymbolProvider"):
             raise _Unavailable(f"{server.name} does not offer textDocument/documentSymbol")
         doc = await self._sync(server, client, file)
@@ -317,7 +317,7 @@ class LspManager:
         found = await asyncio.to_thread(self._converter({file: doc.lines}).symbols, result, doc.uri)
         return _capped(_matching(found, query), MAX_SYMBOLS)
 
-    async def _workspace_symbols(self, query: str) -> LspReply[list[Symbol]]:
+    async def _workspace_symbols(self, query: str) -> LspReply[list[LspSymbol]]:
         chosen = [
             s
             for s in self._servers.values()
@@ -334,12 +334,12 @@ class LspManager:
                 problem="no language server is detected for this workspace; pass a path to "
                 "list one file's symbols, or use grep",
             )
-        found: list[Symbol] = []
+        found: list[LspSymbol] = []
         problems: list[str] = []
         notices: list[str] = []
         complete = True
         for server in chosen:
-            none: list[Symbol] = []
+            none: list[LspSymbol] = []
             reply = await self._guarded(server, self._symbols_of_server(server, query), none)
             found.extend(reply.value)
             complete = complete and reply.complete
@@ -360,8 +360,8 @@ class LspManager:
 
     def _symbols_of_server(
         self, server: _Server, query: str
-    ) -> Callable[[LspClient], Awaitable[tuple[list[Symbol], bool]]]:
-        async def ask(client: LspClient) -> tuple[list[Symbol], bool]:
+    ) -> Callable[[LspClient], Awaitable[tuple[list[LspSymbol], bool]]]:
+        async def ask(client: LspClient) -> tuple[list[LspSymbol], bool]:
             if client.capabilities.get("workspaceSymbolProvider"):
                 result = await client.request("workspace/symbol", {"query": query})
                 found = await asyncio.to_thread(self._converter({}).symbols, result)
@@ -372,11 +372,11 @@ class LspManager:
 
     async def _scan_symbols(
         self, server: _Server, client: LspClient, query: str
-    ) -> tuple[list[Symbol], bool]:
+    ) -> tuple[list[LspSymbol], bool]:
         files, complete = await asyncio.to_thread(
             self._files_of, server.candidate.config, self.config.symbol_scan_files
         )
-        found: list[Symbol] = []
+        found: list[LspSymbol] = []
         for file in files:
             opened_here = not client.is_open(file)
             symbols, _ = await self._document_symbols(server, client, file, query)
@@ -692,6 +692,6 @@ def _capped(items: list[T], most: int) -> tuple[list[T], bool]:
     return items[:most], len(items) <= most
 
 
-def _matching(symbols: list[Symbol], query: str) -> list[Symbol]:
+def _matching(symbols: list[LspSymbol], query: str) -> list[LspSymbol]:
     needle = query.casefold()
     return [s for s in symbols if needle in s.name.casefold()]

@@ -155,7 +155,7 @@ class Completion:
 
 
 @dataclass(frozen=True)
-class Symbol:
+class LspSymbol:
     name: str
     kind: str
     location: Location
@@ -291,16 +291,16 @@ class Converter:
         span = self.location(uri, result["range"]) if result.get("range") else None
         return Hover(text=text, location=span)
 
-    def symbols(self, result: Any, uri: str | None = None) -> list[Symbol]:
+    def symbols(self, result: Any, uri: str | None = None) -> list[LspSymbol]:
         """SymbolInformation[], WorkspaceSymbol[] or (hierarchical) DocumentSymbol[] to a list."""
-        found: list[Symbol] = []
+        found: list[LspSymbol] = []
         for item in result if isinstance(result, list) else []:
             if isinstance(item, dict):
                 self._collect_symbol(item, uri, None, found)
         return found
 
     def _collect_symbol(
-        self, item: Mapping[str, Any], uri: str | None, parent: str | None, out: list[Symbol]
+        self, item: Mapping[str, Any], uri: str | None, parent: str | None, out: list[LspSymbol]
     ) -> None:
         name = str(item.get("name", ""))
         kind = _kind_name(SYMBOL_KINDS, item.get("kind"))
@@ -314,7 +314,7 @@ class Converter:
             )
             container = parent
         if where is not None:
-            out.append(Symbol(name, kind, where, str(container) if container else None))
+            out.append(LspSymbol(name, kind, where, str(container) if container else None))
         for child in item.get("children") or []:
             self._collect_symbol(child, uri, name, out)
 

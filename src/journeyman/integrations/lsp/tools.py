@@ -27,9 +27,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from journeyman.core.messages import ToolResult
+from journeyman.core.text import clip_noted
 from journeyman.integrations.lsp.manager import LspManager
 from journeyman.integrations.lsp.positions import split_lines
-from journeyman.integrations.lsp.results import Diagnostic, Location, LspReply, Symbol
+from journeyman.integrations.lsp.results import Diagnostic, Location, LspReply, LspSymbol
 from journeyman.tools.base import BaseTool, Tool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 
@@ -225,9 +226,7 @@ class LspHoverTool(_LspTool):
         if reply.value is None:
             return self._answer(reply, f"the language server has nothing to show for {what}")
         text = reply.value.text
-        if len(text) > MAX_HOVER_CHARS:
-            text = text[:MAX_HOVER_CHARS] + f"\n[... {len(text) - MAX_HOVER_CHARS} chars cut]"
-        return self._answer(reply, text)
+        return self._answer(reply, clip_noted(text, MAX_HOVER_CHARS))
 
 
 class LspDiagnosticsTool(_LspTool):
@@ -470,7 +469,7 @@ def _locations(locations: Sequence[Location]) -> list[str]:
     return _capped([f"{loc.where}  {loc.preview}".rstrip() for loc in locations])
 
 
-def _symbol(symbol: Symbol) -> str:
+def _symbol(symbol: LspSymbol) -> str:
     inside = f" (in {symbol.container})" if symbol.container else ""
     return f"{symbol.kind} {symbol.name}{inside}  {symbol.location.where}"
 

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 from journeyman.core.messages import ToolResult
+from journeyman.core.text import head_and_tail
 from journeyman.tools.base import ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 
@@ -278,9 +279,4 @@ def _decoded_size(data: str) -> str:
 
 
 def _cap(text: str) -> str:
-    if len(text) <= MAX_RESULT_CHARS:
-        return text
-    head = MAX_RESULT_CHARS * 3 // 4
-    tail = MAX_RESULT_CHARS - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+    return head_and_tail(text, MAX_RESULT_CHARS, head_share=3 / 4)

@@ -28,6 +28,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from journeyman.core.text import clip_start
 from journeyman.integrations.mcp.bridge import McpCallError
 from journeyman.integrations.mcp.config import McpServerConfig
 
@@ -268,7 +269,7 @@ def _tail(stream: IO[str] | None) -> str:
     except (OSError, ValueError):
         return ""
     flat = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
-    return flat if len(flat) <= STDERR_TAIL_CHARS else "…" + flat[-STDERR_TAIL_CHARS:]
+    return clip_start(flat, STDERR_TAIL_CHARS)
 
 
 def _version() -> str:

@@ -1,0 +1,272 @@
+"""The options `run`, `resume` and `fork` share (typer `Annotated` types), and the parsing of
+the limits they give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from journeyman.cli.exits import EXIT_CONFIG, fail
+from journeyman.cli.render import OutputFormat
+from journeyman.economics.budget import BudgetMode
+from journeyman.loop.config import ModeName
+from journeyman.policy.permissions import PermissionMode
+from journeyman.tools.builtin import EditToolChoice
+from journeyman.tools.sandbox import SandboxKind
+
+MCP_CONFIG = Path(".journeyman") / "mcp.json"
+"""`integrations.mcp.CONFIG_FILE`, repeated so that the MCP SDK loads only when it is used."""
+
+
+WorkspaceOpt = Annotated[
+    Path | None, typer.Option("--workspace", "-w", help="Repository to work in.")
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(help="anthropic or openai; auto-detected from the environment if omitted."),
+]
+ModelOpt = Annotated[str | None, typer.Option(help="Model name (provider default if omitted).")]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(help="Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp...)."),
+]
+ToolFormatOpt = Annotated[
+    str | None,
+    typer.Option(help="native (default), or text for models without tool calling."),
+]
+MaxIterationsOpt = Annotated[
+    int | None, typer.Option(min=1, help="Stop after N model turns (default 50).")
+]
+MaxBudgetOpt = Annotated[
+    float | None, typer.Option(min=0.0, help="Stop once the session has cost this many USD.")
+]
+PricePerMtokOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="IN,OUT",
+        help="The model's price in USD per million input and output tokens, e.g. 3,15; needed "
+        "for --max-budget-usd when the price list does not know the model.",
+    ),
+]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Token budget (input + output tokens consumed; not the model's output limit).",
+    ),
+]
+MaxDurationOpt = Annotated[
+    str | None, typer.Option(help="Wall-clock limit, e.g. 600, 90s, 10m or 1h.")
+]
+BudgetModeOpt = Annotated[
+    BudgetMode | None,
+    typer.Option(
+        help="strict (default): nudge at 70 %, fewer tools at 90 %, text only at 95 %, stop at "
+        "100 %; advisory: nudges only, never a stop; soft: tracking only. Under advisory and "
+        "soft the token, USD, iteration and duration limits do not end the run (the mistake "
+        "and no-progress limits still do).",
+    ),
+]
+AutoExtendOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Grant up to N budget extensions without asking (default: ask on a terminal, "
+        "deny otherwise).",
+    ),
+]
+ToolTimeoutOpt = Annotated[
+    float | None, typer.Option(min=0.1, help="Seconds one tool call may run (default 60).")
+]
+OutputOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output-format",
+        "-o",
+        help="text: progress + summary; json: the final result; stream-json: one event per line.",
+    ),
+]
+SessionDirOpt = Annotated[
+    Path | None,
+    typer.Option(help="Session root (default: the per-user data dir or JOURNEYMAN_SESSION_DIR)."),
+]
+StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
+ModeOpt = Annotated[
+    ModeName | None,
+    typer.Option(
+        help="react (default): tool calls until done; plan-solve: write a plan first, then "
+        "react; phased: discover (context pack) -> plan -> act -> verify, done only when the "
+        "model says so and the verification command passed after its last change (each phase "
+        "step counts as a turn against --max-iterations); ask: a question, answered with "
+        "read-only tools (nothing can change; a prose answer succeeds; no check runs).",
+    ),
+]
+VerifyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--verify",
+        metavar="CMD",
+        help="Shell command that checks the work (every mode): when the model says it is "
+        "done, journeyman runs it after the last change; exit code 0 passes, anything else "
+        "goes back to the model, and after --max-verify-rounds failures the run ends as "
+        "verification_failed. Default: the first test command detected in the workspace whose "
+        "program is installed (make test, pytest, npm test, ...). Runs in the run_command "
+        "sandbox without asking (deny rules still hold).",
+    ),
+]
+NoVerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Accept the model's word that it is done: no check runs (for questions and tasks "
+        "without tests; see also --mode ask). Edit or command calls that were refused still "
+        "end the run as refused. The phased mode still checks each change (its workflow).",
+    ),
+]
+VerifyTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--verify-timeout",
+        metavar="SECONDS",
+        min=0.1,
+        help="Seconds the check may run (default 600); separate from --tool-timeout.",
+    ),
+]
+VerifyRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-verify-rounds",
+        min=1,
+        help="Failed checks after which the run ends as verification_failed (default 3).",
+    ),
+]
+EditToolOpt = Annotated[
+    EditToolChoice | None,
+    typer.Option(
+        help="The tool the model edits files with: auto (default: apply_patch for "
+        "OpenAI-compatible providers, edit_file for the others), edit_file, apply_patch, both.",
+    ),
+]
+SandboxOpt = Annotated[
+    SandboxKind | None,
+    typer.Option(
+        help="Where commands run: auto (default: bubblewrap when it works, else local), local "
+        "(no isolation, resource limits only), bubblewrap (workspace writable except .git; "
+        "home folder hidden except toolchains such as ~/.local/bin, ~/.pyenv, ~/.cargo/bin; "
+        "password hashes, SSH host keys and service data hidden; rest read-only; private /tmp; "
+        "no network), docker. One named here that cannot start is an error.",
+    ),
+]
+AllowNetworkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-network",
+        help="Let commands use the network inside the bubblewrap or docker sandbox.",
+    ),
+]
+PermissionModeOpt = Annotated[
+    PermissionMode | None,
+    typer.Option(
+        help="plan: read only; default: ask before edits and commands; accept_edits: ask before "
+        "commands; trusted: never ask (deny rules still apply); bypass: no ask rules either.",
+    ),
+]
+McpOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--mcp/--no-mcp",
+        help="MCP servers lend the agent their tools as <server>_<tool>. Without this flag, the "
+        "servers of your own mcp.json (beside your config.toml) start; --mcp also starts those "
+        f"of the workspace's {MCP_CONFIG} (not by default: that file names programs to run, and "
+        "a cloned repository should not choose them); --no-mcp starts none. Resume and fork "
+        "keep the session's choice.",
+    ),
+]
+SubagentsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--subagents",
+        help="Give the model the spawn_agent tool: subagents with their own task, read-only "
+        "unless asked to write, budgeted from this run's limits (which cap the whole tree).",
+    ),
+]
+ProjectHooksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--project-hooks",
+        help="Run the hooks declared in the workspace's journeyman.toml (or "
+        ".journeyman/config.toml). Ignored without this flag: they are shell commands chosen by "
+        "the repository. Your user config's hooks always run.",
+    ),
+]
+YesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--yes/--ask",
+        "-y",
+        help="--yes approves every call that would need asking (deny rules and plan mode still "
+        "refuse); without it, a run that cannot ask (no terminal) refuses such calls. Resume and "
+        "fork keep the session's choice unless given.",
+    ),
+]
+
+
+def given_limits(
+    max_iterations: int | None,
+    max_budget_usd: float | None,
+    max_total_tokens: int | None,
+    max_duration: str | None,
+    budget_mode: BudgetMode | None,
+    tool_timeout: float | None,
+    price_per_mtok: str | None = None,
+) -> dict[str, Any]:
+    """The config fields the user set on the command line (unset ones are left out)."""
+    try:
+        duration_s = parse_duration(max_duration) if max_duration else None
+        price = parse_price(price_per_mtok) if price_per_mtok else None
+    except ValueError as error:
+        fail(EXIT_CONFIG, str(error))
+    given = {
+        "price_per_mtok": price,
+        "max_iterations": max_iterations,
+        "max_budget_usd": max_budget_usd,
+        "max_total_tokens": max_total_tokens,
+        "max_duration_s": duration_s,
+        "budget_mode": budget_mode,
+        "tool_timeout_s": tool_timeout,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """`IN,OUT` dollars per million tokens, both >= 0."""
+    parts = text.split(",")
+    try:
+        prices = tuple(float(p) for p in parts)
+    except ValueError:
+        prices = ()
+    if len(prices) != 2 or min(prices) < 0:
+        raise ValueError(
+            f"--price-per-mtok {text!r} is not a price; give two numbers, USD per million "
+            "input and output tokens, like --price-per-mtok 3,15"
+        )
+    return prices[0], prices[1]
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from `600`, `90s`, `10m` or `1h`."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    value = text.strip().lower()
+    factor = units.get(value[-1:])
+    number = value[:-1] if factor else value
+    try:
+        seconds = float(number) * (factor or 1.0)
+    except ValueError:
+        raise ValueError(
+            f"--max-duration: cannot read {text!r}; use e.g. 600, 90s, 10m, 1h"
+        ) from None
+    if seconds <= 0:
+        raise ValueError("--max-duration must be positive")
+    return seconds

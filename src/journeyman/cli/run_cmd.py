@@ -1,0 +1,499 @@
+"""`journeyman run`, `resume` and `fork`: build the provider and the `Agent`, run, report and
+exit with the outcome's code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
+from journeyman.cli.exits import (
+    EXIT_CANCELLED,
+    EXIT_CLOSED_STDOUT,
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    ClosedStdoutGuard,
+    fail,
+)
+from journeyman.cli.lsp_cmd import LspOpt, lsp_for_run
+from journeyman.cli.options import (
+    MCP_CONFIG,
+    AllowNetworkOpt,
+    AutoExtendOpt,
+    BaseUrlOpt,
+    BudgetModeOpt,
+    EditToolOpt,
+    MaxBudgetOpt,
+    MaxDurationOpt,
+    MaxIterationsOpt,
+    MaxTokensOpt,
+    McpOpt,
+    ModelOpt,
+    ModeOpt,
+    NoVerifyOpt,
+    OutputOpt,
+    PermissionModeOpt,
+    PricePerMtokOpt,
+    ProjectHooksOpt,
+    ProviderOpt,
+    SandboxOpt,
+    SessionDirOpt,
+    StreamOpt,
+    SubagentsOpt,
+    ToolFormatOpt,
+    ToolTimeoutOpt,
+    VerifyOpt,
+    VerifyRoundsOpt,
+    VerifyTimeoutOpt,
+    WorkspaceOpt,
+    YesOpt,
+    given_limits,
+)
+from journeyman.cli.render import OutputFormat, Renderer
+from journeyman.cli.sessions_cmd import (
+    open_store,
+    resolve_session,
+    session_root_problem,
+)
+from journeyman.cli.signals import handle_termination_as_interrupt
+from journeyman.core.errors import ConfigurationError
+from journeyman.core.result import FinishReason, RunResult
+from journeyman.loop.agent import Agent
+from journeyman.loop.config import AgentConfig
+from journeyman.loop.config_file import load_config, user_mcp_file
+from journeyman.loop.run_options import RunOptions
+from journeyman.policy.permissions import PermissionsConfig
+from journeyman.policy.settings import IgnoredSetting, trusted_from_data
+from journeyman.providers.factory import create_provider
+from journeyman.session.fork import prepare_fork
+from journeyman.session.redact import MASK
+from journeyman.session.store import (
+    SessionRecord,
+    StoreFullError,
+    default_session_root,
+)
+from journeyman.swarm.spawn import restore_subagents, with_subagents
+
+if TYPE_CHECKING:
+    from journeyman.integrations.mcp import McpManager
+
+
+def _launch(
+    *,
+    workspace: Path,
+    provider_settings: dict[str, Any],
+    config: AgentConfig,
+    output_format: OutputFormat,
+    auto_extend: int,
+    action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
+    assume_yes: bool = False,
+    lsp: bool = True,
+    mcp: bool | None = None,
+    ignored: Sequence[IgnoredSetting] = (),
+) -> NoReturn:
+    """Build the provider and agent, run `action`, print the result and exit accordingly.
+
+    `ignored` are the settings the trust rules left out: warned about on stderr, listed in the
+    JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
+    """
+    if not workspace.is_dir():
+        fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
+    problem = session_root_problem(config.session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
+    tool_format = provider_settings.get("tool_format") or "native"
+    if tool_format not in ("native", "text"):
+        fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
+    options = RunOptions(
+        base_url=provider_settings.get("base_url"),
+        tool_format="text" if tool_format == "text" else "native",
+        mcp=mcp,
+        ignored_settings=tuple(item.to_dict() for item in ignored),
+    )
+    try:
+        provider = create_provider(
+            provider_settings.get("provider"),
+            provider_settings.get("model"),
+            options.base_url,
+            tool_format=options.tool_format,
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    renderer = Renderer(output_format)
+    output = ClosedStdoutGuard(renderer)
+    _report_ignored(ignored, renderer)
+    interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
+    lines = TerminalLines(sys.stdin)
+    if config.permissions is None:  # a session stored before permissions existed
+        config = config.model_copy(update={"permissions": PermissionsConfig()})
+    try:
+        agent = Agent(
+            provider,
+            workspace=workspace,
+            config=config,
+            on_event=output,
+            approver=choose_approver(auto_extend, interactive, lines),
+            options=options,
+            permission_approver=TerminalPermissionApprover(lines) if interactive else None,
+            assume_yes=assume_yes,
+            lsp=lsp_for_run(workspace, enabled=lsp),
+            mcp=_mcp_for_run(workspace, mcp),
+        )
+    except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
+        fail(EXIT_CONFIG, error.message)
+    output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
+    renderer.sandbox = agent.sandbox.description
+
+    async def work() -> RunResult:
+        async with agent.connected() as statuses:
+            if statuses:
+                from journeyman.cli.mcp_cmd import warn_unstarted
+
+                warn_unstarted(statuses)
+            return await action(agent)
+
+    handle_termination_as_interrupt()
+    try:
+        result = asyncio.run(work())
+    except KeyboardInterrupt:
+        fail(EXIT_CANCELLED, "cancelled")
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    except StoreFullError as error:
+        fail(EXIT_FAILED, error.message)
+    output.call(renderer.final, result)
+    if output.closed:
+        raise typer.Exit(EXIT_CLOSED_STDOUT)
+    if result.success:
+        raise typer.Exit(EXIT_OK)
+    code = {
+        FinishReason.CONFIGURATION_ERROR: EXIT_CONFIG,
+        FinishReason.CANCELLED: EXIT_CANCELLED,
+    }.get(result.finish_reason, EXIT_FAILED)
+    fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+
+
+def _mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
+    """The MCP servers of a run: the user's, and the workspace's only with --mcp."""
+    if mcp is None and (workspace / MCP_CONFIG).is_file():
+        typer.echo(
+            f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
+            "pass --mcp to start them",
+            err=True,
+        )
+    if not (mcp or (mcp is None and user_mcp_file().is_file())):
+        return None
+    from journeyman.cli.mcp_cmd import mcp_for_run  # the MCP SDK loads only when used
+
+    return mcp_for_run(workspace, include_workspace=bool(mcp))
+
+
+def _report_ignored(ignored: Sequence[IgnoredSetting], renderer: Renderer) -> None:
+    for item in ignored:
+        typer.echo(f"journeyman: warning: {item.message}", err=True)
+    records = [item.to_dict() for item in ignored]
+    renderer.ignored_settings = records
+    if renderer.fmt is OutputFormat.STREAM_JSON:
+        for record in records:
+            line = json.dumps({"type": "setting_ignored", **record}, default=str)
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def run(
+    task: Annotated[str, typer.Argument(help="What the agent should do, in plain words.")],
+    workspace: WorkspaceOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    price_per_mtok: PricePerMtokOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    auto_extend: AutoExtendOpt = 0,
+    tool_timeout: ToolTimeoutOpt = None,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+    stream: StreamOpt = False,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
+    mode: ModeOpt = None,
+    verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    verify_timeout: VerifyTimeoutOpt = None,
+    max_verify_rounds: VerifyRoundsOpt = None,
+    sandbox: SandboxOpt = None,
+    edit_tool: EditToolOpt = None,
+    allow_network: AllowNetworkOpt = False,
+    lsp: LspOpt = True,
+    mcp: McpOpt = None,
+    project_hooks: ProjectHooksOpt = False,
+    subagents: SubagentsOpt = False,
+) -> None:
+    """Run the agent on TASK until it finishes or a limit stops it.
+
+    Settings come from the user config, then journeyman.toml (or .journeyman/config.toml) in
+    the workspace, then JOURNEYMAN_* environment variables, then these flags. The workspace's
+    file may only tighten (lower limits, stricter modes, more deny/ask rules, a stronger
+    sandbox); a key that would loosen is ignored with a warning naming it.
+
+    Exit status: 0 only when the task is done: the model finished, no edit or command it
+    needed was refused, and the check (--verify, or the detected test command) passed after
+    the last change; 1 the run did not succeed (finish reason refused, verification_failed, a
+    limit, ...), 2 configuration error, 130 cancelled, 141 the reader of the output went away
+    (`| head`). Questions: --mode ask or --no-verify.
+    """
+    limits = given_limits(
+        max_iterations,
+        max_budget_usd,
+        max_total_tokens,
+        max_duration,
+        budget_mode,
+        tool_timeout,
+        price_per_mtok,
+    )
+    root = workspace or Path(".")
+    try:
+        loaded = load_config(root, project_hooks=project_hooks)
+        config = loaded.build(
+            **limits,
+            session_dir=session_dir,
+            stream=True if stream or output_format is OutputFormat.STREAM_JSON else None,
+            permission_mode=permission_mode,
+            mode=mode,
+            verify_command=verify,
+            verify=False if no_verify else None,
+            verify_timeout_s=verify_timeout,
+            max_verify_rounds=max_verify_rounds,
+            sandbox=sandbox,
+            edit_tool=edit_tool,
+            allow_network=True if allow_network else None,
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    _launch(
+        ignored=loaded.ignored,
+        assume_yes=bool(yes),
+        workspace=root,
+        provider_settings={
+            "provider": provider,
+            "model": model,
+            "base_url": base_url,
+            "tool_format": tool_format,
+        },
+        config=config,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        action=lambda agent: with_subagents(agent, subagents).run(task),
+        lsp=lsp,
+        mcp=mcp,
+    )
+
+
+def _restorable(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSetting]]:
+    """The settings of a stored session that resume and fork may bring back.
+
+    A session this user ran keeps what the user chose then. One imported from a file keeps only
+    what the trust rules accept from data (`trusted_from_data`): no hooks, permissions,
+    approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
+    were filtered.
+    """
+    if not record.settings.get("imported_from"):
+        return record.settings, []
+    return trusted_from_data(record.settings, f"session {record.id} (imported)")
+
+
+def _remembered(
+    settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
+) -> tuple[dict[str, Any], AgentConfig]:
+    """Provider settings and config of a stored session, with the flags given now on top."""
+    try:
+        options = RunOptions.from_settings(settings)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    provider_settings = {
+        "provider": overrides.get("provider") or settings.get("provider"),
+        "model": overrides.get("model") or settings.get("model"),
+        "base_url": overrides.get("base_url") or options.base_url,
+        "tool_format": overrides.get("tool_format") or options.tool_format,
+    }
+    stored = dict(settings.get("config", {}))
+    stored.update(overrides.get("limits", {}))
+    if overrides.get("permission_mode") is not None:
+        stored["permissions"] = {
+            **(stored.get("permissions") or {}),
+            "mode": overrides["permission_mode"],
+        }
+    if MASK in str(provider_settings.get("base_url") or ""):
+        fail(
+            EXIT_CONFIG,
+            "the base URL of this session held credentials, which are not stored; "
+            "give it again with --base-url",
+        )
+    stored["session_dir"] = session_dir
+    stored["stream"] = stream
+    try:
+        return provider_settings, AgentConfig(**stored)
+    except ValueError as error:
+        fail(EXIT_CONFIG, f"the stored settings of this session are not usable: {error}")
+
+
+def resume(
+    session: Annotated[str | None, typer.Argument(help="Session id (or a unique prefix).")] = None,
+    last: Annotated[
+        bool, typer.Option("--last", help="The most recent session of the current workspace.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    auto_extend: AutoExtendOpt = 0,
+    tool_timeout: ToolTimeoutOpt = None,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+    stream: StreamOpt = False,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
+    mcp: McpOpt = None,
+) -> None:
+    """Continue a session from its last completed step, with the model-visible history, budget
+    counters and settings it had. Flags given here override the remembered settings; API keys
+    come from the environment again."""
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, last, workspace)
+        summary = store.summary(record.id)
+    finally:
+        store.close()
+    if summary.finish_reason in (FinishReason.COMPLETED.value, FinishReason.ANSWERED.value):
+        fail(
+            EXIT_CONFIG,
+            f"session {record.id} already finished ({summary.finish_reason}); "
+            "fork it to give it a new task",
+        )
+    limits = given_limits(
+        max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
+    )
+    overrides = {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "tool_format": tool_format,
+        "limits": limits,
+        "permission_mode": permission_mode,
+    }
+    settings, ignored = _restorable(record)
+    provider_settings, config = _remembered(
+        settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
+    )
+    _launch(
+        workspace=workspace or Path(record.workspace),
+        provider_settings=provider_settings,
+        config=config,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        action=lambda agent: restore_subagents(agent, record.settings).resume(
+            record.id, override_limits=bool(limits)
+        ),
+        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
+        mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
+        ignored=ignored,
+    )
+
+
+CONTINUE_FORK = "Continue the task from where this conversation left off."
+
+
+def fork(
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix) to fork.")],
+    at_step: Annotated[int, typer.Option("--at-step", min=0, help="Keep the first K steps.")],
+    task: Annotated[
+        str | None, typer.Option(help="A new instruction to continue with (default: go on).")
+    ] = None,
+    into: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the fork's copy of the workspace (default: a sibling)."),
+    ] = None,
+    in_place: Annotated[
+        bool,
+        typer.Option(
+            help="Roll the original workspace back instead of copying it; refused, naming the "
+            "files, when one was edited after the agent's change (like undo)."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="With --in-place: roll back files edited since the agent's change too."),
+    ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    auto_extend: AutoExtendOpt = 0,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
+    mcp: McpOpt = None,
+) -> None:
+    """Start a new session from the first K steps of SESSION, with the files as they were at
+    step K (in a fresh copy of the workspace unless --in-place), then continue."""
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, False, None)
+        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    finally:
+        store.close()
+    limits = given_limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
+    overrides = {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "limits": limits,
+        "permission_mode": permission_mode,
+    }
+    settings, ignored = _restorable(record)
+    provider_settings, config = _remembered(
+        settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
+    )
+    if output_format is OutputFormat.TEXT:
+        typer.echo(
+            f"forking {record.id} at step {at_step} into {plan.workspace} "
+            f"({plan.reverted_files} later file change(s) rolled back)"
+        )
+    _launch(
+        workspace=plan.workspace,
+        provider_settings=provider_settings,
+        config=config,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        action=lambda agent: agent.run(
+            task or CONTINUE_FORK,
+            history=plan.history,
+            parent_session_id=record.id,
+            forked_at_step=at_step,
+        ),
+        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
+        mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
+        ignored=ignored,
+    )

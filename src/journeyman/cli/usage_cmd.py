@@ -1,0 +1,43 @@
+"""`journeyman usage`: tokens and cost from the usage log."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from journeyman.cli.exits import (
+    EXIT_FAILED,
+    fail,
+)
+from journeyman.cli.options import (
+    SessionDirOpt,
+)
+from journeyman.cli.render import usage_table
+from journeyman.cli.sessions_cmd import (
+    open_store,
+)
+from journeyman.session.store import (
+    DATABASE_FILE,
+    default_session_root,
+)
+
+
+def usage(
+    session: Annotated[
+        str | None, typer.Option(help="Only this session id (default: every session).")
+    ] = None,
+    session_dir: SessionDirOpt = None,
+) -> None:
+    """Tokens and cost per provider and model, from the usage log."""
+    path = (session_dir or default_session_root()) / DATABASE_FILE
+    if not path.exists():
+        fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
+    store = open_store(session_dir)
+    try:
+        rows = store.usage_summary(session)
+    finally:
+        store.close()
+    if not rows:
+        fail(EXIT_FAILED, f"no usage recorded for session {session}" if session else "no usage")
+    usage_table(rows)
