@@ -551,6 +551,8 @@ def run_journeyman(
             session_dir=workdir / f"sessions-{mode}",
             mode=ModeName(mode),
             verify_command=verify_command,
+            # a replayed trajectory: the react run measures tokens, not whether rich's tests pass
+            verify=verify_command is not None,
             max_iterations=limit if mode == "react" else 4 * limit,
             max_unproductive_iterations=limit,
             max_consecutive_mistakes=limit,

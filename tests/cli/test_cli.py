@@ -87,7 +87,12 @@ def test_end_to_end_fixes_the_demo(
     store = SessionStore(sessions)
     events = list(store.events(result["session_id"]))
     kinds = [e["type"] for e in events]
-    assert kinds.count("tool_result") == 4 and kinds[-1] == "run_finished"
+    # the model's four calls, then the harness's check of its finish
+    assert kinds.count("tool_result") == 5 and kinds[-1] == "run_finished"
+    check = result["verification"]
+    assert check["command"] == "python -m unittest discover -s tests -t ."
+    assert check["exit_code"] == 0 and check["after_last_change"] is True
+    assert result["files_changed"] == ["calc/stats.py"] and result["refused_calls"] == []
     assert events[-1]["result"]["session_id"] == result["session_id"]
     ran = [e for e in events if e["type"] == "tool_result" and e["result"]["name"] == "run_command"]
     assert (
@@ -348,7 +353,7 @@ def test_resume_last_needs_no_other_flags(
         "run", "--yes", "tidy up", "-w", str(demo), "--provider", "openai",
         "--model", "remembered-model", "--base-url", fake_openai.base_url,
         "--mode", "plan-solve", "--max-iterations", "7", "--session-dir", str(sessions),
-        env=clean_env(OPENAI_API_KEY="sk-test"),
+        "--no-verify", env=clean_env(OPENAI_API_KEY="sk-test"),
     )  # fmt: skip
     assert first.returncode == 1, first.stderr
     sent_before = len(fake_openai.requests)

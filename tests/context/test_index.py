@@ -12,11 +12,11 @@ from journeyman.context.index import (
     IndexConfig,
     Snippet,
     WorkspaceIndexer,
-    estimate_tokens,
     extract_keywords,
     extract_symbols,
     mentioned_paths,
 )
+from journeyman.providers.pricing import estimate_tokens
 from journeyman.tools.search import find_ripgrep
 from tests.context.test_profile import PYTEST_BASED, download_sdist, sdist_cache_dir, write
 

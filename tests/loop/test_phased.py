@@ -27,9 +27,11 @@ from journeyman.loop.config import ModeName
 from journeyman.loop.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.phased import (
     AGAIN_HEADER,
-    CLAIM_REFUSED,
+    ANSWER_REFUSED,
+    FINISH_REFUSED,
     FIRST_HEADER,
     FRESH_HEADER,
+    SAME_CHECK_FAILURE,
     Phase,
 )
 from journeyman.loop.recovery import Severity, classify
@@ -171,9 +173,20 @@ async def test_finish_with_a_failing_test_is_not_done(tmp_path: Path) -> None:
     assert not result.success
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     assert phases(tmp_path, result.session_id, 6) == ["verify", "plan"] * 3
-    refusals = [t for t in user_texts(provider.requests[-1]) if CLAIM_REFUSED in t]
+    refusals = [t for t in user_texts(provider.requests[-1]) if FINISH_REFUSED in t]
     assert len(refusals) == 2  # the third refusal came after the last model call
     assert (tmp_path / "ws" / "calc" / "__init__.py").read_text() == BUGGY
+
+
+async def test_a_repeated_check_failure_is_told_as_the_harness_check(tmp_path: Path) -> None:
+    script = [finish("all good", cid=f"f{i}") for i in range(10)]
+    agent, provider = make_agent(tmp_path, script, max_iterations=8)
+    await agent.run("make add() add its arguments")
+
+    # the third identical failure is a loop; the harness ran those checks, and says so
+    told = "\n".join(user_texts(provider.requests[-1]))
+    assert SAME_CHECK_FAILURE.split("`")[0] in told and "failed 3 times" in told
+    assert "`verify` ran" not in told
 
 
 async def test_a_plain_answer_is_a_done_claim_that_is_verified_too(tmp_path: Path) -> None:
@@ -184,7 +197,9 @@ async def test_a_plain_answer_is_a_done_claim_that_is_verified_too(tmp_path: Pat
     assert result.finish_reason is FinishReason.ANSWERED
     assert result.final_text == "Fixed."
     # the first answer was refused by the failing check; the second came after a passing one
-    assert any(CLAIM_REFUSED in t for t in user_texts(provider.requests[1]))
+    told = user_texts(provider.requests[1])
+    assert any(ANSWER_REFUSED in t for t in told)
+    assert not any("finish" in t and "not accepted" in t for t in told)  # it never called finish
     assert phases(tmp_path, result.session_id, result.iterations)[-2:] == ["discover", "done"]
 
 
@@ -229,14 +244,14 @@ async def test_a_timed_out_check_is_recoverable(tmp_path: Path) -> None:
     slow = f"{sys.executable} -c 'import time; time.sleep(30)'"
     script = [finish(cid="f1"), turn(text="I will look again.")]
     agent, provider = make_agent(
-        tmp_path, script, verify=slow, tool_timeout_s=0.5, max_iterations=3
+        tmp_path, script, verify=slow, verify_timeout_s=0.5, max_iterations=3
     )
     result = await agent.run("make add() add its arguments")
 
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     assert phases(tmp_path, result.session_id, 3) == ["verify", "plan", "verify"]
     told = user_texts(provider.requests[1])[-1]
-    assert "ran past its time limit" in told
+    assert "after 0.5 s, its time limit" in told
 
 
 async def test_a_check_that_cannot_run_is_fatal(tmp_path: Path) -> None:

@@ -105,7 +105,10 @@ async def test_default_mode_without_anyone_to_ask_refuses_writes(tmp_path: Path)
     script = [turn(call("list_files", path="."), WRITE), turn(FINISH)]
     agent, provider, workspace = agent_for(tmp_path, script, mode=PermissionMode.DEFAULT)
     result = await agent.run("write it")
-    assert result.finish_reason is FinishReason.COMPLETED
+    # the model finished, but the write it needed never ran: not a success
+    assert result.finish_reason is FinishReason.REFUSED and not result.success
+    assert [(r.tool, r.argument) for r in result.refused_calls] == [("write_file", "out.txt")]
+    assert "--yes" in (result.error or "")
     assert not (workspace / "out.txt").exists()
     listing, refusal = tool_texts(provider, 1)
     assert "needs the user's approval" in refusal and "--yes" in refusal

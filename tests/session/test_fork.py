@@ -179,6 +179,33 @@ def test_fork_refuses_a_step_out_of_range_or_a_used_folder(parent: Parent, tmp_p
         store.close()
 
 
+def test_fork_in_place_refuses_to_overwrite_later_edits(parent: Parent) -> None:
+    """Undo's conflict check: app.py was edited by hand after the agent's last change to it."""
+    (parent.ws / "app.py").write_text("def total(xs):\n    return len(xs)  # mine\n")
+    before = snapshot(parent.ws)
+    store = SessionStore(parent.sessions)
+    try:
+        with pytest.raises(ConfigurationError, match=r"overwrite changes .*: app\.py;") as caught:
+            prepare_fork(store, parent.id, 1, in_place=True)
+        assert "--force" in caught.value.message and "# mine" in caught.value.message
+        assert snapshot(parent.ws) == before  # nothing rolled back, not even a.txt
+        plan = prepare_fork(store, parent.id, 1, in_place=True, force=True)
+    finally:
+        store.close()
+    assert snapshot(plan.workspace) == parent.states[1]
+
+
+def test_fork_refuses_a_folder_inside_the_workspace(parent: Parent) -> None:
+    store = SessionStore(parent.sessions)
+    try:
+        for inside in (parent.ws / "copy", parent.ws, parent.ws / "b" / "deeper"):
+            with pytest.raises(ConfigurationError, match="inside the workspace"):
+                prepare_fork(store, parent.id, 1, into=inside)
+    finally:
+        store.close()
+    assert snapshot(parent.ws) == parent.final
+
+
 # --- the command line, against the fake OpenAI server ---------------------------------------
 
 
@@ -314,3 +341,39 @@ def test_cli_fork_of_an_unknown_session_or_step_fails_cleanly(
     too_far = jm("fork", parent_id, "--at-step", "99", "--session-dir", str(sessions), env=env)
     assert too_far.exit_code == 2 and "--at-step must be between 0 and 4" in too_far.stderr
     assert len(fake_openai.requests) == sent
+
+
+def test_cli_fork_in_place_names_the_edited_files_and_exits_2(
+    fake_openai: FakeOpenAIServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    parent_id, ws, sessions = cli_parent(fake_openai, env, tmp_path)
+    (ws / "b.txt").write_text("edited by me\n")
+    sent = len(fake_openai.requests)
+    args = ("fork", parent_id, "--at-step", "1", "--in-place", "--session-dir", str(sessions))
+    refused = jm(*args, env=env)
+    assert refused.exit_code == 2, refused.output
+    assert "b.txt" in refused.stderr and "--force" in refused.stderr
+    assert (ws / "b.txt").read_text() == "edited by me\n" and len(fake_openai.requests) == sent
+    fake_openai.enqueue(reply(tool_calls=[("finish", {"summary": "ok"})]))
+    forced = jm(*args, "--force", env=env)
+    assert forced.exit_code == 0, forced.output
+    assert snapshot(ws) == {"app.py": APP, "a.txt": "a1\n"}
+
+
+def test_cli_fork_into_the_workspace_is_refused(
+    fake_openai: FakeOpenAIServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    parent_id, ws, sessions = cli_parent(fake_openai, env, tmp_path)
+    done = jm(
+        "fork",
+        parent_id,
+        "--at-step",
+        "1",
+        "--into",
+        str(ws / "sub"),
+        "--session-dir",
+        str(sessions),
+        env=env,
+    )
+    assert done.exit_code == 2 and "inside the workspace" in done.stderr
+    assert not (ws / "sub").exists()

@@ -19,7 +19,13 @@ import pytest
 from bench.sandbox_trials import Runaway, fork_bomb_command, run_runaway, runaway_cases
 
 from journeyman.tools.context import ToolContext
-from journeyman.tools.sandbox import BubblewrapSandbox, LocalSandbox, ResourceLimits, Sandbox
+from journeyman.tools.sandbox import (
+    BubblewrapSandbox,
+    LocalSandbox,
+    ResourceLimits,
+    Sandbox,
+    bubblewrap,
+)
 from journeyman.tools.shell import RunCommandTool
 
 from .sandboxes import BWRAP_PROBLEM, CAN_SETPRIV, IS_ROOT
@@ -84,7 +90,11 @@ async def test_runaway_is_stopped(kind: str, name: str, open_workspace: Path) ->
 
 @pytest.mark.skipif(IS_ROOT and not CAN_SETPRIV, reason="root without setpriv: no uid to limit")
 @pytest.mark.parametrize("kind", KINDS)
-async def test_fork_bomb_under_a_process_limit(kind: str, open_workspace: Path) -> None:
+async def test_fork_bomb_under_a_process_limit(
+    kind: str, open_workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bwrap runs as nobody below, which cannot reach root's home folder to mount its toolchains
+    monkeypatch.setattr(bubblewrap, "HOME_TOOLCHAINS", ())
     # The limit counts every process of uid 65534, zombies of an earlier bomb included.
     for _ in range(250):
         if not processes_of(65534):

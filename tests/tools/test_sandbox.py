@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,6 +138,56 @@ async def test_bubblewrap_isolation(workspace: Path, ctx: ToolContext, outside: 
     assert lines[7] == "proc-sys-read-only"
     assert (workspace / "inside.txt").read_text() == "in\n"
     assert not Path("/etc/jm-probe").exists()
+
+
+@pytest.fixture
+def fake_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A home folder with credentials in it, outside /tmp (which bubblewrap hides anyway)."""
+    home = Path(tempfile.mkdtemp(prefix="jm-home-", dir="/var/tmp"))
+    for name in (".npmrc", ".aws/credentials", ".ssh/id_ed25519", ".config/gcloud/token"):
+        secret = home / name
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        secret.write_text(f"home-secret-{name}\n")
+        secret.chmod(0o600)
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "mytool").write_text("#!/bin/sh\necho toolchain-ok\n")
+    (home / ".local" / "bin" / "mytool").chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@needs_bwrap
+async def test_bubblewrap_hides_the_home_folder_but_not_a_workspace_in_it(
+    fake_home: Path,
+) -> None:
+    project = fake_home / "project"
+    project.mkdir()
+    (project / "data.txt").write_text("workspace-visible\n")
+    out = await run(
+        open_sandbox("bubblewrap", project),
+        ToolContext(workspace=project),
+        f"cat {fake_home}/.npmrc ~/.aws/credentials ~/.ssh/id_ed25519 ~/.config/gcloud/token "
+        "2>&1; cat data.txt; ~/.local/bin/mytool; echo x > ~/.local/bin/mytool || echo tool-ro; "
+        "echo scratch > ~/note && cat ~/note",
+    )
+    assert "home-secret" not in out
+    assert "No such file or directory" in out
+    assert "workspace-visible" in out
+    assert "toolchain-ok" in out and "tool-ro" in out
+    assert "scratch" in out  # the home folder is writable, in memory
+    assert not (fake_home / "note").exists()
+
+
+@needs_bwrap
+async def test_bubblewrap_hides_system_secrets(workspace: Path, ctx: ToolContext) -> None:
+    out = await run(open_sandbox("bubblewrap", workspace), ctx, "cat /etc/shadow; ls -A /root")
+    try:
+        host_shadow = Path("/etc/shadow").read_text().splitlines()
+    except OSError:
+        host_shadow = []  # not readable here anyway; the mount is still checked below
+    assert all(line not in out for line in host_shadow if line)
+    assert "/etc/shadow" in BubblewrapSandbox(workspace).argv("true", workspace)
 
 
 @needs_bwrap

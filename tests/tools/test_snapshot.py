@@ -7,14 +7,25 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from journeyman import Agent, AgentConfig, FinishReason
+from journeyman.cli.app import app
 from journeyman.core.messages import ToolCall
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.session.undo import FileChangeTracker
-from journeyman.tools.snapshot import FileVersionChange, WorkspaceSnapshots
+from journeyman.tools.context import FileChangeIntent, ToolContext
+from journeyman.tools.shell import RunCommandArgs, RunCommandTool
+from journeyman.tools.snapshot import (
+    MAX_FILE_BYTES,
+    FileVersionChange,
+    WorkspaceSnapshots,
+    forget_snapshots,
+    reconcile_interrupted,
+    shadow_repository,
+)
 
 ORIGINAL = {
     "app.py": "def f():\n    return 1\n",
@@ -153,3 +164,133 @@ def test_the_model_is_told_when_a_change_cannot_be_journaled(ws: Path, tmp_path:
     asyncio.run(agent.run("make a binary"))
     answer = provider.requests[1].messages[-1].content
     assert "not journaled" in answer and "blob.bin" in answer
+
+
+# --- the size cap, deletion with the last session, commands interrupted by a kill -------------
+
+
+def stored_blob_sizes(snaps: WorkspaceSnapshots) -> list[int]:
+    """Sizes of every blob in the shadow repository (loose or packed)."""
+    out = subprocess.run(
+        [
+            "git",
+            f"--git-dir={snaps.git_dir}",
+            "cat-file",
+            "--batch-all-objects",
+            "--batch-check=%(objecttype) %(objectsize)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [
+        int(size) for kind, size in (line.split() for line in out.splitlines()) if kind == "blob"
+    ]
+
+
+def test_files_over_the_cap_are_never_stored_and_named_only_when_changed(
+    ws: Path, tmp_path: Path
+) -> None:
+    big = MAX_FILE_BYTES + 1
+    (ws / "data.bin").write_bytes(b"a" * big)
+    (ws / "grows.txt").write_text("small\n")
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "grows.txt").write_text("x" * big)  # small before the command, large after
+    found = snaps.changes()
+    assert found.skipped == ["grows.txt"]  # data.bin was not touched: not named
+    snaps.record()
+    (ws / "data.bin").write_bytes(b"b" * big)
+    (ws / "new [big].bin").write_bytes(b"c" * big)
+    assert snaps.changes().skipped == ["data.bin", "new [big].bin"]
+    snaps.record()
+    (ws / "data.bin").unlink()
+    (ws / "grows.txt").write_text("small again\n")
+    found = snaps.changes()
+    assert found.skipped == ["data.bin", "grows.txt"]  # its text before was never stored
+    snaps.record()
+    assert snaps.changes().skipped == [] and snaps.changes().changes == []
+    assert all(size <= MAX_FILE_BYTES for size in stored_blob_sizes(snaps))
+
+
+def test_shadow_data_goes_with_the_workspaces_last_session(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = WorkspaceSnapshots(ws, "first", cache_dir=cache)
+    second = WorkspaceSnapshots(ws, "second", cache_dir=cache)
+    first.record()
+    second.record()
+    forget_snapshots(ws, "first", last_session=False, cache_dir=cache)
+    assert not first.index.exists() and second.index.exists()
+    forget_snapshots(ws, "second", last_session=True, cache_dir=cache)
+    assert not first.git_dir.exists()
+
+
+def test_sessions_delete_removes_the_shadow_repository_with_the_last_session(
+    ws: Path, tmp_path: Path
+) -> None:
+    sessions = tmp_path / "sessions"
+    agents = []
+    for name in ("one", "two"):
+        agent = Agent(
+            ScriptedProvider([turn(command("c", f"echo {name} > {name}.txt")), FINISH]),
+            workspace=ws,
+            config=AgentConfig(session_dir=sessions, sandbox="local"),
+        )
+        agents.append(asyncio.run(agent.run("write")).session_id)
+    shadow = shadow_repository(ws)
+    assert shadow.is_dir() and len(list(shadow.glob("index-*"))) == 2
+    runner = CliRunner()
+    for number, session in enumerate(agents):
+        done = runner.invoke(app, ["sessions", "delete", session, "--session-dir", str(sessions)])
+        assert done.exit_code == 0, done.output
+        assert shadow.exists() is (number == 0)
+
+
+def test_a_command_killed_with_the_agent_is_journaled_on_resume(ws: Path, tmp_path: Path) -> None:
+    """What `resume` does: reconcile_interrupted() before the first step."""
+    cache = tmp_path / "cache"
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=cache)
+    snaps.record()
+    snaps.begin("sed -i s/1/5/ app.py && rm old.txt")
+    (ws / "app.py").write_text("def f():\n    return 5\n")  # the command ran, then kill -9
+    (ws / "old.txt").unlink()
+    journaled: list[FileChangeIntent] = []
+    found = reconcile_interrupted(ws, "s1", journaled.append, cache_dir=cache)
+    assert found is not None
+    assert [(c.path, c.before, c.after, c.tool) for c in journaled] == [
+        ("app.py", ORIGINAL["app.py"], "def f():\n    return 5\n", "run_command"),
+        ("old.txt", "bye\n", None, "run_command"),
+    ]
+    assert reconcile_interrupted(ws, "s1", journaled.append, cache_dir=cache) is None
+    assert len(journaled) == 2  # once only
+
+
+def test_a_finished_command_leaves_nothing_to_reconcile(ws: Path, tmp_path: Path) -> None:
+    agent = Agent(
+        ScriptedProvider([turn(command("c", "echo x > x.txt")), FINISH]),
+        workspace=ws,
+        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local"),
+    )
+    session = asyncio.run(agent.run("write")).session_id
+    assert reconcile_interrupted(ws, session, lambda change: None) is None
+
+
+def test_the_next_command_journals_an_interrupted_one_if_resume_did_not(
+    ws: Path, tmp_path: Path
+) -> None:
+    sessions = tmp_path / "sessions"
+    agent = Agent(
+        ScriptedProvider([turn(command("c", "true")), FINISH]),
+        workspace=ws,
+        config=AgentConfig(session_dir=sessions, sandbox="local"),
+    )
+    session = asyncio.run(agent.run("first")).session_id
+    snaps = WorkspaceSnapshots(ws, session)
+    snaps.record()
+    snaps.begin("echo lost > lost.txt")
+    (ws / "lost.txt").write_text("lost\n")  # then the process died
+    ctx_changes: list[FileChangeIntent] = []
+    ctx = ToolContext(workspace=ws, session_id=session, journal=ctx_changes.append)
+    result = asyncio.run(RunCommandTool().execute(RunCommandArgs(command="true"), ctx))
+    assert [(c.path, c.after) for c in ctx_changes] == [("lost.txt", "lost\n")]
+    assert "interrupted" in result.content and "lost.txt" in result.content

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
@@ -14,7 +16,13 @@ from journeyman import __version__
 from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
 from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
-from journeyman.cli.sessions_cmd import open_store, resolve_session, sessions_app
+from journeyman.cli.sessions_cmd import (
+    open_store,
+    resolve_session,
+    session_root_problem,
+    sessions_app,
+)
+from journeyman.cli.signals import handle_termination_as_interrupt
 from journeyman.cli.terminal import printable
 from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
@@ -25,10 +33,11 @@ from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
+from journeyman.policy.settings import IgnoredSetting, trusted_from_data
 from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
 from journeyman.session.redact import Redactor
-from journeyman.session.store import default_session_root
+from journeyman.session.store import SessionRecord, default_session_root
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
 
@@ -36,6 +45,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_CANCELLED = 130
+EXIT_CLOSED_STDOUT = 141
+"""Whoever read the output closed it (`| head -1`): the code a shell gives a SIGPIPE'd command."""
 
 MCP_CONFIG = Path(".journeyman") / "mcp.json"
 """`integrations.mcp.CONFIG_FILE`, repeated so that the MCP SDK loads only when it is used."""
@@ -52,7 +63,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(sessions_app, name="sessions")
-mcp_app = typer.Typer(help="MCP servers declared in .journeyman/mcp.json.", no_args_is_help=True)
+mcp_app = typer.Typer(
+    help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json.",
+    no_args_is_help=True,
+)
 app.add_typer(mcp_app, name="mcp")
 app.command("lsp")(lsp_command)
 
@@ -146,7 +160,8 @@ ModeOpt = Annotated[
         help="react (default): tool calls until done; plan-solve: write a plan first, then "
         "react; phased: discover (context pack) -> plan -> act -> verify, done only when the "
         "model says so and the verification command passed after its last change (each phase "
-        "step counts as a turn against --max-iterations).",
+        "step counts as a turn against --max-iterations); ask: a question, answered with "
+        "read-only tools (nothing can change; a prose answer succeeds; no check runs).",
     ),
 ]
 VerifyOpt = Annotated[
@@ -154,17 +169,47 @@ VerifyOpt = Annotated[
     typer.Option(
         "--verify",
         metavar="CMD",
-        help="Shell command that checks the work in the phased mode: exit code 0 passes, "
-        "anything else sends the model back to planning. Default: the test command detected "
-        "in the workspace (pytest, npm test, make test, ...). Runs like run_command, under the "
-        "same permissions and sandbox.",
+        help="Shell command that checks the work (every mode): when the model says it is "
+        "done, journeyman runs it after the last change; exit code 0 passes, anything else "
+        "goes back to the model, and after --max-verify-rounds failures the run ends as "
+        "verification_failed. Default: the first test command detected in the workspace whose "
+        "program is installed (make test, pytest, npm test, ...). Runs in the run_command "
+        "sandbox without asking (deny rules still hold).",
+    ),
+]
+NoVerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Accept the model's word that it is done: no check runs (for questions and tasks "
+        "without tests; see also --mode ask). Edit or command calls that were refused still "
+        "end the run as refused. The phased mode still checks each change (its workflow).",
+    ),
+]
+VerifyTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--verify-timeout",
+        metavar="SECONDS",
+        min=0.1,
+        help="Seconds the check may run (default 600); separate from --tool-timeout.",
+    ),
+]
+VerifyRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-verify-rounds",
+        min=1,
+        help="Failed checks after which the run ends as verification_failed (default 3).",
     ),
 ]
 SandboxOpt = Annotated[
     SandboxKind | None,
     typer.Option(
         help="Where commands run: auto (default: bubblewrap when it works, else local), local "
-        "(no isolation, resource limits only), bubblewrap (workspace writable, rest read-only, "
+        "(no isolation, resource limits only), bubblewrap (workspace writable except .git; "
+        "home folder hidden except toolchains such as ~/.local/bin, ~/.pyenv, ~/.cargo/bin; "
+        "password hashes, SSH host keys and service data hidden; rest read-only; private /tmp; "
         "no network), docker. One named here that cannot start is an error.",
     ),
 ]
@@ -249,10 +294,18 @@ def _launch(
     assume_yes: bool = False,
     lsp: bool = True,
     mcp: bool | None = None,
+    ignored: Sequence[IgnoredSetting] = (),
 ) -> NoReturn:
-    """Build the provider and agent, run `action`, print the result and exit accordingly."""
+    """Build the provider and agent, run `action`, print the result and exit accordingly.
+
+    `ignored` are the settings the trust rules left out: warned about on stderr, listed in the
+    JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
+    """
     if not workspace.is_dir():
         fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
+    problem = session_root_problem(config.session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
     tool_format = provider_settings.get("tool_format") or "native"
     if tool_format not in ("native", "text"):
         fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
@@ -267,6 +320,8 @@ def _launch(
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
+    output = ClosedStdoutGuard(renderer)
+    _report_ignored(ignored, renderer)
     interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin)
     if config.permissions is None:  # a session stored before permissions existed
@@ -276,19 +331,21 @@ def _launch(
             provider,
             workspace=workspace,
             config=config,
-            on_event=renderer,
+            on_event=output,
             approver=choose_approver(auto_extend, interactive, lines),
             settings={
                 "base_url": provider_settings.get("base_url"),
                 "tool_format": fmt,
                 "assume_yes": assume_yes,
                 "mcp": mcp,
+                **({"ignored_settings": [i.to_dict() for i in ignored]} if ignored else {}),
             },
             permission_approver=TerminalPermissionApprover(lines) if interactive else None,
             assume_yes=assume_yes,
         )
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
+    output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
     lsp_manager = attach_lsp(agent, enabled=lsp)
     if mcp is None and (workspace / MCP_CONFIG).is_file():
@@ -304,13 +361,16 @@ def _launch(
         work = serving_mcp(agent, lambda: action(agent), include_workspace=bool(mcp))
     else:
         work = action(agent)
+    handle_termination_as_interrupt()
     try:
         result = asyncio.run(closing(lsp_manager, work))
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    renderer.final(result)
+    output.call(renderer.final, result)
+    if output.closed:
+        raise typer.Exit(EXIT_CLOSED_STDOUT)
     if result.success:
         raise typer.Exit(EXIT_OK)
     code = {
@@ -318,6 +378,18 @@ def _launch(
         FinishReason.CANCELLED: EXIT_CANCELLED,
     }.get(result.finish_reason, EXIT_FAILED)
     fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+
+
+def _report_ignored(ignored: Sequence[IgnoredSetting], renderer: Renderer) -> None:
+    for item in ignored:
+        typer.echo(f"journeyman: warning: {item.message}", err=True)
+    records = [item.to_dict() for item in ignored]
+    renderer.ignored_settings = records
+    if renderer.fmt is OutputFormat.STREAM_JSON:
+        for record in records:
+            line = json.dumps({"type": "setting_ignored", **record}, default=str)
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 # --- run, resume, fork ------------------------------------------------------------------------
@@ -345,6 +417,9 @@ def run(
     yes: YesOpt = None,
     mode: ModeOpt = None,
     verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    verify_timeout: VerifyTimeoutOpt = None,
+    max_verify_rounds: VerifyRoundsOpt = None,
     sandbox: SandboxOpt = None,
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
@@ -354,9 +429,15 @@ def run(
     """Run the agent on TASK until it finishes or a limit stops it.
 
     Settings come from the user config, then journeyman.toml (or .journeyman/config.toml) in
-    the workspace, then JOURNEYMAN_* environment variables, then these flags.
+    the workspace, then JOURNEYMAN_* environment variables, then these flags. The workspace's
+    file may only tighten (lower limits, stricter modes, more deny/ask rules, a stronger
+    sandbox); a key that would loosen is ignored with a warning naming it.
 
-    Exit status: 0 success, 1 the run did not succeed, 2 configuration error, 130 cancelled.
+    Exit status: 0 only when the task is done: the model finished, no edit or command it
+    needed was refused, and the check (--verify, or the detected test command) passed after
+    the last change; 1 the run did not succeed (finish reason refused, verification_failed, a
+    limit, ...), 2 configuration error, 130 cancelled, 141 the reader of the output went away
+    (`| head`). Questions: --mode ask or --no-verify.
     """
     limits = _limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
@@ -371,14 +452,16 @@ def run(
             permission_mode=permission_mode,
             mode=mode,
             verify_command=verify,
+            verify=False if no_verify else None,
+            verify_timeout_s=verify_timeout,
+            max_verify_rounds=max_verify_rounds,
             sandbox=sandbox,
             allow_network=True if allow_network else None,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    for warning in loaded.warnings:
-        typer.echo(f"journeyman: warning: {warning}", err=True)
     _launch(
+        ignored=loaded.ignored,
         assume_yes=bool(yes),
         workspace=root,
         provider_settings={
@@ -394,6 +477,19 @@ def run(
         lsp=lsp,
         mcp=mcp,
     )
+
+
+def _restorable(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSetting]]:
+    """The settings of a stored session that resume and fork may bring back.
+
+    A session this user ran keeps what the user chose then. One imported from a file keeps only
+    what the trust rules accept from data (`trusted_from_data`): no hooks, permissions,
+    approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
+    were filtered.
+    """
+    if not record.settings.get("imported_from"):
+        return record.settings, []
+    return trusted_from_data(record.settings, f"session {record.id} (imported)")
 
 
 def _remembered(
@@ -470,8 +566,9 @@ def resume(
         "limits": limits,
         "permission_mode": permission_mode,
     }
+    settings, ignored = _restorable(record)
     provider_settings, config = _remembered(
-        record.settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
+        settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
     )
     _launch(
         workspace=workspace or Path(record.workspace),
@@ -480,8 +577,9 @@ def resume(
         output_format=output_format,
         auto_extend=auto_extend,
         action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
-        assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
-        mcp=record.settings.get("mcp") if mcp is None else mcp,
+        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
+        mcp=settings.get("mcp") if mcp is None else mcp,
+        ignored=ignored,
     )
 
 
@@ -500,7 +598,15 @@ def fork(
         typer.Option(help="Folder for the fork's copy of the workspace (default: a sibling)."),
     ] = None,
     in_place: Annotated[
-        bool, typer.Option(help="Roll the original workspace back instead of copying it.")
+        bool,
+        typer.Option(
+            help="Roll the original workspace back instead of copying it; refused, naming the "
+            "files, when one was edited after the agent's change (like undo)."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="With --in-place: roll back files edited since the agent's change too."),
     ] = False,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -520,7 +626,7 @@ def fork(
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
-        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place)
+        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     finally:
@@ -533,8 +639,9 @@ def fork(
         "limits": limits,
         "permission_mode": permission_mode,
     }
+    settings, ignored = _restorable(record)
     provider_settings, config = _remembered(
-        record.settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
+        settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
     )
     if output_format is OutputFormat.TEXT:
         typer.echo(
@@ -553,8 +660,9 @@ def fork(
             parent_session_id=record.id,
             forked_at_step=at_step,
         ),
-        assume_yes=record.settings.get("assume_yes", False) if yes is None else yes,
-        mcp=record.settings.get("mcp") if mcp is None else mcp,
+        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
+        mcp=settings.get("mcp") if mcp is None else mcp,
+        ignored=ignored,
     )
 
 
@@ -669,11 +777,21 @@ def usage(
 
 
 @mcp_app.command("list")
-def mcp_list_cmd(workspace: WorkspaceOpt = None) -> None:
-    """Show MCP servers, their status and tools."""
+def mcp_list_cmd(
+    workspace: WorkspaceOpt = None,
+    mcp: Annotated[
+        bool,
+        typer.Option(
+            "--mcp",
+            help=f"Also start the servers of the workspace's {MCP_CONFIG}; without it only "
+            "your own mcp.json's servers start (a repository does not choose programs to run).",
+        ),
+    ] = False,
+) -> None:
+    """Start the MCP servers, show their status and tools, and stop them."""
     from journeyman.cli.mcp_cmd import mcp_list  # the MCP SDK loads only for this command
 
-    raise typer.Exit(mcp_list(workspace or Path(".")))
+    raise typer.Exit(mcp_list(workspace or Path("."), include_workspace=mcp))
 
 
 @app.command()
@@ -720,5 +838,44 @@ def fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
+class ClosedStdoutGuard:
+    """Passes events to the renderer until stdout is closed by its reader; then sends stdout to
+    /dev/null (so nothing more fails or prints a traceback) and calls `on_close` once."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self.closed = False
+        self.on_close: Callable[[], None] | None = None
+
+    def __call__(self, event: Any) -> None:
+        self.call(self.renderer, event)
+
+    def call(self, write: Callable[..., None], *args: Any) -> None:
+        if self.closed:
+            return
+        try:
+            write(*args)
+        except BrokenPipeError:
+            self.closed = True
+            silence_stdout()
+            if self.on_close is not None:
+                self.on_close()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that later writes and the flush at exit do not fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 def main() -> None:
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # `journeyman sessions export ... | head -1`
+        silence_stdout()
+        sys.exit(EXIT_CLOSED_STDOUT)

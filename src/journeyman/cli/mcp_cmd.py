@@ -1,4 +1,4 @@
-"""`journeyman mcp list`, and the MCP servers a run starts with `--mcp`."""
+"""`journeyman mcp list`, and the MCP servers a run starts (the workspace's with `--mcp`)."""
 
 from __future__ import annotations
 
@@ -36,24 +36,37 @@ _STATE_STYLE = {
 }
 
 
-def mcp_list(workspace: Path, *, console: Console | None = None) -> int:
-    """Start every configured server, print servers, status and tools, then shut them down.
+def mcp_list(
+    workspace: Path, *, include_workspace: bool = False, console: Console | None = None
+) -> int:
+    """Start the user's servers (and the workspace's with `include_workspace`: the user's
+    explicit opt-in, as for `run --mcp`), print servers, status and tools, then shut them down.
 
+    A workspace's `.journeyman/mcp.json` names programs to run; a cloned repository must not get
+    them started by a listing, so without the opt-in they are only named, not started.
     Exit code 0 when every enabled server started, 1 when one did not, 2 for an unreadable
     config file.
     """
     out = console or Console(highlight=False, soft_wrap=True)
     try:
-        manager = McpManager.from_workspace(workspace, user_file=user_mcp_file())
+        manager = McpManager.from_workspace(
+            workspace, user_file=user_mcp_file(), include_workspace=include_workspace
+        )
     except ConfigurationError as exc:
         out.print(f"[red]{escape(exc.message)}[/]")
         return EXIT_CONFIG
     statuses = asyncio.run(_start_and_stop(manager))
+    workspace_file = workspace / CONFIG_FILE
+    if not include_workspace and workspace_file.is_file():
+        out.print(
+            f"Not started: the servers of {escape(str(workspace_file))} (a workspace's servers "
+            "are programs chosen by the repository; pass --mcp to start and list them)."
+        )
     if not statuses:
         out.print(
             f"No MCP servers configured. Declare them in {escape(str(user_mcp_file()))} (yours, "
-            f"started by every run) or {escape(str(workspace / CONFIG_FILE))} (the workspace's, "
-            "started with run --mcp) "
+            f"started by every run) or {escape(str(workspace_file))} (the workspace's, "
+            "started with --mcp) "
             '(`{"mcpServers": {"name": {"command": ..., "args": [...]}}}` or `{"url": ...}`).'
         )
         return EXIT_OK

@@ -16,6 +16,7 @@ from journeyman.core import events as ev
 from journeyman.core.events import event_to_dict
 from journeyman.core.result import RunResult
 from journeyman.economics.usage_log import ModelUsage
+from journeyman.loop.verdict import CHECK_CALL_PREFIX
 from journeyman.session.redact import Redactor
 
 
@@ -62,6 +63,8 @@ class Renderer:
         self._budget_shown: tuple[str, int] | None = None
         self.sandbox: str | None = None
         """Where commands run, shown in the header line of the text output."""
+        self.ignored_settings: list[dict[str, Any]] = []
+        """Settings the trust rules left out, added to the JSON result under that name."""
 
     def _safe(self, text: str) -> str:
         """Data (model text, tool output, paths) as it may appear in the text output: secrets
@@ -95,6 +98,9 @@ class Renderer:
                     self._streaming_text = False
                 elif event.text.strip():
                     out.print(f"[cyan]{self._safe(event.text.strip())}[/]")
+            case ev.ToolCallStarted() if event.call.id.startswith(CHECK_CALL_PREFIX):
+                command = str(event.call.arguments.get("command", ""))
+                out.print(f"[bold]→ check by journeyman[/] {self._safe(_one_line(command, 120))}")
             case ev.ToolCallStarted():
                 out.print(
                     f"[bold]→ {self._safe(event.call.name)}[/] "
@@ -166,6 +172,7 @@ class Renderer:
         )
         if result.final_text:
             self.console.print(f"  {self._safe(result.final_text.strip())}")
+        self._evidence(result)
         self.console.print(
             f"  [dim]session {result.session_id} — `journeyman sessions show "
             f"{result.session_id}` to inspect, `journeyman resume {result.session_id}` to go on[/]"
@@ -173,8 +180,53 @@ class Renderer:
 
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
-            document = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+            data = result.to_dict()
+            if self.ignored_settings:
+                data["ignored_settings"] = self.ignored_settings
+            document = json.dumps(data, indent=2, ensure_ascii=False, default=str)
             sys.stdout.write(printable_json(self._redact(document)) + "\n")
+
+    def _evidence(self, result: RunResult) -> None:
+        """What the harness saw: the check it ran, the files changed, the calls refused."""
+        out = self.console
+        check = result.verification
+        if check is not None:
+            ended = (
+                f"not run ({check.not_run})"
+                if check.not_run
+                else f"timed out after {check.timeout_s:g} s"
+                if check.timed_out
+                else f"exit {check.exit_code}"
+            )
+            colour = "green" if check.passed else "red"
+            if not check.after_last_change:
+                when = "BEFORE later changes"
+            else:
+                when = "after the last change" if result.files_changed else "no file changed"
+            out.print(
+                f"  check: [{colour}]{self._safe(check.command)} → {self._safe(ended)}[/], {when}, "
+                f"{check.duration_s:.1f} s"
+            )
+            if not check.passed and check.output_tail.strip():
+                tail = check.output_tail.strip().splitlines()[-5:]
+                for line in tail:
+                    out.print(f"    [dim]{self._safe(_one_line(line, 160))}[/]")
+        elif result.files_changed and result.success:
+            out.print("  check: none ran (no check command known, or --no-verify)")
+        if result.files_changed:
+            shown = ", ".join(result.files_changed[:8])
+            more = len(result.files_changed) - 8
+            more_text = f" and {more} more" if more > 0 else ""
+            out.print(
+                f"  files changed: {self._safe(shown)}{more_text} "
+                f"[dim](`journeyman diff` to see them)[/]"
+            )
+        for refused in result.refused_calls:
+            target = f"({refused.argument})" if refused.argument else ""
+            out.print(
+                f"  [red]refused:[/] {self._safe(refused.tool + _one_line(target, 80))} — "
+                f"{self._safe(_one_line(refused.reason, 160))}"
+            )
 
 
 def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:

@@ -17,6 +17,7 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.loop.kernel import new_session_id
 from journeyman.session.store import SessionRecord, SessionStore, default_session_root
 from journeyman.session.trajectory import export_jsonl, import_file
+from journeyman.tools.snapshot import forget_snapshots
 
 sessions_app = typer.Typer(
     help="List, inspect, export, import and delete sessions.", no_args_is_help=True
@@ -33,11 +34,31 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def session_root_problem(root: Path) -> str | None:
+    """Why `root` cannot hold sessions (it is a file, or a file is in its way), or None."""
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if folder.is_dir():
+                return None
+            where = "" if folder == root else f" ({folder} is a file)"
+            return (
+                f"session folder {root} cannot be used{where}; pass --session-dir a folder "
+                "(it is created if missing)"
+            )
+    return None
+
+
 def open_store(session_dir: Path | None) -> SessionStore:
+    root = session_dir or default_session_root()
+    problem = session_root_problem(root)
+    if problem:
+        _fail(problem)
     try:
-        return SessionStore(session_dir or default_session_root())
+        return SessionStore(root)
     except ConfigurationError as error:
         _fail(error.message)
+    except OSError as error:
+        _fail(f"cannot open the sessions in {root}: {error.strerror or error}")
 
 
 def resolve_session(
@@ -79,7 +100,7 @@ def list_sessions(
             time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
             str(row.steps),
             row.finish_reason or "unfinished",
-            str(rec.settings.get("model", "?")),
+            str(rec.settings.get("model") or rec.settings.get("model_name") or "?"),
             escape(rec.workspace),
             escape(rec.task if len(rec.task) < 50 else rec.task[:49] + "…"),
         )
@@ -110,10 +131,19 @@ def show(
         )
     )
     out.print(f"workspace {_safe(record.workspace)}")
-    out.print(
-        f"model {_safe(str(record.settings.get('provider')))}:"
-        f"{_safe(str(record.settings.get('model')))}"
-    )
+    settings = record.settings
+    if settings.get("model"):
+        out.print(f"model {_safe(str(settings.get('provider')))}:{_safe(str(settings['model']))}")
+    elif settings.get("model_name"):
+        out.print(f"model {_safe(str(settings['model_name']))} (recorded by the imported run)")
+    if settings.get("imported_from"):
+        facts = [f"imported from {settings['imported_from']}"]
+        facts += [
+            f"{label} {settings[key]}"
+            for key, label in (("exit_status", "exit status"), ("cost_usd", "cost $"))
+            if settings.get(key) not in (None, "")
+        ]
+        out.print(_safe(", ".join(facts)).replace("$ ", "$") + "; no file history")
     out.print(
         f"steps {summary.steps}, status {summary.finish_reason or 'unfinished'}"
         + (f" — {_safe(summary.error)}" if summary.error else "")
@@ -173,19 +203,37 @@ def import_(
             help="A journeyman JSONL export or a mini-swe-agent trajectory (.traj.json)."
         ),
     ],
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Where the session's files are (default: the working directory the file "
+            "recorded, else the folder holding a trajectory).",
+        ),
+    ] = None,
     session_dir: SessionDirOpt = None,
 ) -> None:
-    """Store a session from a file so it can be inspected and forked."""
+    """Store a session from a file so it can be inspected and forked.
+
+    The file is data: of its settings only the descriptive ones are kept (model, loop mode,
+    exit status, cost); hooks, permissions, approvals, the sandbox, MCP and the provider's
+    endpoint come from you when the session is forked or resumed. An import has no file
+    history, so forks start from the workspace's files as they are now."""
     if not file.is_file():
         _fail(f"{file} is not a file")
     store = open_store(session_dir)
     try:
-        new_id = import_file(store, file, new_session_id())
+        imported = import_file(store, file, new_session_id(), workspace=workspace)
     except ConfigurationError as error:
         _fail(error.message)
     finally:
         store.close()
-    typer.echo(new_id)
+    for item in imported.ignored:
+        sys.stderr.write(f"journeyman: warning: {item.message}\n")
+    for note in imported.notes:
+        sys.stderr.write(f"journeyman: note: {note}\n")
+    typer.echo(imported.session_id)
 
 
 @sessions_app.command("delete")
@@ -198,6 +246,8 @@ def delete(
     try:
         record = resolve_session(store, session, False, None)
         store.delete_session(record.id)
+        last = not store.list_sessions(record.workspace)
+        forget_snapshots(Path(record.workspace), record.id, last_session=last)
     finally:
         store.close()
     typer.echo(f"deleted {record.id}")

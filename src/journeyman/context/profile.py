@@ -27,9 +27,11 @@ import configparser
 import json
 import logging
 import re
+import shlex
+import shutil
 import tomllib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,6 +201,54 @@ def detect_profile(root: str | Path, *, config: ProfileConfig | None = None) -> 
         markers=tuple(sorted(found.markers | ({make[1]} if make else set()))),
         source_files=dict(scan.counts),
     )
+
+
+RUN_WRAPPERS = frozenset({"uv", "poetry", "pdm", "pipenv"})
+"""Programs whose `<wrapper> run CMD` runs CMD inside the project's environment."""
+PYTHONS = ("python", "python3")
+
+
+def runnable_test_command(
+    profile: ProjectProfile, *, which: Callable[[str], str | None] = shutil.which
+) -> str | None:
+    """The first detected test command whose program is installed, else None.
+
+    A candidate whose program is missing gives way to its plainer forms (`uv run pytest`
+    without uv becomes `pytest`, then `python -m pytest`), then to the next candidate; the
+    check is chosen before the model's first turn, so a missing tool never costs a turn.
+    """
+    for candidate in profile.test_commands:
+        for form in _command_forms(candidate.command):
+            program = command_program(form)
+            if program is not None and which(program) is not None:
+                return form
+    return None
+
+
+def command_program(command: str) -> str | None:
+    """The program a shell command line starts (after `VAR=value` assignments and `env`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    if words and words[0] == "env":
+        words = words[1:]
+    return words[0] if words else None
+
+
+def _command_forms(command: str) -> Iterator[str]:
+    """`command`, then the same check without its environment wrapper or with another Python."""
+    yield command
+    words = command.split()
+    if len(words) > 2 and words[0] in RUN_WRAPPERS and words[1] == "run":
+        inner = " ".join(words[2:])
+        yield inner
+        words = inner.split()
+    if words and words[0] in PYTHONS and len(words) > 1:
+        yield from (" ".join([python, *words[1:]]) for python in PYTHONS if python != words[0])
+    elif words and words[0] in ("pytest", "tox", "nox"):
+        yield from (" ".join([python, "-m", *words]) for python in PYTHONS)
 
 
 # --------------------------------------------------------------------------------------------

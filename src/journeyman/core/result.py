@@ -37,6 +37,12 @@ class FinishReason(StrEnum):
     CANCELLED = "cancelled"
     HALTED = "halted"
     """A hook stopped the run, or refused its task."""
+    REFUSED = "refused"
+    """The model finished, but edit or command calls it made were refused (permissions) and
+    never succeeded later, and no passing check shows they were not needed."""
+    VERIFICATION_FAILED = "verification_failed"
+    """The model finished, but the check command kept failing after the harness sent its
+    failures back (or the run ended before a check passed after the last change)."""
     INTERNAL_ERROR = "internal_error"
 
     @property
@@ -62,8 +68,58 @@ _CATEGORIES: dict[FinishReason, FinishCategory] = {
     FinishReason.CONFIGURATION_ERROR: FinishCategory.FATAL,
     FinishReason.CANCELLED: FinishCategory.FATAL,
     FinishReason.HALTED: FinishCategory.FATAL,
+    # the same permissions refuse the same calls again: the user must allow them first
+    FinishReason.REFUSED: FinishCategory.FATAL,
+    # another attempt (or a stronger model) may well make the check pass
+    FinishReason.VERIFICATION_FAILED: FinishCategory.RETRYABLE,
     FinishReason.INTERNAL_ERROR: FinishCategory.FATAL,
 }
+
+
+@dataclass(frozen=True)
+class RefusedCall:
+    """An edit or command call the permission policy refused, and that never succeeded later."""
+
+    tool: str
+    argument: str | None
+    """The call's key argument (the path of an edit, the command line of a command)."""
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "argument": self.argument, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class CheckEvidence:
+    """The last run of the check command by the harness: what ran, how it ended, and when."""
+
+    command: str
+    passed: bool
+    exit_code: int | None
+    """None when the command did not run to an exit code (refused, timed out, not startable)."""
+    after_last_change: bool
+    """No file changed in the workspace after the check ran (per the undo journal)."""
+    duration_s: float
+    output_tail: str
+    """The last lines of the command's output."""
+    timed_out: bool = False
+    timeout_s: float | None = None
+    """The check's own time limit (`--verify-timeout`), never the tool timeout."""
+    not_run: str | None = None
+    """Why the command did not run at all (e.g. a deny rule), None when it ran."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "after_last_change": self.after_last_change,
+            "duration_s": round(self.duration_s, 3),
+            "timed_out": self.timed_out,
+            "timeout_s": self.timeout_s,
+            "not_run": self.not_run,
+            "output_tail": self.output_tail,
+        }
 
 
 @dataclass
@@ -85,6 +141,12 @@ class RunResult:
     no_progress_snapshot: list[Message] | None = None
     store_path: str | None = None
     """The session database holding this run's steps and events."""
+    refused_calls: list[RefusedCall] = field(default_factory=list)
+    """Edit and command calls that were refused and never succeeded later in the run."""
+    files_changed: list[str] = field(default_factory=list)
+    """Workspace files the session changed and did not undo (from the undo journal)."""
+    verification: CheckEvidence | None = None
+    """The harness's last run of the check command; None when no check ran."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -111,5 +173,8 @@ class RunResult:
                 else None
             ),
             "store_path": self.store_path,
+            "refused_calls": [call.to_dict() for call in self.refused_calls],
+            "files_changed": list(self.files_changed),
+            "verification": None if self.verification is None else self.verification.to_dict(),
             **({"extra": self.extra} if self.extra else {}),
         }

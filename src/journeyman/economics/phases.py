@@ -134,16 +134,26 @@ class PhaseTracker:
     # -- events -------------------------------------------------------------------------------
 
     def record(
-        self, tool_name: str, *, is_error: bool = False, path: str | None = None
+        self,
+        tool_name: str,
+        *,
+        is_error: bool = False,
+        path: str | None = None,
+        kind: str | None = None,
     ) -> list[PhaseNudge]:
         """Account for one finished tool call; returns the nudges that became due with it.
 
         `path` is the file the call read, when the caller knows it (feeds `files_read`).
-        Tools in none of the three sets count as events but change nothing else.
+        `kind` is what the tool declares it does ("read", "edit", "command"); when given it
+        decides, so a language-server lookup counts as reading. Otherwise the three name sets
+        decide; tools in none of them count as events but change nothing else.
         """
         self._events += 1
         nudges: list[PhaseNudge] = []
-        if tool_name in self.read_tools:
+        reads = kind == "read" if kind is not None else tool_name in self.read_tools
+        edits = kind == "edit" if kind is not None else tool_name in self.edit_tools
+        commands = kind == "command" if kind is not None else tool_name in self.command_tools
+        if reads:
             if is_error:
                 return nudges
             self._reads += 1
@@ -153,7 +163,7 @@ class PhaseTracker:
                 self._enter(Phase.EXPLORATION)
                 if self._reads >= self.exploration_saturation:
                     self._fire(nudges, NudgeKind.EXPLORATION_SATURATION, self._saturation_text())
-        elif tool_name in self.edit_tools:
+        elif edits:
             if is_error:
                 return nudges
             if self._edits == 0 and self._reads == 0:
@@ -163,7 +173,7 @@ class PhaseTracker:
             self._edits += 1
             self._stuck_signature = None  # the workspace changed: a later loop is a new one
             self._enter(Phase.ACTING)
-        elif tool_name in self.command_tools:
+        elif commands:
             self._commands += 1
             if self._edits > 0:
                 self._enter(Phase.VERIFYING)

@@ -31,10 +31,13 @@ from journeyman.policy.permissions import (
 from journeyman.providers.base import Provider
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root
-from journeyman.tools.base import Tool
+from journeyman.tools.base import Tool, ToolKind
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox import open_sandbox
+
+ASK_TOOL_KINDS = (ToolKind.READ, ToolKind.FINISH)
+"""The only tools a question (`--mode ask`) is given: nothing it runs can change anything."""
 
 
 class Agent:
@@ -150,7 +153,11 @@ class Agent:
                 economics=self.economics,
                 approver=self.approver,
                 provider=self.provider,
-                registry=self.registry,
+                registry=(
+                    self.registry.restricted_to(ASK_TOOL_KINDS)
+                    if self.config.mode is ModeName.ASK
+                    else self.registry
+                ),
                 mode=mode_for(self.config),
                 workspace=self.workspace,
                 config=self.config,

@@ -20,6 +20,7 @@ class ModeName(StrEnum):
     REACT = "react"
     PLAN_SOLVE = "plan-solve"
     PHASED = "phased"
+    ASK = "ask"
 
 
 class PhasedSettings(BaseModel):
@@ -45,10 +46,19 @@ class AgentConfig(BaseModel):
 
     mode: ModeName = ModeName.REACT
     """react: tool calls until done; plan-solve: a plan first, then react; phased: discover,
-    plan, act and verify, done only when verification passes."""
+    plan, act and verify, done only when verification passes; ask: a question, answered with
+    read-only tools (nothing may change, a prose answer is a success, no check runs)."""
     verify_command: str | None = None
-    """Shell command whose exit code 0 means the task is verified (phased mode); None uses the
-    test command detected in the workspace."""
+    """Shell command whose exit code 0 means the task is verified; None uses the first test
+    command detected in the workspace whose program is installed."""
+    verify: bool = True
+    """Run the check command after the model's last change before accepting a success (every
+    mode); False accepts the model's word (`--no-verify`)."""
+    verify_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds the check command may run (its own limit, never `tool_timeout_s`)."""
+    max_verify_rounds: int = Field(default=3, ge=1)
+    """Failed checks after which the run ends as `verification_failed`; each earlier failure
+    goes back to the model with the command's output."""
     phased: PhasedSettings = Field(default_factory=PhasedSettings)
     """Context pack and memory settings of the phased mode."""
     max_iterations: int = Field(default=50, ge=1)

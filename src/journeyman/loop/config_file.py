@@ -12,11 +12,11 @@ Keys are `AgentConfig` field names at the top level, plus a ``[permissions]`` ta
 ``[[hooks]]`` entries. Scalars of a later source replace earlier ones; the rule lists of
 ``[permissions]`` and the hooks are concatenated, so a project cannot drop the user's deny rules.
 
-A project file cannot loosen permissions on its own: its ``allow`` rules and a ``trusted`` or
-``bypass`` mode are ignored with a warning, because cloning a repository must not be enough to
-let it run commands without asking. Such settings belong in the user file or on the command line.
-For the same reason a project's ``[[hooks]]`` (shell commands run on the agent's events) are
-ignored with a warning unless the caller trusts them (``journeyman run --project-hooks``).
+A project file may only tighten what the user's sources decided: `policy.settings` holds the one
+allow-list of keys it may set and, per key, what "tighter" means. Every key that would loosen
+(an allow rule, a looser permission mode, higher limits, ``sandbox = "local"``, the network, the
+session folder, ``journal_commands = false``, hooks without ``--project-hooks``, ...) is ignored
+with a warning naming the key and the file.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from pydantic import ValidationError
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config import AgentConfig
-from journeyman.policy.permissions import PermissionMode
+from journeyman.policy.permissions import PermissionsConfig
+from journeyman.policy.settings import IgnoredSetting, tighten_only
 
 PROJECT_FILES = ("journeyman.toml", ".journeyman/config.toml")
 ENV_PREFIX = "JOURNEYMAN_"
-LOOSE_MODES = frozenset({PermissionMode.TRUSTED, PermissionMode.BYPASS})
 _LIST_KEYS = ("allow", "ask", "deny")
 _NOT_FROM_ENV = frozenset({"permissions", "hooks", "system_prompt", "phased"})
 
@@ -51,7 +51,9 @@ class LoadedConfig:
     files: list[Path] = field(default_factory=list)
     """The files that were read, lowest priority first."""
     warnings: list[str] = field(default_factory=list)
-    """Settings that were ignored, and why."""
+    """Settings that were ignored, and why (one line each, naming the key and the file)."""
+    ignored: list[IgnoredSetting] = field(default_factory=list)
+    """The same, as records (for JSON output and the session's settings)."""
 
     def build(self, **flags: Any) -> AgentConfig:
         """An `AgentConfig` of these values with the given flags (None means unset) on top."""
@@ -90,36 +92,51 @@ def load_config(
 ) -> LoadedConfig:
     """Read the user file, the project file and the environment, in that order.
 
-    The project file's hooks are kept only with `project_hooks` (the user said to trust them).
+    The project file is held to the trust rules (`policy.settings.tighten_only`) against what the
+    defaults, the user file and the environment give; its hooks are kept only with
+    `project_hooks` (the user said to trust them).
     """
     loaded = LoadedConfig()
+    user_values: dict[str, Any] = {}
     user = user_config_file()
     if user.is_file():
-        _merge(loaded.values, _read(user))
+        user_values = _read(user)
+        _merge(loaded.values, user_values)
         loaded.files.append(user)
+    env_values = _from_env(os.environ if env is None else env)
     project = project_config_file(workspace)
     if project is not None:
-        data = _read(project)
-        loaded.warnings.extend(_drop_loosening(data, project))
-        if data.get("hooks") and not project_hooks:
-            loaded.warnings.append(
-                f"{project}: ignored the project's {len(data['hooks'])} hook(s); they run shell "
-                "commands, so a repository cannot install them on its own (pass "
-                "--project-hooks to trust them, or declare hooks in your user config)"
-            )
-            del data["hooks"]
-        _merge(loaded.values, data)
+        base = _defaults()
+        for layer in (user_values, _checked(env_values, "the environment")):
+            _merge(base, layer, replace_lists=True)
+        kept, ignored = tighten_only(base, _read(project), str(project), trust_hooks=project_hooks)
+        loaded.ignored.extend(ignored)
+        loaded.warnings.extend(item.message for item in ignored)
+        _merge(loaded.values, kept)
         loaded.files.append(project)
-    _merge(loaded.values, _from_env(os.environ if env is None else env))
+    _merge(loaded.values, env_values)
     return loaded
 
 
+def _defaults() -> dict[str, Any]:
+    """The settings nobody chose, with the permissions the command line always starts from."""
+    defaults = AgentConfig(permissions=PermissionsConfig()).model_dump(mode="json")
+    return dict(defaults)
+
+
 def _read(path: Path) -> dict[str, Any]:
+    """A config file's settings, checked against `AgentConfig` and normalised (enum values as
+    text, numbers as numbers), holding only the keys the file sets."""
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
     except OSError as error:
         raise ConfigurationError(f"cannot read config file {path}: {error}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(
+            f"config file {path} is not UTF-8 text ({error.reason} at byte {error.start}); "
+            "save it as UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"config file {path} is not valid TOML: {error}") from error
     unknown = set(data) - set(AgentConfig.model_fields)
@@ -129,38 +146,35 @@ def _read(path: Path) -> dict[str, Any]:
             f"config file {path}: unknown setting(s) {', '.join(sorted(unknown))}; "
             f"known settings are {known}"
         )
-    return data
+    return _checked(data, f"config file {path}")
 
 
-def _drop_loosening(data: dict[str, Any], path: Path) -> list[str]:
-    permissions = data.get("permissions")
-    if not isinstance(permissions, dict):
-        return []
-    warnings = []
-    if permissions.get("allow"):
-        warnings.append(
-            f"{path}: ignored the project's permissions.allow rules; a repository cannot grant "
-            "itself permissions (put them in your user config or pass --permission-mode)"
+def _checked(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`data` validated as `AgentConfig` fields on its own, so that a wrong type (``hooks = 5``,
+    ``deny = 5``) is reported with its source before anything is merged."""
+    try:
+        config = AgentConfig(**data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or 'value'}: {item['msg']}"
+            for item in error.errors(include_url=False)
         )
-        del permissions["allow"]
-    mode = permissions.get("mode")
-    if mode in {m.value for m in LOOSE_MODES}:
-        warnings.append(
-            f"{path}: ignored permissions.mode = {mode!r} from the project; choose it with "
-            "--permission-mode or in your user config"
-        )
-        del permissions["mode"]
-    return warnings
+        raise ConfigurationError(f"invalid settings in {where}: {problems}") from None
+    except TypeError as error:
+        raise ConfigurationError(f"invalid settings in {where}: {error}") from None
+    return config.model_dump(mode="json", exclude_unset=True)
 
 
-def _merge(into: dict[str, Any], data: Mapping[str, Any]) -> None:
+def _merge(into: dict[str, Any], data: Mapping[str, Any], *, replace_lists: bool = False) -> None:
+    """Lay `data` over `into`: scalars replace, the hooks and the permission rule lists add up
+    (so that no later source drops an earlier one's deny rules) unless `replace_lists`."""
     for key, value in data.items():
-        if key == "hooks":
+        if key == "hooks" and not replace_lists:
             into["hooks"] = [*into.get("hooks", []), *value]
         elif key == "permissions" and isinstance(value, Mapping):
-            merged = dict(into.get("permissions", {}))
+            merged = dict(into.get("permissions") or {})
             for name, item in value.items():
-                if name in _LIST_KEYS:
+                if name in _LIST_KEYS and not replace_lists:
                     merged[name] = [*merged.get(name, []), *item]
                 else:
                     merged[name] = item

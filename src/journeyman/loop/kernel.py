@@ -42,6 +42,7 @@ from journeyman.loop.modes import Mode, StatefulMode
 from journeyman.loop.observer import TurnObserver
 from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState, TurnOutcome
+from journeyman.loop.verdict import Ruling, Verdict
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner, HookRunResult
 from journeyman.policy.permissions import PermissionGate
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
@@ -86,7 +87,7 @@ class Kernel:
         self.store = store
         self.settings = settings or {}
         self.cancel_event = cancel_event or asyncio.Event()
-        self.observer = TurnObserver(config)
+        self.observer = TurnObserver(config, kind_of=registry.kind_of)
         self.budget = BudgetGate(
             economics, config, approver, self.emit, lambda: f"{provider.name}:{provider.model}"
         )
@@ -104,6 +105,16 @@ class Kernel:
         self.lifecycle.on_transition(
             lambda a, b, _meta: self.emit(ev.StateChanged(a.value, b.value))
         )
+        self.verdict = Verdict(
+            workspace=workspace,
+            config=config,
+            registry=registry,
+            store=store,
+            permissions=permissions,
+            emit=self.emit,
+            journal=lambda: self._recorder.journal if self._recorder else None,
+        )
+        """The harness's check of success claims, refused calls and changed files."""
 
     # --- events -------------------------------------------------------------------------
 
@@ -314,6 +325,11 @@ class Kernel:
             if state.halted:
                 return
             if outcome.finish_reason is not None and outcome.finish_reason.is_success:
+                ruling = await self.verdict.review(state, outcome)
+                if ruling is Ruling.RETRY:
+                    continue
+                if ruling is Ruling.REJECT:
+                    return
                 objection = await self._hook(HookEvent.STOP, state, message=outcome.final_text)
                 if objection is not None and objection.halted:
                     self._halt(state, objection)
@@ -429,6 +445,7 @@ class Kernel:
                 no_progress_snapshot=state.no_progress_snapshot,
                 store_path=str(self.store.path),
             )
+            self.verdict.annotate(state, result)
             self.emit(ev.RunFinished(result))
             if self._recorder is not None:
                 self._recorder.finish(

@@ -3,7 +3,8 @@ they call for. The same code rebuilds this knowledge from a stored history on re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.economics.loop_detector import LoopDetector, result_digest
@@ -16,7 +17,11 @@ Nudge = tuple[str, str]
 
 
 class TurnObserver:
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(
+        self, config: AgentConfig, kind_of: Callable[[str], StrEnum | None] | None = None
+    ) -> None:
+        self.kind_of = kind_of
+        """What a named tool declares it does (read / edit / command ...), when known."""
         self.progress = ProgressTracker()
         self.loops = LoopDetector(threshold=config.loop_threshold)
         self.phases = PhaseTracker(config.exploration_saturation)
@@ -34,8 +39,12 @@ class TurnObserver:
             self.phases.record_text()
         for call, result in zip(calls, results, strict=False):
             path = call.arguments.get("path")
+            kind = self.kind_of(call.name) if self.kind_of is not None else None
             found = self.phases.record(
-                call.name, is_error=result.is_error, path=path if isinstance(path, str) else None
+                call.name,
+                is_error=result.is_error,
+                path=path if isinstance(path, str) else None,
+                kind=kind.value if kind is not None else None,
             )
             nudges.extend((n.kind.value, n.message) for n in found)
             check = self.loops.record(call.name, call.arguments, result_digest(result.content))

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.redact import remember_secret, remember_url_credentials
 from journeyman.providers.base import Provider
 
 ProviderName = Literal["anthropic", "openai"]
@@ -67,6 +68,8 @@ def create_provider(
     missing or unknown.
     """
     env = os.environ if env is None else env
+    remember_url_credentials(base_url)  # never shown to the model in tool output
+    remember_secret(api_key)
     chosen, spec_model = parse_spec(spec) if spec else (None, None)
     if spec_model and model and spec_model != model:
         raise ConfigurationError(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
+from journeyman.policy.settings import IgnoredSetting, trusted_from_data
 from journeyman.session.store import SessionRecord, SessionStore, StepRecord
 
 FORMAT = "journeyman-session-1"
@@ -43,52 +45,136 @@ def export_jsonl(store: SessionStore, session_id: str, out: IO[str]) -> int:
     return len(lines)
 
 
-def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ConfigurationError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+@dataclass
+class ImportedSession:
+    """What `import_file` stored, and what the user should know about it."""
+
+    session_id: str
+    ignored: list[IgnoredSetting] = field(default_factory=list)
+    """Settings of the file that were not kept (the trust rules for data)."""
+    notes: list[str] = field(default_factory=list)
+    """Plain facts about the import (e.g. that it has no file history)."""
 
 
-def import_jsonl(store: SessionStore, path: Path, new_id: str) -> str:
-    """Store an exported session under `new_id` (its messages as one step); returns the id."""
+def _read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except (json.JSONDecodeError, RecursionError) as error:
+                    reason = error.msg if isinstance(error, json.JSONDecodeError) else "too deep"
+                    raise ConfigurationError(
+                        f"{path}:{number}: not valid JSON ({reason})"
+                    ) from None
+                if not isinstance(item, dict):
+                    raise ConfigurationError(f"{path}:{number}: expected a JSON object per line")
+                yield number, item
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(f"{path} is not UTF-8 text ({error.reason})") from None
+
+
+def import_jsonl(
+    store: SessionStore, path: Path, new_id: str, *, workspace: Path | None = None
+) -> ImportedSession:
+    """Store an exported session under `new_id` (its messages as one step), in `workspace` if
+    given, else in the workspace the export names.
+
+    The file's settings are data: only descriptive ones are kept (`trusted_from_data`), so an
+    export cannot bring hooks, permissions, a sandbox choice or a provider endpoint with it.
+    """
     lines = list(_read_lines(path))
-    if not lines or lines[0].get("kind") != "session" or lines[0].get("format") != FORMAT:
+    if not lines or lines[0][1].get("kind") != "session" or lines[0][1].get("format") != FORMAT:
         raise ConfigurationError(f"{path} is not a journeyman session export ({FORMAT})")
-    header = lines[0]
-    messages = [
-        Message.from_dict({k: v for k, v in line.items() if k != "kind"})
-        for line in lines[1:]
-        if line.get("kind") == "message"
-    ]
-    events = [line["event"] for line in lines[1:] if line.get("kind") == "event"]
+    header = lines[0][1]
+    for key in ("task", "workspace"):
+        if not isinstance(header.get(key), str):
+            raise ConfigurationError(
+                f"{path}:1: the session header has no {key!r} text; the export is incomplete"
+            )
+    settings = header.get("settings")
+    if not isinstance(settings, dict):
+        settings = {}
+    kept, ignored = trusted_from_data(settings, str(path))
+    messages = []
+    for number, line in lines[1:]:
+        if line.get("kind") != "message":
+            continue
+        try:
+            message = Message.from_dict({k: v for k, v in line.items() if k != "kind"})
+            if not isinstance(message.content, str):
+                raise ValueError("its content is not text")
+            messages.append(message)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ConfigurationError(
+                f"{path}:{number}: not a message this version understands ({_why(error)})"
+            ) from None
+    events = [line["event"] for _, line in lines[1:] if line.get("kind") == "event"]
+    system_prompt = header.get("system_prompt")
     store.create_session(
         SessionRecord(
             id=new_id,
             task=header["task"],
-            workspace=header["workspace"],
-            settings={**header["settings"], "imported_from": header["id"]},
-            system_prompt=header["system_prompt"],
-            parent_id=header.get("parent_id"),
+            workspace=header["workspace"] if workspace is None else str(workspace.resolve()),
+            settings={**kept, "imported_from": str(header.get("id", path))},
+            system_prompt=system_prompt if isinstance(system_prompt, str) else "",
+            parent_id=header.get("parent_id") if isinstance(header.get("parent_id"), str) else None,
         )
     )
     store.record_step(new_id, StepRecord(step=0, messages=messages, events=events, checkpoint={}))
-    return new_id
+    return ImportedSession(new_id, ignored=ignored)
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, KeyError):
+        return f"missing field {error.args[0]!r}"
+    return str(error)
 
 
 MINI_FORMAT = "mini-swe-agent-1.1"
+"""The trajectory format of mini-swe-agent 2.x."""
+MINI_FORMATS = ("mini-swe-agent-1", MINI_FORMAT)
+"""Every `trajectory_format` mini-swe-agent has written (1.x, then 2.x); files from before 1.x
+wrote none, and its own test data are bare message lists: both are read too."""
+
+NO_FILE_HISTORY = (
+    "an imported session has no file history: a fork starts from the workspace's files as they "
+    "are now, and cannot roll them back to an earlier step"
+)
 
 
-def import_file(store: SessionStore, path: Path, new_id: str) -> str:
-    """Import our JSONL export or a mini-swe-agent trajectory, whichever `path` holds."""
-    head = path.read_text(encoding="utf-8", errors="replace")[:4096].lstrip()
-    if head.startswith("{") and f'"{MINI_FORMAT}"' in path.read_text(encoding="utf-8"):
-        return import_mini_swe_agent(store, path, new_id)
-    return import_jsonl(store, path, new_id)
+def import_file(
+    store: SessionStore, path: Path, new_id: str, *, workspace: Path | None = None
+) -> ImportedSession:
+    """Import our JSONL export or a mini-swe-agent trajectory, whichever `path` holds.
+
+    `workspace` replaces the working directory the file recorded (for a trajectory) or the
+    workspace of the exported session.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(f"{path} is not UTF-8 text ({error.reason})") from None
+    try:
+        whole = json.loads(text) if text.strip() else None
+    except (json.JSONDecodeError, RecursionError):
+        whole = None  # JSON lines, or not JSON at all: the JSONL reader says which line
+    if _is_mini_trajectory(whole):
+        imported = import_mini_swe_agent(store, path, new_id, data=whole, workspace=workspace)
+    else:
+        imported = import_jsonl(store, path, new_id, workspace=workspace)
+    imported.notes.append(NO_FILE_HISTORY)
+    return imported
+
+
+def _is_mini_trajectory(data: Any) -> bool:
+    if isinstance(data, list):  # a bare message list
+        return bool(data) and all(isinstance(m, dict) and "role" in m for m in data)
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        return False
+    return data.get("trajectory_format", None) in (None, *MINI_FORMATS)
 
 
 def _text(content: Any) -> str:
@@ -101,9 +187,31 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
+def _at(data: Any, *keys: str) -> Any:
+    """`data[k1][k2]...`, or None where a level is missing or not an object."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def import_mini_swe_agent(
+    store: SessionStore,
+    path: Path,
+    new_id: str,
+    *,
+    data: Any = None,
+    workspace: Path | None = None,
+) -> ImportedSession:
     """Store a mini-swe-agent trajectory as a session, one step per model turn (step 0 holds the
-    task), so it can be forked at any turn.
+    task).
+
+    Every published shape is read: 2.x (`mini-swe-agent-1.1`), 1.x (`mini-swe-agent-1`, and the
+    earlier files without a format), and a bare list of messages. The workspace is the working
+    directory the run recorded (`info.config.environment.cwd`) unless `workspace` is given, else
+    the folder holding the file; the model name, exit status and cost are kept as descriptive
+    settings.
 
     Native tool calls become our tool calls and results; text-based actions (a bash block in the
     assistant's text) stay text, with the observation as the next user message. A call the run
@@ -111,18 +219,24 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
     result, so the history remains valid for any provider. The closing `exit` message is not
     something the model saw and is left out (its status is kept in the settings).
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ConfigurationError(f"{path}: not valid JSON ({error.msg})") from None
-    if not isinstance(data, dict) or data.get("trajectory_format") != MINI_FORMAT:
-        raise ConfigurationError(f"{path} is not a mini-swe-agent trajectory ({MINI_FORMAT})")
+    if data is None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, RecursionError, UnicodeDecodeError) as error:
+            raise ConfigurationError(f"{path}: not valid JSON ({error})") from None
+    if not _is_mini_trajectory(data):
+        raise ConfigurationError(
+            f"{path} is not a mini-swe-agent trajectory (one of {', '.join(MINI_FORMATS)}, "
+            "or a list of messages)"
+        )
+    raw_messages = data if isinstance(data, list) else data["messages"]
+    info = {} if isinstance(data, list) else (data.get("info") or {})
     system = ""
     steps: list[list[Message]] = [[]]
     messages = steps[0]
     call_names: dict[str, str] = {}
     unanswered: list[str] = []
-    for raw in data.get("messages", []):
+    for raw in raw_messages:
         if not isinstance(raw, dict):
             continue
         role = raw.get("role")
@@ -138,15 +252,20 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
             steps.append(messages)
             calls = []
             for tc in raw.get("tool_calls") or []:
-                function = tc.get("function", {})
+                if not isinstance(tc, dict):
+                    continue
+                function = tc.get("function") or {}
                 try:
                     arguments = json.loads(function.get("arguments") or "{}")
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError, TypeError):
                     arguments = {"raw": function.get("arguments")}
-                name = function.get("name", "bash")
-                call_names[tc.get("id", "")] = name
-                unanswered.append(tc.get("id", ""))
-                calls.append(ToolCall(tc.get("id", ""), name, arguments))
+                if not isinstance(arguments, dict):
+                    arguments = {"raw": arguments}
+                name = str(function.get("name") or "bash")
+                call_id = str(tc.get("id", ""))
+                call_names[call_id] = name
+                unanswered.append(call_id)
+                calls.append(ToolCall(call_id, name, arguments))
             messages.append(Message.assistant(text, calls))
         elif role == "tool":
             call_id = str(raw.get("tool_call_id", ""))
@@ -158,18 +277,36 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
             messages.append(Message.user(text))
     _answer(messages, unanswered, call_names)
     task = next((m.content for m in steps[0] if m.role is Role.USER), "")
-    info = data.get("info", {})
+    recorded_cwd = _at(info, "config", "environment", "cwd")
+    if workspace is not None:
+        where = workspace
+    elif isinstance(recorded_cwd, str) and recorded_cwd:
+        where = Path(recorded_cwd)
+    else:
+        where = path.parent
+    version = None if isinstance(data, list) else data.get("trajectory_format")
+    described = {
+        "imported_from": str(path),
+        "format": version
+        or (
+            "mini-swe-agent (message list)"
+            if isinstance(data, list)
+            else "mini-swe-agent (no format field)"
+        ),
+        "mini_version": info.get("mini_version"),
+        "exit_status": info.get("exit_status"),
+        "model_name": _at(info, "config", "model", "model_name"),
+        "cost_usd": _at(info, "model_stats", "instance_cost"),
+        "api_calls": _at(info, "model_stats", "api_calls"),
+        "recorded_cwd": recorded_cwd or None,
+    }
+    kept, ignored = trusted_from_data(described, str(path))
     store.create_session(
         SessionRecord(
             id=new_id,
             task=task,
-            workspace=str(path.parent.resolve()),
-            settings={
-                "imported_from": str(path),
-                "format": MINI_FORMAT,
-                "mini_version": info.get("mini_version"),
-                "exit_status": info.get("exit_status"),
-            },
+            workspace=str(where.resolve()),
+            settings=kept,
             system_prompt=system,
         )
     )
@@ -177,7 +314,19 @@ def import_mini_swe_agent(store: SessionStore, path: Path, new_id: str) -> str:
         store.record_step(
             new_id, StepRecord(step=number, messages=step_messages, events=[], checkpoint={})
         )
-    return new_id
+    notes = []
+    if workspace is None and isinstance(recorded_cwd, str) and recorded_cwd:
+        if not where.is_dir():
+            notes.append(
+                f"the run worked in {recorded_cwd}, which is not a folder here; "
+                "import again with --workspace to say where its files are"
+            )
+    elif workspace is None:
+        notes.append(
+            f"the file records no working directory; using {where.resolve()} "
+            "(import again with --workspace to choose another)"
+        )
+    return ImportedSession(new_id, ignored=ignored, notes=notes)
 
 
 UNANSWERED = "(no result was recorded for this call: the run ended on it)"

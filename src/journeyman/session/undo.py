@@ -87,15 +87,9 @@ class FileChangeTracker:
         for change in reversed(changes):  # newest first, so each file walks back in order
             path = self.ctx.resolve(change.path, tool="undo")
             current = read_text_or_none(path)
-            if change.unrecoverable:  # only a redacted copy is left: restoring it would lose data
-                result.conflicts.append(
-                    UndoConflict(change, _diff(change.path, change.after, current))
-                )
-                break
-            if current != change.after and current != change.before and not force:
-                result.conflicts.append(
-                    UndoConflict(change, _diff(change.path, change.after, current))
-                )
+            conflict = check_conflict(change, current, force=force)
+            if conflict is not None:
+                result.conflicts.append(conflict)
                 break  # older changes to the same file build on this one
             if current != change.before:
                 if change.before is None:
@@ -116,6 +110,20 @@ class FileChangeTracker:
             first = spans[change.path][0] if change.path in spans else change.before
             spans[change.path] = (first, change.after)
         return "".join(_diff(path, before, after) for path, (before, after) in spans.items())
+
+
+def check_conflict(
+    change: FileChange, current: str | None, *, force: bool = False
+) -> UndoConflict | None:
+    """Why `change` must not be rolled back while its file holds `current`, or None.
+
+    The file changed on disk since the agent wrote it (somebody else's work; `force` overrides),
+    or only a redacted copy of the old text is left (restoring it would lose data; never forced).
+    """
+    edited = current != change.after and current != change.before
+    if change.unrecoverable or (edited and not force):
+        return UndoConflict(change, _diff(change.path, change.after, current))
+    return None
 
 
 def read_text_or_none(path: Path) -> str | None:

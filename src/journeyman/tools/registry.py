@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
-from journeyman.tools.base import Tool, tool_spec
+from journeyman.core.redact import redact_own_secrets
+from journeyman.tools.base import Tool, ToolKind, tool_spec
 from journeyman.tools.context import ToolContext
 
 
@@ -36,6 +37,16 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def restricted_to(self, kinds: Iterable[ToolKind]) -> ToolRegistry:
+        """A registry of only the tools of these kinds (e.g. read and finish for a question)."""
+        wanted = frozenset(kinds)
+        return ToolRegistry(t for t in self._tools.values() if t.kind in wanted)
+
+    def kind_of(self, name: str) -> ToolKind | None:
+        """What the named tool does; None when no such tool is registered."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.kind
+
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(tool_spec(t) for t in self._tools.values())
 
@@ -49,7 +60,12 @@ class ToolRegistry:
         return tool is not None and (tool.parallel_safe or tool.read_only)
 
     async def execute(self, call: ToolCall, ctx: ToolContext, timeout: float) -> ToolResult:
-        """Validate and run one call under `timeout` seconds; always returns a result."""
+        """Validate and run one call under `timeout` seconds; always returns a result, its text
+        scrubbed of the agent's own secrets whatever the tool and the sandbox."""
+        result = await self._execute(call, ctx, timeout)
+        return dataclasses.replace(result, content=redact_own_secrets(result.content))
+
+    async def _execute(self, call: ToolCall, ctx: ToolContext, timeout: float) -> ToolResult:
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"

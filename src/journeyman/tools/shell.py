@@ -9,7 +9,7 @@ How a command ends, and what happens to the processes it started:
   process group gets SIGTERM, then SIGKILL after a short grace period. Cancellation is
   re-raised once the group is gone.
 
-Where the command runs is up to the tool's `Sandbox` (tools/sandbox.py): on the host with
+Where the command runs is up to the tool's `Sandbox` (tools/sandbox/): on the host with
 resource limits (local), or under bubblewrap or docker; "process group" above then means every
 process the command started, wherever it went.
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import signal
 import time
@@ -34,11 +33,13 @@ from pathlib import Path
 from pydantic import Field
 
 from journeyman.core.messages import ToolResult
+from journeyman.core.redact import looks_secret as looks_secret
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
-from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots
+from journeyman.tools.sandbox.git_guard import GitMetadataGuard, GuardReport
+from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots, journal_interrupted
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call does not say."""
@@ -53,21 +54,8 @@ KILL_GRACE = 2.0
 DRAIN_GRACE = 0.3
 """Seconds to wait for the output pipe to close after the command itself has exited."""
 
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS"
-    r"|PASSPHRASE|CREDENTIALS?|AUTH_?KEY|SESSION_?KEY)(?:_|$)"
-    r"|_KEY$"
-    r"|^(?:AWS|ANTHROPIC|OPENAI|AZURE_OPENAI)_",
-    re.IGNORECASE,
-)
-
 _CHILD_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command so that pagers and credential prompts cannot wait for input."""
-
-
-def looks_secret(name: str) -> bool:
-    """Whether an environment variable's name suggests it holds a credential."""
-    return bool(_SECRET_NAME.search(name))
 
 
 def scrub_env(env: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
@@ -205,14 +193,20 @@ class RunCommandTool(BaseTool):
             notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
-        snapshots = await self._recorded_workspace(ctx, notes)
+        snapshots = await self._recorded_workspace(ctx, notes, args.command)
+        guard = await asyncio.to_thread(GitMetadataGuard, ctx.workspace)
+        git_report = GuardReport()
         started = time.monotonic()
         try:
             run = await self._run(args.command, cwd, ctx, timeout, output)
         finally:
             duration = round(time.monotonic() - started, 3)
+            git_report = await asyncio.to_thread(guard.restore)
             if snapshots is not None:
-                await self._journal_changes(snapshots, ctx, notes)
+                try:
+                    await self._journal_changes(snapshots, ctx, notes)
+                finally:
+                    snapshots.end()
 
         if run.stopped_leftovers:
             notes.append(
@@ -220,7 +214,7 @@ class RunCommandTool(BaseTool):
                 "command ended; to keep one running, redirect its output (`cmd > log 2>&1 &`)"
             )
         text = output.render().removesuffix("\n") if output.total else "(no output)"
-        meta = {
+        meta: dict[str, object] = {
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
             "duration": duration,
@@ -229,6 +223,10 @@ class RunCommandTool(BaseTool):
             "cwd": ctx.relative(cwd),
             "sandbox": self.sandbox_for(ctx).kind.value,
         }
+        git_warning = git_report.message()
+        if git_warning is not None:
+            notes.append(f"warning: {git_warning}")
+            meta["warnings"] = [git_warning]
         notes_text = "".join(f"\n[{note}]" for note in notes)
         if run.timed_out:
             return fail(
@@ -244,23 +242,32 @@ class RunCommandTool(BaseTool):
         )
 
     async def _recorded_workspace(
-        self, ctx: ToolContext, notes: list[str]
+        self, ctx: ToolContext, notes: list[str], command: str
     ) -> WorkspaceSnapshots | None:
-        """The workspace's snapshots, just recorded; None when the run keeps no journal (or
-        journaling is off, or impossible: then `notes` says so)."""
+        """The workspace's snapshots, just recorded and marked as running `command`; None when
+        the run keeps no journal (or journaling is off, or impossible: then `notes` says so)."""
         if not self.journal_changes or ctx.journal is None:
             return None
         key = (ctx.workspace, ctx.session_id)
         if key not in self._snapshots:
             self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.session_id)
+        snapshots = self._snapshots[key]
         try:
-            await asyncio.to_thread(self._snapshots[key].record)
-        except SnapshotUnavailable as error:
+            # a command of this session killed with an earlier process, never reconciled
+            healed = await asyncio.to_thread(journal_interrupted, snapshots, ctx.journal, self.name)
+            await asyncio.to_thread(snapshots.record)
+            await asyncio.to_thread(snapshots.begin, command)
+        except (SnapshotUnavailable, OSError) as error:
             notes.append(
                 f"files this command changes are not journaled (undo cannot revert them): {error}"
             )
             return None
-        return self._snapshots[key]
+        if healed is not None and healed.changes:
+            notes.append(
+                "an earlier command of this session was interrupted; the files it changed are "
+                "now in the undo journal: " + ", ".join(c.path for c in healed.changes)
+            )
+        return snapshots
 
     async def _journal_changes(
         self, snapshots: WorkspaceSnapshots, ctx: ToolContext, notes: list[str]

@@ -12,22 +12,37 @@ The workspace's own `.git`, if any, is never touched, and its `.gitignore` rules
 build outputs and (usually) `.env` files are left out, as are `GENERATED_DIRS`; the shadow
 repository is readable by its owner only, since it holds copies of the workspace's files.
 Binary files and files over `MAX_FILE_BYTES` are not journaled (`CommandChanges.skipped` says
-which). Without a `git` binary nothing is recorded, and the command's result says so.
+which). Files over that cap are never stored in the shadow repository either: `record()` notes
+their size and modification time instead, and `changes()` names them as not journaled when
+those moved. Without a `git` binary nothing is recorded, and the command's result says so.
+
+A command killed with the agent (kill -9, an out-of-memory kill) would lose its changes from
+the journal, since they are journaled after it ends. So `begin()` leaves a marker next to the
+session's index (which already holds the before-state, in a file that outlives the process)
+and `end()` removes it once the changes are journaled. `reconcile_interrupted()` journals
+what a marked, unfinished command changed: a resumed session calls it before its first step,
+and the next command of the session does it too, should the resume not have.
+
+`forget_snapshots()` removes a session's index, and the whole shadow repository of the
+workspace with its last session.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from journeyman.tools.context import GENERATED_DIRS
+from journeyman.tools.context import GENERATED_DIRS, FileChangeIntent
 
 MAX_FILE_BYTES = 1_000_000
 """Larger files changed by a command are listed as skipped, not journaled."""
@@ -76,6 +91,13 @@ class SnapshotUnavailable(Exception):
     """No snapshot could be taken (no git binary, or git failed); the reason is the message."""
 
 
+def shadow_repository(workspace: Path, cache_dir: Path | None = None) -> Path:
+    """Where the shadow repository of `workspace` lives (whether or not it exists)."""
+    root = cache_dir or Path(os.environ.get(CACHE_ENV) or user_cache_dir("journeyman"))
+    key = hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
+    return root / "shadow" / key
+
+
 class WorkspaceSnapshots:
     """Snapshots of one workspace for one session, in a shadow repository outside it.
 
@@ -86,15 +108,46 @@ class WorkspaceSnapshots:
 
     def __init__(self, workspace: Path, session_id: str, cache_dir: Path | None = None) -> None:
         self.workspace = workspace
-        root = cache_dir or Path(os.environ.get(CACHE_ENV) or user_cache_dir("journeyman"))
-        key = hashlib.sha256(str(workspace).encode()).hexdigest()[:16]
-        self.git_dir = root / "shadow" / key
-        self.index = self.git_dir / f"index-{session_id or 'default'}"
+        self.git_dir = shadow_repository(workspace, cache_dir)
+        session = session_id or "default"
+        self.index = self.git_dir / f"index-{session}"
+        self.large = self.git_dir / f"large-{session}.json"
+        """Files over the cap at the last record: path -> [size, mtime in ns]."""
+        self.excludes = self.git_dir / f"exclude-{session}"
+        """The same files as ignore patterns, so that git never stores them."""
+        self.marker = self.git_dir / f"running-{session}.json"
+        """Present while a command runs (`begin` .. `end`)."""
 
     def record(self) -> None:
-        """Store the workspace as it is now in the shadow index."""
+        """Store the workspace as it is now in the shadow index (files over the cap aside)."""
         self._ensure_repository()
+        listed = self._git(
+            "ls-files", "-z", "--cached", "--others", "--exclude-standard", own=False
+        )
+        large = _large_files(self.workspace, [p for p in listed.split("\0") if p])
+        _write_durably(self.excludes, "".join(f"{_ignore_pattern(p)}\n" for p in large).encode())
+        _write_durably(self.large, json.dumps(large).encode())
+        if large:  # tracked while small, large now: out of the index, so git does not store it
+            paths = "".join(f"{p}\0" for p in large).encode("utf-8", "surrogateescape")
+            self._git_bytes("update-index", "-z", "--force-remove", "--stdin", stdin=paths)
         self._git("add", "--all", "--", ".")
+
+    def begin(self, command: str) -> None:
+        """Mark a command as running: its changes are not journaled yet."""
+        marker = {"command": command, "started": time.time(), "pid": os.getpid()}
+        _write_durably(self.marker, json.dumps(marker).encode())
+
+    def end(self) -> None:
+        """The command's changes are journaled: remove the marker."""
+        self.marker.unlink(missing_ok=True)
+
+    def interrupted(self) -> dict[str, object] | None:
+        """The marker of a command that started and never ended, if any."""
+        try:
+            found = json.loads(self.marker.read_text())
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else {}
 
     def changes(self) -> CommandChanges:
         """The text files that differ from the last `record()`: created, modified, deleted."""
@@ -129,8 +182,27 @@ class WorkspaceSnapshots:
                 found.skipped.append(path)
             elif after is not None:
                 found.changes.append(FileVersionChange(path, None, after))
+        found.skipped += self._large_changed()
         found.changes.sort(key=lambda c: c.path)
+        found.skipped = sorted(set(found.skipped))
         return found
+
+    def _large_changed(self) -> list[str]:
+        """Files over the cap at the last record whose size or mtime moved (or that are gone)."""
+        try:
+            large = json.loads(self.large.read_text())
+        except (OSError, ValueError):
+            return []
+        moved = []
+        for path, (size, mtime) in large.items():
+            try:
+                info = (self.workspace / path).lstat()
+            except OSError:
+                moved.append(path)
+                continue
+            if (info.st_size, info.st_mtime_ns) != (size, mtime):
+                moved.append(path)
+        return moved
 
     def _disk_text(self, path: str) -> str | _Skip | None:
         """The file's text now; None when it is gone, SKIP when it is not a small text file."""
@@ -188,10 +260,14 @@ class WorkspaceSnapshots:
             with contextlib.suppress(SnapshotUnavailable):
                 self._git("gc", "--auto", "--quiet")
 
-    def _git(self, *args: str, bare: bool = False) -> str:
-        return self._git_bytes(*args, bare=bare).decode("utf-8", errors="surrogateescape")
+    def _git(self, *args: str, bare: bool = False, own: bool = True) -> str:
+        output = self._git_bytes(*args, bare=bare, own=own)
+        return output.decode("utf-8", errors="surrogateescape")
 
-    def _git_bytes(self, *args: str, bare: bool = False, stdin: str | None = None) -> bytes:
+    def _git_bytes(
+        self, *args: str, bare: bool = False, stdin: str | bytes | None = None, own: bool = True
+    ) -> bytes:
+        """Run git on the shadow repository; `own` applies the session's large-file excludes."""
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.git_dir),
@@ -202,13 +278,14 @@ class WorkspaceSnapshots:
         }
         where = [] if bare else [f"--git-dir={self.git_dir}", f"--work-tree={self.workspace}"]
         settings = ["-c", "core.autocrlf=false", "-c", "core.fsmonitor=false"]
+        settings += ["-c", f"core.excludesFile={self.excludes if own else os.devnull}"]
         try:
             proc = subprocess.run(
                 ["git", *settings, *where, *args],
                 cwd=self.workspace,
                 env=env,
                 capture_output=True,
-                input=None if stdin is None else stdin.encode(),
+                input=stdin.encode() if isinstance(stdin, str) else stdin,
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
@@ -220,3 +297,85 @@ class WorkspaceSnapshots:
             detail = proc.stderr.decode(errors="replace").strip().splitlines()
             raise SnapshotUnavailable(f"git {args[0]} failed: {detail[-1] if detail else '?'}")
         return proc.stdout
+
+
+def _large_files(workspace: Path, paths: list[str]) -> dict[str, list[int]]:
+    """Of `paths`, the regular files over MAX_FILE_BYTES: path -> [size, mtime in ns]."""
+    large = {}
+    for path in paths:
+        try:
+            info = (workspace / path).lstat()
+        except OSError:
+            continue
+        if info.st_size > MAX_FILE_BYTES and not (workspace / path).is_symlink():
+            large[path] = [info.st_size, info.st_mtime_ns]
+    return large
+
+
+def _ignore_pattern(path: str) -> str:
+    """A gitignore line matching exactly `path` (relative to the workspace root)."""
+    escaped = "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
+    return "/" + escaped
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    """Write `path` whole: a process killed meanwhile leaves the old or the new content.
+
+    Not flushed to the disk (an fsync costs more than the rest of a snapshot): this outlives
+    the agent's process, as git's index does, not a power cut.
+    """
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+def reconcile_interrupted(
+    workspace: Path,
+    session_id: str,
+    journal: Callable[[FileChangeIntent], None],
+    *,
+    tool: str = "run_command",
+    cache_dir: Path | None = None,
+) -> CommandChanges | None:
+    """Journal what a command of the session changed before the agent died mid-command.
+
+    When the session's marker says a command started and never ended, the files that differ
+    from the before-state recorded for it are passed to `journal` (as that tool's changes) and
+    the marker is removed. Returns them, or None when no command was interrupted (or no
+    snapshot can be read: then the marker stays for a later try).
+    """
+    return journal_interrupted(WorkspaceSnapshots(workspace, session_id, cache_dir), journal, tool)
+
+
+def journal_interrupted(
+    snapshots: WorkspaceSnapshots, journal: Callable[[FileChangeIntent], None], tool: str
+) -> CommandChanges | None:
+    """`reconcile_interrupted` for snapshots already at hand."""
+    if snapshots.interrupted() is None:
+        return None
+    try:
+        found = snapshots.changes()
+    except SnapshotUnavailable:
+        return None
+    for change in found.changes:
+        journal(FileChangeIntent(change.path, change.before, change.after, tool))
+    snapshots.end()
+    return found
+
+
+def forget_snapshots(
+    workspace: Path, session_id: str, *, last_session: bool, cache_dir: Path | None = None
+) -> None:
+    """Remove a deleted session's snapshot data; with its workspace's last session, remove
+    the whole shadow repository (it holds copies of the workspace's files)."""
+    snapshots = WorkspaceSnapshots(workspace, session_id, cache_dir)
+    if last_session:
+        shutil.rmtree(snapshots.git_dir, ignore_errors=True)
+        return
+    for path in (snapshots.index, snapshots.large, snapshots.excludes, snapshots.marker):
+        path.unlink(missing_ok=True)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from journeyman.cli.mcp_cmd import EXIT_CONFIG, EXIT_OK, EXIT_SERVER_FAILED, mcp_list
@@ -22,7 +25,7 @@ def write(workspace: Path, servers: dict[str, object]) -> None:
 
 def run(workspace: Path) -> tuple[int, str]:
     console = Console(record=True, width=200, force_terminal=False)
-    code = mcp_list(workspace, console=console)
+    code = mcp_list(workspace, include_workspace=True, console=console)
     return code, console.export_text()
 
 
@@ -65,3 +68,27 @@ def test_no_config_and_broken_config(tmp_path: Path) -> None:
     (tmp_path / CONFIG_FILE).write_text("{oops")
     code, text = run(tmp_path)
     assert code == EXIT_CONFIG and "cannot read MCP server config" in text
+
+
+def test_the_workspace_servers_start_only_with_the_users_opt_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cloned repository's mcp.json must not run programs because the user listed servers."""
+    monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(tmp_path / "user-config"))
+    marker = tmp_path / "server-started"
+    write(
+        tmp_path,
+        {"evil": {"command": "sh", "args": ["-c", f"touch {marker}"], "startup_timeout_s": 5}},
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", "mcp", "list", "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "JOURNEYMAN_CONFIG_DIR": str(tmp_path / "user-config")},
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    assert not marker.exists()
+    assert "pass --mcp" in done.stdout
+    code, _ = run(tmp_path)  # the opt-in (`mcp list --mcp`) does start it
+    assert marker.exists() and code == EXIT_SERVER_FAILED

@@ -12,7 +12,8 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   `finish` call or a reply without tool calls means the model says it is done.
 - ACT runs the calls through the kernel (file tools before commands), records them in memory,
   and goes to VERIFY when the workspace changed, else back to PLAN.
-- VERIFY runs the verification command (`loop.verification`) and decides by its exit code.
+- VERIFY runs the check command (`loop.verdict`, the same check every mode ends with) and
+  decides by its exit code.
 - DONE needs both: the model said it is done, and the last verification passed after the last
   change to the workspace. A claim without such a verification sends the run to VERIFY first;
   a failing verification sends it back to PLAN with the error, never to DONE.
@@ -46,14 +47,7 @@ from journeyman.loop.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
 from journeyman.loop.recovery import Severity, classify, format_for_model
 from journeyman.loop.state import LoopState, TurnOutcome
-from journeyman.loop.verification import (
-    COMMAND_TOOL,
-    Verdict,
-    failure_output,
-    judge,
-    resolve_command,
-    verification_call,
-)
+from journeyman.loop.verdict import COMMAND_TOOL, CheckRun, failure_output
 from journeyman.session.undo import FileChangeTracker
 from journeyman.tools.finish import FinishTool
 
@@ -99,8 +93,13 @@ VERIFY_FAILED = """\
 {error}
 
 Find the cause in this output and fix it; the check runs again after your next change."""
-CLAIM_REFUSED = "the task is not done yet and your finish was not accepted"
+FINISH_REFUSED = "the task is not done yet and your finish call was not accepted"
+ANSWER_REFUSED = "the task is not done yet, whatever your last reply said"
 CHANGE_REFUSED = "your last change needs more work"
+SAME_CHECK_FAILURE = (
+    "The check `{command}`, which journeyman runs after each change, failed {count} times "
+    "with the same output: the changes made since have not changed its result."
+)
 
 FINISH_NOT_ALONE = (
     "{name}: not run. finish must be the only call of its turn: make the other calls first, "
@@ -312,10 +311,8 @@ class PhasedMode:
             return self._fail(
                 state, kernel, ConfigurationError("no verification command is configured")
             )
-        results = await kernel.run_tools(state, [verification_call(command, state.iterations)])
-        result = results[0]
-        outcome = TurnOutcome(results=(result,))
-        verdict = judge(command, result)
+        verdict = await kernel.verdict.check(state, command)
+        outcome = TurnOutcome(results=(verdict.result,))
         artifacts = self.agent_state.artifacts
         artifacts.test_results = verdict.output
         artifacts.verification_success = verdict.passed
@@ -340,7 +337,12 @@ class PhasedMode:
             success=False,
             error_signature=error.signature,
         )
-        consequence = CLAIM_REFUSED if self.claim is not None else CHANGE_REFUSED
+        if self.claim is None:
+            consequence = CHANGE_REFUSED
+        elif self.claim.reason is FinishReason.COMPLETED:
+            consequence = FINISH_REFUSED
+        else:  # a prose answer: the model never called finish
+            consequence = ANSWER_REFUSED
         self.claim = None
         state.messages.append(
             Message.user(
@@ -356,12 +358,14 @@ class PhasedMode:
             VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint
         )
         if check.is_loop:
-            stop = self._intervene(state, kernel, check)
+            # the harness ran the check, not the model: say so rather than "`verify` ran N times"
+            detail = SAME_CHECK_FAILURE.format(command=command, count=check.count)
+            stop = self._intervene(state, kernel, replace(check, message=detail))
             if stop is not None:
                 return stop
         return outcome
 
-    def _passed(self, verdict: Verdict, outcome: TurnOutcome) -> TurnOutcome:
+    def _passed(self, verdict: CheckRun, outcome: TurnOutcome) -> TurnOutcome:
         self.verified_changes = self.changes
         self.agent_state.last_error = None
         self.agent_state.add_milestone(f"the check `{verdict.command}` passed")
@@ -467,9 +471,8 @@ class PhasedMode:
     # --- workspace knowledge --------------------------------------------------------------
 
     async def _verify_command(self, kernel: Kernel) -> str | None:
-        if self.configured_command is None and self._profile is None:
-            self._profile = await asyncio.to_thread(detect_profile, kernel.workspace)
-        return resolve_command(self.configured_command, self._profile)
+        configured = (self.configured_command or "").strip()
+        return configured or await kernel.verdict.command()
 
     async def _workspace_index(self, kernel: Kernel) -> WorkspaceIndexer:
         """The index, built on first use and brought up to date at each discovery."""

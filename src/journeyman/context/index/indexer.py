@@ -1,34 +1,4 @@
-"""Workspace index: the text files of a workspace, keyword search, snippets and a repo map.
-
-`WorkspaceIndexer` keeps per text file a small record (size, mtime, grammar), the set of
-lowercase word tokens in it, the names it defines, and, within a byte budget, its lowercased
-contents (for search). Symbols are parsed on demand and cached.
-
-* **Which files.** Every regular file below the root except what .gitignore files exclude
-  (root and nested, with `!` re-includes, as the grep tool applies them), `.git`, the extra
-  gitignore-style patterns of `IndexConfig.exclude` (virtualenvs, dependency and tool caches
-  by default), symlinks (never followed), binary files (a NUL byte in the first 8 KiB, or a
-  well-known binary extension) and files above `IndexConfig.max_file_bytes`.
-* **Bootstrap and refresh.** `bootstrap()` reads everything once. `refresh()` walks again and
-  re-reads only files whose mtime or size changed (new files are added, vanished ones dropped);
-  `refresh(paths)` looks at just those files or directories, for callers that know what they
-  changed. Search, snippets and the repo map bootstrap on first use.
-* **Search.** `search(keyword)` finds lines containing a fixed string (case-insensitive by
-  default). The token sets answer first which files can possibly contain the keyword (each
-  run of word characters in the keyword must be part of a token of the file), so only those
-  files are scanned: in memory (lowercased contents are cached up to
-  `IndexConfig.text_cache_bytes`), or by ripgrep when the candidates are large enough for its
-  parallel scan to pay off. Files are ranked (a definition of the keyword, then the keyword
-  in the path, then the number of matches) and the lines of the best files returned.
-* **Repo map.** `repo_map(goal, errors)` lists the top-level symbols of code files (classes,
-  functions, methods with their signatures, from tree-sitter grammars of
-  `tree-sitter-language-pack`) for the files most relevant to the goal and recent errors
-  (files named in an error first, then files whose tokens and paths match their keywords,
-  weighted by rarity), within a token budget. Files are parsed lazily, best first, and the
-  symbols cached until the file changes.
-
-Paths in and out are workspace-relative and '/'-separated.
-"""
+"""`WorkspaceIndexer`: the text files of a workspace, searched and mapped (see the package doc)."""
 
 from __future__ import annotations
 
@@ -41,287 +11,31 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pathspec
-from pydantic import BaseModel, Field
 
+from journeyman.context.index.config import (
+    BINARY_SUFFIXES,
+    GRAMMARS_BY_SUFFIX,
+    IndexConfig,
+    tokens_of,
+)
+from journeyman.context.index.keywords import extract_keywords, mentioned_paths
+from journeyman.context.index.records import (
+    FileEntry,
+    IndexStats,
+    RepoMap,
+    SearchHit,
+    Snippet,
+    Symbol,
+)
+from journeyman.context.index.symbols import extract_symbols
 from journeyman.providers.pricing import estimate_tokens
-from journeyman.tools.context import GENERATED_DIRS
 from journeyman.tools.fileio import SNIFF_BYTES, is_binary
 from journeyman.tools.search import find_ripgrep
 from journeyman.tools.walk import IgnoreRules, walk
 
 log = logging.getLogger(__name__)
-
-DEFAULT_EXCLUDE = GENERATED_DIRS
-"""Left out of the index on top of .gitignore: dependency folders, virtualenvs, tool caches."""
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-BINARY_SUFFIXES = _words(
-    ".pyc .pyo .pyd .so .dll .dylib .exe .o .a .lib .class .jar .war .zip .gz .tgz .bz2 .xz "
-    ".zst .7z .rar .whl .egg .png .jpg .jpeg .gif .bmp .ico .webp .tiff .pdf .woff .woff2 .ttf "
-    ".otf .eot .mp3 .mp4 .wav .ogg .flac .avi .mov .mkv .db .sqlite .sqlite3 .bin .dat .npy "
-    ".npz .pkl .pickle .wasm"
-)
-"""Extensions treated as binary without reading the file."""
-
-GRAMMARS_BY_SUFFIX: Mapping[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-}
-"""File extension -> tree-sitter grammar used for the repo map's symbols."""
-
-_TOKEN_BYTES = bytes(
-    c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256)
-)
-"""Maps every byte that is not an ASCII letter, digit or underscore to a space."""
-
-
-def _words_of(data: bytes) -> list[bytes]:
-    """Tokens of the index: runs of ASCII letters, digits and underscores (what rb'\\w+' finds)."""
-    return data.translate(_TOKEN_BYTES).split()
-
-
-class IndexConfig(BaseModel):
-    """What the workspace index holds and how much it shows."""
-
-    max_file_bytes: int = Field(default=1024 * 1024, ge=1)
-    """Files larger than this many bytes are left out (generated code, data dumps)."""
-    max_files: int = Field(default=200_000, ge=1)
-    """Stop indexing after this many files; the rest of the tree is not searched."""
-    exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
-    """Gitignore-style patterns left out on top of the workspace's .gitignore files."""
-    snippet_context: int = Field(default=3, ge=0)
-    """Lines shown before and after each match in `read_snippets`."""
-    snippet_max_lines: int = Field(default=40, ge=1)
-    """Most lines `read_snippets` returns for one file."""
-    ripgrep: bool = True
-    """Let ripgrep (when installed) count matches when the candidate files are large."""
-    ripgrep_min_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
-    """Candidate files holding at least this many bytes in all are counted by ripgrep."""
-    text_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
-    """Lowercased file contents kept in memory for search, up to this many bytes in all
-    (0: every search reads the candidate files from disk)."""
-    repo_map_tokens: int = Field(default=2048, ge=1)
-    """Default token budget of the rendered repo map."""
-    signature_chars: int = Field(default=160, ge=20)
-    """Signatures longer than this are cut (with '...') in the repo map."""
-
-
-# --------------------------------------------------------------------------------------------
-# Records
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One indexed text file."""
-
-    path: str
-    """Workspace-relative, '/'-separated."""
-    size: int
-    """Bytes."""
-    mtime_ns: int
-    """Modification time in nanoseconds, as os.stat reports it."""
-    grammar: str | None
-    """tree-sitter grammar for its symbols, None when the repo map has none for it."""
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    """What one bootstrap or refresh did."""
-
-    files: int
-    """Files in the index afterwards."""
-    added: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    skipped_binary: int = 0
-    """Files passed over because they are binary (seen in this walk)."""
-    skipped_large: int = 0
-    """Files passed over because they exceed `max_file_bytes` (seen in this walk)."""
-    truncated: bool = False
-    """True when `max_files` stopped the walk early."""
-    seconds: float = 0.0
-    """Wall time taken."""
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One line containing the keyword."""
-
-    path: str
-    line: int
-    """1-based line number."""
-    text: str
-    """The line, without its line break."""
-
-    def render(self) -> str:
-        return f"{self.path}:{self.line}: {self.text}"
-
-
-@dataclass(frozen=True)
-class Snippet:
-    """Consecutive lines of one file."""
-
-    path: str
-    start: int
-    """First line, 1-based."""
-    end: int
-    """Last line, inclusive."""
-    text: str
-    """The lines, joined with '\\n'."""
-
-    def render(self) -> str:
-        """`path:start-end` then each line with its number."""
-        width = len(str(self.end))
-        lines = self.text.split("\n")
-        body = "\n".join(f"{n:>{width}}| {line}" for n, line in enumerate(lines, self.start))
-        return f"{self.path}:{self.start}-{self.end}\n{body}"
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """A top-level definition of a code file, or a member of one."""
-
-    name: str
-    kind: str
-    """class, function, method, interface, struct, enum, trait, impl, type."""
-    signature: str
-    """The definition's header on one line, without its body (e.g. 'def f(x: int) -> int')."""
-    line: int
-    """1-based line of the definition."""
-    parent: str | None = None
-    """The enclosing class, interface, trait or impl for a member; None at top level."""
-
-
-@dataclass(frozen=True)
-class RepoMap:
-    """A rendered repo map and what went into it."""
-
-    text: str
-    files: tuple[str, ...]
-    """Files shown, best first."""
-    tokens: int
-    """Estimated tokens of `text`."""
-    candidates: int
-    """Code files that were ranked."""
-    truncated: bool
-    """True when some file or symbol did not fit the budget."""
-
-
-# --------------------------------------------------------------------------------------------
-# Keywords
-
-STOP_WORDS = _words(
-    """
-    a about above after again against all also an and any are as at be because been before
-    being below between both but by can cannot could did do does doing done down during each
-    few for from further had has have having here how however if in into is it its itself just
-    me more most much must my no nor not now of off on once only or other our out over own
-    please same should so some still such than that the their them then there these they this
-    those through to too under until up us very was we were what when where which while who
-    whom why will with within without would yet you your
-    add added adds change changed changes code correct currently does doesn error errors fail
-    failed failing fails file files fix fixed fixes fixing function functions get gets got
-    implement implemented issue line lines make makes method methods need needs new now
-    problem return returns run running seems test tests true false none null use used uses
-    using value values want work works wrong instead
-    traceback recent call last most self def class import print raise
-    """
-)
-"""Words too common in tasks, errors and code to narrow a search."""
-
-_PATHLIKE = re.compile(r"(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]{1,5}\b")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
-_CODE_SUFFIXES = _words(
-    "py pyi js mjs cjs jsx ts tsx go rs java kt c h cc cpp hpp cs rb php swift scala sh md rst "
-    "toml yaml yml json cfg ini txt html css sql"
-)
-
-
-def extract_keywords(text: str, max_keywords: int = 8) -> list[str]:
-    """The words of `text` most likely to find the relevant code, best first.
-
-    Kept: backticked spans, file names (from paths), identifiers (dotted names kept whole)
-    of three or more characters that are not stop words. Each occurrence adds a weight that
-    grows with how code-like the word is (backticks, file names, snake_case, CamelCase,
-    dotted, exception names, digits); words are ranked by total weight, then by first
-    appearance. Duplicates are merged case-insensitively, keeping the first spelling.
-    """
-    scores: dict[str, float] = {}
-    first: dict[str, int] = {}
-    spelled: dict[str, str] = {}
-
-    def add(word: str, weight: float, position: int) -> None:
-        word = word.strip(".")
-        key = word.lower()
-        if len(word) < 3 or key in STOP_WORDS or word.isdigit():
-            return
-        spelled.setdefault(key, word)
-        first.setdefault(key, position)
-        scores[key] = scores.get(key, 0.0) + weight
-
-    for match in _BACKTICKED.finditer(text):
-        span = match.group(1).strip()
-        if " " not in span:
-            add(span.rsplit("/", 1)[-1] if "/" in span else span, 4.0, match.start())
-    consumed: list[tuple[int, int]] = []
-    for match in _PATHLIKE.finditer(text):
-        name = match.group(0).rstrip(".").rsplit("/", 1)[-1]
-        suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-        if suffix in _CODE_SUFFIXES:
-            add(name, 3.0, match.start())
-            consumed.append(match.span())
-    for match in _IDENTIFIER.finditer(text):
-        if any(start <= match.start() < end for start, end in consumed):
-            continue
-        word = match.group(0)
-        weight = 1.0
-        if "_" in word.strip("_") or "." in word:
-            weight += 1.5
-        if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
-            weight += 1.5  # CamelCase or camelCase
-        if word.endswith(("Error", "Exception", "Warning")):
-            weight += 1.0
-        if any(c.isdigit() for c in word):
-            weight += 0.5
-        add(word, weight, match.start())
-    ranked = sorted(scores, key=lambda k: (-scores[k], first[k]))
-    return [spelled[k] for k in ranked[:max_keywords]]
-
-
-_MENTIONED_PATH = re.compile(r"[\w./\\-]*[\w-]\.[A-Za-z]{1,5}\b")
-
-
-def mentioned_paths(text: str) -> list[str]:
-    """Path-like strings in `text` (tracebacks, compiler errors), '/'-separated, in order."""
-    out = []
-    for match in _MENTIONED_PATH.finditer(text):
-        path = match.group(0).replace("\\", "/")
-        if path.rsplit(".", 1)[-1].lower() in _CODE_SUFFIXES:
-            out.append(path)
-    return list(dict.fromkeys(out))
-
-
-# --------------------------------------------------------------------------------------------
-# The indexer
 
 
 @dataclass
@@ -557,7 +271,7 @@ class WorkspaceIndexer:
         grammar = GRAMMARS_BY_SUFFIX.get(path.suffix.lower())
         self._entries[rel] = FileEntry(rel, st.st_size, st.st_mtime_ns, grammar)
         lowered = data.lower()
-        self._tokens[rel] = b"\n" + b"\n".join(set(_words_of(lowered))) + b"\n"
+        self._tokens[rel] = b"\n" + b"\n".join(set(tokens_of(lowered))) + b"\n"
         definition = _DEFINITION.get(grammar or "")
         if definition is not None:
             names = set(definition.findall(lowered))
@@ -599,7 +313,7 @@ class WorkspaceIndexer:
     def candidates(self, keyword: str) -> list[str]:
         """Indexed files that may contain `keyword` (any case), judged by their tokens alone."""
         self._ensure()
-        pieces = _words_of(keyword.lower().encode("utf-8"))
+        pieces = tokens_of(keyword.lower().encode("utf-8"))
         if not pieces:
             return list(self._entries)
         pieces.sort(key=len, reverse=True)  # the longest piece rules most files out first
@@ -836,7 +550,7 @@ class WorkspaceIndexer:
         weights: dict[bytes, float] = {}
         for text, weight in [(goal, 1.0), *((e, 2.0) for e in errors)]:
             for keyword in extract_keywords(text, 12):
-                for piece in _words_of(keyword.lower().encode("utf-8")):
+                for piece in tokens_of(keyword.lower().encode("utf-8")):
                     if len(piece) >= 3:
                         weights[piece] = max(weights.get(piece, 0.0), weight)
         scores = dict.fromkeys(code, 0.0)
@@ -979,247 +693,3 @@ _NAME = re.compile(r"[A-Za-z0-9_]+")
 
 def _symbol_line(symbol: Symbol) -> str:
     return ("    " if symbol.parent else "  ") + symbol.signature
-
-
-# --------------------------------------------------------------------------------------------
-# tree-sitter symbol extraction
-
-
-@dataclass(frozen=True)
-class _Grammar:
-    definitions: Mapping[str, str]
-    """Top-level node type -> symbol kind."""
-    members: Mapping[str, str]
-    """Node type inside a container's body -> member kind."""
-    wrappers: Mapping[str, str] = field(default_factory=dict)
-    """Node type -> field holding the real definition (exports, decorators)."""
-    passthrough: frozenset[str] = frozenset()
-    """Body child types whose own children are members (Java enum body declarations)."""
-
-
-_CONTAINERS = frozenset({"class", "interface", "trait", "impl", "enum"})
-
-_JS_DEFINITIONS = {
-    "function_declaration": "function",
-    "generator_function_declaration": "function",
-    "class_declaration": "class",
-    "abstract_class_declaration": "class",
-    "interface_declaration": "interface",
-    "type_alias_declaration": "type",
-    "enum_declaration": "enum",
-    "function_signature": "function",
-}
-_JS_MEMBERS = {
-    "method_definition": "method",
-    "method_signature": "method",
-    "abstract_method_signature": "method",
-}
-_JS_WRAPPERS = {"export_statement": "declaration", "ambient_declaration": ""}
-
-_GRAMMARS: Mapping[str, _Grammar] = {
-    "python": _Grammar(
-        definitions={"class_definition": "class", "function_definition": "function"},
-        members={"function_definition": "method"},
-        wrappers={"decorated_definition": "definition"},
-    ),
-    "javascript": _Grammar(_JS_DEFINITIONS, _JS_MEMBERS, _JS_WRAPPERS),
-    "typescript": _Grammar(_JS_DEFINITIONS, _JS_MEMBERS, _JS_WRAPPERS),
-    "tsx": _Grammar(_JS_DEFINITIONS, _JS_MEMBERS, _JS_WRAPPERS),
-    "go": _Grammar(
-        definitions={"function_declaration": "function", "method_declaration": "method"},
-        members={},
-    ),
-    "rust": _Grammar(
-        definitions={
-            "function_item": "function",
-            "struct_item": "struct",
-            "enum_item": "enum",
-            "trait_item": "trait",
-            "impl_item": "impl",
-            "type_item": "type",
-            "union_item": "struct",
-        },
-        members={"function_item": "method", "function_signature_item": "method"},
-    ),
-    "java": _Grammar(
-        definitions={
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "enum_declaration": "enum",
-            "record_declaration": "class",
-            "annotation_type_declaration": "interface",
-        },
-        members={"method_declaration": "method", "constructor_declaration": "method"},
-        passthrough=frozenset({"enum_body_declarations"}),
-    ),
-}
-
-_parsers: dict[str, Any] = {}
-
-
-def _parser(grammar: str) -> Any:
-    parser = _parsers.get(grammar)
-    if parser is None:
-        from tree_sitter_language_pack import get_parser
-
-        parser = _parsers[grammar] = get_parser(grammar)  # type: ignore[arg-type]
-    return parser
-
-
-def extract_symbols(
-    source: bytes, grammar: str, config: IndexConfig | None = None
-) -> tuple[Symbol, ...]:
-    """Top-level definitions of `source` and the members of its classes, in file order.
-
-    `grammar` is a tree-sitter grammar name (python, javascript, typescript, tsx, go, rust,
-    java). A file with syntax errors still yields what tree-sitter could parse.
-    """
-    spec = _GRAMMARS.get(grammar)
-    if spec is None:
-        return ()
-    limit = (config or IndexConfig()).signature_chars
-    tree = _parser(grammar).parse(source)
-    out: list[Symbol] = []
-    for child in tree.root_node.named_children:
-        for node in _unwrap(child, spec):
-            out += _definition(node, source, grammar, spec, limit)
-    return tuple(out)
-
-
-def _unwrap(node: Any, spec: _Grammar) -> list[Any]:
-    """The definitions behind an export/decorator/ambient wrapper (the node itself otherwise)."""
-    field_name = spec.wrappers.get(node.type)
-    if field_name is None:
-        return [node]
-    inner = node.child_by_field_name(field_name) if field_name else None
-    if inner is not None:
-        return _unwrap(inner, spec)
-    return [n for c in node.named_children for n in _unwrap(c, spec)]
-
-
-def _definition(node: Any, source: bytes, grammar: str, spec: _Grammar, limit: int) -> list[Symbol]:
-    line = node.start_point[0] + 1
-    if grammar == "go" and node.type == "type_declaration":
-        return [_go_type(spec_node, source, limit) for spec_node in node.named_children
-                if spec_node.type in ("type_spec", "type_alias")]  # fmt: skip
-    if node.type in ("lexical_declaration", "variable_declaration") and grammar in (
-        "javascript",
-        "typescript",
-        "tsx",
-    ):
-        return _js_function_variables(node, source, limit)
-    kind = spec.definitions.get(node.type)
-    if kind is None:
-        return []
-    name = _name(node, source)
-    parent = None
-    if grammar == "go" and node.type == "method_declaration":
-        receiver = node.child_by_field_name("receiver")
-        parent = _receiver_type(receiver, source) if receiver is not None else None
-    symbol = Symbol(name, kind, _signature(node, source, limit), line, parent)
-    out = [symbol]
-    if kind in _CONTAINERS:
-        body = node.child_by_field_name("body")
-        members = list(body.named_children) if body is not None else []
-        while members:
-            member = members.pop(0)
-            if member.type in spec.passthrough:
-                members = list(member.named_children) + members
-                continue
-            for inner in _unwrap(member, spec):
-                member_kind = spec.members.get(inner.type)
-                if member_kind is not None:
-                    out.append(
-                        Symbol(
-                            _name(inner, source),
-                            member_kind,
-                            _signature(inner, source, limit),
-                            inner.start_point[0] + 1,
-                            name,
-                        )
-                    )
-    return out
-
-
-def _text(node: Any, source: bytes) -> str:
-    return source[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
-
-
-def _name(node: Any, source: bytes) -> str:
-    name = node.child_by_field_name("name")
-    if name is not None:
-        return _text(name, source)
-    if node.type == "impl_item":  # impl Trait for Type / impl Type
-        target = node.child_by_field_name("type")
-        trait = node.child_by_field_name("trait")
-        if target is not None:
-            base = _text(target, source)
-            return f"{_text(trait, source)} for {base}" if trait is not None else base
-    return "?"
-
-
-_OPEN_SPACE = re.compile(r"([(\[{]) ")
-_CLOSE_SPACE = re.compile(r",? ([)\]}])")
-
-
-def _squash(text: str, limit: int) -> str:
-    """One line: whitespace runs collapsed, no padding inside brackets, cut at `limit`."""
-    text = _CLOSE_SPACE.sub(r"\1", _OPEN_SPACE.sub(r"\1", " ".join(text.split())))
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
-def _signature(node: Any, source: bytes, limit: int) -> str:
-    """The node's text up to its body, on one line (first line for body-less nodes)."""
-    body = node.child_by_field_name("body")
-    if body is None and node.type == "type_alias_declaration":
-        body = node.child_by_field_name("value")
-    if body is not None and body.start_byte > node.start_byte:
-        # Up to the last token before the body: comments between header and body stay out.
-        end = max(
-            (c.end_byte for c in node.children
-             if c.end_byte <= body.start_byte and c.type != "comment"),
-            default=body.start_byte,
-        )  # fmt: skip
-        text = source[node.start_byte : end].decode("utf-8", errors="replace")
-        text = text.rstrip().removesuffix("=").removesuffix(":")
-    else:
-        text = _text(node, source).split("\n", 1)[0].rstrip().removesuffix("{")
-    return _squash(text.rstrip().removesuffix(";"), limit)
-
-
-def _go_type(node: Any, source: bytes, limit: int) -> Symbol:
-    name = (
-        _text(node.child_by_field_name("name"), source) if node.child_by_field_name("name") else "?"
-    )
-    value = node.child_by_field_name("type")
-    kinds = {"struct_type": "struct", "interface_type": "interface"}
-    kind = kinds.get(value.type, "type") if value is not None else "type"
-    shown = kind if kind != "type" and value is not None else _text(value, source) if value else ""
-    return Symbol(name, kind, _squash(f"type {name} {shown}", limit), node.start_point[0] + 1)
-
-
-def _receiver_type(receiver: Any, source: bytes) -> str:
-    text = _text(receiver, source).strip("()").split()
-    return text[-1].lstrip("*").split("[", 1)[0] if text else "?"
-
-
-def _js_function_variables(node: Any, source: bytes, limit: int) -> list[Symbol]:
-    out = []
-    for declarator in node.named_children:
-        if declarator.type != "variable_declarator":
-            continue
-        value = declarator.child_by_field_name("value")
-        if value is None or value.type not in ("arrow_function", "function_expression", "function"):
-            continue
-        body = value.child_by_field_name("body")
-        end = body.start_byte if body is not None else value.end_byte
-        header = source[node.start_byte : end].decode("utf-8", errors="replace").rstrip()
-        out.append(
-            Symbol(
-                _name(declarator, source),
-                "function",
-                _squash(header.removesuffix("=>").rstrip() + " =>", limit),
-                node.start_point[0] + 1,
-            )
-        )
-    return out

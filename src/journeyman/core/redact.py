@@ -1,0 +1,157 @@
+"""Removes secret values (API keys, tokens, passwords) from text before it leaves the agent.
+
+One home for what counts as a secret:
+- `is_secret_name`: an environment variable whose name says it holds a credential
+  (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, ...); its value is a secret.
+- `looks_secret`: those, plus the provider's settings (`ANTHROPIC_*`, `OPENAI_*`, ...), which
+  commands never get in their environment.
+- credentials inside URLs held by any variable (`https://user:pass@host`, `?api_key=...`),
+  and URLs given with `remember_url_credentials` (a `--base-url`).
+
+A secret is found in its raw form, JSON-escaped (once or twice, ASCII-only or not),
+percent-encoded and base64-encoded (at any alignment within a longer base64 text).
+`Redactor` also masks well-known key shapes (`sk-ant-...`, `ghp_...`) even when they are not
+ours; `redact_own_secrets` masks only the agent's own values, so that a repository's fake test
+keys reach the model intact.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl, quote, urlsplit
+
+MASK = "[REDACTED]"
+MIN_SECRET_LENGTH = 8
+"""Shorter values are not masked: they would mask ordinary words everywhere."""
+
+_CREDENTIAL_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET_?KEY|SECRET|TOKEN|PASS|PASSPHRASE"
+    r"|CREDENTIALS?|AUTH_?KEY|SESSION_?KEY)(?:_|$)"
+    r"|_KEY$|_TOKEN$|_SECRET$|PASSWORD|PASSWD|API_?KEY|SECRET|CREDENTIAL|PRIVATE_KEY|ACCESS_KEY",
+    re.IGNORECASE,
+)
+_PROVIDER_SETTING = re.compile(r"^(?:AWS|ANTHROPIC|OPENAI|AZURE_OPENAI)_", re.IGNORECASE)
+_SECRET_QUERY_NAME = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)
+
+# Well-known key shapes, caught even when the value is not in our environment.
+_KEY_SHAPES = re.compile(
+    r"\b(sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}|"
+    r"gh[pousr]_[A-Za-z0-9]{30,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9\-]{10,})"
+)
+
+_remembered: set[str] = set()
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is a credential."""
+    return bool(_CREDENTIAL_NAME.search(name))
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable is kept from commands: a credential or a provider setting."""
+    return is_secret_name(name) or bool(_PROVIDER_SETTING.search(name))
+
+
+def url_credentials(text: str) -> set[str]:
+    """Passwords, token user names and secret query values inside a URL (empty if none)."""
+    if "://" not in text:
+        return set()
+    try:
+        parts = urlsplit(text.strip())
+        password, user = parts.password, parts.username
+        query = parse_qsl(parts.query)
+    except ValueError:
+        return set()
+    found = {value for name, value in query if _SECRET_QUERY_NAME.search(name)}
+    if password:
+        found.add(password)
+    elif user and len(user) >= 20:
+        found.add(user)  # https://<token>@host; a short one is an account name
+    return found
+
+
+def remember_url_credentials(url: str | None) -> None:
+    """Treat the credentials inside `url` (e.g. the user's `--base-url`) as secrets too."""
+    if url:
+        _remembered.update(url_credentials(url))
+
+
+def remember_secret(value: str | None) -> None:
+    """Treat `value` (e.g. an API key given as an argument, not in the environment) as secret."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        _remembered.add(value)
+
+
+def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> set[str]:
+    """The secret values held by `env` (see the module doc), plus `extra`."""
+    values = set(extra)
+    for name, value in env.items():
+        if is_secret_name(name):
+            values.add(value)
+        values |= url_credentials(value)
+    return {value for value in values if len(value) >= MIN_SECRET_LENGTH}
+
+
+def encoded_forms(value: str) -> set[str]:
+    """`value` as it may appear in text: raw, JSON-escaped, percent-encoded, base64."""
+    forms = {value, quote(value, safe="")}
+    for ascii_only in (True, False):
+        once = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+        forms.add(once)
+        forms.add(json.dumps(once, ensure_ascii=ascii_only)[1:-1])
+    raw = value.encode("utf-8", errors="surrogatepass")
+    for shift in range(3):
+        # Base64 of the value preceded by `shift` other bytes; keep only the characters that
+        # depend on the value alone, so the fragment matches inside any longer base64 text.
+        encoded = base64.b64encode(b"\0" * shift + raw).decode().rstrip("=")
+        first = -(-shift * 8 // 6)
+        last = (shift + len(raw)) * 8 // 6
+        fragment = encoded[first:last]
+        if len(fragment) >= MIN_SECRET_LENGTH:
+            forms.add(fragment)
+            forms.add(fragment.replace("+", "-").replace("/", "_"))
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+
+
+def _pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    forms = set().union(*(encoded_forms(v) for v in values)) if values else set()
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
+
+
+class Redactor:
+    """Replaces secret values of an environment (and well-known key shapes) with MASK."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        min_length: int = MIN_SECRET_LENGTH,
+        *,
+        extra: Iterable[str] = (),
+        key_shapes: bool = True,
+    ) -> None:
+        env = os.environ if env is None else env
+        values = {v for v in secret_values(env, extra) if len(v) >= min_length}
+        self._values = _pattern(values)
+        self._key_shapes = key_shapes
+
+    def __call__(self, text: str) -> str:
+        if self._values is not None:
+            text = self._values.sub(MASK, text)
+        return _KEY_SHAPES.sub(MASK, text) if self._key_shapes else text
+
+
+def redact_own_secrets(text: str, env: Mapping[str, str] | None = None) -> str:
+    """`text` without the agent's own secret values (its environment's and remembered URLs')."""
+    env = os.environ if env is None else env
+    return _own_redactor(frozenset(secret_values(env, _remembered)))(text)
+
+
+@functools.lru_cache(maxsize=8)
+def _own_redactor(values: frozenset[str]) -> Redactor:
+    return Redactor({}, extra=values, key_shapes=False)

@@ -1,0 +1,202 @@
+"""What every sandbox shares: the `Sandbox` protocol, the started process, resource limits.
+
+A sandbox starts a shell command and returns a `SandboxedProcess`, which knows how to wait for
+it and how to stop it together with every process it started (see `processes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import resource
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from journeyman.tools.sandbox.processes import (
+    MARKER_VAR,
+    group_alive,
+    marked_pids,
+    stop_processes,
+)
+
+PROBE_TIMEOUT = 10.0
+"""Seconds a sandbox's trial command (or `docker version`) may take at startup."""
+GiB = 1024**3
+
+
+class SandboxKind(StrEnum):
+    AUTO = "auto"
+    LOCAL = "local"
+    BUBBLEWRAP = "bubblewrap"
+    DOCKER = "docker"
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """Per-process limits set with `setrlimit` before the command starts; None means unlimited.
+
+    They are inherited by everything the command starts. `processes` counts all processes of
+    the user, and the kernel does not apply it to root (uid 0) at all.
+    """
+
+    cpu_seconds: int | None = 3600
+    """CPU time one process may use, in seconds (SIGXCPU, then SIGKILL, when exceeded)."""
+    address_space_bytes: int | None = 32 * GiB
+    """Virtual memory one process may map, in bytes (allocations fail beyond it)."""
+    processes: int | None = 4096
+    """Processes (and threads) the user may have in all; fork fails beyond it."""
+    file_size_bytes: int | None = 8 * GiB
+    """Largest file a process may write, in bytes (SIGXFSZ / EFBIG beyond it)."""
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """(resource, limit) for each limit that is set."""
+        wanted = [
+            (resource.RLIMIT_CPU, self.cpu_seconds),
+            (resource.RLIMIT_AS, self.address_space_bytes),
+            (resource.RLIMIT_NPROC, self.processes),
+            (resource.RLIMIT_FSIZE, self.file_size_bytes),
+        ]
+        return [(which, value) for which, value in wanted if value is not None]
+
+    def preexec(self) -> Callable[[], None] | None:
+        """A function for `preexec_fn` that sets the limits in the child, or None if none."""
+        pairs = self.pairs()
+        if not pairs:
+            return None
+
+        def apply() -> None:
+            for which, value in pairs:
+                _soft, hard = resource.getrlimit(which)
+                limit = value if hard == resource.RLIM_INFINITY else min(value, hard)
+                resource.setrlimit(which, (limit, limit))
+
+        return apply
+
+
+@dataclass
+class SandboxedProcess:
+    """A command started by a sandbox."""
+
+    process: asyncio.subprocess.Process
+    marker: str
+    """Value of MARKER_VAR in the environment of every process the command starts."""
+    group: int
+    """Process group of the process started on the host (the command's shell, or bwrap)."""
+    on_stop: Callable[[], None] | None = None
+    """Extra clean-up run after the processes are stopped (e.g. removing a container)."""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def wait(self) -> int:
+        return await self.process.wait()
+
+    def running(self) -> bool:
+        """Whether any process of the command is still running."""
+        return group_alive(self.group) or bool(marked_pids(self.marker))
+
+    async def stop(self, grace: float) -> None:
+        """SIGTERM everything the command started, SIGKILL what is left after `grace` seconds."""
+        await stop_processes(self.group, self.marker, grace)
+        if self.on_stop is not None:
+            self.on_stop()
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Starts shell commands in some kind of isolation."""
+
+    kind: SandboxKind
+    """Which implementation this is (never AUTO)."""
+    network: bool
+    """Whether commands can reach the network."""
+    ident: str
+    """Prefix of the marker (`MARKER_VAR`) of every command this sandbox starts."""
+
+    @property
+    def description(self) -> str:
+        """One line for the run header: the sandbox and what it restricts."""
+        ...
+
+    async def start(
+        self, command: str, *, cwd: Path, env: dict[str, str], stdout: int
+    ) -> SandboxedProcess:
+        """Start `command` with bash in `cwd`; its stdout and stderr go to the fd `stdout`."""
+        ...
+
+    async def close(self, grace: float = 1.0) -> None:
+        """Stop every process any command of this sandbox left running."""
+        ...
+
+
+def shell() -> str:
+    """bash when available (models write bash), else the platform's /bin/sh."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+@dataclass
+class SandboxBase:
+    """The fields and process plumbing the concrete sandboxes share."""
+
+    workspace: Path
+    """Root of the workspace; the only place a confining sandbox lets commands write."""
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+    """Resource limits of every command."""
+    network: bool = True
+    ident: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    """Part of the marker of every command this sandbox starts."""
+
+    def __post_init__(self) -> None:
+        self.workspace = Path(os.path.realpath(self.workspace))
+
+    def _marked_env(self, env: dict[str, str]) -> tuple[str, dict[str, str]]:
+        marker = f"{self.ident}:{uuid.uuid4().hex[:12]}"
+        return marker, {**env, MARKER_VAR: marker}
+
+    async def _spawn(
+        self, argv: list[str], marker: str, *, cwd: Path, env: dict[str, str], stdout: int
+    ) -> SandboxedProcess:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=self.limits.preexec(),
+        )
+        # start_new_session makes the started process the leader of a new group
+        return SandboxedProcess(process, marker, process.pid)
+
+    async def close(self, grace: float = 1.0) -> None:
+        await stop_processes(None, f"{self.ident}:", grace, prefix=True)
+
+
+@functools.lru_cache(maxsize=32)
+def probe(argv: tuple[str, ...]) -> str | None:
+    """Run `argv`; None if it exits 0, else a one-line reason. Cached per command line."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"no answer within {PROBE_TIMEOUT:g} s"
+    except OSError as error:
+        return str(error)
+    if done.returncode == 0:
+        return None
+    said = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
+    return f"exit code {done.returncode}: {said[-1] if said else 'no message'}"

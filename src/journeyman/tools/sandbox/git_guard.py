@@ -1,0 +1,187 @@
+"""Keeps a command from arming the workspace's git repository against the user.
+
+git runs programs named in a repository's metadata: `core.fsmonitor`, `core.hooksPath`, filter
+and diff drivers in `.git/config`, scripts in `.git/hooks/`. A command that writes one of them
+runs code on the host the next time the user types `git status`, outside any sandbox.
+
+Under bubblewrap the workspace's `.git` is mounted read-only (see `bubblewrap`). Everywhere else
+(and as a second line under bubblewrap) `GitMetadataGuard` records the bytes of those files
+before a command and puts them back afterwards: `.git` itself when it is a file (a worktree's
+pointer to its git directory), and in the git directory and the common one it names: `config`,
+`config.worktree` and everything under `hooks/`. Files the command added there are removed.
+
+A repository the command created (no `.git` before) is not reverted, since its metadata is
+new; the guard reports it so the user reviews it before running git there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GUARDED_FILES = ("config", "config.worktree")
+"""Files of a git directory that name programs git runs."""
+GUARDED_DIRS = ("hooks",)
+"""Folders of a git directory whose files git runs."""
+
+
+@dataclass(frozen=True)
+class _Saved:
+    data: bytes
+    mode: int
+
+
+@dataclass
+class GuardReport:
+    """What `GitMetadataGuard.restore` found and undid."""
+
+    reverted: list[str] = field(default_factory=list)
+    """Guarded files the command changed or deleted; their old bytes are back."""
+    removed: list[str] = field(default_factory=list)
+    """Files the command added to a hooks folder; they were deleted."""
+    created_repository: bool = False
+    """The workspace had no `.git` before the command and has one now."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.reverted or self.removed)
+
+    def message(self) -> str | None:
+        """One paragraph for the model and the user; None when there is nothing to say."""
+        parts = []
+        if self.changed:
+            names = ", ".join(self.reverted + self.removed)
+            parts.append(
+                "the command changed git metadata that makes git run programs on the user's "
+                f"machine ({names}); the change was reverted. Do not edit git configuration or "
+                "hooks; ask the user if the task needs it"
+            )
+        if self.created_repository:
+            parts.append(
+                "the command created a git repository (.git) in the workspace; its "
+                "configuration and hooks are not checked, review them before running git there"
+            )
+        return "; ".join(parts) or None
+
+
+def git_dirs(workspace: Path) -> list[Path]:
+    """The workspace's git directory and its common directory (a worktree's main `.git`)."""
+    dot_git = workspace / ".git"
+    if dot_git.is_symlink():
+        return []
+    if dot_git.is_dir():
+        found = [dot_git]
+    elif dot_git.is_file():
+        try:
+            line = dot_git.read_text("utf-8", errors="replace").strip()
+        except OSError:
+            return []
+        if not line.startswith("gitdir:"):
+            return []
+        target = Path(line.removeprefix("gitdir:").strip())
+        found = [target if target.is_absolute() else workspace / target]
+    else:
+        return []
+    common = found[0] / "commondir"
+    with contextlib.suppress(OSError):
+        named = Path(common.read_text("utf-8", errors="replace").strip())
+        found.append(named if named.is_absolute() else found[0] / named)
+    unique: list[Path] = []
+    for path in found:
+        real = Path(os.path.realpath(path))
+        if real.is_dir() and real not in unique:
+            unique.append(real)
+    return unique
+
+
+class GitMetadataGuard:
+    """Saves the git files that run programs before a command; `restore()` puts them back."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.had_repository = os.path.lexists(workspace / ".git")
+        self._saved: dict[Path, _Saved | None] = {}
+        self._dirs: list[Path] = []
+        dot_git = workspace / ".git"
+        if dot_git.is_file() and not dot_git.is_symlink():
+            self._save(dot_git)
+        for git_dir in git_dirs(workspace):
+            for name in GUARDED_FILES:
+                self._save(git_dir / name)
+            for name in GUARDED_DIRS:
+                folder = git_dir / name
+                self._dirs.append(folder)
+                for path in _files_under(folder):
+                    self._save(path)
+
+    def _save(self, path: Path) -> None:
+        try:
+            info = path.lstat()
+            self._saved[path] = _Saved(path.read_bytes(), info.st_mode & 0o7777)
+        except OSError:
+            self._saved[path] = None  # absent: a file appearing there is removed
+
+    def restore(self) -> GuardReport:
+        """Undo every change the command made to the saved files; report what was undone."""
+        report = GuardReport()
+        for folder in self._dirs:  # first, so that a folder swapped for a link goes away
+            for path in _files_under(folder):
+                if path not in self._saved:
+                    _remove(path)
+                    report.removed.append(self._show(path))
+        for path, saved in self._saved.items():
+            if saved is None:
+                if os.path.lexists(path):
+                    _remove(path)
+                    report.removed.append(self._show(path))
+                continue
+            if _same(path, saved):
+                continue
+            _remove(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(saved.data)
+            path.chmod(saved.mode)
+            report.reverted.append(self._show(path))
+        report.created_repository = not self.had_repository and os.path.lexists(
+            self.workspace / ".git"
+        )
+        return report
+
+    def _show(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.workspace).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """Every file and link under `folder` (links are not followed)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return [folder] if os.path.lexists(folder) else []
+    found = []
+    for root, dirs, files in os.walk(folder):
+        found += [Path(root) / name for name in files]
+        found += [Path(root) / name for name in dirs if (Path(root) / name).is_symlink()]
+    return sorted(found)
+
+
+def _same(path: Path, saved: _Saved) -> bool:
+    try:
+        if path.is_symlink() or (path.lstat().st_mode & 0o7777) != saved.mode:
+            return False
+        return path.read_bytes() == saved.data
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.is_dir() and not path.is_symlink():
+            for child in sorted(path.rglob("*"), reverse=True):
+                with contextlib.suppress(OSError):
+                    child.rmdir() if child.is_dir() and not child.is_symlink() else child.unlink()
+            path.rmdir()
+        else:
+            path.unlink()

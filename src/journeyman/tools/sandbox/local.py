@@ -1,0 +1,32 @@
+"""`local`: commands run on the host, in their own process group, under resource limits.
+
+Nothing stops a command from writing outside the workspace or using the network; `ResourceLimits`
+(CPU seconds, address space, processes, file size) are set with `setrlimit` in the child.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from journeyman.tools.sandbox.base import SandboxBase, SandboxedProcess, SandboxKind, shell
+
+
+@dataclass
+class LocalSandbox(SandboxBase):
+    """Commands run on the host, in their own process group, under resource limits."""
+
+    kind: SandboxKind = SandboxKind.LOCAL
+    note: str = ""
+    """Why this sandbox was chosen, when `auto` could not use bubblewrap."""
+
+    @property
+    def description(self) -> str:
+        text = "local (no isolation: commands can reach the whole filesystem and the network)"
+        return f"{text}; {self.note}" if self.note else text
+
+    async def start(
+        self, command: str, *, cwd: Path, env: dict[str, str], stdout: int
+    ) -> SandboxedProcess:
+        marker, env = self._marked_env(env)
+        return await self._spawn([shell(), "-c", command], marker, cwd=cwd, env=env, stdout=stdout)

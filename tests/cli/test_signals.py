@@ -1,0 +1,91 @@
+"""SIGTERM and SIGHUP end `journeyman run` like Ctrl-C: the running command's whole process group
+is stopped and the session gets the outcome `cancelled`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from bench.crash_trials import clean_env
+
+from journeyman.session.store import SessionStore
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+
+
+def group_members(group: int) -> list[int]:
+    """Processes (not zombies) of a process group."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_termination_signal_cancels_the_run_and_its_command(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, sig: signal.Signals
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    pid_file = workspace / "group.txt"
+    # the command writes its process group, then waits in a child of its own
+    command = f"ps -o pgid= $$ > {pid_file.name}; sleep 300; echo never"
+    fake_openai.enqueue(reply(tool_calls=[("run_command", {"command": command})]))
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    sessions = tmp_path / "sessions"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "journeyman", "run", "--yes", "wait", "-w", str(workspace)),
+            *("--sandbox", "local", "-o", "stream-json", "--session-dir", str(sessions)),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1000):  # the command has started its sleep
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            time.sleep(0.02)
+        group = int(pid_file.read_text())
+        for _ in range(500):
+            if len(group_members(group)) >= 2:
+                break
+            time.sleep(0.01)
+        assert group_members(group), "the command is not running"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    finished = json.loads(out.splitlines()[-1])
+    assert finished["type"] == "run_finished"
+    assert finished["result"]["finish_reason"] == "cancelled"
+    survivors = group_members(group)
+    for pid in survivors:  # do not leave them behind when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == [], "the command's process group survived"
+    store = SessionStore(sessions)
+    try:
+        (summary,) = store.list_sessions()
+        assert summary.finish_reason == "cancelled"
+    finally:
+        store.close()

@@ -1,0 +1,50 @@
+"""A detected test command whose program is missing gives way before the model's first turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from journeyman.context.profile import (
+    ProjectProfile,
+    TestCommand,
+    command_program,
+    runnable_test_command,
+)
+
+
+def profile(*commands: str) -> ProjectProfile:
+    return ProjectProfile(
+        root=Path("."),
+        test_commands=tuple(TestCommand(c, "python", "pytest", "test") for c in commands),
+    )
+
+
+def only(*installed: str) -> Callable[[str], str | None]:
+    return lambda program: f"/usr/bin/{program}" if program in installed else None
+
+
+def test_the_first_installed_candidate_wins() -> None:
+    found = profile("make test", "uv run pytest")
+    assert runnable_test_command(found, which=only("make", "uv")) == "make test"
+    assert runnable_test_command(found, which=only("uv")) == "uv run pytest"
+
+
+def test_a_missing_wrapper_falls_back_to_the_plain_runner() -> None:
+    found = profile("uv run pytest", "tox")
+    assert runnable_test_command(found, which=only("pytest", "tox")) == "pytest"
+    assert runnable_test_command(found, which=only("python3", "tox")) == "python3 -m pytest"
+    assert runnable_test_command(found, which=only("tox")) == "tox"
+    assert runnable_test_command(found, which=only()) is None
+
+
+def test_python_module_commands_try_the_other_interpreter() -> None:
+    found = profile("python -m unittest discover")
+    assert runnable_test_command(found, which=only("python3")) == "python3 -m unittest discover"
+    assert runnable_test_command(found, which=only("python")) == "python -m unittest discover"
+
+
+def test_the_program_of_a_command_line() -> None:
+    assert command_program("CI=1 env uv run pytest -q") == "uv"
+    assert command_program("make test") == "make"
+    assert command_program("'unbalanced") is None
