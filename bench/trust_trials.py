@@ -488,3 +488,72 @@ def crafted_import_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         outcome.counts[f"{action} refused"] += 1
         outcome.fail(f"{action} did not continue: exit {done.returncode}: {done.stderr[-200:]}")
     return outcome
+
+
+# --- 9. provider stalls ----------------------------------------------------------------------
+
+MAX_DURATION_S = 5
+GRACE_S = 10
+"""A stalled run must end within --max-duration plus this."""
+
+STALLS: tuple[tuple[str, Callable[[], ScriptItem]], ...] = (
+    ("body dripped 1 byte/s", lambda: Drip(reply("x" * 400), interval_s=1.0)),
+    ("SSE keep-alives only", lambda: KeepAlive(interval_s=0.5, seconds=300)),
+    ("never answers", lambda: Hang(seconds=300)),
+    ("429 with Retry-After: 86400", lambda: HTTPFault(429, retry_after=86400)),
+)
+
+
+def stall_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
+    """`STALLS[trial % n]` on the second model call (after one quick step), streaming on odd
+    rounds, with --max-duration 5s."""
+    rng = random.Random(seed * 1_000 + trial)
+    name, make = STALLS[trial % len(STALLS)]
+    streaming = (trial // len(STALLS)) % 2 == 1
+    outcome = TrustOutcome(trial, f"{name}, {'streaming' if streaming else 'non-streaming'}")
+    ws, sessions = root / "ws", root / "sessions"
+    ws.mkdir(parents=True)
+    (ws / "notes.txt").write_text("notes\n")
+    first = reply("reading", tool_calls=[tool_call("read_file", {"path": "notes.txt"}, id="r")])
+    # the stall comes at step 1 or 2, so the run has already stored some work
+    stall_at = rng.randint(1, 2)
+    script: list[ScriptItem] = [first] * stall_at + [make()]
+    flags = ["--max-duration", f"{MAX_DURATION_S}s", "-o", "json", "--no-verify"]
+    flags += ["--stream"] if streaming else []
+    limit = MAX_DURATION_S + GRACE_S
+    with FakeOpenAIServer(script, default=finish()) as server:
+        env = base_env(root, server)
+        started = time.monotonic()
+        try:
+            done = jm(
+                *("run", "read the notes", "-w", str(ws), *MODEL, "--session-dir", str(sessions)),
+                *flags,
+                env=env,
+                timeout=limit + 20,
+            )
+        except subprocess.TimeoutExpired:
+            outcome.counts["over the limit"] += 1
+            outcome.counts["hung"] += 1
+            outcome.fail(f"still running after {limit + 20} s (killed there)")
+            return outcome
+        seconds = time.monotonic() - started
+    outcome.counts["slowest ms"] = round(seconds * 1000)
+    check_crash(outcome, "run", done)
+    if seconds > limit:
+        outcome.counts["over the limit"] += 1
+        outcome.fail(f"ended after {seconds:.1f} s (limit {limit} s)")
+    try:
+        result = json.loads(done.stdout)
+        reason = result["finish_reason"]
+        outcome.counts[f"finish: {reason}"] += 1
+    except (ValueError, KeyError, TypeError):
+        outcome.counts["no outcome"] += 1
+        outcome.fail(f"no JSON result (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+        return outcome
+    listed = jm("sessions", "show", result.get("session_id") or "missing", "--session-dir",
+                str(sessions), env=env)
+    check_crash(outcome, "sessions show", listed)
+    if reason not in listed.stdout:
+        outcome.counts["no outcome"] += 1
+        outcome.fail(f"the store does not show the outcome {reason!r}")
+    return outcome
