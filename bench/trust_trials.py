@@ -557,3 +557,62 @@ def stall_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         outcome.counts["no outcome"] += 1
         outcome.fail(f"the store does not show the outcome {reason!r}")
     return outcome
+
+
+# --- 10. concurrent resume -------------------------------------------------------------------
+
+SLEEP_S = 3
+
+
+def concurrent_resume_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
+    """A run whose one command sleeps; while it sleeps, `resume --last` from a second process."""
+    rng = random.Random(seed * 1_000 + trial)
+    outcome = TrustOutcome(trial, "resume while the command sleeps")
+    ws, sessions = root / "ws", root / "sessions"
+    ws.mkdir(parents=True)
+    ledger = ws / "ledger.txt"
+    command = f"echo start >> ledger.txt; sleep {SLEEP_S}; echo end >> ledger.txt"
+    script = [
+        reply("running", tool_calls=[tool_call("run_command", {"command": command}, id="c")]),
+        finish(),
+    ]
+    common = ("-w", str(ws), *MODEL, "--session-dir", str(sessions), "--yes")
+    with FakeOpenAIServer(default=steps(script)) as server:
+        env = base_env(root, server)
+        first = subprocess.Popen(
+            [sys.executable, "-m", "journeyman", "run", "keep a ledger", *common, "-o", "json"]
+            + ["--no-verify"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            waited = time.monotonic()
+            while "start" not in (ledger.read_text() if ledger.exists() else ""):
+                if first.poll() is not None or time.monotonic() - waited > 60:
+                    outcome.fail("the first run never started its command")
+                    break
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, SLEEP_S / 2))
+            second = jm("resume", "--last", *common, "-o", "json", env=env, timeout=120)
+        finally:
+            out, err = first.communicate(timeout=120)
+    check_crash(outcome, "the second process", second)
+    check_crash(
+        outcome, "the first process", subprocess.CompletedProcess([], first.returncode, out, err)
+    )
+    starts = ledger.read_text().count("start") if ledger.exists() else 0
+    outcome.counts["double executions"] += max(0, starts - 1)
+    if starts > 1:
+        outcome.fail(f"the command ran {starts} times")
+    if second.returncode == 0 or second.returncode == 1:
+        outcome.counts["second process accepted"] += 1
+        outcome.fail(f"the second process was accepted (exit {second.returncode})")
+    elif str(first.pid) in second.stderr:
+        outcome.counts["refused naming the pid"] += 1
+    else:
+        outcome.fail(f"refused without naming pid {first.pid}: {second.stderr.strip()[-200:]}")
+    if first.returncode != 0:
+        outcome.fail(f"the first run exited {first.returncode}: {err.strip()[-200:]}")
+    return outcome
