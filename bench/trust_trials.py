@@ -616,3 +616,154 @@ def concurrent_resume_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
     if first.returncode != 0:
         outcome.fail(f"the first run exited {first.returncode}: {err.strip()[-200:]}")
     return outcome
+
+
+# --- 11. damaged stores ----------------------------------------------------------------------
+
+DAMAGE = ("truncated", "random bytes", "foreign SQLite database", "read-only file", "bit-flipped page")
+DB_NAME = "journeyman.db"
+
+
+def _damage(db: Path, kind: str, rng: random.Random, round_: int) -> bool:
+    """Damage `db` in place; False when this machine cannot (chattr missing or refused)."""
+    data = db.read_bytes()
+    if kind == "truncated":
+        db.write_bytes(data[: rng.randint(100, len(data) - 1)])
+    elif kind == "random bytes":
+        db.write_bytes(rng.randbytes(len(data)))
+    elif kind == "foreign SQLite database":
+        db.unlink()
+        with sqlite3.connect(db) as foreign:
+            foreign.execute("CREATE TABLE recipes (name TEXT, minutes INTEGER)")
+            foreign.execute("INSERT INTO recipes VALUES ('bread', 240)")
+        foreign.close()
+    elif kind == "read-only file":
+        # root ignores file modes, so make the file immutable instead
+        return subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode == 0
+    else:
+        table = "file_changes" if round_ % 2 == 0 else "messages"
+        with sqlite3.connect(db) as conn:
+            root_page = conn.execute(
+                "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+            ).fetchone()[0]
+        conn.close()
+        page_size = int.from_bytes(data[16:18], "big") or 65536
+        start = (root_page - 1) * page_size
+        flipped = bytearray(data)
+        for _ in range(8):  # in the cell area, at the end of the page
+            offset = start + page_size - rng.randint(1, min(400, page_size - 100))
+            flipped[offset] ^= 1 << rng.randint(0, 7)
+        db.write_bytes(bytes(flipped))
+    return True
+
+
+def damaged_store_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
+    """One damage (`DAMAGE[trial % n]`) to a store holding a session with a file change, then
+    `sessions list`, `sessions show`, `diff`, `resume` and `run` on it."""
+    rng = random.Random(seed * 1_000 + trial)
+    kind = DAMAGE[trial % len(DAMAGE)]
+    round_ = trial // len(DAMAGE)
+    outcome = TrustOutcome(trial, kind)
+    ws, sessions = root / "ws", root / "sessions"
+    ws.mkdir(parents=True)
+    script = [
+        reply(tool_calls=[tool_call("write_file", {"path": "made.txt", "content": "new\n"})]),
+        finish(),
+    ]
+    db = sessions / DB_NAME
+    immutable = False
+    with FakeOpenAIServer(default=steps(script)) as server:
+        env = base_env(root, server)
+        where = ("--session-dir", str(sessions))
+        made = jm(
+            *("run", "make a file", "-w", str(ws), *MODEL, *where, "--yes"),
+            *("--max-iterations", "1", "-o", "json"),
+            env=env,
+        )
+        sid = session_id(made.stdout)
+        if sid is None or not db.is_file():
+            outcome.fail(f"the first run stored nothing: {made.stderr.strip()[-300:]}")
+            return outcome
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        for extra in sessions.glob(f"{DB_NAME}-*"):
+            extra.unlink()
+        try:
+            if not _damage(db, kind, rng, round_):
+                outcome.counts["skipped"] += 1
+                return outcome
+            immutable = kind == "read-only file"
+            readable = immutable or (kind == "bit-flipped page" and _passes_quick_check(db))
+            if kind == "bit-flipped page":
+                outcome.counts["flips quick_check sees"] += not readable
+            commands = {
+                "sessions list": ("sessions", "list", *where),
+                "sessions show": ("sessions", "show", sid, *where),
+                "diff": ("diff", "--session", sid, "-w", str(ws), *where),
+                "resume": ("resume", sid, *where, "--yes", "--max-iterations", "3", "-o", "json"),
+                "run": ("run", "again", "-w", str(ws), *MODEL, *where, "--yes", "-o", "json"),
+            }
+            for name, args in commands.items():
+                try:
+                    done = jm(*args, env=env, timeout=60)
+                except subprocess.TimeoutExpired:
+                    outcome.counts["hung"] += 1
+                    outcome.fail(f"{name}: still running after 60 s")
+                    continue
+                _judge_damaged(outcome, kind, readable, name, done, sid)
+        finally:
+            if immutable:
+                subprocess.run(["chattr", "-i", str(db)], capture_output=True)
+    return outcome
+
+
+def _passes_quick_check(db: Path) -> bool:
+    """Whether SQLite itself finds nothing wrong (a flip in free space or inside a text)."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return bool(conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+
+
+def _judge_damaged(
+    outcome: TrustOutcome,
+    kind: str,
+    readable: bool,
+    name: str,
+    done: subprocess.CompletedProcess[str],
+    sid: str,
+) -> None:
+    """Exit 2 with a message is always right. A store SQLite still reads (an immutable file,
+    or damage `quick_check` cannot see) may serve reads correctly; an immutable one must
+    refuse to write, and undetectable damage may let a run go on."""
+    outcome.counts["commands"] += 1
+    before = outcome.counts["tracebacks"]
+    check_crash(outcome, name, done)
+    if outcome.counts["tracebacks"] > before:
+        return
+    message = done.stderr.strip()
+    if done.returncode == 2 and message:
+        outcome.counts["exit 2 with a message"] += 1
+        outcome.counts["message names the database"] += DB_NAME in message
+        return
+    intact = {
+        "sessions list": sid[:8] in done.stdout,
+        "sessions show": sid in done.stdout,
+        "diff": "made.txt" in done.stdout,
+    }
+    if readable and intact.get(name) and done.returncode == 0:
+        outcome.counts["served correctly"] += 1
+        return
+    if readable and kind != "read-only file" and name in ("resume", "run") and done.returncode in (0, 1):
+        outcome.counts["served correctly"] += 1
+        return
+    if name == "diff" and done.returncode == 0:
+        outcome.counts["silent data loss"] += 1
+        outcome.fail("diff exited 0 without the changed file (nothing pending?)")
+        return
+    outcome.fail(f"{name}: exit {done.returncode}, stderr {message[-200:]!r}")
