@@ -767,3 +767,100 @@ def _judge_damaged(
         outcome.fail("diff exited 0 without the changed file (nothing pending?)")
         return
     outcome.fail(f"{name}: exit {done.returncode}, stderr {message[-200:]!r}")
+
+
+# --- 12. secrets in every output format ------------------------------------------------------
+
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+
+def awkward_secret(rng: random.Random) -> tuple[str, str]:
+    """A secret with a quote, a backslash and non-ASCII characters, and its random ASCII core
+    (found even when only part of the secret was redacted)."""
+    core = "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789") for _ in range(24))
+    return f'tök"en\\{core}ü€ß', core
+
+
+def secret_forms(secret: str, core: str) -> dict[str, bytes]:
+    """The ways a secret shows up in bytes: raw, JSON-escaped both ways, and its core."""
+    return {
+        "raw": secret.encode(),
+        "JSON-escaped (ASCII)": json.dumps(secret)[1:-1].encode(),
+        "JSON-escaped (UTF-8)": json.dumps(secret, ensure_ascii=False)[1:-1].encode(),
+        "core": core.encode(),
+    }
+
+
+def secret_format_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
+    """One session folder, a run per output format, each meeting the secret in the model's
+    text, in a command's output and in the finish summary; then `sessions export` of each."""
+    rng = random.Random(seed * 1_000 + trial)
+    secret, core = awkward_secret(rng)
+    provider_key = "sk-proj-" + "".join(rng.choice("abcdefghijkmnopqrstuvwxyz0123456789") for _ in range(40))
+    outcome = TrustOutcome(trial, "text, json, stream-json, export, store")
+    ws, sessions = root / "ws", root / "sessions"
+    ws.mkdir(parents=True)
+    # commands get an environment without secrets, so the command reads the secret from a file
+    (ws / "token.txt").write_text(f"SERVICE_TOKEN={secret}\n", encoding="utf-8")
+    command = 'cat token.txt; printf "%s\\n" "$SERVICE_TOKEN" > env-copy.txt'
+    script = [
+        reply(
+            f"The service token is {secret}; checking it.",
+            tool_calls=[tool_call("run_command", {"command": command}, id="c")],
+        ),
+        reply(tool_calls=[tool_call("finish", {"summary": f"Done; the token was {secret}."})]),
+    ]
+    places: dict[str, bytes] = {}
+    with FakeOpenAIServer(default=steps(script)) as server:
+        env = base_env(root, server, SERVICE_TOKEN=secret)
+        env["OPENAI_API_KEY"] = provider_key
+        where = ("--session-dir", str(sessions))
+        for output in OUTPUT_FORMATS:
+            done = jm(
+                *("run", "check the token", "-w", str(ws), *MODEL, *where, "--yes"),
+                *("--sandbox", "local", "--no-verify", "-o", output),
+                env=env,
+            )
+            check_crash(outcome, f"run -o {output}", done)
+            places[f"{output} stdout"] = done.stdout.encode()
+            places[f"{output} stderr"] = done.stderr.encode()
+            if done.returncode != 0:
+                outcome.fail(f"run -o {output} exited {done.returncode}: {done.stderr[-200:]}")
+        listed = jm("sessions", "list", *where, env={**env, "COLUMNS": "400"})
+        ids = sorted(set(re.findall(r"\d{8}-\d{6}-[0-9a-f]{8}", listed.stdout)))
+        for sid in ids:
+            export = jm("sessions", "export", sid, *where, env=env)
+            check_crash(outcome, "sessions export", export)
+            places[f"sessions export {sid}"] = export.stdout.encode() + export.stderr.encode()
+        if len(ids) != len(OUTPUT_FORMATS):
+            outcome.fail(f"expected {len(OUTPUT_FORMATS)} sessions to export, found {ids}")
+        # the command's output goes to the model as a tool result: scrubbed before it is sent
+        # (the model's own text is sent back as it wrote it, so only tool results count)
+        places["tool results sent to the model"] = "\n".join(
+            json.dumps(m.get("content"), ensure_ascii=False) + str(m.get("content"))
+            for r in server.requests
+            for m in r.json.get("messages", [])
+            if m.get("role") == "tool"
+        ).encode()
+    for path in sorted(sessions.rglob("*")):
+        if path.is_file() and path.parent.name != "vault":
+            places[f"store {path.relative_to(sessions)}"] = path.read_bytes()
+    copy = ws / "env-copy.txt"
+    if not copy.is_file():
+        outcome.fail("the command did not run, so its output proves nothing")
+    elif secret in copy.read_text(encoding="utf-8", errors="replace"):
+        outcome.counts["secret in the command's environment"] += 1
+    for output in OUTPUT_FORMATS:
+        shown = places[f"{output} stdout"] + places[f"{output} stderr"]
+        if b"service token is" not in shown and output != "json":
+            outcome.fail(f"-o {output} did not show the model's text, so it proves nothing")
+    forms = {**secret_forms(secret, core), "provider key": provider_key.encode()}
+    leaks = [
+        f"{where}: {form}" for where, data in places.items() for form, value in forms.items()
+        if value in data
+    ]
+    outcome.counts["places searched"] += len(places)
+    outcome.counts["leaks"] += len({where for where, _ in (leak.split(": ", 1) for leak in leaks)})
+    for leak in leaks:
+        outcome.fail(f"leak in {leak}")
+    return outcome
