@@ -42,7 +42,6 @@ Used by bench/reliability.py (rows 7-12) and tests/bench/test_trust_smoke.py (on
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import shutil
@@ -125,7 +124,8 @@ def check_crash(outcome: TrustOutcome, what: str, done: subprocess.CompletedProc
     if TRACEBACK in done.stderr or TRACEBACK in done.stdout:
         outcome.crashed = True
         outcome.counts["tracebacks"] += 1
-        outcome.fail(f"{what}: traceback: {done.stderr.strip()[-300:]}")
+        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1]
+        outcome.fail(f"{what}: traceback ending {last[-200:]!r}")
     elif done.returncode not in DOCUMENTED_EXITS:
         outcome.crashed = True
         outcome.fail(f"{what}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
@@ -198,12 +198,16 @@ HOSTILE_CONFIGS = (
     HostileConfig("[[hooks]] SessionStart", ("hooks",)),
     HostileConfig(".journeyman/mcp.json server (run and mcp list)", ("mcp",)),
     HostileConfig("base_url to another server", ("base_url",)),
-    HostileConfig("bypass + sandbox = local planted by an earlier run's command", ("mode", "sandbox")),
+    HostileConfig(
+        "bypass + sandbox = local planted by an earlier run's command", ("mode", "sandbox")
+    ),
 )
 
 
 def _named(key: str, text: str) -> bool:
-    return re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-])|\.{re.escape(key)}\b", text) is not None
+    return (
+        re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-])|\.{re.escape(key)}\b", text) is not None
+    )
 
 
 def hostile_config_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
@@ -346,9 +350,8 @@ def hostile_config_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
             time.sleep(0.2)
             if marker.exists() and not loosened:
                 loosened.append("the repository's MCP server started on `mcp list`")
-        elif case.keys == ("base_url",):
-            if foreign.requests:
-                loosened.append("the repository redirected the provider")
+        elif case.keys == ("base_url",) and foreign.requests:
+            loosened.append("the repository redirected the provider")
 
     if outcome.counts["planting refused"]:
         case = HostileConfig(case.name, ())  # nothing was planted, so nothing to name
@@ -427,9 +430,10 @@ def crafted_import_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         reply("running", tool_calls=[tool_call("run_command", {"command": command}, id="c")]),
         finish(),
     ]
-    with FakeOpenAIServer(default=steps(script)) as server, FakeOpenAIServer(
-        default=steps(script)
-    ) as foreign:
+    with (
+        FakeOpenAIServer(default=steps(script)) as server,
+        FakeOpenAIServer(default=steps(script)) as foreign,
+    ):
         env = base_env(root, server)
         where = ("--session-dir", str(sessions / "origin"))
         first = jm(
@@ -463,7 +467,9 @@ def crafted_import_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         sent_before = len(server.requests)
         flags = [*into, "-o", "json", *(["--yes"] if user_yes else [])]
         if action == "fork":
-            done = jm("fork", new_id, "--at-step", "0", "--into", str(root / "fork"), *flags, env=env)
+            done = jm(
+                "fork", new_id, "--at-step", "0", "--into", str(root / "fork"), *flags, env=env
+            )
         else:
             done = jm("resume", new_id, "-w", str(ws), *flags, env=env)
         check_crash(outcome, action, done)
@@ -483,8 +489,12 @@ def crafted_import_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
     for what in ran:
         outcome.fail(f"program run: {what}")
     if foreign.requests:
-        outcome.fail(f"provider redirected: {len(foreign.requests)} requests to the file's base_url")
-    if done.returncode not in (0, 1) or len(server.requests) == sent_before and not foreign.requests:
+        outcome.fail(
+            f"provider redirected: {len(foreign.requests)} requests to the file's base_url"
+        )
+    if done.returncode not in (0, 1) or (
+        len(server.requests) == sent_before and not foreign.requests
+    ):
         outcome.counts[f"{action} refused"] += 1
         outcome.fail(f"{action} did not continue: exit {done.returncode}: {done.stderr[-200:]}")
     return outcome
@@ -550,8 +560,14 @@ def stall_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         outcome.counts["no outcome"] += 1
         outcome.fail(f"no JSON result (exit {done.returncode}): {done.stderr.strip()[-300:]}")
         return outcome
-    listed = jm("sessions", "show", result.get("session_id") or "missing", "--session-dir",
-                str(sessions), env=env)
+    listed = jm(
+        "sessions",
+        "show",
+        result.get("session_id") or "missing",
+        "--session-dir",
+        str(sessions),
+        env=env,
+    )
     check_crash(outcome, "sessions show", listed)
     if reason not in listed.stdout:
         outcome.counts["no outcome"] += 1
@@ -564,24 +580,26 @@ def stall_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
 SLEEP_S = 3
 
 
-def concurrent_resume_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
+def concurrent_resume_trial(
+    root: Path, trial: int, seed: int, sleep_s: float = SLEEP_S
+) -> TrustOutcome:
     """A run whose one command sleeps; while it sleeps, `resume --last` from a second process."""
     rng = random.Random(seed * 1_000 + trial)
     outcome = TrustOutcome(trial, "resume while the command sleeps")
     ws, sessions = root / "ws", root / "sessions"
     ws.mkdir(parents=True)
     ledger = ws / "ledger.txt"
-    command = f"echo start >> ledger.txt; sleep {SLEEP_S}; echo end >> ledger.txt"
+    command = f"echo start >> ledger.txt; sleep {sleep_s:g}; echo end >> ledger.txt"
     script = [
         reply("running", tool_calls=[tool_call("run_command", {"command": command}, id="c")]),
         finish(),
     ]
     common = ("-w", str(ws), *MODEL, "--session-dir", str(sessions), "--yes")
+    first_flags = ("-o", "json", "--no-verify")
     with FakeOpenAIServer(default=steps(script)) as server:
         env = base_env(root, server)
         first = subprocess.Popen(
-            [sys.executable, "-m", "journeyman", "run", "keep a ledger", *common, "-o", "json"]
-            + ["--no-verify"],
+            [sys.executable, "-m", "journeyman", "run", "keep a ledger", *common, *first_flags],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -594,7 +612,7 @@ def concurrent_resume_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
                     outcome.fail("the first run never started its command")
                     break
                 time.sleep(0.05)
-            time.sleep(rng.uniform(0, SLEEP_S / 2))
+            time.sleep(rng.uniform(0, sleep_s / 2))
             second = jm("resume", "--last", *common, "-o", "json", env=env, timeout=120)
         finally:
             out, err = first.communicate(timeout=120)
@@ -620,7 +638,13 @@ def concurrent_resume_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
 
 # --- 11. damaged stores ----------------------------------------------------------------------
 
-DAMAGE = ("truncated", "random bytes", "foreign SQLite database", "read-only file", "bit-flipped page")
+DAMAGE = (
+    "truncated",
+    "random bytes",
+    "foreign SQLite database",
+    "read-only file",
+    "bit-flipped page",
+)
 DB_NAME = "journeyman.db"
 
 
@@ -759,7 +783,12 @@ def _judge_damaged(
     if readable and intact.get(name) and done.returncode == 0:
         outcome.counts["served correctly"] += 1
         return
-    if readable and kind != "read-only file" and name in ("resume", "run") and done.returncode in (0, 1):
+    if (
+        readable
+        and kind != "read-only file"
+        and name in ("resume", "run")
+        and done.returncode in (0, 1)
+    ):
         outcome.counts["served correctly"] += 1
         return
     if name == "diff" and done.returncode == 0:
@@ -777,7 +806,9 @@ OUTPUT_FORMATS = ("text", "json", "stream-json")
 def awkward_secret(rng: random.Random) -> tuple[str, str]:
     """A secret with a quote, a backslash and non-ASCII characters, and its random ASCII core
     (found even when only part of the secret was redacted)."""
-    core = "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789") for _ in range(24))
+    core = "".join(
+        rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789") for _ in range(24)
+    )
     return f'tök"en\\{core}ü€ß', core
 
 
@@ -791,12 +822,16 @@ def secret_forms(secret: str, core: str) -> dict[str, bytes]:
     }
 
 
-def secret_format_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
+def secret_format_trial(
+    root: Path, trial: int, seed: int, formats: tuple[str, ...] = OUTPUT_FORMATS
+) -> TrustOutcome:
     """One session folder, a run per output format, each meeting the secret in the model's
     text, in a command's output and in the finish summary; then `sessions export` of each."""
     rng = random.Random(seed * 1_000 + trial)
     secret, core = awkward_secret(rng)
-    provider_key = "sk-proj-" + "".join(rng.choice("abcdefghijkmnopqrstuvwxyz0123456789") for _ in range(40))
+    provider_key = "sk-proj-" + "".join(
+        rng.choice("abcdefghijkmnopqrstuvwxyz0123456789") for _ in range(40)
+    )
     outcome = TrustOutcome(trial, "text, json, stream-json, export, store")
     ws, sessions = root / "ws", root / "sessions"
     ws.mkdir(parents=True)
@@ -815,7 +850,7 @@ def secret_format_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         env = base_env(root, server, SERVICE_TOKEN=secret)
         env["OPENAI_API_KEY"] = provider_key
         where = ("--session-dir", str(sessions))
-        for output in OUTPUT_FORMATS:
+        for output in formats:
             done = jm(
                 *("run", "check the token", "-w", str(ws), *MODEL, *where, "--yes"),
                 *("--sandbox", "local", "--no-verify", "-o", output),
@@ -832,8 +867,8 @@ def secret_format_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
             export = jm("sessions", "export", sid, *where, env=env)
             check_crash(outcome, "sessions export", export)
             places[f"sessions export {sid}"] = export.stdout.encode() + export.stderr.encode()
-        if len(ids) != len(OUTPUT_FORMATS):
-            outcome.fail(f"expected {len(OUTPUT_FORMATS)} sessions to export, found {ids}")
+        if len(ids) != len(formats):
+            outcome.fail(f"expected {len(formats)} sessions to export, found {ids}")
         # the command's output goes to the model as a tool result: scrubbed before it is sent
         # (the model's own text is sent back as it wrote it, so only tool results count)
         places["tool results sent to the model"] = "\n".join(
@@ -850,13 +885,15 @@ def secret_format_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         outcome.fail("the command did not run, so its output proves nothing")
     elif secret in copy.read_text(encoding="utf-8", errors="replace"):
         outcome.counts["secret in the command's environment"] += 1
-    for output in OUTPUT_FORMATS:
+    for output in formats:
         shown = places[f"{output} stdout"] + places[f"{output} stderr"]
         if b"service token is" not in shown and output != "json":
             outcome.fail(f"-o {output} did not show the model's text, so it proves nothing")
     forms = {**secret_forms(secret, core), "provider key": provider_key.encode()}
     leaks = [
-        f"{where}: {form}" for where, data in places.items() for form, value in forms.items()
+        f"{where}: {form}"
+        for where, data in places.items()
+        for form, value in forms.items()
         if value in data
     ]
     outcome.counts["places searched"] += len(places)
