@@ -78,12 +78,15 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without provider or journeyman settings (the cache folder
-    of command snapshots excepted), plus `extra`."""
+    of command snapshots excepted), plus `extra`. Scripted models edit with edit_file, which
+    an OpenAI-compatible provider is not offered by default (it gets apply_patch): the
+    environment asks for edit_file."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
     }
+    env["JOURNEYMAN_EDIT_TOOL"] = "edit_file"
     env.update(extra)
     return env
 

@@ -52,10 +52,9 @@ from typing import Any
 
 from journeyman import Agent, AgentConfig, __version__
 from journeyman.core.messages import ToolCall
-from journeyman.economics.usage_log import DATABASE_FILE
 from journeyman.providers.base import ModelRequest, ModelResponse, TextCallback
 from journeyman.providers.scripted import ScriptedProvider
-from journeyman.session.store import SessionStore
+from journeyman.session.store import DATABASE_FILE, SessionStore
 
 WARMUP_STEPS = 5
 FILES = 20

@@ -15,12 +15,30 @@ from journeyman.core.errors import (
     ToolNotFoundError,
     ToolTimeoutError,
 )
-from journeyman.core.events import Event
+from journeyman.core.events import (
+    BudgetUpdated,
+    ContextCompacted,
+    ErrorOccurred,
+    Event,
+    ExtensionDecided,
+    ExtensionRequested,
+    ModelRequestSent,
+    ModelResponseReceived,
+    NudgeInjected,
+    RunFinished,
+    RunStarted,
+    StateChanged,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultReceived,
+)
+from journeyman.core.messages import ToolResult
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.loop.agent import Agent, run
 from journeyman.loop.config import AgentConfig
 from journeyman.providers.factory import create_provider
-from journeyman.tools.base import Tool, ToolArgs, tool
+from journeyman.tools.base import Tool, ToolArgs, ToolKind, tool
+from journeyman.tools.context import ToolContext
 
 try:
     __version__ = _metadata.version("journeyman")
@@ -32,20 +50,37 @@ __all__ = [
     "AgentConfig",
     "AgentError",
     "BudgetExhaustedError",
+    "BudgetUpdated",
     "CancellationError",
     "ConfigurationError",
+    "ContextCompacted",
     "ErrorCategory",
+    "ErrorOccurred",
     "Event",
+    "ExtensionDecided",
+    "ExtensionRequested",
     "FinishCategory",
     "FinishReason",
     "LLMError",
+    "ModelRequestSent",
+    "ModelResponseReceived",
+    "NudgeInjected",
     "PermissionDeniedError",
     "ProviderError",
+    "RunFinished",
     "RunResult",
+    "RunStarted",
+    "StateChanged",
+    "TextDelta",
     "Tool",
     "ToolArgs",
+    "ToolCallStarted",
+    "ToolContext",
     "ToolError",
+    "ToolKind",
     "ToolNotFoundError",
+    "ToolResult",
+    "ToolResultReceived",
     "ToolTimeoutError",
     "__version__",
     "create_provider",

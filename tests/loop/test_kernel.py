@@ -207,7 +207,7 @@ async def test_budget_limit_stops_with_capacity_reason(tmp_path: Path) -> None:
 
 async def test_unknown_price_is_none_not_zero(tmp_path: Path) -> None:
     events: list[Event] = []
-    agent, _ = make_agent(tmp_path, [turn(text="hi")], events=events, max_budget_usd=1.0)
+    agent, _ = make_agent(tmp_path, [turn(text="hi")], events=events)
     result = await agent.run("x")
     assert result.cost_usd is None
     assert result.to_dict()["cost_usd"] is None

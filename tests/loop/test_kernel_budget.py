@@ -10,9 +10,9 @@ from journeyman.core.events import Event, NudgeInjected
 from journeyman.core.messages import Role, ToolCall, Usage
 from journeyman.economics.approval import AutoApprover
 from journeyman.economics.budget import BudgetMode
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
+from journeyman.session.store import SessionStore
 
 
 class TextArgs(ToolArgs):
@@ -234,11 +234,11 @@ async def test_every_call_is_in_the_usage_log(tmp_path: Path) -> None:
     script = [turn(("echo", "a"), tokens=5), ModelResponse(text="ok", usage=Usage(3, 4))]
     agent, _ = make(tmp_path, script, events)
     result = await agent.run("x")
-    log = UsageLog(tmp_path / "s" / DATABASE_FILE)
+    store = SessionStore(tmp_path / "s")
     try:
-        [row] = log.summary(result.session_id)
+        [row] = store.usage_summary(result.session_id)
     finally:
-        log.close()
+        store.close()
     assert (row.provider, row.model, row.calls) == ("scripted", "scripted", 2)
     assert row.usage == Usage(3, 9) and row.cost_usd is None
 

@@ -24,7 +24,6 @@ from journeyman.core.errors import (
 from journeyman.core.messages import Message, Role, ToolCall, Usage
 from journeyman.core.result import FinishCategory
 from journeyman.loop.config import ModeName
-from journeyman.loop.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.phased import (
     AGAIN_HEADER,
     ANSWER_REFUSED,
@@ -34,7 +33,8 @@ from journeyman.loop.modes.phased import (
     SAME_CHECK_FAILURE,
     Phase,
 )
-from journeyman.loop.recovery import Severity, classify
+from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
+from journeyman.loop.modes.phased.recovery import Severity, classify
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider

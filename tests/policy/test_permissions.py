@@ -7,16 +7,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import mcp_types as mt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from journeyman.core.messages import ToolCall
+from journeyman.economics.phases import Phase, PhaseTracker
+from journeyman.integrations.mcp.bridge import McpTool
 from journeyman.policy.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
-    ArgKind,
     DecisionKind,
     InMemoryRememberedPermissions,
     PermissionGate,
@@ -24,11 +26,14 @@ from journeyman.policy.permissions import (
     PermissionPolicy,
     PermissionRule,
     PermissionsConfig,
-    PrimaryArg,
     glob_escape,
     mode_baseline,
     split_command,
 )
+from journeyman.tools.base import BaseTool, FunctionTool, ToolArgs, ToolKind, tool
+from journeyman.tools.builtin import default_tools
+from journeyman.tools.context import ToolContext
+from journeyman.tools.registry import ToolRegistry
 
 ALLOW, ASK, DENY = DecisionKind.ALLOW, DecisionKind.ASK, DecisionKind.DENY
 RANK = {DENY: 0, ASK: 1, ALLOW: 2}
@@ -198,16 +203,6 @@ def test_missing_primary_argument_matches_only_bare_rules() -> None:
     assert decide(policy, "run_command") == "ask"  # invalid call; the registry rejects it
     assert decide(policy, "run_command", command=["rm"]) == "ask"
     assert decide(policy, "write_file") == "allow"
-
-
-def test_primary_arguments_are_extensible() -> None:
-    policy = PermissionPolicy(
-        "default",
-        allow=["fetch(https://docs.python.org/*)"],
-        primary_args={"fetch": PrimaryArg("url", ArgKind.COMMAND)},
-    )
-    assert decide(policy, "fetch", url="https://docs.python.org/3/") == "allow"
-    assert decide(policy, "fetch", url="https://evil.example/") == "ask"
 
 
 # --------------------------------------------------------------------------------- the modes
@@ -543,3 +538,198 @@ async def test_concurrent_calls_are_asked_one_at_a_time(workspace: Path) -> None
     assert results == [None, None, None]
     assert approver.max_active == 1
     assert len(approver.requests) == 1  # the "always" answer covered the waiting calls
+
+
+# ------------------------------------------------------------ kinds the tools declare
+
+
+class TargetArgs(ToolArgs):
+    target: str = Field(description="File to stamp.")
+    """File to stamp."""
+
+
+@tool(args=TargetArgs, kind=ToolKind.EDIT, permission_arg="target")
+def stamp(args: TargetArgs, ctx: ToolContext) -> str:
+    """Stamp a file."""
+    return "stamped"
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+@tool(args=NoArgs, read_only=True)
+def peek(args: NoArgs, ctx: ToolContext) -> str:
+    """Look at something."""
+    return "seen"
+
+
+class _Caller:
+    name = "srv"
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mt.CallToolResult:
+        return mt.CallToolResult(content=[])
+
+
+def mcp_tool(name: str, schema: dict[str, Any], read_only: bool | None = None) -> McpTool:
+    hints = None if read_only is None else mt.ToolAnnotations(read_only_hint=read_only)
+    definition = mt.Tool(name=name, input_schema=schema, annotations=hints)
+    return McpTool(_Caller(), definition, f"srv_{name}")
+
+
+def declared_registry() -> ToolRegistry:
+    path = {"type": "object", "properties": {"path": {"type": "string"}}}
+    command = {"type": "object", "properties": {"command": {"type": "string"}}}
+    return ToolRegistry(
+        [
+            *default_tools(),
+            stamp,
+            peek,
+            mcp_tool("read_text", path, read_only=True),
+            mcp_tool("write_text", path),
+            mcp_tool("shell", command, read_only=False),
+        ]
+    )
+
+
+def test_a_user_tool_declaring_edit_is_treated_as_an_edit(workspace: Path) -> None:
+    registry = declared_registry()
+    accept = PermissionPolicy("accept_edits", workspace=workspace, tools=registry)
+    assert decide(accept, "stamp", target="src/a.py") == "allow"
+    assert decide(PermissionPolicy("plan", tools=registry), "stamp", target="a.py") == "deny"
+    assert decide(PermissionPolicy("default", tools=registry), "stamp", target="a.py") == "ask"
+    # its permission argument is a workspace path
+    guarded = PermissionPolicy(
+        "bypass", deny=["stamp(.env)"], allow=["stamp(src/**)"], workspace=workspace, tools=registry
+    )
+    assert decide(guarded, "stamp", target="src/../.env") == "deny"
+    assert (
+        decide(
+            PermissionPolicy("default", allow=["stamp(src/**)"], tools=registry),
+            "stamp",
+            target="./src/x.py",
+        )
+        == "allow"
+    )
+    # a read-only user tool runs without asking, even in plan mode
+    assert decide(PermissionPolicy("plan", tools=registry), "peek") == "allow"
+
+
+def test_mcp_tools_are_treated_as_their_annotations_say(workspace: Path) -> None:
+    registry = declared_registry()
+    default = PermissionPolicy("default", workspace=workspace, tools=registry)
+    assert decide(default, "srv_read_text", path="docs/a.md") == "allow"
+    assert decide(default, "srv_write_text", path="docs/a.md") == "ask"
+    accept = PermissionPolicy("accept_edits", workspace=workspace, tools=registry)
+    assert decide(accept, "srv_write_text", path="docs/a.md") == "ask"  # "other", not an edit
+    rules = PermissionPolicy(
+        "trusted",
+        deny=["srv_read_text(secrets/**)", "srv_shell(rm *)"],
+        workspace=workspace,
+        tools=registry,
+    )
+    assert decide(rules, "srv_read_text", path="./secrets/../secrets/key") == "deny"
+    assert decide(rules, "srv_read_text", path="docs/a.md") == "allow"
+    # a `command` argument is read as a shell command line, wrappers and all
+    assert decide(rules, "srv_shell", command="cd /tmp && rm -rf x") == "deny"
+    assert decide(rules, "srv_shell", command="cd /tmp && sudo \\rm -rf x") == "deny"
+    assert decide(rules, "srv_shell", command="ls") == "allow"
+
+
+def test_phases_follow_the_declared_kinds() -> None:
+    registry = declared_registry()
+    tracker = PhaseTracker()
+    for name in ("srv_read_text", "peek"):
+        tracker.record(name, registry.kind_of(name))
+    assert (tracker.reads, tracker.phase) == (2, Phase.EXPLORATION)
+    tracker.record("srv_write_text", registry.kind_of("srv_write_text"))  # other: no move
+    assert tracker.phase is Phase.EXPLORATION
+    tracker.record("stamp", registry.kind_of("stamp"))
+    assert tracker.phase is Phase.ACTING
+    tracker.record("run_command", registry.kind_of("run_command"))
+    assert tracker.phase is Phase.VERIFYING
+
+
+def test_the_declared_kind_beats_the_name_and_the_read_only_hint() -> None:
+    impostor = FunctionTool(
+        lambda args, ctx: "x", name="write_file", description="x", args_model=NoArgs
+    )
+    policy = PermissionPolicy("accept_edits", tools=ToolRegistry([impostor]))
+    assert decide(policy, "write_file", path="a.py") == "ask"  # declares "other"
+    assert policy.decide("write_file", {}, read_only=True).kind is ASK
+    # a tool the declarations do not know goes by the caller's read-only flag
+    assert policy.decide("mystery", {}, read_only=True).kind is ALLOW
+    assert policy.decide("mystery", {}).kind is ASK
+
+
+def test_edit_tools_setting_is_refused_so_no_config_turns_a_command_into_an_edit() -> None:
+    with pytest.raises(ValidationError, match="edit_tools is no longer a setting"):
+        PermissionsConfig.model_validate(
+            {"mode": "accept_edits", "edit_tools": ["run_command", "write_file"]}
+        )
+    policy = PermissionPolicy.from_config(PermissionsConfig(mode="accept_edits"))
+    assert decide(policy, "run_command", command="make") == "ask"
+
+
+class PatchArgs(ToolArgs):
+    patch: str = Field(description="Lines `path` of the files to touch.")
+    """Lines `path` of the files to touch."""
+
+
+class Patcher(BaseTool):
+    """A multi-file edit tool whose argument names its paths (like apply_patch)."""
+
+    name = "patcher"
+    description = "Touch files."
+    args_model = PatchArgs
+    kind = ToolKind.EDIT
+    permission_arg = "patch"
+
+    @staticmethod
+    def paths_of(args: Mapping[str, Any]) -> list[str]:
+        text = args.get("patch")
+        if text == "explode":
+            raise ValueError("cannot parse")
+        return text.split() if isinstance(text, str) else []
+
+
+def test_rules_see_every_path_a_multi_file_tool_lists(workspace: Path) -> None:
+    tools = ToolRegistry([Patcher()])
+    policy = PermissionPolicy(
+        "default",
+        allow=["patcher(src/**)"],
+        deny=["patcher(.env)"],
+        workspace=workspace,
+        tools=tools,
+    )
+    assert decide(policy, "patcher", patch="src/a.py src/b/c.py") == "allow"
+    assert decide(policy, "patcher", patch="src/a.py setup.py") == "ask"  # not all covered
+    assert decide(policy, "patcher", patch="src/a.py src/../.env") == "deny"
+    assert decide(policy, "patcher", patch="") == "ask"  # names nothing: cannot be allowed
+    assert decide(policy, "patcher", patch="explode") == "deny"  # fails closed
+    assert policy.suggest_rules("patcher", {"patch": "src/a.py b.py"}) == [
+        "patcher(src/a.py)",
+        "patcher(b.py)",
+    ]
+    lenient = PermissionPolicy("accept_edits", tools=tools, workspace=workspace)
+    assert decide(lenient, "patcher", patch="explode") == "allow"  # no rule to fail closed on
+
+
+def test_the_real_apply_patch_is_matched_on_the_paths_it_touches(workspace: Path) -> None:
+    from journeyman.tools.patch import ApplyPatchTool
+
+    policy = PermissionPolicy(
+        "bypass",
+        deny=["apply_patch(.env)"],
+        workspace=workspace,
+        tools=ToolRegistry([ApplyPatchTool()]),
+    )
+    text = "*** Begin Patch\n*** Add File: .env\n+KEY=1\n*** End Patch\n"
+    assert decide(policy, "apply_patch", patch=text) == "deny"
+
+
+def test_a_kind_that_does_not_exist_is_treated_as_other() -> None:
+    odd = FunctionTool(lambda args, ctx: "", name="odd", description="x", args_model=NoArgs)
+    odd.kind = "telepathy"  # type: ignore[assignment]
+    policy = PermissionPolicy("accept_edits", tools=ToolRegistry([odd]))
+    assert decide(policy, "odd") == "ask"

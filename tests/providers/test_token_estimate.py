@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from journeyman.context import compaction, index
+from journeyman.context import compaction
+from journeyman.context.index import indexer
 from journeyman.core.messages import Message, ToolSpec
 from journeyman.providers.pricing import (
     estimate_fixed_tokens,
@@ -25,7 +26,7 @@ def test_fixed_part_counts_system_prompt_and_tools() -> None:
 
 
 def test_context_sizes_use_the_same_estimate() -> None:
-    assert index.estimate_tokens is estimate_tokens
+    assert indexer.estimate_tokens is estimate_tokens
     history = [Message.user("hello there"), Message.assistant("x" * 101)]
     chars = sum(message.approx_chars for message in history)
     assert compaction.estimate_tokens(history, 7) == 7 + tokens_for_chars(chars)

@@ -652,7 +652,9 @@ def test_an_imported_sessions_settings_never_choose_programs_or_the_endpoint(
         ],
         env=env,
     )
-    assert forked.exit_code == 0, forked.output
+    # the command needed approval nobody could give: the run ends refused, not done
+    assert forked.exit_code == 1, forked.output
+    assert "refused" in forked.output
     assert len(fake_openai.requests) == 2  # the user's endpoint, not the file's
     assert not marker.exists()  # the file's hook did not run
     assert not (tmp_path / "ran").exists()  # and its "bypass" approves nothing

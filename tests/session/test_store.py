@@ -16,9 +16,10 @@ import pytest
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog, UsageRow
+from journeyman.economics.usage_log import UsageRow
 from journeyman.session import store as store_module
 from journeyman.session.store import (
+    DATABASE_FILE,
     HISTORY_START,
     SCHEMA_VERSION,
     SessionRecord,
@@ -86,7 +87,7 @@ def test_a_new_store_is_at_the_current_schema_in_wal_mode(store: SessionStore) -
     assert rows(store.path, "PRAGMA journal_mode") == [("wal",)]
     tables = {name for (name,) in rows(store.path, "SELECT name FROM sqlite_master")}
     assert {"sessions", "messages", "events", "steps", "file_changes", "permissions"} <= tables
-    assert "usage_logs" in tables  # the economics table lives in the same file
+    assert "usage_logs" in tables
 
 
 def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
@@ -100,20 +101,31 @@ def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
 def test_a_database_from_before_sessions_is_migrated_and_keeps_its_usage_rows(
     tmp_path: Path,
 ) -> None:
-    # the usage log existed (economics) before the session store did: schema version 0
-    log = UsageLog(tmp_path / DATABASE_FILE)
-    log.append(UsageRow("old", 1, "openai", "gpt-4.1-mini", Usage(100, 20), 0.5, 0.2))
-    log.close()
-    assert "schema_version" not in {
-        n for (n,) in rows(tmp_path / DATABASE_FILE, "SELECT name FROM sqlite_master")
-    }
+    # the usage table existed before the session store did: schema version 0
+    db = sqlite3.connect(tmp_path / DATABASE_FILE)
+    db.executescript(SCHEMA_0_USAGE_ONLY)
+    db.close()
 
     store = SessionStore(tmp_path)
     new_session(store)
-    store.close()
     assert rows(store.path, "SELECT MAX(version) FROM schema_version") == [(SCHEMA_VERSION,)]
-    [old] = UsageLog(store.path).summary("old")
+    [old] = store.usage_summary("old")
+    store.close()
     assert (old.calls, old.usage.input_tokens, old.cost_usd) == (1, 100, 0.5)
+
+
+SCHEMA_0_USAGE_ONLY = """
+CREATE TABLE usage_logs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
+    cost_usd REAL, latency_s REAL NOT NULL, created_at REAL NOT NULL);
+CREATE INDEX usage_logs_by_session ON usage_logs (session_id, call_index);
+INSERT INTO usage_logs (session_id, call_index, provider, model, input_tokens, output_tokens,
+    cache_read_tokens, cache_write_tokens, cost_usd, latency_s, created_at)
+    VALUES ('old', 1, 'openai', 'gpt-4.1-mini', 100, 20, 0, 0, 0.5, 0.2, 1.0);
+"""
 
 
 def test_a_store_written_by_a_newer_version_is_refused_with_a_clear_error(
@@ -229,7 +241,7 @@ CRASH_MID_STEP = textwrap.dedent(
     def die(db, row):  # messages and events of step 3 are written; the process dies
         os._exit(9)
 
-    store_module.insert_usage = die
+    store_module._insert_usage = die
     store.record_step(sid, step(sid, 3))
     """
 )
@@ -389,19 +401,6 @@ def test_session_ids_resolve_by_unique_prefix(store: SessionStore) -> None:
         store.resolve_id("20250101-ab")
     with pytest.raises(ConfigurationError, match="no session"):
         store.resolve_id("nope")
-
-
-def test_usage_rows_of_a_step_are_read_by_the_usage_log(store: SessionStore) -> None:
-    sid = new_session(store)
-    for number in range(1, 4):
-        store.record_step(sid, step(sid, number))
-    log = UsageLog(store.path)
-    try:
-        [model] = log.summary(sid)
-        assert (model.calls, model.usage.input_tokens, model.usage.output_tokens) == (3, 30, 15)
-        assert log.next_call_index(sid) == 4
-    finally:
-        log.close()
 
 
 def test_the_store_round_trips_settings_and_parentage(store: SessionStore) -> None:

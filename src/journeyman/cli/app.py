@@ -28,17 +28,23 @@ from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, trusted_from_data
 from journeyman.providers.factory import create_provider
+from journeyman.session.database import StoreDamagedError
 from journeyman.session.fork import prepare_fork
-from journeyman.session.redact import Redactor
-from journeyman.session.store import SessionRecord, default_session_root
+from journeyman.session.redact import MASK, Redactor
+from journeyman.session.store import (
+    DATABASE_FILE,
+    SessionRecord,
+    StoreFullError,
+    default_session_root,
+)
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
 
 EXIT_OK = 0
@@ -110,6 +116,14 @@ MaxIterationsOpt = Annotated[
 ]
 MaxBudgetOpt = Annotated[
     float | None, typer.Option(min=0.0, help="Stop once the session has cost this many USD.")
+]
+PricePerMtokOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="IN,OUT",
+        help="The model's price in USD per million input and output tokens, e.g. 3,15; needed "
+        "for --max-budget-usd when the price list does not know the model.",
+    ),
 ]
 MaxTokensOpt = Annotated[
     int | None,
@@ -203,6 +217,13 @@ VerifyRoundsOpt = Annotated[
         help="Failed checks after which the run ends as verification_failed (default 3).",
     ),
 ]
+EditToolOpt = Annotated[
+    EditToolChoice | None,
+    typer.Option(
+        help="The tool the model edits files with: auto (default: apply_patch for "
+        "OpenAI-compatible providers, edit_file for the others), edit_file, apply_patch, both.",
+    ),
+]
 SandboxOpt = Annotated[
     SandboxKind | None,
     typer.Option(
@@ -266,21 +287,39 @@ def _limits(
     max_duration: str | None,
     budget_mode: BudgetMode | None,
     tool_timeout: float | None,
+    price_per_mtok: str | None = None,
 ) -> dict[str, Any]:
     """The config fields the user set on the command line (unset ones are left out)."""
     try:
         duration_s = parse_duration(max_duration) if max_duration else None
+        price = _price(price_per_mtok) if price_per_mtok else None
     except ValueError as error:
         fail(EXIT_CONFIG, str(error))
     given = {
+        "price_per_mtok": price,
         "max_iterations": max_iterations,
-        "max_budget_usd": max_budget_usd or None,
+        "max_budget_usd": max_budget_usd,
         "max_total_tokens": max_total_tokens,
         "max_duration_s": duration_s,
         "budget_mode": budget_mode,
         "tool_timeout_s": tool_timeout,
     }
     return {k: v for k, v in given.items() if v is not None}
+
+
+def _price(text: str) -> tuple[float, float]:
+    """`IN,OUT` dollars per million tokens, both >= 0."""
+    parts = text.split(",")
+    try:
+        prices = tuple(float(p) for p in parts)
+    except ValueError:
+        prices = ()
+    if len(prices) != 2 or min(prices) < 0:
+        raise ValueError(
+            f"--price-per-mtok {text!r} is not a price; give two numbers, USD per million "
+            "input and output tokens, like --price-per-mtok 3,15"
+        )
+    return prices[0], prices[1]
 
 
 def _launch(
@@ -368,6 +407,8 @@ def _launch(
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    except StoreFullError as error:
+        fail(EXIT_FAILED, error.message)
     output.call(renderer.final, result)
     if output.closed:
         raise typer.Exit(EXIT_CLOSED_STDOUT)
@@ -405,6 +446,7 @@ def run(
     tool_format: ToolFormatOpt = None,
     max_iterations: MaxIterationsOpt = None,
     max_budget_usd: MaxBudgetOpt = None,
+    price_per_mtok: PricePerMtokOpt = None,
     max_total_tokens: MaxTokensOpt = None,
     max_duration: MaxDurationOpt = None,
     budget_mode: BudgetModeOpt = None,
@@ -421,6 +463,7 @@ def run(
     verify_timeout: VerifyTimeoutOpt = None,
     max_verify_rounds: VerifyRoundsOpt = None,
     sandbox: SandboxOpt = None,
+    edit_tool: EditToolOpt = None,
     allow_network: AllowNetworkOpt = False,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
@@ -440,7 +483,13 @@ def run(
     (`| head`). Questions: --mode ask or --no-verify.
     """
     limits = _limits(
-        max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
+        max_iterations,
+        max_budget_usd,
+        max_total_tokens,
+        max_duration,
+        budget_mode,
+        tool_timeout,
+        price_per_mtok,
     )
     root = workspace or Path(".")
     try:
@@ -456,6 +505,7 @@ def run(
             verify_timeout_s=verify_timeout,
             max_verify_rounds=max_verify_rounds,
             sandbox=sandbox,
+            edit_tool=edit_tool,
             allow_network=True if allow_network else None,
         )
     except ConfigurationError as error:
@@ -507,6 +557,12 @@ def _remembered(
             **(stored.get("permissions") or {}),
             "mode": overrides["permission_mode"],
         }
+    if MASK in str(provider_settings.get("base_url") or ""):
+        fail(
+            EXIT_CONFIG,
+            "the base URL of this session held credentials, which are not stored; "
+            "give it again with --base-url",
+        )
     stored["session_dir"] = session_dir
     stored["stream"] = stream
     try:
@@ -766,11 +822,11 @@ def usage(
     path = (session_dir or default_session_root()) / DATABASE_FILE
     if not path.exists():
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
-    log = UsageLog(path)
+    store = open_store(session_dir)
     try:
-        rows = log.summary(session)
+        rows = store.usage_summary(session)
     finally:
-        log.close()
+        store.close()
     if not rows:
         fail(EXIT_FAILED, f"no usage recorded for session {session}" if session else "no usage")
     usage_table(rows)
@@ -879,3 +935,6 @@ def main() -> None:
     except BrokenPipeError:  # `journeyman sessions export ... | head -1`
         silence_stdout()
         sys.exit(EXIT_CLOSED_STDOUT)
+    except StoreDamagedError as error:  # found by a query after the store was opened
+        sys.stderr.write(f"journeyman: {error.message}\n")
+        sys.exit(EXIT_CONFIG)

@@ -14,8 +14,13 @@ from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
-from journeyman.loop.kernel import new_session_id
-from journeyman.session.store import SessionRecord, SessionStore, default_session_root
+from journeyman.policy.settings import trusted_from_data
+from journeyman.session.store import (
+    SessionRecord,
+    SessionStore,
+    default_session_root,
+    new_session_id,
+)
 from journeyman.session.trajectory import export_jsonl, import_file
 from journeyman.tools.snapshot import forget_snapshots
 
@@ -54,7 +59,7 @@ def open_store(session_dir: Path | None) -> SessionStore:
     if problem:
         _fail(problem)
     try:
-        return SessionStore(root)
+        return SessionStore(root, check_integrity=True)
     except ConfigurationError as error:
         _fail(error.message)
     except OSError as error:
@@ -224,13 +229,15 @@ def import_(
         _fail(f"{file} is not a file")
     store = open_store(session_dir)
     try:
-        imported = import_file(store, file, new_session_id(), workspace=workspace)
+        imported = import_file(
+            store, file, new_session_id(), trust=trusted_from_data, workspace=workspace
+        )
     except ConfigurationError as error:
         _fail(error.message)
     finally:
         store.close()
-    for item in imported.ignored:
-        sys.stderr.write(f"journeyman: warning: {item.message}\n")
+    for message in imported.ignored:
+        sys.stderr.write(f"journeyman: warning: {message}\n")
     for note in imported.notes:
         sys.stderr.write(f"journeyman: note: {note}\n")
     typer.echo(imported.session_id)

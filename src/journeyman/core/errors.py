@@ -111,3 +111,9 @@ class ConfigurationError(AgentError):
     """Settings are missing or invalid (no API key, unknown provider, bad config file)."""
 
     default_category = ErrorCategory.CONFIGURATION
+
+
+class AgentClosedError(AgentError):
+    """A task was given to an `Agent` after `close()`."""
+
+    default_category = ErrorCategory.CONFIGURATION

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -107,3 +107,44 @@ class LifecycleMachine:
 
     def dispose(self) -> None:
         self.transition(AgentState.DISPOSED)
+
+    # --- a run's path through the states -------------------------------------------------
+
+    def begin_run(self) -> None:
+        """IDLE (or ERROR, after a failed run) -> INITIALIZING; refused once DISPOSED."""
+        if self._state is AgentState.DISPOSED:
+            raise InvalidTransitionError(self._state, AgentState.INITIALIZING)
+        if self._state is AgentState.ERROR:
+            self.transition(AgentState.IDLE)
+        self.initialize()
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """PAUSED while the body waits for a decision (an approval, a budget extension)."""
+        if self._state is not AgentState.RUNNING:
+            yield
+            return
+        self.pause()
+        try:
+            yield
+        finally:
+            if self.state is AgentState.PAUSED:
+                self.resume()
+
+    def begin_completing(self) -> None:
+        """RUNNING -> COMPLETING: the closing report is being produced."""
+        if self._state is AgentState.RUNNING:
+            self.complete()
+
+    def settle(self, *, failed: bool, error: str | None = None) -> None:
+        """End a run: ERROR when it failed, else through COMPLETING back to IDLE."""
+        if self._state is AgentState.INITIALIZING or (failed and self._state in _LIVE):
+            self.fail(error)
+            return
+        if self._state in (AgentState.RUNNING, AgentState.PAUSED):
+            self.complete()
+        if self._state is AgentState.COMPLETING:
+            self.finish()
+
+
+_LIVE = frozenset({AgentState.RUNNING, AgentState.PAUSED, AgentState.COMPLETING})

@@ -176,9 +176,16 @@ def pair_tool_results(
     return [by_id.get(call.id) or unanswered_result(call, missing) for call in assistant.tool_calls]
 
 
-def with_paired_results(messages: Sequence[Message]) -> tuple[list[Message], int]:
+def with_paired_results(
+    messages: Sequence[Message], *, keep_pending: bool = False
+) -> tuple[list[Message], int]:
     """The conversation with every tool call answered, and how many results were added or
     dropped to get there.
+
+    With `keep_pending`, the calls of the last assistant message, when nothing but tool results
+    follows it, are left as they are: that turn is still running (a resume runs its calls).
+    Histories stored by earlier versions (a crash, or a malformed call beside valid ones) are
+    repaired this way when they are loaded.
 
     The results of an assistant message are the tool messages before the next assistant
     message; they are put right after it in call order (other messages of that stretch follow
@@ -203,6 +210,9 @@ def with_paired_results(messages: Sequence[Message]) -> tuple[list[Message], int
             stretch.append(messages[index])
             index += 1
         answers = [m for m in stretch if m.role is Role.TOOL]
+        if keep_pending and index == len(messages) and len(answers) == len(stretch):
+            out.extend(stretch)
+            break
         results = [m.tool_result for m in answers if m.tool_result is not None]
         paired = pair_tool_results(message, results)
         in_order = [m.tool_result for m in stretch[: len(paired)]] == paired

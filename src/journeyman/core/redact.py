@@ -23,6 +23,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 MASK = "[REDACTED]"
@@ -43,6 +44,17 @@ _KEY_SHAPES = re.compile(
     r"\b(sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}|"
     r"gh[pousr]_[A-Za-z0-9]{30,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9\-]{10,})"
 )
+
+_KEY_PREFIXES = re.compile(r"sk-|gh[pousr]_|AKIA|xox[baprs]-")
+"""The literal starts of `_KEY_SHAPES`: a quick test before the full pattern."""
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@\"'\\]+:)[^/\s@\"'\\]+(@)", re.I)
+"""`scheme://user:password@host`: the password goes, the user name stays."""
+_URL_SECRET_PARAM = re.compile(
+    r"([?&](?:key|api[_\-]?key|apikey|token|access[_\-]?token|auth|secret|password|sig|"
+    r"signature|client[_\-]?secret)=)[^&#\s\"'\\]+",
+    re.I,
+)
+"""Query parameters that carry a credential (`?key=...`, `&access_token=...`)."""
 
 _remembered: set[str] = set()
 
@@ -125,7 +137,9 @@ def _pattern(values: Iterable[str]) -> re.Pattern[str] | None:
 
 
 class Redactor:
-    """Replaces secret values of an environment (and well-known key shapes) with MASK."""
+    """Replaces secret values of an environment (in every encoded form) with MASK; with
+    `key_shapes` (the default) also well-known key shapes and credentials written in URLs,
+    whoever they belong to."""
 
     def __init__(
         self,
@@ -143,7 +157,43 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
-        return _KEY_SHAPES.sub(MASK, text) if self._key_shapes else text
+        if not self._key_shapes:
+            return text
+        if "://" in text:
+            text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+        if "=" in text:
+            text = _URL_SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
+        if _KEY_PREFIXES.search(text):
+            text = _KEY_SHAPES.sub(MASK, text)
+        return text
+
+    def finds(self, text: str) -> bool:
+        """Whether redacting `text` would change anything (cheaper than redacting)."""
+        if self._values is not None and self._values.search(text):
+            return True
+        return self._key_shapes and bool(
+            ("://" in text and _URL_PASSWORD.search(text))
+            or ("=" in text and _URL_SECRET_PARAM.search(text))
+            or (_KEY_PREFIXES.search(text) and _KEY_SHAPES.search(text))
+        )
+
+    def tree(self, data: Any) -> Any:
+        """`data` (JSON-like: dicts, lists, strings, numbers) with every string redacted, and
+        the value of every key named like a secret masked whole."""
+        if isinstance(data, str):
+            return self(data)
+        if isinstance(data, Mapping):
+            return {
+                key: MASK
+                if isinstance(key, str) and is_secret_name(key) and isinstance(value, str) and value
+                else self.tree(value)
+                for key, value in data.items()
+            }
+        if isinstance(data, list | tuple):
+            return [self.tree(item) for item in data]
+        if data is None or isinstance(data, bool | int | float):
+            return data
+        return self(str(data))  # what json.dumps(default=str) would write
 
 
 def redact_own_secrets(text: str, env: Mapping[str, str] | None = None) -> str:

@@ -1,5 +1,9 @@
 """Which phase of the work the agent is in, inferred from the tools it uses, and phase nudges.
 
+The tracker knows no tool names: the caller passes each call's `ToolKind` (which the tool
+declares; the registry answers `kind_of(call)`). Kinds other than read, edit and command (finish,
+other, or None for an unknown tool) count as events and move nothing.
+
 Phases move EXPLORATION -> PLANNING -> ACTING <-> VERIFYING:
 
 - a read/search tool keeps or puts the run in EXPLORATION while nothing has been edited yet;
@@ -15,15 +19,12 @@ nothing. A failed command still counts: a failing test run is verification all t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from journeyman.core.tool_kind import ToolKind
 from journeyman.economics.loop_detector import LoopCheck
 
-DEFAULT_READ_TOOLS: frozenset[str] = frozenset({"read_file", "glob", "grep", "list_files"})
-DEFAULT_EDIT_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "apply_patch"})
-DEFAULT_COMMAND_TOOLS: frozenset[str] = frozenset({"run_command"})
 DEFAULT_EXPLORATION_SATURATION = 10
 """Read/search calls without any edit after which the saturation nudge fires."""
 
@@ -63,33 +64,13 @@ class PhaseChange:
 class PhaseTracker:
     """Follows the phase of a run and hands out each phase nudge once, when it becomes due."""
 
-    def __init__(
-        self,
-        exploration_saturation: int = DEFAULT_EXPLORATION_SATURATION,
-        *,
-        read_tools: Iterable[str] = DEFAULT_READ_TOOLS,
-        edit_tools: Iterable[str] = DEFAULT_EDIT_TOOLS,
-        command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS,
-    ) -> None:
+    def __init__(self, exploration_saturation: int = DEFAULT_EXPLORATION_SATURATION) -> None:
         if exploration_saturation < 1:
             raise ValueError(
                 f"PhaseTracker: exploration_saturation must be at least 1, "
                 f"got {exploration_saturation}"
             )
         self.exploration_saturation = exploration_saturation
-        self.read_tools = frozenset(read_tools)
-        self.edit_tools = frozenset(edit_tools)
-        self.command_tools = frozenset(command_tools)
-        overlap = (
-            (self.read_tools & self.edit_tools)
-            | (self.read_tools & self.command_tools)
-            | (self.edit_tools & self.command_tools)
-        )
-        if overlap:
-            raise ValueError(
-                f"PhaseTracker: tools {sorted(overlap)} are listed in more than one of "
-                "read_tools / edit_tools / command_tools; give each tool one kind"
-            )
         self._phase = Phase.EXPLORATION
         self._history: list[PhaseChange] = [PhaseChange(Phase.EXPLORATION, 0)]
         self._events = 0
@@ -136,24 +117,20 @@ class PhaseTracker:
     def record(
         self,
         tool_name: str,
+        kind: ToolKind | str | None,
         *,
         is_error: bool = False,
         path: str | None = None,
-        kind: str | None = None,
     ) -> list[PhaseNudge]:
-        """Account for one finished tool call; returns the nudges that became due with it.
+        """Account for one finished call of `tool_name`, whose tool declares `kind`; returns the
+        nudges that became due with it.
 
         `path` is the file the call read, when the caller knows it (feeds `files_read`).
-        `kind` is what the tool declares it does ("read", "edit", "command"); when given it
-        decides, so a language-server lookup counts as reading. Otherwise the three name sets
-        decide; tools in none of them count as events but change nothing else.
+        Kinds other than read, edit and command count as events but change nothing else.
         """
         self._events += 1
         nudges: list[PhaseNudge] = []
-        reads = kind == "read" if kind is not None else tool_name in self.read_tools
-        edits = kind == "edit" if kind is not None else tool_name in self.edit_tools
-        commands = kind == "command" if kind is not None else tool_name in self.command_tools
-        if reads:
+        if kind == ToolKind.READ:
             if is_error:
                 return nudges
             self._reads += 1
@@ -163,7 +140,7 @@ class PhaseTracker:
                 self._enter(Phase.EXPLORATION)
                 if self._reads >= self.exploration_saturation:
                     self._fire(nudges, NudgeKind.EXPLORATION_SATURATION, self._saturation_text())
-        elif edits:
+        elif kind == ToolKind.EDIT:
             if is_error:
                 return nudges
             if self._edits == 0 and self._reads == 0:
@@ -173,7 +150,7 @@ class PhaseTracker:
             self._edits += 1
             self._stuck_signature = None  # the workspace changed: a later loop is a new one
             self._enter(Phase.ACTING)
-        elif commands:
+        elif kind == ToolKind.COMMAND:
             self._commands += 1
             if self._edits > 0:
                 self._enter(Phase.VERIFYING)

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
+from journeyman.core.errors import AgentClosedError, ConfigurationError
 from journeyman.core.events import EventHandler
+from journeyman.core.lifecycle import AgentState, LifecycleMachine
 from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
@@ -29,6 +31,7 @@ from journeyman.policy.permissions import (
     PermissionPolicy,
 )
 from journeyman.providers.base import Provider
+from journeyman.providers.factory import create_provider
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root
 from journeyman.tools.base import Tool, ToolKind
@@ -43,15 +46,20 @@ ASK_TOOL_KINDS = (ToolKind.READ, ToolKind.FINISH)
 class Agent:
     """Runs tasks in one workspace with one provider (plus optional fallbacks).
 
-    >>> agent = Agent(provider, workspace="path/to/repo")
+    >>> agent = Agent("anthropic:claude-sonnet-4-5", workspace="path/to/repo")
     >>> result = agent.run_sync("make the failing test pass")
+
+    `provider` is a provider object, a list of them (the first, then fallbacks), or a
+    "provider:model" spec (`create_provider`; `base_url` and `api_key` go with a spec).
     """
 
     def __init__(
         self,
-        provider: Provider | Sequence[Provider],
+        provider: Provider | Sequence[Provider] | str,
         *,
         workspace: str | Path = ".",
+        base_url: str | None = None,
+        api_key: str | None = None,
         tools: Iterable[Tool] | None = None,
         config: AgentConfig | None = None,
         on_event: EventHandler | None = None,
@@ -62,21 +70,32 @@ class Agent:
         assume_yes: bool = False,
         rules: RulesLoader | None = None,
     ) -> None:
+        self.config = config or AgentConfig()
+        if isinstance(provider, str):
+            provider = create_provider(provider, base_url=base_url, api_key=api_key)
+        elif base_url is not None or api_key is not None:
+            raise ConfigurationError("base_url and api_key go with a provider spec string")
         if isinstance(provider, ResilientProvider):
             self.provider = provider
         else:
             chain = [provider] if isinstance(provider, Provider) else list(provider)
-            self.provider = ResilientProvider(chain, retry_policy)
+            timeout = self.config.model_call_timeout_s
+            policy = retry_policy or RetryPolicy(call_timeout_s=timeout)
+            self.provider = ResilientProvider(chain, policy)
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise NotADirectoryError(f"workspace {self.workspace} is not a directory")
-        self.config = config or AgentConfig()
         self.sandbox = open_sandbox(
             self.config.sandbox, self.workspace, allow_network=self.config.allow_network
         )
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
         self.registry = ToolRegistry(
-            default_tools(self.sandbox, journal_commands=self.config.journal_commands)
+            default_tools(
+                self.sandbox,
+                journal_commands=self.config.journal_commands,
+                edit_tool=self.config.edit_tool,
+                provider=self.provider.name,
+            )
             if tools is None
             else tools
         )
@@ -100,7 +119,15 @@ class Agent:
         """Add Python hooks with `agent.hooks.add(HookEvent.PRE_TOOL_USE, callback)`."""
         self.rules = rules or RulesLoader(self.workspace)
         """Instruction files put into the system prompt of new sessions."""
+        self.lifecycle = LifecycleMachine()
+        """The agent's state (idle, initializing, running, paused, completing, error, disposed);
+        observe it with `agent.lifecycle.on_transition(listener)`."""
         self._cancel = asyncio.Event()
+
+    def close(self) -> None:
+        """Dispose of the agent: it refuses to run any further task."""
+        if self.lifecycle.state is not AgentState.DISPOSED:
+            self.lifecycle.dispose()
 
     def cancel(self) -> None:
         """Ask the running task to stop before its next turn."""
@@ -143,6 +170,8 @@ class Agent:
 
     @asynccontextmanager
     async def _kernel(self) -> AsyncIterator[Kernel]:
+        if self.lifecycle.state is AgentState.DISPOSED:
+            raise AgentClosedError("this Agent was closed; create a new Agent to run more tasks")
         self._cancel.clear()
         store = SessionStore(self.session_root)
         try:
@@ -165,6 +194,7 @@ class Agent:
                 settings=self.settings,
                 on_event=self.on_event,
                 cancel_event=self._cancel,
+                lifecycle=self.lifecycle,
             )
         finally:
             store.close()
@@ -174,7 +204,9 @@ class Agent:
         if self.config.permissions is None:
             return None
         return PermissionGate(
-            PermissionPolicy.from_config(self.config.permissions, self.workspace),
+            PermissionPolicy.from_config(
+                self.config.permissions, self.workspace, tools=self.registry
+            ),
             approver=self._notifying(self.permission_approver),
             memory=StoredPermissions(store),
             project=self.workspace,
@@ -188,6 +220,10 @@ class Agent:
         asker = approver
 
         async def notify_then_ask(request: ApprovalRequest) -> ApprovalAnswer:
+            async with self.lifecycle.paused():  # the run waits for the user's answer
+                return await notify_and_ask(request)
+
+        async def notify_and_ask(request: ApprovalRequest) -> ApprovalAnswer:
             if self.hooks.has(HookEvent.NOTIFICATION):
                 await self.hooks.run(
                     HookEvent.NOTIFICATION,

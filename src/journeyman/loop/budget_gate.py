@@ -4,13 +4,15 @@ the checkpoint so a resumed run behaves as the uninterrupted one would."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict
 from typing import Any
 
 from journeyman.core import events as ev
-from journeyman.core.errors import ErrorCategory
+from journeyman.core.errors import BudgetExhaustedError, ConfigurationError
 from journeyman.core.result import FinishReason
 from journeyman.economics.approval import ExtensionApprover
 from journeyman.economics.budget import (
@@ -41,21 +43,21 @@ class BudgetGate:
         approver: ExtensionApprover,
         emit: Callable[[ev.Event], None],
         priced: Callable[[], str],
+        paused: Callable[[], AbstractAsyncContextManager[None]] = contextlib.nullcontext,
     ) -> None:
         self.economics = economics
         self.config = config
         self.approver = approver
         self.emit = emit
         self._model_name = priced
+        self.paused = paused
+        """Holds the lifecycle in PAUSED while the approver decides."""
         self.last_level = EnforcementLevel.NONE
         self.last_nudge: str | None = None
         self.extension_asked_for: dict[str, Any] | None = None
-        self._warned_unpriced = False
 
     async def check(self) -> tuple[BudgetStatus, list[Nudge]]:
         """The verdict for this turn (after an extension, if one was granted) and its nudges."""
-        if self.config.max_budget_usd is not None and self.economics.cost_usd is None:
-            self._warn_unpriced()
         status = self.economics.check()
         extendable = status.driver in (BudgetKind.TOKENS, BudgetKind.USD)
         if (status.stop or status.text_only) and extendable and await self._try_extension(status):
@@ -104,7 +106,8 @@ class BudgetGate:
             )
         )
         try:
-            granted = bool(await self.approver(request))
+            async with self.paused():
+                granted = bool(await self.approver(request))
         except Exception:  # an approver failure is a denial, never a crash
             log.exception("budget extension approver failed")
             granted = False
@@ -114,9 +117,37 @@ class BudgetGate:
             self.last_nudge = None
         return granted
 
-    def capacity_message(self, status: BudgetStatus) -> str:
+    def hard_limit(self) -> BudgetKind | None:
+        """The configured iteration or USD limit this run has reached, in every budget mode
+        (the budget modes govern only the token and duration budget)."""
+        eco = self.economics
+        if eco.limits.max_iterations is not None and eco.iterations >= eco.limits.max_iterations:
+            return BudgetKind.ITERATIONS
+        spent = eco.cost_usd
+        if eco.limits.max_usd is not None and spent is not None and spent >= eco.limits.max_usd:
+            return BudgetKind.USD
+        return None
+
+    def exhausted(self, kind: BudgetKind | None) -> BudgetExhaustedError:
+        """The error that ends the run at the `kind` limit."""
+        reason = CAPACITY_REASONS.get(kind or BudgetKind.TOKENS, FinishReason.MAX_TOKENS)
+        return BudgetExhaustedError(
+            self.capacity_message(kind), details={"finish_reason": reason.value}
+        )
+
+    def require_price(self, priced: bool) -> None:
+        """Refuse a USD limit that cannot be enforced because the model's price is unknown."""
+        if self.config.max_budget_usd is not None and not priced:
+            raise ConfigurationError(
+                f"the price of {self._model_name()} is unknown, so the "
+                f"${self.config.max_budget_usd:g} limit cannot be enforced; give its price in "
+                "US dollars per million input and output tokens with --price-per-mtok IN,OUT "
+                "(config: price_per_mtok = [IN, OUT]), or drop --max-budget-usd"
+            )
+
+    def capacity_message(self, kind: BudgetKind | None) -> str:
         eco, cfg = self.economics, self.config
-        match status.driver:
+        match kind:
             case BudgetKind.TOKENS:
                 return (
                     f"used {eco.incremental_tokens:,} of {eco.limits.max_total_tokens:,} "
@@ -128,18 +159,6 @@ class BudgetGate:
                 return f"ran {eco.elapsed_s:.0f} s of the {cfg.max_duration_s:g} s limit"
             case _:
                 return f"reached the limit of {eco.limits.max_iterations} iterations"
-
-    def _warn_unpriced(self) -> None:
-        if not self._warned_unpriced:
-            self._warned_unpriced = True
-            self.emit(
-                ev.ErrorOccurred(
-                    ErrorCategory.BUDGET.value,
-                    f"the price of {self._model_name()} is unknown, so --max-budget-usd "
-                    "cannot be enforced; other limits still apply",
-                    False,
-                )
-            )
 
     def snapshot(self) -> dict[str, Any]:
         return {

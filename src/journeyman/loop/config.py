@@ -13,6 +13,7 @@ from journeyman.context.pack import PackSettings
 from journeyman.economics.budget import BudgetMode
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
+from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
 
 
@@ -62,18 +63,25 @@ class AgentConfig(BaseModel):
     phased: PhasedSettings = Field(default_factory=PhasedSettings)
     """Context pack and memory settings of the phased mode."""
     max_iterations: int = Field(default=50, ge=1)
-    """Stop after this many turns (finish reason `max_iterations`); in the phased mode every
-    phase step (plan, act, verify) is a turn."""
+    """Stop after this many turns of a run (finish reason `max_iterations`), in every budget
+    mode; in the phased mode every phase step (plan, act, verify) is a turn."""
     max_consecutive_mistakes: int = Field(default=3, ge=1)
     """Stop after this many turns in a row whose tool calls all failed or were malformed."""
-    max_budget_usd: float | None = Field(default=None, gt=0)
-    """Stop once the session has cost this many US dollars; None means no cost limit."""
+    max_budget_usd: float | None = Field(default=None, ge=0)
+    """Stop once the session has cost this many US dollars, in every budget mode (0 allows no
+    spending at all); None means no cost limit. Needs the model's price: a run whose price is
+    unknown is refused unless `price_per_mtok` gives it."""
+    price_per_mtok: tuple[float, float] | None = None
+    """US dollars per million (input, output) tokens, for a model the price database does not
+    know or to override it; None uses the database."""
     max_total_tokens: int | None = Field(default=None, gt=0)
     """Token budget of the session (input + output since the baseline); None means none."""
     max_duration_s: float | None = Field(default=None, gt=0)
     """Wall-clock seconds one run may last; None means no time limit."""
     budget_mode: BudgetMode = BudgetMode.STRICT
-    """strict: stop at 100 %, text only from 95 %; advisory: nudges only; soft: tracking only."""
+    """How the token and duration budget is enforced (strict: stop at 100 %, text only from
+    95 %; advisory: nudges only; soft: tracking only); the iteration and USD limits always
+    stop the run."""
     extension_share: float = Field(default=0.5, gt=0)
     """Size of a budget extension as a fraction of the original token/USD limit."""
     exploration_saturation: int = Field(default=10, ge=1)
@@ -86,6 +94,9 @@ class AgentConfig(BaseModel):
     """How many parallel-safe tool calls of one turn may run at the same time."""
     tool_timeout_s: float = Field(default=60.0, gt=0)
     """Seconds one tool call may run before it is stopped."""
+    model_call_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds one model call may take, its retries and waits included (a stalled stream or a
+    long Retry-After ends it); `max_duration_s` may end it sooner."""
     max_output_tokens: int = Field(default=4096, ge=1)
     """Upper bound of tokens the model may produce per turn."""
     temperature: float | None = None
@@ -110,6 +121,10 @@ class AgentConfig(BaseModel):
     or docker; one asked for by name that cannot start is a configuration error."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
+    edit_tool: EditToolChoice = EditToolChoice.AUTO
+    """The tool the model edits files with: auto (apply_patch for OpenAI-compatible providers,
+    whose models are trained on its format; edit_file for the others), edit_file, apply_patch
+    or both."""
     journal_commands: bool = True
     """Snapshot the workspace around each run_command so that undo and diff also cover the
     files commands change (a shadow git repository outside the workspace; tens of ms a command

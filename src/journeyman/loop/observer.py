@@ -1,55 +1,70 @@
 """What the loop learns from each finished turn: progress, loops and phases, and the nudges
-they call for. The same code rebuilds this knowledge from a stored history on resume."""
+they call for. The same code rebuilds this knowledge from a stored history on resume.
+
+Every mode reports a turn's calls together with their results (`TurnOutcome`), so the
+observer learns the same from a react turn as from a phased ACT step.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from enum import StrEnum
 
+from journeyman.core import events as ev
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
-from journeyman.economics.loop_detector import LoopDetector, result_digest
+from journeyman.core.tool_kind import ToolKind
+from journeyman.economics.loop_detector import LoopCheck, LoopDetector, result_digest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.progress import ProgressTracker
+from journeyman.loop.state import LoopState, TurnOutcome
 
 Nudge = tuple[str, str]
 """(kind, message) to show the model before its next turn."""
+LOOP_NUDGE = "loop"
 
 
 class TurnObserver:
-    def __init__(
-        self, config: AgentConfig, kind_of: Callable[[str], StrEnum | None] | None = None
-    ) -> None:
+    def __init__(self, config: AgentConfig, kind_of: Callable[[ToolCall], ToolKind | None]) -> None:
         self.kind_of = kind_of
-        """What a named tool declares it does (read / edit / command ...), when known."""
+        """What each call's tool declares (`ToolRegistry.kind_of`); phases follow kinds."""
         self.progress = ProgressTracker()
         self.loops = LoopDetector(threshold=config.loop_threshold)
         self.phases = PhaseTracker(config.exploration_saturation)
+        self.last_loop: LoopCheck | None = None
+        """The repetition found in the last observed turn, if any."""
 
     @property
     def unproductive_streak(self) -> int:
         return self.progress.unproductive_streak
 
-    def observe(
-        self, text: str, calls: Sequence[ToolCall], results: Sequence[ToolResult]
+    def observe(self, outcome: TurnOutcome) -> list[Nudge]:
+        return self._observe(outcome.text, outcome.calls, outcome.results, outcome.calls_pending)
+
+    def _observe(
+        self,
+        text: str,
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolResult],
+        calls_pending: bool = False,
     ) -> list[Nudge]:
         nudges: list[Nudge] = []
+        self.last_loop = None
         self.progress.observe(text, calls, results)
-        if not calls and text.strip():
+        if not calls and not calls_pending and text.strip():
             self.phases.record_text()
         for call, result in zip(calls, results, strict=False):
             path = call.arguments.get("path")
-            kind = self.kind_of(call.name) if self.kind_of is not None else None
             found = self.phases.record(
                 call.name,
+                self.kind_of(call),
                 is_error=result.is_error,
                 path=path if isinstance(path, str) else None,
-                kind=kind.value if kind is not None else None,
             )
             nudges.extend((n.kind.value, n.message) for n in found)
             check = self.loops.record(call.name, call.arguments, result_digest(result.content))
             if check.is_loop:
-                nudges.append(("loop", check.message))
+                self.last_loop = check
+                nudges.append((LOOP_NUDGE, check.message))
                 stuck = self.phases.note_loop(check)
                 if stuck is not None:
                     nudges.append((stuck.kind.value, stuck.message))
@@ -69,4 +84,15 @@ class TurnObserver:
                 if result is not None:
                     results.append(result)
                 index += 1
-            self.observe(message.content, message.tool_calls, results)
+            self._observe(message.content, message.tool_calls, results)
+
+
+def deliver_nudges(state: LoopState, emit: Callable[[ev.Event], None]) -> None:
+    """The queued nudges (budget, phase, loop, hooks) reach the model as one user message."""
+    if not state.pending_nudges:
+        return
+    for kind, message in state.pending_nudges:
+        emit(ev.NudgeInjected(kind, message))
+    text = "\n\n".join(dict.fromkeys(m for _, m in state.pending_nudges))
+    state.messages.append(Message.user(f"[journeyman] {text}"))
+    state.pending_nudges.clear()

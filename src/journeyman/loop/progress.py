@@ -11,11 +11,13 @@ from journeyman.economics.loop_detector import call_signature
 
 def call_fingerprint(call: ToolCall) -> str:
     """The loop detector's call signature (name + sorted-key JSON args), hashed."""
-    return hashlib.sha256(call_signature(call.name, call.arguments).encode()).hexdigest()
+    return hashlib.sha256(
+        call_signature(call.name, call.arguments).encode("utf-8", "surrogatepass")
+    ).hexdigest()
 
 
 def _digest(kind: str, text: str) -> str:
-    return hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{kind}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ProgressTracker:

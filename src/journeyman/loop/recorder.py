@@ -4,6 +4,7 @@ at once, before the tool writes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from journeyman.core.events import Event, event_to_dict
@@ -11,6 +12,7 @@ from journeyman.core.messages import Message
 from journeyman.economics.usage_log import UsageRow
 from journeyman.session.store import HISTORY_START, SessionStore, StepRecord
 from journeyman.tools.context import FileChangeIntent
+from journeyman.tools.snapshot import reconcile_interrupted
 
 UNPERSISTED_EVENTS = frozenset({"text_delta"})
 """Streaming deltas are not stored; the full text arrives in the model_response event."""
@@ -48,6 +50,11 @@ class StepRecorder:
             self.session_id, self.step, change.path, change.before, change.after, change.tool
         )
 
+    def reconcile_interrupted_command(self, workspace: Path, step: int) -> None:
+        """Journal, as part of `step`, what a command changed before the agent died in it."""
+        self.step = step
+        reconcile_interrupted(workspace, self.session_id, self.journal)
+
     def history_replaced(self) -> None:
         """The run's messages were rewritten (compaction): the next commit stores all of them."""
         self.saved_messages = 0
@@ -77,7 +84,7 @@ class StepRecorder:
 
     def finish(self, step: int, finish_reason: str, final_text: str, error: str | None) -> None:
         """Store the run's last events (those after its last step) and its outcome."""
-        self.store.append_events(self.session_id, step, self._events, self._usage)
         self.store.record_outcome(self.session_id, finish_reason, final_text, error)
+        self.store.append_events(self.session_id, step, self._events, self._usage)
         self._events = []
         self._usage = []

@@ -53,6 +53,7 @@ from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.result import CheckEvidence, FinishReason, RefusedCall, RunResult
 from journeyman.economics.loop_detector import result_digest
 from journeyman.loop.config import AgentConfig, ModeName
+from journeyman.loop.endings import Termination
 from journeyman.policy.permissions import (
     PERMISSION_ERROR_KIND,
     DecisionKind,
@@ -91,8 +92,6 @@ class Ruling(StrEnum):
     """The claim holds: end the run with the mode's success."""
     RETRY = "retry"
     """Not done: a harness message is queued for the model and the loop goes on."""
-    REJECT = "reject"
-    """Not done and no more rounds: `state.finish_reason` and `state.error` say why."""
 
 
 @dataclass(frozen=True)
@@ -363,8 +362,9 @@ class Verdict:
 
     # --- the verdict ----------------------------------------------------------------------
 
-    async def review(self, state: LoopState, outcome: TurnOutcome) -> Ruling:
-        """Decide on the mode's success claim in `outcome` (see the module docstring)."""
+    async def review(self, state: LoopState, outcome: TurnOutcome) -> Ruling | Termination:
+        """Decide on the mode's success claim in `outcome` (see the module docstring): accept
+        it, send it back to work, or end the run with the reason it is not a success."""
         refused = [] if self._planning else self.refusals(state.session_id)
         if self._counted_for != state.session_id:  # a resumed session keeps its count
             self._counted_for = state.session_id
@@ -417,11 +417,9 @@ class Verdict:
 
     def _reject(
         self, state: LoopState, outcome: TurnOutcome, reason: FinishReason, error: str
-    ) -> Ruling:
-        state.finish_reason = reason
-        state.error = error
+    ) -> Termination:
         state.final_text = outcome.final_text
-        return Ruling.REJECT
+        return Termination(reason, error)
 
     def annotate(self, state: LoopState, result: RunResult) -> None:
         """Fill in the result's refused calls, changed files and check evidence."""

@@ -26,27 +26,63 @@ because a sandboxed unattended run is exactly where a forgotten ``rm -rf`` does 
 An allow rule beats ``ask`` rules (step 3 before step 5): to be asked about ``git push`` while
 ``git status`` runs freely, allow ``run_command(git status*)`` rather than ``run_command(git *)``.
 
-Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may use ``*`` and
-``?`` (``mcp__github__*``). The pattern matches the tool's *primary argument*, looked up in
-`DEFAULT_PRIMARY_ARGS` (extensible per policy):
+What a call is: each tool declares its `kind` (read / edit / command / finish / other) and
+its `permission_arg`; the policy asks the run's tools (`ToolRegistry.kind_of`,
+``permission_arg_of``) and keeps no list of tool names. Read and finish tools take the
+"read-only" column above, edit tools the "file edits" column, everything else the last one. A
+tool the policy does not know is "other" unless the caller says it reads only.
 
-- command arguments (``run_command``): ``*`` matches any text, spaces and ``/`` included.
-  A command is split at unquoted ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines. A deny or
-  ask rule matches when it matches the whole command or any part; an allow rule applies only
-  when every part is matched by some allow rule, and never to a command with ``$(...)``,
-  backticks, process substitution or output redirection to a file (so ``git status*`` does not
-  allow ``git status; rm -rf ~`` or ``git status > setup.py``).
-- path arguments (file tools): paths are taken relative to the workspace and normalised
-  (``./a/../b`` is ``b``); ``*`` and ``?`` stay within one path segment, ``**`` spans any
-  number of segments (``src/**`` is everything under ``src``). A path is checked both as written
-  and with symlinks resolved: a deny or ask rule matches if either form matches, an allow rule
-  only if both do.
-- tools without a known primary argument (MCP and user tools): the pattern is matched, like a
-  command, against the arguments as compact JSON with sorted keys, e.g.
+Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may use ``*`` and
+``?`` (``mcp__github__*``). The pattern matches the tool's *permission argument*, read as:
+
+- a **command** when the tool is of kind command or the argument is named ``command``
+  (``run_command``): ``*`` matches any text, spaces and ``/`` included.
+
+  *Deny and ask rules* match when the pattern matches the whole command, any part of it, or
+  any program the command runs as `journeyman.policy.commands` finds them: parts separated by
+  ``;``, ``&&``, ``||``, ``|``, ``&``, newlines and parentheses; quotes and backslashes
+  removed (``\\rm``, ``"rm"``); the program by its base name (``/bin/rm``); the commands in
+  ``$(...)``, backticks and ``<(...)``; the command after wrappers such as ``env``,
+  ``command``, ``exec``, ``nice``, ``nohup``, ``timeout``, ``sudo``, ``time``, ``xargs``,
+  ``eval`` and ``bash -c`` / ``sh -c`` (recursively); ``find -delete`` as ``rm``, and the
+  commands of ``find -exec``. What only the running shell knows fails closed: a program
+  named by an expansion (``$CMD``, ``$(echo rm)``, ``eval "$x"``), a quote left open, an
+  unquoted glob in a program name match *every* deny and ask rule of the tool; arguments
+  with expansions match every pattern they could match once filled in (``rm $X`` matches
+  ``rm -rf *``). Not followed: commands a program reads from a file, its input or its own
+  language (``sh script.sh``, ``curl ... | sh``, ``python -c``, ``make``), and functions or
+  aliases defined elsewhere. So ``deny = ["run_command(rm *)"]`` refuses ``rm x`` also when
+  spelled ``\\rm x``, ``/bin/rm x``, ``command rm x``, ``env rm x``, ``sudo rm x``,
+  ``bash -c 'rm x'``, ``ls | xargs rm``, ``find . -delete``, ``$(echo rm) x`` or
+  ``make && rm x``, but not ``python -c "import shutil; ..."``: a sandbox, not a deny rule,
+  is what contains a determined program. Deny rules err towards refusing: ``command -v rm``
+  or a here-document line reading ``rm x`` is refused too.
+
+  *Allow rules* apply only when every part of the command, as written, is matched by some
+  allow rule, and never to a command with ``$(...)``, backticks, process substitution or
+  output redirection to a file (so ``git status*`` does not allow ``git status; rm -rf ~``
+  or ``git status > setup.py``). They see the text as written: ``run_command(git *)`` does
+  not allow ``env git status``.
+- a **workspace path** when the tool is of kind edit or the argument is named ``path`` (file
+  tools), and each of the paths a tool lists for the call when it defines ``paths_of(args)``
+  (``apply_patch``: every file the patch touches, both ends of a move; a deny rule matching
+  any of them refuses the call, an allow rule must cover all of them, and a hook that fails
+  makes every deny and ask rule of the tool match). Paths are taken relative to the
+  workspace and normalised (``./a/../b`` is ``b``); ``*`` and ``?`` stay within one path
+  segment, ``**`` spans any number of segments (``src/**`` is everything under ``src``).
+  A path is checked both as written and with symlinks resolved: a deny or ask rule matches
+  if either form matches, an allow rule only if both do.
+- plain **text** for any other permission argument (``fetch(https://docs.python.org/*)``):
+  ``*`` matches any text.
+- tools that declare no permission argument (most MCP and user tools): the pattern is
+  matched, like text, against the arguments as compact JSON with sorted keys, e.g.
   ``deploy(*"env":"prod"*)``. A bare name is the dependable way to cover such a tool.
 
-A backslash makes the next character literal (``\\*``). A rule whose primary argument is
+A backslash makes the next character literal (``\\*``). A rule whose permission argument is
 missing from the call, or is not a string, does not match (bare-name rules still do).
+
+There is no setting that makes a tool an edit: a tool's kind is what it declares (user tools
+with ``@tool(kind=...)``, MCP tools from their annotations, see `integrations.mcp.bridge`).
 """
 
 from __future__ import annotations
@@ -66,10 +102,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from journeyman.core.errors import PermissionDeniedError
 from journeyman.core.messages import ToolCall, ToolResult
+from journeyman.core.tool_kind import ToolKind
+from journeyman.policy.commands import SimpleCommand, could_match, programs
 
 log = logging.getLogger(__name__)
 
@@ -89,32 +127,49 @@ class DecisionKind(StrEnum):
 
 
 class ArgKind(StrEnum):
+    """How a rule's pattern reads the permission argument."""
+
     COMMAND = "command"
     PATH = "path"
+    TEXT = "text"
     JSON = "json"
+    """No permission argument: the pattern matches all arguments as compact JSON."""
 
 
-@dataclass(frozen=True)
-class PrimaryArg:
-    """Which argument of a tool the pattern in ``tool(pattern)`` is matched against."""
+def arg_kind(kind: ToolKind | str, permission_arg: str | None) -> ArgKind:
+    """How patterns read the permission argument of a tool of `kind` (see the module doc)."""
+    if permission_arg is None:
+        return ArgKind.JSON
+    if kind == ToolKind.COMMAND or permission_arg == "command":
+        return ArgKind.COMMAND
+    if kind == ToolKind.EDIT or permission_arg == "path":
+        return ArgKind.PATH
+    return ArgKind.TEXT
 
-    field: str
-    kind: ArgKind
+
+class ToolDeclarations(Protocol):
+    """What the run's tools declare; `ToolRegistry` is one."""
+
+    def kind_of(self, call: ToolCall | str, /) -> ToolKind | None:
+        """The tool's kind, or None when no such tool is known."""
+        ...
+
+    def permission_arg_of(self, call: ToolCall | str, /) -> str | None:
+        """The argument rules match on, or None."""
+        ...
+
+    def paths_of(self, call: ToolCall | str, args: Mapping[str, Any], /) -> list[str] | None:
+        """The paths the call touches, for a tool that says (its `paths_of`); else None."""
+        ...
 
 
-DEFAULT_PRIMARY_ARGS: Mapping[str, PrimaryArg] = {
-    "run_command": PrimaryArg("command", ArgKind.COMMAND),
-    "read_file": PrimaryArg("path", ArgKind.PATH),
-    "write_file": PrimaryArg("path", ArgKind.PATH),
-    "edit_file": PrimaryArg("path", ArgKind.PATH),
-    "list_files": PrimaryArg("path", ArgKind.PATH),
-    "glob": PrimaryArg("path", ArgKind.PATH),
-    "grep": PrimaryArg("path", ArgKind.PATH),
-}
-"""Built-in tools and their primary argument; pass `primary_args` to a policy to add more."""
+@functools.lru_cache(maxsize=1)
+def builtin_declarations() -> ToolDeclarations:
+    """The declarations of the built-in tools: what a policy given no tools goes by."""
+    from journeyman.tools.builtin import default_tools  # sandboxes, git: lazily
+    from journeyman.tools.registry import ToolRegistry
 
-DEFAULT_EDIT_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "apply_patch"})
-"""Tools that change files: allowed by ``accept_edits``, refused outright by ``plan``."""
+    return ToolRegistry(default_tools(edit_tool="both"))
 
 
 # --------------------------------------------------------------------------------- patterns
@@ -203,6 +258,13 @@ class PermissionRule:
             return True
         return _compile(self.pattern, kind).fullmatch(value) is not None
 
+    def matches_any_program(self, found: Iterable[SimpleCommand]) -> bool:
+        """Whether the command pattern matches, or could match, any of the programs `found`."""
+        if self.pattern is None:
+            return True
+        compiled = _compile(self.pattern, ArgKind.COMMAND)
+        return any(could_match(compiled, self.pattern, command) for command in found)
+
 
 def parse_rules(
     texts: Iterable[str | PermissionRule], source: str = ""
@@ -217,7 +279,7 @@ def parse_rules(
 
 @dataclass(frozen=True)
 class _Subject:
-    """A call reduced to what rules match: the values of its primary argument."""
+    """A call reduced to what rules match: the values of its permission argument."""
 
     tool: str
     kind: ArgKind
@@ -227,6 +289,10 @@ class _Subject:
     """An allow rule applies if every one of these is matched by some allow rule."""
     coverable: bool
     """False when no pattern may allow the call (substitutions, redirection, missing argument)."""
+    programs: tuple[SimpleCommand, ...] = ()
+    """For commands: every program the command runs (deny and ask rules match these too)."""
+    unknown: bool = False
+    """What the call touches could not be worked out: every deny and ask rule matches."""
 
 
 def split_command(command: str) -> tuple[list[str], bool]:
@@ -369,8 +435,17 @@ class PermissionsConfig(BaseModel):
     """Rules for calls that need the user's approval even where the mode would allow them."""
     deny: list[str] = []
     """Rules for calls that are always refused, in every mode, e.g. "run_command(rm -rf *)"."""
-    edit_tools: list[str] = sorted(DEFAULT_EDIT_TOOLS)
-    """Names of the tools that change files (allowed by accept_edits, refused by plan)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_edit_tools(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "edit_tools" in data:
+            raise ValueError(
+                "permissions.edit_tools is no longer a setting: each tool declares whether it "
+                "edits files (user tools with @tool(kind=...)); remove the key, and use allow "
+                "rules such as 'my_tool(src/**)' to let a tool run without asking"
+            )
+        return data
 
     @field_validator("allow", "ask", "deny")
     @classmethod
@@ -391,16 +466,16 @@ class PermissionPolicy:
         ask: Iterable[str | PermissionRule] = (),
         deny: Iterable[str | PermissionRule] = (),
         workspace: str | os.PathLike[str] | None = None,
-        primary_args: Mapping[str, PrimaryArg] | None = None,
-        edit_tools: Iterable[str] = DEFAULT_EDIT_TOOLS,
+        tools: ToolDeclarations | None = None,
     ) -> None:
+        """`tools` answers what each tool declares (the run's `ToolRegistry`); None means the
+        built-in tools only."""
         self.mode = PermissionMode(mode)
         self.allow = parse_rules(allow, "allow")
         self.ask = parse_rules(ask, "ask")
         self.deny = parse_rules(deny, "deny")
         self.workspace = Path(os.path.realpath(workspace)) if workspace is not None else None
-        self.primary_args: dict[str, PrimaryArg] = {**DEFAULT_PRIMARY_ARGS, **(primary_args or {})}
-        self.edit_tools = frozenset(edit_tools)
+        self.tools = tools if tools is not None else builtin_declarations()
 
     @classmethod
     def from_config(
@@ -409,7 +484,7 @@ class PermissionPolicy:
         workspace: str | os.PathLike[str] | None = None,
         *,
         mode: PermissionMode | str | None = None,
-        primary_args: Mapping[str, PrimaryArg] | None = None,
+        tools: ToolDeclarations | None = None,
     ) -> PermissionPolicy:
         """A policy from the config section; `mode` (e.g. ``--permission-mode``) overrides it."""
         return cls(
@@ -418,16 +493,32 @@ class PermissionPolicy:
             ask=config.ask,
             deny=config.deny,
             workspace=workspace,
-            primary_args=primary_args,
-            edit_tools=config.edit_tools,
+            tools=tools,
         )
 
-    def decide(self, tool_name: str, args: Mapping[str, Any], read_only: bool) -> Decision:
+    def kind_of(self, tool_name: str, read_only: bool | None = None) -> ToolKind:
+        """The kind `tool_name` declares; for a tool the policy does not know, READ when the
+        caller says it reads only, else OTHER."""
+        kind = self.tools.kind_of(tool_name)
+        if kind is None:
+            return ToolKind.READ if read_only else ToolKind.OTHER
+        try:
+            return ToolKind(kind)
+        except ValueError:  # a tool declaring a kind that does not exist is treated as "other"
+            return ToolKind.OTHER
+
+    def decide(
+        self, tool_name: str, args: Mapping[str, Any], read_only: bool | None = None
+    ) -> Decision:
+        """Allow, ask or deny one call. `read_only` is consulted only for a tool the policy's
+        `tools` do not know; a known tool's declared kind decides."""
         subject = self._subject(tool_name, args)
         rule = _first_match(self.deny, subject)
         if rule is not None:
             return Decision(DecisionKind.DENY, f"the deny rule `{rule}` matches this call", rule)
-        edit = tool_name in self.edit_tools and not read_only
+        kind = self.kind_of(tool_name, read_only)
+        edit = kind is ToolKind.EDIT
+        read_only = kind in (ToolKind.READ, ToolKind.FINISH)
         if self.mode is PermissionMode.PLAN and edit:
             return Decision(
                 DecisionKind.DENY, "plan mode does not change files; describe the change instead"
@@ -459,34 +550,52 @@ class PermissionPolicy:
         return [f"{glob_escape(tool_name)}({glob_escape(v)})" for v in subject.all_values]
 
     def _subject(self, tool_name: str, args: Mapping[str, Any]) -> _Subject:
-        spec = self.primary_args.get(tool_name)
-        if spec is None:
+        try:
+            paths = self.tools.paths_of(tool_name, args)
+        except Exception as exc:  # a tool's own hook failed: refuse rather than guess
+            log.warning("%s: could not list the paths of a call: %s", tool_name, exc)
+            return _Subject(tool_name, ArgKind.PATH, (), (), False, unknown=True)
+        if paths is not None:
+            forms = tuple(
+                dict.fromkeys(f for path in paths for f in _normalise_path(path, self.workspace))
+            )
+            return _Subject(tool_name, ArgKind.PATH, forms, forms, bool(forms))
+        field_name = self.tools.permission_arg_of(tool_name)
+        style = arg_kind(self.kind_of(tool_name), field_name)
+        if field_name is None:
             dump = json.dumps(
                 dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
             )
             return _Subject(tool_name, ArgKind.JSON, (dump,), (dump,), True)
-        value = args.get(spec.field)
+        value = args.get(field_name)
         if not isinstance(value, str):
-            return _Subject(tool_name, spec.kind, (), (), False)
-        if spec.kind is ArgKind.COMMAND:
+            return _Subject(tool_name, style, (), (), False)
+        if style is ArgKind.COMMAND:
             parts, risky = split_command(value)
             everything = (value, *[p for p in parts if p != value])
             return _Subject(
-                tool_name, spec.kind, everything, tuple(parts), bool(parts) and not risky
+                tool_name,
+                style,
+                everything,
+                tuple(parts),
+                bool(parts) and not risky,
+                programs(value),
             )
-        if spec.kind is ArgKind.PATH:
+        if style is ArgKind.PATH:
             forms = tuple(_normalise_path(value, self.workspace))
-            return _Subject(tool_name, spec.kind, forms, forms, bool(value))
-        return _Subject(tool_name, spec.kind, (value,), (value,), True)
+            return _Subject(tool_name, style, forms, forms, bool(value))
+        return _Subject(tool_name, style, (value,), (value,), True)
 
 
 def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> PermissionRule | None:
     for rule in rules:
         if not rule.names(subject.tool):
             continue
-        if rule.pattern is None:
+        if rule.pattern is None or subject.unknown:
             return rule
         if any(rule.matches_value(v, subject.kind) for v in subject.any_values):
+            return rule
+        if subject.programs and rule.matches_any_program(subject.programs):
             return rule
     return None
 
@@ -616,7 +725,7 @@ class PermissionGate:
         self._asking = asyncio.Lock()
 
     async def check(
-        self, tool_name: str, args: Mapping[str, Any], *, read_only: bool
+        self, tool_name: str, args: Mapping[str, Any], *, read_only: bool | None = None
     ) -> str | None:
         """None when the call may run (asking the user if needed), else the refusal text."""
         decision = self.policy.decide(tool_name, args, read_only)
@@ -650,8 +759,13 @@ class PermissionGate:
                 return None
             return await self._ask(tool_name, args, decision)
 
-    async def check_call(self, call: ToolCall, *, read_only: bool) -> ToolResult | None:
+    async def check_call(
+        self, call: ToolCall, *, read_only: bool | None = None
+    ) -> ToolResult | None:
         """`check` for a model's call: None to run it, else the error result to send back.
+
+        The policy goes by what the called tool declares; `read_only` only matters for a tool
+        the policy's declarations do not know.
 
         The result's metadata holds ``error: "permission"`` and ``denials``: how many times
         this exact call has been refused in the run (1 the first time).

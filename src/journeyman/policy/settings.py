@@ -65,6 +65,7 @@ ISOLATING_SANDBOXES = frozenset({"bubblewrap", "docker"})
 """Sandboxes that isolate commands from the host (`auto` may fall back to `local`, which does
 not)."""
 
+UNLISTED = "it is not one of the settings a workspace may choose"
 USER_ONLY = "only you can choose it (your user config, a JOURNEYMAN_* variable or a flag)"
 PROGRAMS = (
     "it names programs to run, and a repository cannot choose those "
@@ -132,8 +133,12 @@ def sandbox_not_weaker(base: Any, value: Any) -> str | None:
 WORKSPACE_RULES: Mapping[str, Rule] = {
     # how the work is done: descriptive, grants nothing
     "mode": accept,
-    "verify_command": accept,  # runs like run_command: under the permissions and the sandbox
+    "verify_command": refuse(
+        "it decides what counts as done; without it the check is the test command detected "
+        f"from the project's files, and {USER_ONLY}"
+    ),
     "phased": accept,
+    "edit_tool": accept,
     "temperature": accept,
     "stream": accept,
     "snapshot_messages": accept,
@@ -150,16 +155,21 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "max_unproductive_iterations": not_above,
     "max_concurrency": not_above,
     "tool_timeout_s": not_above,
+    "model_call_timeout_s": not_above,
     "max_output_tokens": not_above,
     "budget_mode": ranked(BUDGET_MODE_ORDER, "budget mode"),
+    "max_verify_rounds": not_above,
+    "verify_timeout_s": not_above,
+    # the verdict and the price behind the USD cap are the user's
+    "verify": only(
+        True, f"a workspace cannot turn off the check that decides success; {USER_ONLY}"
+    ),
+    "price_per_mtok": refuse(f"a lower price would quietly lift your USD cap; {USER_ONLY}"),
     # permissions: stricter mode, more deny and ask rules, never an allow rule
     "permissions.mode": ranked(PERMISSION_MODE_ORDER, "permission mode"),
     "permissions.deny": accept,
     "permissions.ask": accept,
     "permissions.allow": refuse(f"a repository cannot grant itself permissions; {USER_ONLY}"),
-    "permissions.edit_tools": refuse(
-        "it decides which tools run unasked under accept_edits; tools declare their own kind"
-    ),
     # isolation
     "sandbox": sandbox_not_weaker,
     "allow_network": only(False, f"a workspace cannot open the network; {USER_ONLY}"),
@@ -230,7 +240,7 @@ def tighten_only(
 def _verdict(key: str, base: Any, value: Any) -> str | None:
     rule = WORKSPACE_RULES.get(key)
     if rule is None:
-        return "it is not one of the settings a workspace may choose"
+        return UNLISTED
     if value == base:
         return None  # repeating the user's own value changes nothing
     return rule(base, value)

@@ -1,10 +1,11 @@
 """The session store: one SQLite database (WAL) per session root holding every session.
 
 Tables: sessions, messages (as the model saw them), events, steps (a small checkpoint per
-step), file_changes (the undo journal), usage_logs (owned by `economics.usage_log`) and
-remembered permissions. Writes only append: a step is one transaction that inserts that step's
-messages, events, usage rows and checkpoint, so its cost does not grow with the session, and
-after a crash the store holds every completed step and never half of one.
+step), file_changes (the undo journal), usage_logs (one row per model call, the records of
+`economics.usage_log`) and remembered permissions. Writes only append: a step is one
+transaction that inserts that step's messages, events, usage rows and checkpoint, so its cost
+does not grow with the session, and after a crash the store holds every completed step and
+never half of one.
 
 File changes are journaled on their own, before the tool writes to disk (see
 `ToolContext.journal`), because the disk changes at once even if the step never completes.
@@ -18,10 +19,14 @@ transparently by `file_changes()` and deleted with its session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sqlite3
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,12 +35,30 @@ from typing import Any
 
 import platformdirs
 
-from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import Message
-from journeyman.economics.usage_log import DATABASE_FILE, UsageRow, connect, insert_usage
-from journeyman.session.redact import MASK, Redactor
+from journeyman.core.errors import AgentError, ConfigurationError
+from journeyman.core.messages import Message, Usage, with_paired_results
+from journeyman.core.redact import MASK, Redactor, is_secret_name
+from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
+from journeyman.session import database
+from journeyman.session.database import StoreDamagedError
+from journeyman.session.lock import SessionLock
 
-SCHEMA_VERSION = 2
+DATABASE_FILE = "journeyman.db"
+SCHEMA_VERSION = 3
+EXPECTED_TABLES = frozenset(
+    {
+        "schema_version",
+        "sessions",
+        "messages",
+        "events",
+        "steps",
+        "outcomes",
+        "file_changes",
+        "undone_changes",
+        "permissions",
+        "usage_logs",
+    }
+)
 VAULT_DIR = "vault"
 """Exact text of journaled file versions that contain secrets (see the module docstring)."""
 
@@ -123,6 +146,25 @@ _MIGRATIONS: dict[int, str] = {
     2: """
     ALTER TABLE file_changes ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0
     """,
+    # Databases of earlier versions already have this table (created on every open until
+    # then), with the same columns: it is kept with its rows.
+    3: """
+    CREATE TABLE IF NOT EXISTS usage_logs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_read_tokens INTEGER NOT NULL,
+        cache_write_tokens INTEGER NOT NULL,
+        cost_usd REAL,
+        latency_s REAL NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS usage_logs_by_session ON usage_logs (session_id, call_index)
+    """,
 }
 
 
@@ -186,17 +228,63 @@ class SessionNotFoundError(ConfigurationError):
     """No session has the given id (or prefix)."""
 
 
+class StoreFullError(AgentError):
+    """A write to the session store failed for lack of disk space."""
+
+
 class SessionStore:
-    def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        redactor: Redactor | None = None,
+        *,
+        check_integrity: bool | None = None,
+    ) -> None:
+        """Open (creating if needed) the store in `root`. `check_integrity` runs SQLite's
+        page-level check: True always, False never, None when the file is small.
+
+        Raises `StoreDamagedError` for a file that is damaged, not a journeyman store, or not
+        writable."""
         self.root = root
         self.path = root / DATABASE_FILE
-        self._db = connect(self.path)
+        _make_root(root)
+        self._db = database.connect(self.path)
+        try:
+            if database.should_quick_check(self.path, check_integrity):
+                database.quick_check(self._db, self.path)
+            self._check_ours()
+            database.use_wal(self._db, self.path)
+            self._migrate()
+            self._check_tables()
+        except BaseException:
+            self._db.close()
+            raise
         self._redact = redactor or Redactor()
-        self._migrate()
         self._message_seq: dict[str, int] = {}
         self._event_seq: dict[str, int] = {}
+        self._locks: dict[str, SessionLock] = {}
 
     # --- schema ---------------------------------------------------------------------------
+
+    def _tables(self) -> set[str]:
+        rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {name for (name,) in rows}
+
+    def _check_ours(self) -> None:
+        """Refuse the database of another program rather than add our tables to it."""
+        tables = self._tables() - {"sqlite_sequence"}
+        if "schema_version" not in tables and not tables <= {"usage_logs"}:
+            shown = ", ".join(sorted(tables)[:5])
+            raise database.damaged(
+                self.path, f"is not a journeyman session store (it holds the tables {shown})"
+            )
+
+    def _check_tables(self) -> None:
+        missing = sorted(EXPECTED_TABLES - self._tables())
+        if missing:
+            raise database.damaged(
+                self.path, f"is damaged: its schema lacks the tables {', '.join(missing)}"
+            )
 
     def _migrate(self) -> None:
         self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
@@ -218,14 +306,26 @@ class SessionStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+            self._db.execute("COMMIT")  # may fail too (a full disk): then nothing is kept
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     # --- writing --------------------------------------------------------------------------
 
+    def claim(self, session_id: str) -> None:
+        """Take the session's lock (see `SessionLock`) until this store is closed; raises
+        `SessionBusyError` when another process is running the session."""
+        if session_id not in self._locks:
+            lock = SessionLock(self.root, session_id)
+            lock.acquire()
+            self._locks[session_id] = lock
+
     def create_session(self, record: SessionRecord) -> None:
+        """Store a new session and claim it: this process runs it."""
+        self.claim(record.id)
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO sessions (id, parent_id, forked_at_step, created_at, task, "
@@ -235,10 +335,10 @@ class SessionStore:
                     record.parent_id,
                     record.forked_at_step,
                     record.created_at,
-                    self._redact(record.task),
+                    self._text(record.task),
                     record.workspace,
-                    json.dumps(record.settings),
-                    self._redact(record.system_prompt),
+                    self._dump(record.settings),
+                    self._text(record.system_prompt),
                 ),
             )
 
@@ -253,22 +353,22 @@ class SessionStore:
             db.executemany(
                 "INSERT INTO messages (session_id, seq, step, body) VALUES (?, ?, ?, ?)",
                 [
-                    (session_id, message_seq + i, step.step, self._dump(m.to_dict()))
+                    (session_id, message_seq + i, step.step, self._dump(_message_row(m)))
                     for i, m in enumerate(step.messages)
                 ],
             )
             db.executemany(
                 "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (session_id, event_seq + i, step.step, e["type"], self._dump(e))
+                    (session_id, event_seq + i, step.step, e["type"], self._dump(_capped(e)))
                     for i, e in enumerate(step.events)
                 ],
             )
             for row in step.usage:
-                insert_usage(db, row)
+                _insert_usage(db, row)
             db.execute(
                 "INSERT INTO steps (session_id, step, created_at, checkpoint) VALUES (?, ?, ?, ?)",
-                (session_id, step.step, time.time(), json.dumps(checkpoint)),
+                (session_id, step.step, time.time(), self._dump(checkpoint)),
             )
         self._message_seq[session_id] = message_seq + len(step.messages)
         self._event_seq[session_id] = event_seq + len(step.events)
@@ -283,36 +383,63 @@ class SessionStore:
     ) -> None:
         """Events (and usage) that belong to no completed step, e.g. a run's closing ones."""
         event_seq = self._next_seq(session_id, "events", self._event_seq)
-        with self._transaction() as db:
-            db.executemany(
-                "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
-                [
-                    (session_id, event_seq + i, step, e["type"], self._dump(e))
-                    for i, e in enumerate(events)
-                ],
-            )
-            for row in usage:
-                insert_usage(db, row)
+        try:
+            with self._transaction() as db:
+                db.executemany(
+                    "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (session_id, event_seq + i, step, e["type"], self._dump(_capped(e)))
+                        for i, e in enumerate(events)
+                    ],
+                )
+                for row in usage:
+                    _insert_usage(db, row)
+        except sqlite3.OperationalError as failure:
+            if not _out_of_space(failure):
+                raise
+            raise StoreFullError(
+                f"the last events of session {session_id} could not be saved in {self.path}: "
+                f"the disk is full ({failure}). Free some space before resuming it"
+            ) from failure
         self._event_seq[session_id] = event_seq + len(events)
 
     def record_outcome(
         self, session_id: str, finish_reason: str, final_text: str, error: str | None
     ) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO outcomes (session_id, finished_at, finish_reason, "
-                "final_text, error) VALUES (?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    time.time(),
-                    finish_reason,
-                    self._redact(final_text),
-                    self._redact(error) if error else None,
-                ),
-            )
+        """Store how the run ended. When the disk is full, the outcome is written to a file
+        elsewhere (see `StoreFullError`) and the error raised: it is never lost silently."""
+        outcome: dict[str, Any] = {
+            "session_id": session_id,
+            "finished_at": time.time(),
+            "finish_reason": finish_reason,
+            "final_text": self._text(final_text),
+            "error": self._text(error) if error else None,
+        }
+        try:
+            with self._transaction() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO outcomes (session_id, finished_at, finish_reason, "
+                    "final_text, error) VALUES (:session_id, :finished_at, :finish_reason, "
+                    ":final_text, :error)",
+                    outcome,
+                )
+        except sqlite3.OperationalError as failure:
+            if not _out_of_space(failure):
+                raise
+            saved = _save_outside(self.root, outcome)
+            where = f"it was saved to {saved}" if saved else "no copy could be written either"
+            summary = str(outcome["error"] or outcome["final_text"])
+            raise StoreFullError(
+                f"the outcome of session {session_id} could not be saved in {self.path}: the "
+                f"disk is full ({failure}); {where}. The run ended {finish_reason}"
+                + (f": {_first_line(summary)}" if summary else "")
+                + ". Free some space before resuming it",
+                details={"outcome": outcome, "saved_to": str(saved) if saved else None},
+            ) from failure
 
     def clear_outcome(self, session_id: str) -> None:
-        """A resumed session is running again."""
+        """A resumed session is running again (in this process: it is claimed first)."""
+        self.claim(session_id)
         with self._transaction() as db:
             db.execute("DELETE FROM outcomes WHERE session_id = ?", (session_id,))
 
@@ -339,12 +466,12 @@ class SessionStore:
                 (
                     session_id,
                     step,
-                    path,
+                    storable(path),
                     kind,
-                    redacted["before"],
-                    redacted["after"],
+                    None if redacted["before"] is None else storable(redacted["before"]),
+                    None if redacted["after"] is None else storable(redacted["after"]),
                     tool,
-                    self._redact(description),
+                    self._text(description),
                     time.time(),
                     int(bool(sealed)),
                 ),
@@ -465,7 +592,9 @@ class SessionStore:
         return self.load_session(row[0]) if row else None
 
     def messages(self, session_id: str, up_to_step: int | None = None) -> list[Message]:
-        """The history the model saw after `up_to_step` (default: the last completed step)."""
+        """The history the model saw after `up_to_step` (default: the last completed step),
+        with an error result for any tool call stored without one (older versions could leave
+        such calls, which providers refuse; see `with_paired_results`)."""
         start = int(self.checkpoint(session_id, up_to_step)[1].get(HISTORY_START, 0))
         query = "SELECT body FROM messages WHERE session_id = ? AND seq >= ?"
         params: tuple[Any, ...] = (session_id, start)
@@ -473,7 +602,8 @@ class SessionStore:
             query += " AND step <= ?"
             params = (session_id, start, up_to_step)
         rows = self._db.execute(query + " ORDER BY seq", params)
-        return [Message.from_dict(json.loads(body)) for (body,) in rows]
+        loaded = [Message.from_dict(json.loads(b)) for (b,) in rows]
+        return with_paired_results(loaded, keep_pending=True)[0]
 
     def events(self, session_id: str) -> Iterator[dict[str, Any]]:
         rows = self._db.execute(
@@ -496,6 +626,32 @@ class SessionStore:
                 (session_id, step),
             ).fetchone()
         return (0, {}) if row is None else (int(row[0]), json.loads(row[1]))
+
+    def usage_rows(self, session_id: str | None = None) -> list[UsageRow]:
+        """The usage rows of one session (or of all), in the order they were written."""
+        where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
+        rows = self._db.execute(
+            "SELECT session_id, call_index, provider, model, input_tokens, output_tokens, "
+            "cache_read_tokens, cache_write_tokens, cost_usd, latency_s, created_at "
+            f"FROM usage_logs {where} ORDER BY id",
+            params,
+        ).fetchall()
+        return [
+            UsageRow(sid, index, provider, model, Usage(inp, out, cread, cwrite), cost, lat, at)
+            for sid, index, provider, model, inp, out, cread, cwrite, cost, lat, at in rows
+        ]
+
+    def usage_summary(self, session_id: str | None = None) -> list[ModelUsage]:
+        """Calls, tokens and cost per provider and model, of one session or of all."""
+        return summarize(self.usage_rows(session_id))
+
+    def next_call_index(self, session_id: str) -> int:
+        """1 + the highest call index stored for the session (1 for a new session)."""
+        (highest,) = self._db.execute(
+            "SELECT COALESCE(MAX(call_index), 0) FROM usage_logs WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return int(highest) + 1
 
     def file_changes(self, session_id: str, *, pending_only: bool = False) -> list[FileChange]:
         rows = self._db.execute(
@@ -536,6 +692,9 @@ class SessionStore:
 
     def close(self) -> None:
         self._db.close()
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -552,24 +711,159 @@ class SessionStore:
 
     def _vault_write(self, change_id: int, side: str, text: str) -> None:
         folder = self.root / VAULT_DIR
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(mode=database.PRIVATE_FOLDER, exist_ok=True)
         path = self._vault_path(change_id, side)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
 
     def _vault_read(self, change_id: int, side: str) -> str | None:
         try:
-            with self._vault_path(change_id, side).open(encoding="utf-8", newline="") as handle:
+            with self._vault_path(change_id, side).open(
+                encoding="utf-8", errors="surrogatepass", newline=""
+            ) as handle:
                 return handle.read()
         except OSError:
             return None
 
     def _dump(self, data: dict[str, Any]) -> str:
-        return self._redact(json.dumps(data, ensure_ascii=False, default=str))
+        """JSON text of `data`, each string in it redacted (so the text stays valid JSON), lone
+        surrogates written as `\\udXXX` escapes (they load back as they were)."""
+        text = json.dumps(data, ensure_ascii=False, default=str)
+        if self._redact.finds(text) or _has_secret_key(text):
+            text = json.dumps(self._redact.tree(data), ensure_ascii=False, default=str)
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+    def _text(self, text: str) -> str:
+        return storable(self._redact(text))
+
+
+def _insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
+    u = row.usage
+    db.execute(
+        "INSERT INTO usage_logs (session_id, call_index, provider, model, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_s, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.session_id,
+            row.call_index,
+            row.provider,
+            row.model,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            row.cost_usd,
+            row.latency_s,
+            row.created_at,
+        ),
+    )
+
+
+UNSAVED_OUTCOMES = "unsaved-outcomes"
+"""Folder (in the session root, else the temp dir) for outcomes the database could not take."""
+
+
+def _out_of_space(error: sqlite3.OperationalError) -> bool:
+    return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "is full" in str(
+        error
+    )
+
+
+def _save_outside(root: Path, outcome: dict[str, Any]) -> Path | None:
+    """Write `outcome` as JSON (0600) in the first folder that takes it; None if none does."""
+    text = json.dumps(outcome, ensure_ascii=False, indent=2) + "\n"
+    for folder in (root / UNSAVED_OUTCOMES, Path(tempfile.gettempdir()) / "journeyman-outcomes"):
+        path = folder / f"{outcome['session_id']}.json"
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        return path
+    return None
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _make_root(root: Path) -> None:
+    try:
+        if root.exists() and not root.is_dir():
+            raise StoreDamagedError(
+                f"the session folder {root} is a file; pass a folder to --session-dir (or "
+                "JOURNEYMAN_SESSION_DIR)"
+            )
+        root.mkdir(mode=database.PRIVATE_FOLDER, parents=True, exist_ok=True)
+        database.make_private(root, database.PRIVATE_FOLDER)
+    except OSError as error:
+        raise StoreDamagedError(
+            f"cannot use the session folder {root} ({error.strerror}); pass a folder you can "
+            "write to --session-dir"
+        ) from error
+
+
+STORED_PREVIEW_CHARS = 2_000
+"""Longest text kept whole in an event, or in a tool result's metadata. Events describe what
+happened (the messages table holds the full text the model saw, once) and metadata is never
+sent to the model (a written file's text is in the undo journal)."""
+
+
+def _capped(data: Any) -> Any:
+    """`data` with every string longer than `STORED_PREVIEW_CHARS` cut to a preview that says
+    how long it was."""
+    if isinstance(data, str):
+        if len(data) <= STORED_PREVIEW_CHARS:
+            return data
+        return data[:STORED_PREVIEW_CHARS] + f"… [{len(data):,} characters, cut when stored]"
+    if isinstance(data, dict):
+        return {key: _capped(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_capped(item) for item in data]
+    return data
+
+
+def _message_row(message: Message) -> dict[str, Any]:
+    """What is stored of a message: all of it, but a tool result's metadata capped."""
+    row = message.to_dict()
+    if "tool_result" in row:
+        result = row["tool_result"]
+        row["tool_result"] = {**result, "metadata": _capped(result.get("metadata") or {})}
+    return row
+
+
+_STRING_KEY = re.compile(r'"([\w\-]{1,80})": "')
+
+
+def _has_secret_key(text: str) -> bool:
+    """Whether a JSON key named like a secret has a string value (`Redactor.tree` masks it)."""
+    return any(is_secret_name(m.group(1)) for m in _STRING_KEY.finditer(text))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""What a str holds for bytes that were not UTF-8 (file names decoded with surrogateescape) or
+half of a broken emoji in model text; SQLite's UTF-8 cannot store it."""
+
+
+def storable(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD, so that SQLite can store it."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def new_session_id() -> str:
+    """A fresh session id: the start time (sortable) and 8 random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
-from journeyman.policy.settings import IgnoredSetting, trusted_from_data
+from journeyman.session.redact import Redactor
 from journeyman.session.store import SessionRecord, SessionStore, StepRecord
 
 FORMAT = "journeyman-session-1"
+
+
+class _Ignored(Protocol):
+    @property
+    def message(self) -> str: ...
+
+
+class DataTrust(Protocol):
+    """The trust rule for settings read from a file (`policy.settings.trusted_from_data`):
+    the settings it keeps, and what it left out. Passed in, since the rule lives in policy."""
+
+    def __call__(
+        self, settings: Mapping[str, Any], source: str, /
+    ) -> tuple[dict[str, Any], Sequence[_Ignored]]: ...
 
 
 def export_jsonl(store: SessionStore, session_id: str, out: IO[str]) -> int:
@@ -40,8 +54,9 @@ def export_jsonl(store: SessionStore, session_id: str, out: IO[str]) -> int:
     lines += [{"kind": "message", **m.to_dict()} for m in store.messages(session_id)]
     # an event's own fields may include "kind" (a nudge's), so events are nested
     lines += [{"kind": "event", "event": e} for e in store.events(session_id)]
+    redact = Redactor()  # the store holds redacted text; this also catches keys set since
     for line in lines:
-        out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        out.write(json.dumps(redact.tree(line), ensure_ascii=False, default=str) + "\n")
     return len(lines)
 
 
@@ -50,8 +65,8 @@ class ImportedSession:
     """What `import_file` stored, and what the user should know about it."""
 
     session_id: str
-    ignored: list[IgnoredSetting] = field(default_factory=list)
-    """Settings of the file that were not kept (the trust rules for data)."""
+    ignored: list[str] = field(default_factory=list)
+    """Why settings of the file were not kept (the trust rules for data), one line each."""
     notes: list[str] = field(default_factory=list)
     """Plain facts about the import (e.g. that it has no file history)."""
 
@@ -77,7 +92,12 @@ def _read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def import_jsonl(
-    store: SessionStore, path: Path, new_id: str, *, workspace: Path | None = None
+    store: SessionStore,
+    path: Path,
+    new_id: str,
+    *,
+    trust: DataTrust,
+    workspace: Path | None = None,
 ) -> ImportedSession:
     """Store an exported session under `new_id` (its messages as one step), in `workspace` if
     given, else in the workspace the export names.
@@ -97,7 +117,7 @@ def import_jsonl(
     settings = header.get("settings")
     if not isinstance(settings, dict):
         settings = {}
-    kept, ignored = trusted_from_data(settings, str(path))
+    kept, ignored = trust(settings, str(path))
     messages = []
     for number, line in lines[1:]:
         if line.get("kind") != "message":
@@ -124,7 +144,7 @@ def import_jsonl(
         )
     )
     store.record_step(new_id, StepRecord(step=0, messages=messages, events=events, checkpoint={}))
-    return ImportedSession(new_id, ignored=ignored)
+    return ImportedSession(new_id, ignored=[item.message for item in ignored])
 
 
 def _why(error: BaseException) -> str:
@@ -146,7 +166,12 @@ NO_FILE_HISTORY = (
 
 
 def import_file(
-    store: SessionStore, path: Path, new_id: str, *, workspace: Path | None = None
+    store: SessionStore,
+    path: Path,
+    new_id: str,
+    *,
+    trust: DataTrust,
+    workspace: Path | None = None,
 ) -> ImportedSession:
     """Import our JSONL export or a mini-swe-agent trajectory, whichever `path` holds.
 
@@ -162,9 +187,11 @@ def import_file(
     except (json.JSONDecodeError, RecursionError):
         whole = None  # JSON lines, or not JSON at all: the JSONL reader says which line
     if _is_mini_trajectory(whole):
-        imported = import_mini_swe_agent(store, path, new_id, data=whole, workspace=workspace)
+        imported = import_mini_swe_agent(
+            store, path, new_id, data=whole, trust=trust, workspace=workspace
+        )
     else:
-        imported = import_jsonl(store, path, new_id, workspace=workspace)
+        imported = import_jsonl(store, path, new_id, trust=trust, workspace=workspace)
     imported.notes.append(NO_FILE_HISTORY)
     return imported
 
@@ -201,6 +228,7 @@ def import_mini_swe_agent(
     path: Path,
     new_id: str,
     *,
+    trust: DataTrust,
     data: Any = None,
     workspace: Path | None = None,
 ) -> ImportedSession:
@@ -300,7 +328,7 @@ def import_mini_swe_agent(
         "api_calls": _at(info, "model_stats", "api_calls"),
         "recorded_cwd": recorded_cwd or None,
     }
-    kept, ignored = trusted_from_data(described, str(path))
+    kept, ignored = trust(described, str(path))
     store.create_session(
         SessionRecord(
             id=new_id,
@@ -326,7 +354,7 @@ def import_mini_swe_agent(
             f"the file records no working directory; using {where.resolve()} "
             "(import again with --workspace to choose another)"
         )
-    return ImportedSession(new_id, ignored=ignored, notes=notes)
+    return ImportedSession(new_id, ignored=[item.message for item in ignored], notes=notes)
 
 
 UNANSWERED = "(no result was recorded for this call: the run ended on it)"

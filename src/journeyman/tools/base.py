@@ -1,31 +1,25 @@
-"""The `Tool` protocol: a name, a description, a pydantic args model and an async `execute`."""
+"""The `Tool` protocol: a name, a description, a pydantic args model and an async `execute`.
+
+A tool also declares what it is: its `kind` (`ToolKind`, re-exported here) and its
+`permission_arg`, the argument permission rules match on. A tool that reads only is of kind
+READ and `read_only`; each implies the other in `BaseTool`, `FunctionTool` and `tool`.
+
+A tool whose permission argument is not itself a path but names several (apply_patch's patch
+text) may also define ``paths_of(args: Mapping[str, Any]) -> list[str]``: permission rules
+then match each path it lists (the registry's `paths_of` asks it).
+"""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from enum import StrEnum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from journeyman.core.messages import ToolResult, ToolSpec
+from journeyman.core.tool_kind import ToolKind
 from journeyman.tools.context import ToolContext
-
-
-class ToolKind(StrEnum):
-    """What a tool does, declared by the tool itself; phases, permissions and the LSP layer read
-    this instead of keeping lists of tool names."""
-
-    READ = "read"
-    """Looks at the workspace or the outside world without changing anything."""
-    EDIT = "edit"
-    """Changes files in the workspace."""
-    COMMAND = "command"
-    """Runs programs (anything may change)."""
-    FINISH = "finish"
-    """Signals that the task is done."""
-    OTHER = "other"
 
 
 class ToolArgs(BaseModel):
@@ -96,6 +90,13 @@ class BaseTool:
     kind: ClassVar[ToolKind] = ToolKind.OTHER
     permission_arg: ClassVar[str | None] = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.read_only and cls.kind is ToolKind.OTHER:
+            cls.kind = ToolKind.READ
+        elif cls.kind is ToolKind.READ:
+            cls.read_only = True
+
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
 
@@ -119,7 +120,7 @@ class FunctionTool:
         self.name = name
         self.description = description
         self.args_model = args_model
-        self.read_only = read_only
+        self.read_only = read_only or kind is ToolKind.READ
         self.parallel_safe = parallel_safe
         self.kind = kind or (ToolKind.READ if read_only else ToolKind.OTHER)
         self.permission_arg = permission_arg
@@ -145,7 +146,9 @@ def tool(
 ) -> Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator that turns `def f(args, ctx) -> str` into a registered-ready tool.
 
-    The description defaults to the function's docstring.
+    The description defaults to the function's docstring. `kind` says what the tool does
+    (default READ when `read_only`, else OTHER) and `permission_arg` names the argument that
+    permission rules such as ``deploy(staging*)`` match on.
     """
 
     def wrap(func: Callable[..., Any]) -> FunctionTool:
@@ -161,3 +164,16 @@ def tool(
         )
 
     return wrap
+
+
+__all__ = [
+    "BaseTool",
+    "FunctionTool",
+    "Tool",
+    "ToolArgs",
+    "ToolKind",
+    "fail",
+    "ok",
+    "tool",
+    "tool_spec",
+]

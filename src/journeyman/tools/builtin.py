@@ -1,11 +1,14 @@
-"""The built-in tool set every run starts with."""
+"""The built-in tool set every run starts with, and which edit tool the model is offered."""
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 from journeyman.tools.base import Tool
 from journeyman.tools.edit import EditFileTool
 from journeyman.tools.finish import FinishTool
 from journeyman.tools.listing import GlobTool, ListFilesTool
+from journeyman.tools.patch import ApplyPatchTool
 from journeyman.tools.read import ReadFileTool
 from journeyman.tools.sandbox import Sandbox
 from journeyman.tools.search import GrepTool
@@ -13,18 +16,65 @@ from journeyman.tools.shell import RunCommandTool
 from journeyman.tools.write import WriteFileTool
 
 
-def default_tools(sandbox: Sandbox | None = None, *, journal_commands: bool = True) -> list[Tool]:
+class EditToolChoice(StrEnum):
+    """Which tool the model edits files with (``edit_tool`` in the config)."""
+
+    AUTO = "auto"
+    """`apply_patch` for providers in `PATCH_PROVIDERS`, `edit_file` for the others."""
+    EDIT_FILE = "edit_file"
+    """Exact string replacement in one file."""
+    APPLY_PATCH = "apply_patch"
+    """Multi-file patches in the format OpenAI's models are trained on."""
+    BOTH = "both"
+    """Offer both and let the model choose."""
+
+
+PATCH_PROVIDERS = frozenset({"openai"})
+"""Providers (by `Provider.name`) whose models get `apply_patch` under ``auto``: the
+OpenAI-compatible adapter, whatever server it talks to."""
+
+def edit_tools(
+    choice: EditToolChoice | str = EditToolChoice.AUTO, provider: str | None = None
+) -> list[Tool]:
+    """The edit tools to offer for `choice` and the run's provider name; ValueError names the
+    choices when `choice` is none of them."""
+    try:
+        chosen = EditToolChoice(choice)
+    except ValueError:
+        options = ", ".join(repr(c.value) for c in EditToolChoice)
+        raise ValueError(f"edit_tool = {choice!r} is not one of {options}") from None
+    if chosen is EditToolChoice.AUTO:
+        chosen = (
+            EditToolChoice.APPLY_PATCH if provider in PATCH_PROVIDERS else EditToolChoice.EDIT_FILE
+        )
+    tools: list[Tool] = []
+    if chosen in (EditToolChoice.EDIT_FILE, EditToolChoice.BOTH):
+        tools.append(EditFileTool())
+    if chosen in (EditToolChoice.APPLY_PATCH, EditToolChoice.BOTH):
+        tools.append(ApplyPatchTool())
+    return tools
+
+
+def default_tools(
+    sandbox: Sandbox | None = None,
+    *,
+    journal_commands: bool = True,
+    edit_tool: EditToolChoice | str = EditToolChoice.AUTO,
+    provider: str | None = None,
+) -> list[Tool]:
     """Fresh instances of the built-in tools: looking around first, then changing, then done.
 
     Commands run in `sandbox`; None runs them locally. With `journal_commands` the files a
-    command changes are journaled for undo (see `tools.snapshot`).
+    command changes are journaled for undo (see `tools.snapshot`). `edit_tool` and the run's
+    `provider` name choose the edit tool (`edit_tools`); with no provider, ``auto`` is
+    `edit_file`.
     """
     return [
         ReadFileTool(),
         ListFilesTool(),
         GlobTool(),
         GrepTool(),
-        EditFileTool(),
+        *edit_tools(edit_tool, provider),
         WriteFileTool(),
         RunCommandTool(sandbox=sandbox, journal_changes=journal_commands),
         FinishTool(),

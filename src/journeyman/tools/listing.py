@@ -45,6 +45,7 @@ class ListFilesTool(BaseTool):
     read_only = True
     parallel_safe = True
     kind = ToolKind.READ
+    permission_arg = "path"
 
     async def execute(self, args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve(args.path, tool=self.name)
@@ -118,6 +119,7 @@ class GlobTool(BaseTool):
     read_only = True
     parallel_safe = True
     kind = ToolKind.READ
+    permission_arg = "path"
 
     async def execute(self, args: GlobArgs, ctx: ToolContext) -> ToolResult:
         pattern = args.pattern.strip()

@@ -1,5 +1,8 @@
 """Holds the run's tools, exports their schemas and executes model calls safely.
 
+It also answers what each call's tool declares (`kind_of`, `permission_arg_of`), so that the
+permission policy, the phase tracker and the executor never keep lists of tool names.
+
 Whatever goes wrong in a call (unknown tool, invalid arguments, a timeout, an exception inside
 the tool) becomes an error result that tells the model what happened; it never escapes.
 """
@@ -8,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import ToolCall, ToolResult, ToolSpec
 from journeyman.core.redact import redact_own_secrets
-from journeyman.tools.base import Tool, ToolKind, tool_spec
+from journeyman.core.tool_kind import ToolKind
+from journeyman.tools.base import Tool, tool_spec
 from journeyman.tools.context import ToolContext
 
 
@@ -42,13 +47,33 @@ class ToolRegistry:
         wanted = frozenset(kinds)
         return ToolRegistry(t for t in self._tools.values() if t.kind in wanted)
 
-    def kind_of(self, name: str) -> ToolKind | None:
-        """What the named tool does; None when no such tool is registered."""
-        tool = self._tools.get(name)
-        return None if tool is None else tool.kind
-
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(tool_spec(t) for t in self._tools.values())
+
+    def kind_of(self, call: ToolCall | str) -> ToolKind | None:
+        """The kind the called tool declares; None when no such tool is registered.
+
+        A tool that says it is `read_only` but declares no kind beyond "other" is READ, as in
+        `BaseTool` and `FunctionTool`."""
+        tool = self._tools.get(_name(call))
+        if tool is None:
+            return None
+        if tool.read_only and tool.kind == ToolKind.OTHER:
+            return ToolKind.READ
+        return tool.kind
+
+    def permission_arg_of(self, call: ToolCall | str) -> str | None:
+        """The argument permission rules match on; None for an unknown tool or none declared."""
+        tool = self._tools.get(_name(call))
+        return None if tool is None else tool.permission_arg
+
+    def paths_of(self, call: ToolCall | str, args: Mapping[str, Any]) -> list[str] | None:
+        """The workspace paths a call touches, for a tool that defines `paths_of(args)`
+        (see `tools.base`); None for other tools, or when the hook itself answers None. The
+        tool's own errors propagate."""
+        hook = getattr(self._tools.get(_name(call)), "paths_of", None)
+        paths = hook(args) if callable(hook) else None
+        return None if paths is None else [p for p in paths if isinstance(p, str)]
 
     def is_read_only(self, call: ToolCall) -> bool | None:
         """Whether the called tool only reads; None when no such tool is registered."""
@@ -87,6 +112,10 @@ class ToolRegistry:
         except Exception as exc:  # a tool bug must not end the run
             return _error(call, f"{call.name} failed: {type(exc).__name__}: {exc}", "exception")
         return dataclasses.replace(result, call_id=call.id, name=call.name)
+
+
+def _name(call: ToolCall | str) -> str:
+    return call if isinstance(call, str) else call.name
 
 
 def _error(call: ToolCall, message: str, kind: str) -> ToolResult:

@@ -104,6 +104,7 @@ class GrepTool(BaseTool):
     read_only = True
     parallel_safe = True
     kind = ToolKind.READ
+    permission_arg = "path"
 
     def __init__(self, *, use_ripgrep: bool = True, rg_path: str | None = None) -> None:
         """`use_ripgrep=False` forces the Python engine; `rg_path` overrides where rg is."""

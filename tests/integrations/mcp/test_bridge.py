@@ -16,9 +16,10 @@ from journeyman.integrations.mcp.bridge import (
     McpTool,
     bridged_name,
     make_args_model,
+    permission_arg_for,
     render_result,
 )
-from journeyman.tools.base import Tool, tool_spec
+from journeyman.tools.base import Tool, ToolKind, tool_spec
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -154,3 +155,49 @@ def test_structured_only_empty_and_huge_results() -> None:
     assert "failed" in render_result(failed)
     huge = render_result(mt.CallToolResult(content=[mt.TextContent(text="x" * 100_000)]))
     assert len(huge) < MAX_RESULT_CHARS + 100 and "characters cut" in huge
+
+
+def schema_with(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "kind"),
+    [
+        (None, ToolKind.OTHER),
+        (mt.ToolAnnotations(read_only_hint=True), ToolKind.READ),
+        (mt.ToolAnnotations(read_only_hint=False), ToolKind.OTHER),
+        (mt.ToolAnnotations(destructive_hint=True), ToolKind.OTHER),
+        # a server contradicting itself is taken at its more cautious word
+        (mt.ToolAnnotations(read_only_hint=True, destructive_hint=True), ToolKind.OTHER),
+    ],
+)
+def test_kind_comes_from_the_annotations(
+    annotations: mt.ToolAnnotations | None, kind: ToolKind
+) -> None:
+    tool = McpTool(Caller(mt.CallToolResult(content=[])), tool_def(annotations=annotations), "t")
+    assert tool.kind is kind
+    assert tool.read_only is (kind is ToolKind.READ)
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        (schema_with(path={"type": "string"}, limit={"type": "integer"}), "path"),
+        (schema_with(command={"type": "string"}), "command"),
+        (schema_with(command={"type": ["string", "null"]}), "command"),
+        (schema_with(path={"type": "string"}, command={"type": "string"}), None),  # which one?
+        (schema_with(path={"type": "array"}), None),
+        (schema_with(file={"type": "string"}), None),
+        (SCHEMA, None),
+        ({"type": "object"}, None),
+    ],
+)
+def test_permission_argument_is_a_single_path_or_command(
+    schema: dict[str, Any], expected: str | None
+) -> None:
+    assert permission_arg_for(schema) == expected
+    definition = mt.Tool(name="t", input_schema=schema)
+    assert McpTool(Caller(mt.CallToolResult(content=[])), definition, "t").permission_arg == (
+        expected
+    )

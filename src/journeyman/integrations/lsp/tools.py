@@ -7,7 +7,7 @@ more reliably than they count characters. Answers use workspace-relative paths a
 lines and columns. A missing, crashed or hung server makes the call fail with a message that
 says so and what to use instead; it never ends the run.
 
-`EditDiagnostics` wraps a file-writing tool (`write_file`, `edit_file`): after a successful
+`EditDiagnostics` wraps a file-changing tool (one that declares `ToolKind.EDIT`): after a successful
 write to a file that a *running* server covers, the server is given the new text and its
 diagnostics for that file are appended to the result, at most `LspConfig.edit_diagnostics`
 lines. Nothing is started for this, and any trouble leaves the edit's own result untouched.
@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,6 @@ from journeyman.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
 
-EDIT_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
-"""Tools whose results `with_lsp` extends with diagnostics (those that report `path`/`after`)."""
 MAX_SHOWN = 50
 """Most locations, symbols or diagnostics listed in one tool result."""
 MAX_HOVER_CHARS = 4000
@@ -351,6 +349,11 @@ class EditDiagnostics:
     def permission_arg(self) -> str | None:
         return self.inner.permission_arg
 
+    def paths_of(self, args: Mapping[str, Any]) -> list[str] | None:
+        """The wrapped tool's `paths_of` answer (for permission rules), or None without one."""
+        hook = getattr(self.inner, "paths_of", None)
+        return hook(args) if callable(hook) else None
+
     async def execute(self, args: Any, ctx: ToolContext) -> ToolResult:
         result = await self.inner.execute(args, ctx)
         limit = self.manager.config.edit_diagnostics
@@ -387,15 +390,15 @@ class EditDiagnostics:
         )
 
 
-def with_lsp(
-    tools: Iterable[Tool], manager: LspManager, *, edit_tools: Sequence[str] = tuple(EDIT_TOOLS)
-) -> list[Tool]:
-    """`tools` with the edit tools wrapped in `EditDiagnostics`, plus the LSP tools.
+def with_lsp(tools: Iterable[Tool], manager: LspManager) -> list[Tool]:
+    """`tools` with the edit tools (kind EDIT) wrapped in `EditDiagnostics`, plus the LSP tools.
 
-    LSP tools whose names are already taken are left out, so a caller's own tool wins.
+    A wrapped tool's result gains diagnostics when its metadata reports the `path` it changed
+    and the text `after`; other edit tools pass through unchanged. LSP tools whose names are
+    already taken are left out, so a caller's own tool wins.
     """
     wrapped: list[Tool] = [
-        EditDiagnostics(t, manager) if t.name in edit_tools else t for t in tools
+        EditDiagnostics(t, manager) if t.kind == ToolKind.EDIT else t for t in tools
     ]
     taken = {t.name for t in wrapped}
     return wrapped + [t for t in lsp_tools(manager) if t.name not in taken]

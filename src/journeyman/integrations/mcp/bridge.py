@@ -11,6 +11,17 @@ pydantic model, so each bridged tool gets its own subclass of `McpArgs` that
   stays the authority: a schema `jsonschema` cannot compile, or a `$ref` it cannot resolve
   locally (remote references are never fetched), skips the local check.
 
+Declarations. A bridged tool declares its kind and permission argument from what the server
+publishes (`declared_kind`, `permission_arg_for`):
+- kind READ (read-only, parallel-safe, runs without asking unless a rule says otherwise) only
+  when the tool's annotations say `readOnlyHint: true` and do not also say
+  `destructiveHint: true`; every other tool is OTHER (asked about by default, allowed in
+  trusted and bypass modes, never treated as a file edit or a command for phases);
+- permission argument: the top-level property named `path` or `command` whose schema type is
+  string, when exactly one of the two exists. Rules such as ``fs_read_text(docs/**)`` then
+  match that argument (`path` as a workspace path, `command` as a shell command line); a tool
+  with neither or both is matched on its arguments as compact JSON.
+
 Results. Text content is passed through; images and audio become a short placeholder (the
 model cannot see them through a text tool result); resources show their URI and, for text,
 their content; structured content is shown as JSON when there is no text. Output is capped.
@@ -156,12 +167,11 @@ class McpTool:
         self.name = name
         self.description = _description(definition, caller.name)
         self.args_model: type[BaseModel] = make_args_model(name, definition.input_schema)
-        hints = definition.annotations
-        self.read_only = bool(hints is not None and hints.read_only_hint is True)
+        self.kind = declared_kind(definition)
+        self.read_only = self.kind is ToolKind.READ
         # only a tool its server declares read-only may run alongside other calls
         self.parallel_safe = self.read_only
-        self.kind = ToolKind.READ if self.read_only else ToolKind.OTHER
-        self.permission_arg: str | None = None
+        self.permission_arg = permission_arg_for(definition.input_schema)
 
     def renamed(self, name: str) -> McpTool:
         """The same server tool under another name."""
@@ -187,6 +197,36 @@ class McpTool:
         if result.is_error:
             return fail(self.name, text, error="mcp_tool_error", **meta)
         return ok(self.name, text, **meta)
+
+
+PERMISSION_ARG_NAMES = ("path", "command")
+"""Argument names taken as an MCP tool's permission argument (see the module doc)."""
+
+
+def declared_kind(definition: mt.Tool) -> ToolKind:
+    """READ for a tool annotated read-only (and not destructive), else OTHER."""
+    hints = definition.annotations
+    if hints is None or hints.read_only_hint is not True or hints.destructive_hint is True:
+        return ToolKind.OTHER
+    return ToolKind.READ
+
+
+def permission_arg_for(schema: Any) -> str | None:
+    """The one string property named `path` or `command` in `schema`, or None."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return None
+    found = [
+        name
+        for name in PERMISSION_ARG_NAMES
+        if isinstance(properties.get(name), dict) and _is_string(properties[name])
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _is_string(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
 
 
 def render_result(result: mt.CallToolResult) -> str:

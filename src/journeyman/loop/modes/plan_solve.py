@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from journeyman.core.messages import Message
 from journeyman.loop.modes.react import ReactMode
+from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
-
-if TYPE_CHECKING:
-    from journeyman.loop.kernel import Kernel
 
 PLAN_REQUEST = """\
 [journeyman] Before you touch anything, write a short numbered plan for this task: what you \
@@ -27,11 +23,11 @@ class PlanSolveMode:
     def __init__(self) -> None:
         self.react = ReactMode()
 
-    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         if any(m.content == PLAN_REQUEST for m in state.messages):
-            return await self.react.iterate(state, kernel)
+            return await self.react.iterate(state, port)
         state.messages.append(Message.user(PLAN_REQUEST))
-        response = await kernel.call_model(state, tools_enabled=False)
+        response = await port.call_model(state, tools_enabled=False)
         plan = response.text.strip() or "(no plan was written)"
         state.messages.append(Message.assistant(plan))
         return TurnOutcome(text=plan)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from journeyman.core.messages import Message, ToolResult
+from journeyman.core.messages import Message, ToolResult, pair_tool_results
 from journeyman.core.result import FinishReason
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
+from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.policy.permissions import PERMISSION_ERROR_KIND
-
-if TYPE_CHECKING:
-    from journeyman.loop.kernel import Kernel
 
 EMPTY_REPLY = (
     "Your last reply was empty. Call a tool to continue the task, or call finish if it is done."
@@ -20,16 +16,13 @@ EMPTY_REPLY = (
 
 
 class ReactMode:
-    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         text_only = state.budget is not None and state.budget.text_only
-        response = await kernel.call_model(state, tools_enabled=not text_only)
+        response = await port.call_model(state, tools_enabled=not text_only)
         state.messages.append(Message.assistant(response.text, response.tool_calls))
 
         if response.format_error is not None:
-            state.messages.append(
-                Message.user(prompts.FORMAT_ERROR.format(error=response.format_error))
-            )
-            return TurnOutcome(text=response.text, mistake=True)
+            return reject_malformed_reply(state, response.text, response.format_error)
 
         if not response.tool_calls:
             if not response.text.strip():
@@ -39,7 +32,7 @@ class ReactMode:
             reason = capacity_reason(state.budget) if text_only else FinishReason.ANSWERED
             return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
 
-        results = await kernel.run_tools(state, response.tool_calls)
+        results = await port.run_tools(state, response.tool_calls)
         state.messages.extend(Message.tool(r) for r in results)
         finished = next((r for r in results if r.terminate and not r.is_error), None)
         return TurnOutcome(
@@ -50,6 +43,16 @@ class ReactMode:
             finish_reason=FinishReason.COMPLETED if finished else None,
             final_text=finished.content if finished else "",
         )
+
+
+def reject_malformed_reply(state: LoopState, text: str, error: str) -> TurnOutcome:
+    """The model's last reply (already in the history) could not be used: none of its calls
+    runs, each gets an error result (an API refuses a history with an unanswered call), and
+    the model is told what was wrong."""
+    assistant = state.messages[-1]
+    state.messages.extend(Message.tool(r) for r in pair_tool_results(assistant, ()))
+    state.messages.append(Message.user(prompts.FORMAT_ERROR.format(error=error)))
+    return TurnOutcome(text=text, mistake=True)
 
 
 def counts_as_mistake(result: ToolResult) -> bool:

@@ -1,6 +1,6 @@
 """The phased mode: DISCOVER -> PLAN -> ACT -> VERIFY, ending in DONE or FAIL.
 
-Each kernel turn runs one phase step, and the step's checkpoint holds the phase and the
+Each port turn runs one phase step, and the step's checkpoint holds the phase and the
 structured memory (`context.memory.AgentState`), so a resumed run carries on in the phase it
 stopped in: with the tool calls still to run (ACT) or the check still to make (VERIFY).
 
@@ -10,66 +10,51 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   intervention forces a fresh start.
 - PLAN asks the model for its next actions as native tool calls. Tool calls go to ACT; a
   `finish` call or a reply without tool calls means the model says it is done.
-- ACT runs the calls through the kernel (file tools before commands), records them in memory,
+- ACT runs the calls through the port (file tools before commands), records them in memory,
   and goes to VERIFY when the workspace changed, else back to PLAN.
-- VERIFY runs the check command (`loop.verdict`, the same check every mode ends with) and
-  decides by its exit code.
+- VERIFY runs the check command (`loop.verdict` through the port: the same check every mode
+  ends with) and decides by its exit code.
 - DONE needs both: the model said it is done, and the last verification passed after the last
   change to the workspace. A claim without such a verification sends the run to VERIFY first;
   a failing verification sends it back to PLAN with the error, never to DONE.
-- FAIL ends the run when an error is fatal (`loop.recovery`) or loops persist after every
-  intervention (`loop.interventions`).
+- FAIL ends the run when an error is fatal (`recovery`) or loops persist after every
+  intervention (`interventions`). Allowed transitions: `workflow`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from journeyman.context.index import WorkspaceIndexer
 from journeyman.context.memory import AgentState, LastError, MemoryFormatter, compress
-from journeyman.context.pack import ContextPackBuilder, render_error
-from journeyman.context.profile import ProjectProfile, detect_profile
+from journeyman.context.pack import render_error
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishReason
-from journeyman.economics.loop_detector import LoopCheck, result_digest
-from journeyman.loop import prompts
+from journeyman.economics.loop_detector import LoopCheck
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
-from journeyman.loop.interventions import Intervention, InterventionLadder
-from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake
-from journeyman.loop.recovery import Severity, classify, format_for_model
+from journeyman.loop.endings import Termination, finish_reason_for
+from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
+from journeyman.loop.modes.phased.knowledge import (
+    WorkspaceKnowledge,
+    remember_actions,
+    remember_response,
+)
+from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
+from journeyman.loop.modes.phased.workflow import Edge, Phase, transition
+from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake, reject_malformed_reply
+from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.loop.verdict import COMMAND_TOOL, CheckRun, failure_output
-from journeyman.session.undo import FileChangeTracker
 from journeyman.tools.finish import FinishTool
-
-if TYPE_CHECKING:
-    from journeyman.loop.kernel import Kernel
 
 FINISH_TOOL = FinishTool.name
 VERIFY_SIGNATURE = "verify"
 """Name under which failing verifications are counted by the loop detector."""
-MAX_DIFF_CHARS = 8_000
-"""The pending diff kept in memory for the context pack (the pack may cut it further)."""
-MAX_FILE_READ = 200_000
-"""Bytes of a changed file read to remember its content (larger files are not remembered)."""
-
-
-class Phase(StrEnum):
-    DISCOVER = "discover"
-    PLAN = "plan"
-    ACT = "act"
-    VERIFY = "verify"
-    DONE = "done"
-    FAIL = "fail"
 
 
 DISCOVERY = """\
@@ -116,13 +101,12 @@ class DoneClaim:
 
 
 class PhasedMode:
-    """DISCOVER -> PLAN -> ACT -> VERIFY for the kernel; see the module docstring."""
+    """DISCOVER -> PLAN -> ACT -> VERIFY for the port; see the module docstring."""
 
     def __init__(
         self, settings: PhasedSettings | None = None, *, verify_command: str | None = None
     ) -> None:
         self.settings = settings or PhasedSettings()
-        self.configured_command = verify_command
         self.agent_state = AgentState(phase=Phase.DISCOVER)
         self.pending: list[ToolCall] = []
         """Tool calls of the last PLAN, still to run in ACT."""
@@ -136,49 +120,53 @@ class PhasedMode:
         self.rediscovery = False
         """The next DISCOVER is one forced by a loop intervention."""
         self._formatter = MemoryFormatter(self.settings.memory)
-        self._profile: ProjectProfile | None = None
-        self._index: WorkspaceIndexer | None = None
-        self._builder: ContextPackBuilder | None = None
+        self.knowledge = WorkspaceKnowledge(verify_command, self.settings.pack, self._formatter)
 
     @property
     def phase(self) -> Phase:
         return Phase(self.agent_state.phase)
 
-    def _enter(self, phase: Phase) -> None:
+    def _enter(self, phase: Phase, edge: Edge = Edge.NEXT) -> None:
+        self.agent_state.phase = transition(self.phase, phase, edge).value
+
+    def _start_over(self, phase: Phase) -> None:
+        """A new attempt after a finished workflow (a resumed session, a Stop hook that asks
+        for more work) starts a new workflow; a terminal phase is never left."""
         self.agent_state.phase = phase.value
 
     # --- the state machine ----------------------------------------------------------------
 
-    async def iterate(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         self.agent_state.advance()
         if self.phase is Phase.DONE:  # a Stop hook asked for more work
-            self._enter(Phase.PLAN)
+            self._start_over(Phase.PLAN)
         if self.phase is Phase.DISCOVER:
-            failed = await self._discover(state, kernel)
+            failed = await self._discover(state, port)
             if failed is not None:
                 return failed
         if self.phase is Phase.ACT and self.pending:
-            return await self._act(state, kernel)
+            return await self._act(state, port)
         if self.phase is Phase.VERIFY:
-            return await self._verify(state, kernel)
-        self._enter(Phase.PLAN)
-        return await self._plan(state, kernel)
+            return await self._verify(state, port)
+        if self.phase is not Phase.PLAN:  # ACT with nothing left to run
+            self._enter(Phase.PLAN, Edge.RECOVER)
+        return await self._plan(state, port)
 
-    async def _discover(self, state: LoopState, kernel: Kernel) -> TurnOutcome | None:
-        command = await self._verify_command(kernel)
+    async def _discover(self, state: LoopState, port: TurnPort) -> TurnOutcome | None:
+        command = self.knowledge.configured_command or await port.check_command()
         if command is None:
             return self._fail(
                 state,
-                kernel,
+                port,
                 ConfigurationError(
                     "the phased mode needs a verification command, and none was given "
-                    f"(--verify or verify_command) or detected in {kernel.workspace}; pass one "
+                    f"(--verify or verify_command) or detected in {port.workspace}; pass one "
                     "with --verify"
                 ),
             )
-        await self._workspace_index(kernel)
+        await self.knowledge.index(port.workspace, refresh=True)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
-        builder = self._pack_builder(state.task, kernel)
+        builder = self.knowledge.pack_builder(state.task, port.workspace)
         pack = await asyncio.to_thread(builder.for_step, self.agent_state)
         size = self.settings.pack_chars
         if self.rediscovery:
@@ -195,20 +183,17 @@ class PhasedMode:
         self._enter(Phase.PLAN)
         return None
 
-    async def _plan(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def _plan(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         text_only = state.budget is not None and state.budget.text_only
         try:
-            response = await kernel.call_model(state, tools_enabled=not text_only)
+            response = await port.call_model(state, tools_enabled=not text_only)
         except AgentError as error:
-            return self._on_error(state, kernel, error, during="asking the model what to do next")
-        self._remember_response(response.text)
+            return self._on_error(state, port, error, during="asking the model what to do next")
+        remember_response(self.agent_state, response.text, self.settings.memory)
         calls = response.tool_calls
         state.messages.append(Message.assistant(response.text, calls))
         if response.format_error is not None:
-            state.messages.append(
-                Message.user(prompts.FORMAT_ERROR.format(error=response.format_error))
-            )
-            return TurnOutcome(text=response.text, mistake=True)
+            return reject_malformed_reply(state, response.text, response.format_error)
         if text_only:  # the budget's closing report: never a verified success
             reason = capacity_reason(state.budget)
             return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
@@ -219,13 +204,14 @@ class PhasedMode:
             claim = DoneClaim(FinishReason.ANSWERED, response.text)
             return self._claim_done(claim, TurnOutcome(text=response.text))
         if any(call.name == FINISH_TOOL for call in calls):
-            return await self._finish(state, kernel, response.text, calls)
+            return await self._finish(state, port, response.text, calls)
         self.pending = list(calls)
         self._enter(Phase.ACT)
-        return TurnOutcome(text=response.text, calls=calls)
+        # the calls are reported with their results, by the ACT step that runs them
+        return TurnOutcome(text=response.text, calls_pending=True)
 
     async def _finish(
-        self, state: LoopState, kernel: Kernel, text: str, calls: Sequence[ToolCall]
+        self, state: LoopState, port: TurnPort, text: str, calls: Sequence[ToolCall]
     ) -> TurnOutcome:
         if len(calls) > 1:
             results = [
@@ -240,7 +226,7 @@ class PhasedMode:
             ]
             state.messages.extend(Message.tool(r) for r in results)
             return TurnOutcome(text=text, calls=tuple(calls), results=tuple(results), mistake=True)
-        results = await kernel.run_tools(state, calls)
+        results = await port.run_tools(state, calls)
         state.messages.extend(Message.tool(r) for r in results)
         outcome = TurnOutcome(text=text, calls=tuple(calls), results=tuple(results))
         finished = next((r for r in results if r.terminate and not r.is_error), None)
@@ -253,6 +239,7 @@ class PhasedMode:
         if self.verified_changes is not None and self.verified_changes == self.changes:
             return self._done(claim, outcome)
         self.claim = claim
+        self._enter(Phase.ACT)  # the claim is the action of this step; it needs its check
         self._enter(Phase.VERIFY)
         return outcome
 
@@ -268,61 +255,62 @@ class PhasedMode:
             final_text=claim.text,
         )
 
-    async def _act(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
+    async def _act(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         calls = self.pending
-        index = await self._workspace_index(kernel)
+        index = await self.knowledge.index(port.workspace, refresh=False)
         # file changes first, then commands (which may depend on them); results keep the
         # model's order
         order = sorted(range(len(calls)), key=lambda i: calls[i].name == COMMAND_TOOL)
-        ran = await kernel.run_tools(state, [calls[i] for i in order])
+        ran = await port.run_tools(state, [calls[i] for i in order])
         by_position = dict(zip(order, ran, strict=True))
         results = [by_position[i] for i in range(len(calls))]
         state.messages.extend(Message.tool(r) for r in results)
         self.pending = []
         outcome = TurnOutcome(
+            calls=tuple(calls),
             results=tuple(results),
             mistake=bool(results) and all(counts_as_mistake(r) for r in results),
         )
         stats = await asyncio.to_thread(index.refresh)
-        self._remember_actions(kernel, calls, results, stats.added, stats.changed)
+        done = [(c, r, port.tool_kind(c)) for c, r in zip(calls, results, strict=True)]
+        remember_actions(
+            self.agent_state,
+            self.settings.memory,
+            port.workspace,
+            done,
+            stats.added,
+            stats.changed,
+        )
         changed = bool(stats.added or stats.changed or stats.removed)
         if changed:
             self.changes += 1
             # on the loop's thread: the store's SQLite connection belongs to it
-            self.agent_state.artifacts.current_diff = pending_diff(kernel, state.session_id)
+            self.agent_state.artifacts.current_diff = port.pending_diff(state.session_id)
         await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
-        loops = [
-            kernel.observer.loops.record(c.name, c.arguments, result_digest(r.content))
-            for c, r in zip(calls, results, strict=True)
-        ]
-        looped = next((check for check in loops if check.is_loop), None)
-        if looped is not None:
-            stop = self._intervene(state, kernel, looped)
-            if stop is not None:
-                return stop
-        if self.phase is Phase.DISCOVER:
-            return outcome
-        self._enter(Phase.VERIFY if changed else Phase.PLAN)
+        # repeated calls are seen by the loop's observer, which reports them to
+        # `on_repetition`
+        if changed:
+            self._enter(Phase.VERIFY)
+        else:
+            self._enter(Phase.PLAN, Edge.UNCHANGED)
         return outcome
 
-    async def _verify(self, state: LoopState, kernel: Kernel) -> TurnOutcome:
-        command = await self._verify_command(kernel)
+    async def _verify(self, state: LoopState, port: TurnPort) -> TurnOutcome:
+        command = self.knowledge.configured_command or await port.check_command()
         if command is None:
             return self._fail(
-                state, kernel, ConfigurationError("no verification command is configured")
+                state, port, ConfigurationError("no verification command is configured")
             )
-        verdict = await kernel.verdict.check(state, command)
+        verdict = await port.run_check(state, command)
         outcome = TurnOutcome(results=(verdict.result,))
         artifacts = self.agent_state.artifacts
         artifacts.test_results = verdict.output
         artifacts.verification_success = verdict.passed
-        if state.halted:
-            return outcome
         if verdict.passed:
             return self._passed(verdict, outcome)
         assert verdict.error is not None
         if classify(verdict.error) is not Severity.RECOVERABLE:
-            return self._fail(state, kernel, verdict.error, outcome)
+            return self._fail(state, port, verdict.error, outcome)
         output = failure_output(verdict.output)
         error = LastError.from_failure(
             verdict.error.message,
@@ -353,16 +341,14 @@ class PhasedMode:
                 )
             )
         )
-        self._enter(Phase.PLAN)
-        check = kernel.observer.loops.record(
-            VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint
-        )
+        self._enter(Phase.PLAN, Edge.RECOVER)
+        check = port.record_repetition(VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint)
         if check.is_loop:
             # the harness ran the check, not the model: say so rather than "`verify` ran N times"
             detail = SAME_CHECK_FAILURE.format(command=command, count=check.count)
-            stop = self._intervene(state, kernel, replace(check, message=detail))
-            if stop is not None:
-                return stop
+            ending = self._intervene(state, port, replace(check, message=detail))
+            if ending is not None:
+                return replace(outcome, finish_reason=ending.reason, error=ending.message)
         return outcome
 
     def _passed(self, verdict: CheckRun, outcome: TurnOutcome) -> TurnOutcome:
@@ -377,124 +363,54 @@ class PhasedMode:
     # --- errors and interventions ---------------------------------------------------------
 
     def _on_error(
-        self, state: LoopState, kernel: Kernel, error: AgentError, *, during: str
+        self, state: LoopState, port: TurnPort, error: AgentError, *, during: str
     ) -> TurnOutcome:
         severity = classify(error)
         if severity is Severity.TRANSIENT:
             raise error  # the kernel records the service or budget finish reason
         if severity is Severity.FATAL:
-            return self._fail(state, kernel, error)
+            return self._fail(state, port, error)
         self.agent_state.last_error = LastError.from_failure(error.message)
         told = format_for_model(error, during=during)
         state.messages.append(Message.user(f"[journeyman] {told}"))
-        self._enter(Phase.PLAN)
+        self._enter(Phase.PLAN, Edge.RECOVER)
         return TurnOutcome(mistake=True)
 
     def _fail(
         self,
         state: LoopState,
-        kernel: Kernel,
+        port: TurnPort,
         error: AgentError,
         outcome: TurnOutcome | None = None,
     ) -> TurnOutcome:
-        from journeyman.loop.kernel import finish_reason_for
-
         self._enter(Phase.FAIL)
-        state.error = error.message
-        kernel.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
+        port.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
         done = outcome or TurnOutcome()
-        return TurnOutcome(
-            text=done.text,
-            calls=done.calls,
-            results=done.results,
-            finish_reason=finish_reason_for(error),
-        )
+        return replace(done, finish_reason=finish_reason_for(error), error=error.message)
 
-    def _intervene(self, state: LoopState, kernel: Kernel, check: LoopCheck) -> TurnOutcome | None:
-        """Climb the ladder for a detected loop; a TurnOutcome when the run must stop."""
+    def on_repetition(
+        self, state: LoopState, check: LoopCheck, port: TurnPort
+    ) -> Termination | None:
+        """The loop's observer saw a repeated call: climb the intervention ladder."""
+        return self._intervene(state, port, check)
+
+    def _intervene(self, state: LoopState, port: TurnPort, check: LoopCheck) -> Termination | None:
+        """Climb the ladder for a detected loop; a Termination when the run must stop."""
         rung = self.ladder.escalate()
         if rung is Intervention.ABORT:
             self._enter(Phase.FAIL)
-            state.error = (
+            return Termination(
+                FinishReason.NO_PROGRESS,
                 "stopped after repeated actions: the same action with the same result kept "
-                f"coming back after every intervention ({check.message})"
+                f"coming back after every intervention ({check.message})",
             )
-            return TurnOutcome(finish_reason=FinishReason.NO_PROGRESS)
         state.pending_nudges.append(("loop_intervention", self.ladder.message(rung, check.message)))
         if rung is Intervention.REDISCOVER:
-            kernel.observer.loops.reset()
+            port.forget_repetitions()
             self.pending = []
             self.rediscovery = True
-            self._enter(Phase.DISCOVER)
+            self._enter(Phase.DISCOVER, Edge.INTERVENE)
         return None
-
-    # --- memory ---------------------------------------------------------------------------
-
-    def _remember_response(self, text: str) -> None:
-        self.agent_state.record_model_response(text)
-        debug = self.agent_state.memory.debug
-        keep = self.settings.memory.keep_model_responses
-        if len(debug.model_responses) > keep:
-            debug.model_responses = debug.model_responses[-keep:] if keep else ()
-
-    def _remember_actions(
-        self,
-        kernel: Kernel,
-        calls: Sequence[ToolCall],
-        results: Sequence[ToolResult],
-        added: Sequence[str],
-        changed: Sequence[str],
-    ) -> None:
-        limit = self.settings.memory.tool_output_chars * 2
-        memory = self.agent_state
-        for call, result in zip(calls, results, strict=True):
-            arguments = json.dumps(call.arguments, sort_keys=True, default=str)
-            memory.record_tool_result(
-                call.name,
-                arguments,
-                _head_and_tail(result.content, limit),
-                is_error=result.is_error,
-            )
-            if kernel.registry.is_read_only(call) is False:
-                first = result.content.strip().splitlines()[0] if result.content.strip() else ""
-                memory.record_attempt(
-                    f"{call.name} {_short(arguments)}", first[:200], success=not result.is_error
-                )
-        for path in added:
-            memory.record_created_file(path)
-        keep = self.settings.memory.file_content_chars
-        for path in (*added, *changed):
-            content = _read_small(kernel.workspace / path)
-            if content is not None:
-                memory.record_file_content(path, content[:keep])
-
-    # --- workspace knowledge --------------------------------------------------------------
-
-    async def _verify_command(self, kernel: Kernel) -> str | None:
-        configured = (self.configured_command or "").strip()
-        return configured or await kernel.verdict.command()
-
-    async def _workspace_index(self, kernel: Kernel) -> WorkspaceIndexer:
-        """The index, built on first use and brought up to date at each discovery."""
-        if self._index is None:
-            self._index = WorkspaceIndexer(kernel.workspace)
-            await asyncio.to_thread(self._index.bootstrap)
-        elif self.phase is Phase.DISCOVER:
-            await asyncio.to_thread(self._index.refresh)
-        return self._index
-
-    def _pack_builder(self, goal: str, kernel: Kernel) -> ContextPackBuilder:
-        if self._builder is None:
-            if self._profile is None:
-                self._profile = detect_profile(kernel.workspace)
-            self._builder = ContextPackBuilder(
-                goal=goal,
-                files=self._index,
-                profile=self._profile,
-                settings=self.settings.pack,
-                formatter=self._formatter,
-            )
-        return self._builder
 
     # --- persistence (StatefulMode) -------------------------------------------------------
 
@@ -523,32 +439,4 @@ class PhasedMode:
         self.ladder = InterventionLadder(Intervention(int(data.get("interventions", 0))))
         self.rediscovery = bool(data.get("rediscovery", False))
         if self.phase in (Phase.DONE, Phase.FAIL):
-            self._enter(Phase.DISCOVER)  # a resumed run starts from a fresh picture
-
-
-def _head_and_tail(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit:,} characters left out ...]\n{text[-half:]}"
-
-
-def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _read_small(path: Path) -> str | None:
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_FILE_READ:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def pending_diff(kernel: Kernel, session_id: str) -> str:
-    """The session's changes not undone yet, as a unified diff (from the undo journal)."""
-    diff = FileChangeTracker(kernel.store, session_id, kernel.workspace).diff()
-    if len(diff) <= MAX_DIFF_CHARS:
-        return diff
-    return diff[:MAX_DIFF_CHARS] + f"\n[... {len(diff) - MAX_DIFF_CHARS:,} more characters of diff]"
+            self._start_over(Phase.DISCOVER)  # a resumed run starts from a fresh picture

@@ -1,0 +1,194 @@
+"""Model calls of a run: build the request, call the provider, and account each call (usage,
+cost, per-phase tokens, the usage log) and calibrate the token estimate against the report."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from journeyman.context import compaction
+from journeyman.core import events as ev
+from journeyman.core.errors import AgentError, ProviderError
+from journeyman.core.messages import Message, ToolSpec, Usage
+from journeyman.economics.budget import ExecutionEconomics
+from journeyman.economics.phases import Phase
+from journeyman.economics.usage_log import UsageRow
+from journeyman.loop.config import AgentConfig
+from journeyman.loop.recorder import StepRecorder
+from journeyman.loop.state import LoopState
+from journeyman.providers.base import ModelRequest, ModelResponse, Provider
+from journeyman.providers.pricing import add_costs, cost_usd
+from journeyman.providers.resilient import complete_within
+
+log = logging.getLogger(__name__)
+
+SUMMARY_MAX_TOKENS = 2_048
+TOKEN_RATIO_BOUNDS = (0.25, 4.0)
+"""The calibration never trusts the estimate by more than 4x either way."""
+
+Compact = Callable[[LoopState], Awaitable[bool]]
+
+
+class ModelCalls:
+    def __init__(
+        self,
+        provider: Provider,
+        config: AgentConfig,
+        economics: ExecutionEconomics,
+        emit: Callable[[ev.Event], None],
+        phase: Callable[[], Phase],
+        tool_specs: tuple[ToolSpec, ...],
+        system_prompt: str,
+    ) -> None:
+        self.provider = provider
+        self.config = config
+        self.economics = economics
+        self.emit = emit
+        self.phase = phase
+        """The phase the economics books a call's tokens to."""
+        self.tool_specs = tool_specs
+        self.system_prompt = system_prompt
+        self.history_meter = compaction.HistoryMeter()
+        self.recorder: StepRecorder | None = None
+        self.compact_on_overflow: Compact | None = None
+        """Shrinks the history when the provider refuses a prompt as too long."""
+
+    def cost(self, usage: Usage) -> float | None:
+        """US dollars of a call: the configured price, else the price database (None when the
+        model is not in it)."""
+        price = self.config.price_per_mtok
+        if price is None:
+            return cost_usd(self.provider.name, self.provider.model, usage)
+        per_input, per_output = price
+        return (usage.total_input_tokens * per_input + usage.output_tokens * per_output) / 1e6
+
+    @property
+    def priced(self) -> bool:
+        """Whether calls of this model can be costed."""
+        return self.cost(Usage(1, 1)) is not None
+
+    def fixed_tokens(self, tools: Sequence[ToolSpec] | None = None) -> int:
+        """Estimated size of the system prompt and tool specs."""
+        return estimate_tokens(self.system_prompt, self.tool_specs if tools is None else tools)
+
+    async def call(
+        self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()
+    ) -> ModelResponse:
+        """One model call with the current history; emits events and accounts usage/cost."""
+
+        def build() -> ModelRequest:
+            return ModelRequest(
+                system=self.system_prompt,
+                messages=(*state.messages, *extra),
+                tools=self.tool_specs if tools_enabled else (),
+                max_output_tokens=self.config.max_output_tokens,
+                temperature=self.config.temperature,
+            )
+
+        request = build()
+        iteration = state.iterations + 1
+        self.emit(ev.ModelRequestSent(iteration, len(request.messages), len(request.tools)))
+        on_text = (lambda text: self.emit(ev.TextDelta(text))) if self.config.stream else None
+        started = time.monotonic()
+        try:
+            response = await complete_within(
+                self.provider, request, on_text, deadline=self._deadline()
+            )
+        except ProviderError as error:
+            # the provider says the prompt is too long: compact hard, then try once more
+            if not error.details.get("context_overflow") or self.compact_on_overflow is None:
+                raise
+            if not await self.compact_on_overflow(state):
+                raise
+            request = build()
+            response = await complete_within(
+                self.provider, request, on_text, deadline=self._deadline()
+            )
+        latency = time.monotonic() - started
+        self._calibrate(state, extra, request, response.usage)
+        call_cost = self.cost(response.usage)
+        self._account(state, response.usage, call_cost, latency, tools_enabled)
+        self.emit(
+            ev.ModelResponseReceived(
+                iteration=iteration,
+                text=response.text,
+                tool_calls=response.tool_calls,
+                usage=response.usage,
+                cost_usd=call_cost,
+                stop_reason=response.stop_reason,
+                latency_s=latency,
+            )
+        )
+        return response
+
+    def _deadline(self) -> float | None:
+        """When the run's `--max-duration` runs out (a monotonic time), so that one model call
+        cannot outlast it; None without a duration limit."""
+        limit = self.economics.limits.max_duration_s
+        if limit is None:
+            return None
+        return time.monotonic() + max(0.0, limit - self.economics.elapsed_s)
+
+    async def summarise(self, state: LoopState, transcript: str) -> str:
+        """The compaction's model call; a failure only skips the summary stage ("")."""
+        request = ModelRequest(
+            system=self.system_prompt,
+            messages=(Message.user(compaction.SUMMARY_REQUEST.format(transcript=transcript)),),
+            max_output_tokens=min(SUMMARY_MAX_TOKENS, self.config.max_output_tokens),
+            temperature=self.config.temperature,
+        )
+        started = time.monotonic()
+        try:
+            response = await complete_within(
+                self.provider, request, None, deadline=self._deadline()
+            )
+        except AgentError as error:
+            log.warning("compaction summary failed: %s", error.message)
+            return ""
+        call_cost = self.cost(response.usage)
+        self._account(state, response.usage, call_cost, time.monotonic() - started, tools=True)
+        return response.text
+
+    def _calibrate(
+        self, state: LoopState, extra: Sequence[Message], request: ModelRequest, usage: Usage
+    ) -> None:
+        """`request` was the history plus `extra`; compare its estimated size with the report."""
+        reported = usage.total_input_tokens
+        estimated = self.history_meter.tokens(
+            state.messages, compaction.estimate_tokens(extra, self.fixed_tokens(request.tools))
+        )
+        if reported > 0 and estimated > 0:
+            low, high = TOKEN_RATIO_BOUNDS
+            state.token_ratio = min(high, max(low, reported / estimated))
+
+    def _account(
+        self, state: LoopState, usage: Usage, call_cost: float | None, latency: float, tools: bool
+    ) -> None:
+        state.cost_usd = add_costs(state.cost_usd, call_cost, first=state.model_calls == 0)
+        state.model_calls += 1
+        state.usage = state.usage + usage
+        record = self.economics.record_call(
+            usage,
+            call_cost,
+            model=self.provider.model,
+            latency_s=latency,
+            phase=self.phase() if tools else Phase.WRAPUP,
+        )
+        if self.recorder is not None:
+            self.recorder.usage(
+                UsageRow(
+                    session_id=state.session_id,
+                    call_index=record.index,
+                    provider=self.provider.name,
+                    model=self.provider.model,
+                    usage=usage,
+                    cost_usd=call_cost,
+                    latency_s=latency,
+                )
+            )
+
+
+def estimate_tokens(system: str, tools: Sequence[object]) -> int:
+    """Rough size of the fixed prompt (4 characters a token) before the provider reports it."""
+    return (len(system) + sum(len(repr(t)) for t in tools)) // 4

@@ -1,0 +1,86 @@
+"""max_iterations and max_budget_usd are hard limits in every budget mode, counted per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from journeyman import Agent, AgentConfig, FinishReason
+from journeyman.core.messages import Usage
+from journeyman.economics.budget import BudgetMode
+from journeyman.providers.scripted import ScriptedProvider
+from tests.loop.test_kernel import Probe, call, turn
+
+PRICEY = Usage(input_tokens=100_000, output_tokens=10_000)  # $0.45 a call for this model
+
+
+def agent_for(
+    tmp_path: Path, script: list[Any], *, priced: bool = False, **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    named = {"name": "anthropic", "model": "claude-sonnet-4-5"} if priced else {}
+    provider = ScriptedProvider(script, **named)
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    agent = Agent(
+        provider,
+        workspace=tmp_path / "ws",
+        tools=Probe().tools(),
+        config=AgentConfig(session_dir=tmp_path / "s", **config),
+    )
+    return agent, provider
+
+
+def echoes(count: int, usage: Usage | None = None) -> list[Any]:
+    return [turn(call("echo", text=str(i)), usage=usage) for i in range(count)]
+
+
+@pytest.mark.parametrize("mode", list(BudgetMode))
+async def test_max_iterations_stops_every_budget_mode(tmp_path: Path, mode: BudgetMode) -> None:
+    agent, _ = agent_for(tmp_path, echoes(5), max_iterations=2, budget_mode=mode)
+    result = await agent.run("keep going")
+    assert result.finish_reason is FinishReason.MAX_ITERATIONS
+    assert result.iterations == 2 and not result.success
+
+
+@pytest.mark.parametrize("mode", list(BudgetMode))
+async def test_max_budget_usd_stops_every_budget_mode(tmp_path: Path, mode: BudgetMode) -> None:
+    script = echoes(5, PRICEY)
+    agent, _ = agent_for(tmp_path, script, priced=True, max_budget_usd=1.0, budget_mode=mode)
+    result = await agent.run("spend")
+    assert result.finish_reason is FinishReason.MAX_BUDGET_USD
+    assert result.iterations == 3  # $1.35 after three calls
+
+
+async def test_a_zero_usd_budget_allows_no_call(tmp_path: Path) -> None:
+    agent, provider = agent_for(tmp_path, echoes(2, PRICEY), priced=True, max_budget_usd=0)
+    result = await agent.run("spend nothing")
+    assert result.finish_reason is FinishReason.MAX_BUDGET_USD
+    assert provider.requests == []
+
+
+async def test_a_usd_limit_on_an_unpriced_model_is_refused_at_start(tmp_path: Path) -> None:
+    agent, provider = agent_for(tmp_path, echoes(2), max_budget_usd=1.0)
+    result = await agent.run("spend")
+    assert result.finish_reason is FinishReason.CONFIGURATION_ERROR
+    assert "price" in (result.error or "") and "--price-per-mtok" in (result.error or "")
+    assert provider.requests == []
+
+
+async def test_a_given_price_costs_the_calls_and_enforces_the_limit(tmp_path: Path) -> None:
+    million = Usage(input_tokens=1_000_000, output_tokens=500_000)
+    agent, _ = agent_for(
+        tmp_path, echoes(3, million), max_budget_usd=5.0, price_per_mtok=(1.0, 2.0)
+    )
+    result = await agent.run("spend")
+    assert result.finish_reason is FinishReason.MAX_BUDGET_USD
+    assert result.cost_usd == pytest.approx(6.0)  # $2 a call, stopped after the third
+
+
+async def test_a_reused_agent_counts_iterations_per_run(tmp_path: Path) -> None:
+    script = [*echoes(1), turn(text="first done"), *echoes(1), turn(text="second done")]
+    agent, _ = agent_for(tmp_path, script, max_iterations=3)
+    first = await agent.run("one")
+    second = await agent.run("two")
+    assert first.finish_reason is second.finish_reason is FinishReason.ANSWERED
+    assert second.iterations == 2
