@@ -4,14 +4,14 @@ Scenarios (each trial's checks are in the docstring of the module named):
 
 1. provider faults at 20 % of calls (429 + Retry-After, 500, 529, read timeout, connection
    reset, malformed JSON, stream cut mid-tool-call, empty reply), whole runs through the
-   OpenAI SDK adapter and the resilient wrapper (bench/fault_trials.py);
-2. kill -9 at a random step, then `journeyman resume` (bench/crash_trials.py);
+   OpenAI SDK adapter and the resilient wrapper (tests/support/fault_trials.py);
+2. kill -9 at a random step, then `journeyman resume` (tests/support/crash_trials.py);
 3. a real weak model, SmolLM2-135M behind llama.cpp's server, on examples/demo
-   (bench/weak_model_trials.py; skipped with the reason when llama.cpp is missing);
-4. path and sandbox escapes, the corpus of bench/sandbox_trials.py;
-5. runaway commands (bench/sandbox_trials.py), with the peak RSS of this process, which runs
-   the tools as the agent does;
-6. secrets in the environment and in workspace files (bench/secret_trials.py);
+   (tests/support/weak_model_trials.py; skipped with the reason when llama.cpp is missing);
+4. path and sandbox escapes, the corpus of tests/support/sandbox_trials.py;
+5. runaway commands (tests/support/sandbox_trials.py), with the peak RSS of this process,
+   which runs the tools as the agent does;
+6. secrets in the environment and in workspace files (tests/support/secret_trials.py);
 7.-12. the trust scenarios of issue 12, through the real CLI (bench/trust_trials.py): hostile
    repository configs, crafted session imports, provider stalls, concurrent resume, damaged
    stores, and secrets in every output format.
@@ -51,14 +51,10 @@ REPO_ROOT = BENCH_DIR.parent
 sys.path.insert(0, str(REPO_ROOT / "src"))
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench import (  # noqa: E402
-    crash_trials,
-    fault_trials,
-    sandbox_trials,
-    secret_trials,
-    trust_trials,
-)
-from bench import weak_model_trials as weak  # noqa: E402
+from tests.support import crash_trials, fault_trials, sandbox_trials, secret_trials  # noqa: E402
+from tests.support import weak_model_trials as weak  # noqa: E402
+
+from bench import trust_trials  # noqa: E402
 from journeyman.core.errors import ConfigurationError  # noqa: E402
 from journeyman.tools.context import ToolContext  # noqa: E402
 from journeyman.tools.sandbox import (  # noqa: E402

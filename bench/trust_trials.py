@@ -57,7 +57,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.crash_trials import clean_env, jm
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import (
     Drip,
@@ -70,6 +69,7 @@ from tests.fakes.script import (
     reply,
     tool_call,
 )
+from tests.support.cli import clean_env, jm
 
 MODEL = ("--model", "gpt-4.1-mini")
 TRACEBACK = "Traceback (most recent call last)"

@@ -1,40 +1,44 @@
-"""Smoke test of bench/tokens.py's core: 10 steps, chars/4 counts, mini-swe-agent rebuilt in
-process (no network, no tiktoken, no timings)."""
+"""Smoke test of bench/tokens.py: 10 steps, chars/4 counts, mini-swe-agent rebuilt in process
+(no network, no tiktoken, no timings), run as a script from the repository root."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "tokens.py"
-
-
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_tokens", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
 
 
-def test_ten_steps_count_every_request_and_ours_stay_below_the_linear_history(
-    tmp_path: Path,
-) -> None:
-    bench = load_bench()
-    steps = 10
-    report = bench.run_benchmark(
-        steps,
-        0,
-        bench.Counter(),
-        mini_mode="reconstruct",
-        # a small stale budget so that masking happens within ten steps
-        compaction={"stale_observation_tokens": 1_000, "keep_recent_observations": 2},
-        workdir=tmp_path,
+def python(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600
     )
-    ours, mini = report.ours, report.mini
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+class Stats:
+    """One side of the JSON report, read by attribute like the report's own records."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.__dict__.update(data)
+
+
+def test_ten_steps_count_every_request_and_ours_stay_below_the_linear_history() -> None:
+    steps = 10
+    printed = python(
+        str(BENCH / "tokens.py"),
+        *("--steps", str(steps), "--seed", "0", "--mini", "reconstruct", "--tokenizer", "chars"),
+        # a small stale budget so that masking happens within ten steps
+        *("--stale-observation-tokens", "1000", "--keep-recent-observations", "2"),
+        "--json",
+    )
+    report = Stats(json.loads(printed))
+    ours, mini = Stats(report.ours), Stats(report.mini)
     assert not report.exact_tokens  # chars/4 was asked for
 
     # one request per step plus the one that finishes (and any summary calls for ours)
@@ -58,18 +62,24 @@ def test_ten_steps_count_every_request_and_ours_stay_below_the_linear_history(
 
     # the phased mode followed the same script: one request per step (each a PLAN), and its
     # verifications ran without a model call
-    phased = report.phased
-    assert phased is not None
+    assert report.phased is not None
+    phased = Stats(report.phased)
     assert phased.requests == steps + 1 + phased.summary_calls
     assert all(size > 0 for size in phased.sizes)
 
 
 def test_the_trajectory_is_fixed_by_its_seed(tmp_path: Path) -> None:
-    bench = load_bench()
-    repo = bench.prepare_repo(tmp_path / "repo", bench.rich_source())
-    first = bench.make_trajectory(repo, 30, 7)
-    assert first == bench.make_trajectory(repo, 30, 7)
-    assert first != bench.make_trajectory(repo, 30, 8)
-    assert len(first) == 31 and first[-1].kind == "finish"
-    kinds = {action.kind for action in first}
+    program = (
+        "import dataclasses, json, pathlib, sys; "
+        f"sys.argv = ['tokens']; sys.path.insert(0, {str(BENCH)!r}); import tokens; "
+        f"repo = tokens.prepare_repo(pathlib.Path({str(tmp_path / 'repo')!r}), "
+        "tokens.rich_source()); "
+        "print(json.dumps([[dataclasses.asdict(a) for a in tokens.make_trajectory(repo, 30, seed)]"
+        " for seed in (7, 7, 8)]))"
+    )
+    first, again, other = json.loads(python("-c", program))
+    assert first == again
+    assert first != other
+    assert len(first) == 31 and first[-1]["kind"] == "finish"
+    kinds = {action["kind"] for action in first}
     assert {"read", "grep", "test"} <= kinds

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env, jm
 
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import error, reply
+from tests.support.cli import clean_env, jm
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 BUGGY = "        return ordered[middle]\n    return ordered[middle]\n"

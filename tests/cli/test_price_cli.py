@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.crash_trials import clean_env, jm
-
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, jm
 
 
 def run(server: FakeOpenAIServer, tmp_path: Path, *flags: str) -> tuple[int, str]:

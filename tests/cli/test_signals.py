@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env
 
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env
 
 
 def group_members(group: int) -> list[int]:

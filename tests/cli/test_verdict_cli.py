@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env, jm
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, jm
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 BUGGY = "        return ordered[middle]\n    return ordered[middle]\n"

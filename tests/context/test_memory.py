@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from journeyman.context.memory import (
+    DEFAULT_FORMATTER,
     SUMMARY_REQUEST,
-    AgentState,
     Artifacts,
     Attempt,
-    Decision,
+    DecisionNote,
     FileSnapshot,
     LastError,
     Memory,
@@ -23,7 +23,9 @@ from journeyman.context.memory import (
     MemorySettings,
     MemorySummary,
     Milestone,
-    ModelResponse,
+    PhasedState,
+    ResponseNote,
+    StepDecision,
     ToolRecord,
     apply_rules,
     compress,
@@ -42,7 +44,7 @@ class CountingFormatter(MemoryFormatter):
         super().__init__(settings)
         self.calls = 0
 
-    def format(self, state: AgentState) -> MemorySummary:
+    def format(self, state: PhasedState) -> MemorySummary:
         self.calls += 1
         return super().format(state)
 
@@ -57,8 +59,8 @@ class FakeSummariser:
         return self.answer
 
 
-def busy_state() -> AgentState:
-    state = AgentState(phase="ACT")
+def busy_state() -> PhasedState:
+    state = PhasedState(phase="ACT")
     state.memory.long_term.task_summary = "Make the CSV parser accept quoted newlines."
     state.set_plan("read parser.py\nfix the quoting branch\nrun the tests")
     state.add_decision("keep the public API", reason="callers depend on it")
@@ -84,7 +86,7 @@ def busy_state() -> AgentState:
 
 
 def test_rendering_shows_every_section_in_reading_order() -> None:
-    text = busy_state().memory_summary().text
+    text = busy_state().memory_summary(DEFAULT_FORMATTER).text
     titles = [line[3:] for line in text.splitlines() if line.startswith("## ")]
     assert titles == [
         "Warnings",
@@ -106,16 +108,45 @@ def test_rendering_shows_every_section_in_reading_order() -> None:
 
 
 def test_an_empty_state_renders_only_its_current_state_and_next_step() -> None:
-    summary = AgentState().memory_summary()
+    summary = PhasedState().memory_summary(DEFAULT_FORMATTER)
     assert [s.title for s in summary.sections] == ["Current state", "Next step"]
     assert "Write a short plan" in summary.text
+
+
+def test_a_recorded_plan_is_never_asked_for_again() -> None:
+    state = PhasedState()
+    state.set_plan("read parser.py\nfix it")
+    state.set_task_summary("  fix the parser  ")
+    text = state.memory_summary(DEFAULT_FORMATTER).text
+    assert "Write a short plan" not in text
+    assert "1. read parser.py" in text and "fix the parser" in text
+    state.artifacts.verification_success = True
+    assert "Write a short plan" not in state.memory_summary(DEFAULT_FORMATTER).text
+
+
+def test_the_workflow_decision_log_is_debug_only_and_persisted() -> None:
+    state = busy_state()
+    state.record_step_decision("plan -> act (next) LOGGED-ONLY")
+    assert "LOGGED-ONLY" not in state.memory_summary(DEFAULT_FORMATTER).text
+    restored = PhasedState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert restored.memory.debug.decisions == state.memory.debug.decisions
+    assert restored.memory.debug.decisions[0].phase == "VERIFY"
+
+
+async def test_compression_drops_the_oldest_logged_decisions() -> None:
+    state = busy_state()
+    for n in range(5):
+        state.record_step_decision(f"decision {n}")
+    await compress(state, MemorySettings(compress_above_chars=0, keep_step_decisions=2))
+    assert [d.text for d in state.memory.debug.decisions] == ["decision 3", "decision 4"]
+    assert not any("decision 0" in line for line in state.memory.long_term.earlier_work)
 
 
 def test_debug_only_responses_are_never_rendered() -> None:
     state = busy_state()
     for _ in range(30):
         state.record_model_response(SECRET)
-    assert SECRET not in state.memory_summary().text
+    assert SECRET not in state.memory_summary(DEFAULT_FORMATTER).text
     assert SECRET not in MemoryFormatter().format(state).text
     assert state.memory.debug.model_responses[0].text.endswith(SECRET)
 
@@ -124,7 +155,7 @@ async def test_debug_only_responses_stay_out_after_compression() -> None:
     state = busy_state()
     state.record_model_response(SECRET)
     await compress(state, MemorySettings(compress_above_chars=0), FakeSummariser())
-    assert SECRET not in state.memory_summary().text
+    assert SECRET not in state.memory_summary(DEFAULT_FORMATTER).text
     assert SECRET not in " ".join(state.memory.long_term.earlier_work)
 
 
@@ -135,11 +166,11 @@ def test_a_recurring_error_signature_raises_a_warning() -> None:
         state.record_attempt(
             "edit", "same failure", success=False, error_signature=state.last_error.signature
         )
-    assert "The same error has come back 2 times" in state.memory_summary().text
+    assert "The same error has come back 2 times" in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 def test_long_tool_outputs_and_files_are_clipped_in_the_rendering() -> None:
-    state = AgentState()
+    state = PhasedState()
     state.record_tool_result("run_command", "pytest", "x" * 10_000)
     state.record_file_content("big.py", "y" * 10_000)
     text = state.memory_summary(MemoryFormatter(MemorySettings(tool_output_chars=300))).text
@@ -148,7 +179,7 @@ def test_long_tool_outputs_and_files_are_clipped_in_the_rendering() -> None:
 
 
 def test_a_file_modified_twice_keeps_only_its_latest_content() -> None:
-    state = AgentState()
+    state = PhasedState()
     state.record_file_content("a.py", "first")
     state.record_file_content("b.py", "other")
     state.advance()
@@ -177,7 +208,7 @@ def test_another_formatter_is_not_served_from_the_cache() -> None:
     assert (a.calls, b.calls) == (1, 1)
 
 
-MUTATIONS: dict[str, Callable[[AgentState], None]] = {
+MUTATIONS: dict[str, Callable[[PhasedState], None]] = {
     "advance": lambda s: s.advance(),
     "phase": lambda s: setattr(s, "phase", "PLAN"),
     "step": lambda s: setattr(s, "step", 99),
@@ -207,7 +238,7 @@ MUTATIONS: dict[str, Callable[[AgentState], None]] = {
 
 @pytest.mark.parametrize("mutate", MUTATIONS.values(), ids=list(MUTATIONS))
 def test_every_change_to_what_is_rendered_invalidates_the_cache(
-    mutate: Callable[[AgentState], None],
+    mutate: Callable[[PhasedState], None],
 ) -> None:
     state, formatter = busy_state(), CountingFormatter()
     before = state.memory_summary(formatter)
@@ -231,8 +262,8 @@ def test_debug_only_changes_keep_the_cached_rendering() -> None:
 # --- compression: stage 1, rules --------------------------------------------------------
 
 
-def crowded_state(n: int = 12) -> AgentState:
-    state = AgentState()
+def crowded_state(n: int = 12) -> PhasedState:
+    state = PhasedState()
     for i in range(n):
         state.advance()
         state.record_attempt(f"attempt {i}", f"outcome {i}", success=i % 2 == 0)
@@ -301,11 +332,11 @@ async def test_the_model_summarises_digests_once_they_pass_the_threshold() -> No
     assert all(d in fake.prompts[0] for d in digests)
     assert state.memory.long_term.earlier_summary == fake.answer
     assert state.memory.long_term.earlier_work == ()
-    assert fake.answer in state.memory_summary().text
+    assert fake.answer in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 async def test_the_previous_summary_is_folded_into_the_next() -> None:
-    state = AgentState()
+    state = PhasedState()
     state.memory.long_term.earlier_summary = "OLD SUMMARY"
     state.memory.long_term.earlier_work = tuple(f"step {i}: ran thing {i}" for i in range(40))
     fake = FakeSummariser("NEW SUMMARY")
@@ -315,7 +346,7 @@ async def test_the_previous_summary_is_folded_into_the_next() -> None:
 
 
 async def test_digests_under_the_threshold_are_not_sent_to_the_model() -> None:
-    state = AgentState()
+    state = PhasedState()
     state.memory.long_term.earlier_work = ("step 1: short",)
     fake = FakeSummariser()
     assert not await summarise_earlier(state, MemorySettings(summarise_above_chars=1_000), fake)
@@ -324,7 +355,7 @@ async def test_digests_under_the_threshold_are_not_sent_to_the_model() -> None:
 
 
 async def test_an_empty_summary_keeps_the_digests() -> None:
-    state = AgentState()
+    state = PhasedState()
     state.memory.long_term.earlier_work = tuple(f"step {i}: x" for i in range(50))
     assert not await summarise_earlier(
         state, MemorySettings(summarise_above_chars=10), FakeSummariser("   ")
@@ -336,7 +367,7 @@ async def test_an_empty_summary_keeps_the_digests() -> None:
 
 
 def test_near_duplicates_go_and_the_newest_of_each_group_stays() -> None:
-    state = AgentState()
+    state = PhasedState()
     for text in [
         "Tests live in tests/unit",
         "the CLI is built with Typer",
@@ -409,7 +440,7 @@ async def test_compression_runs_rules_then_the_model_then_deduplication() -> Non
     assert len(fake.prompts) == 1 and "attempt 0" in fake.prompts[0]
     assert state.memory.long_term.earlier_summary == "SUMMARY OF EARLIER STEPS"
     assert state.memory.long_term.learnings.count("the fixture lives in conftest.py") == 1
-    assert "SUMMARY OF EARLIER STEPS" in state.memory_summary().text
+    assert "SUMMARY OF EARLIER STEPS" in state.memory_summary(DEFAULT_FORMATTER).text
 
 
 async def test_compression_without_a_summariser_keeps_the_digests() -> None:
@@ -455,22 +486,31 @@ def test_the_state_round_trips_through_json() -> None:
     state = busy_state()
     state.memory.long_term.earlier_work = ("step 0: something",)
     state.memory.long_term.earlier_summary = "summary"
-    restored = AgentState.from_dict(json.loads(json.dumps(state.to_dict())))
+    restored = PhasedState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert restored == state
-    assert restored.memory_summary().text == state.memory_summary().text
+    rendered = state.memory_summary(DEFAULT_FORMATTER).text
+    assert restored.memory_summary(DEFAULT_FORMATTER).text == rendered
     assert restored.memory.debug.model_responses == state.memory.debug.model_responses
 
 
+def test_a_state_saved_before_the_decision_log_existed_still_loads() -> None:
+    data = busy_state().to_dict()
+    del data["memory"]["debug"]["decisions"]
+    restored = PhasedState.from_dict(json.loads(json.dumps(data)))
+    assert restored.memory.debug.decisions == ()
+    assert restored.memory.debug.model_responses[0].text.endswith(SECRET)
+
+
 def test_an_unknown_state_format_is_refused_with_a_reason() -> None:
-    data = AgentState().to_dict() | {"format": 99}
+    data = PhasedState().to_dict() | {"format": 99}
     with pytest.raises(ValueError, match="format 99 is not supported"):
-        AgentState.from_dict(data)
+        PhasedState.from_dict(data)
 
 
 texts = st.text(max_size=20)
 steps = st.integers(min_value=0, max_value=1_000)
 states = st.builds(
-    AgentState,
+    PhasedState,
     step=steps,
     phase=texts,
     last_error=st.none() | st.builds(LastError, texts, texts, texts, texts),
@@ -478,7 +518,7 @@ states = st.builds(
         Memory,
         facts=st.builds(
             lambda created, attempts, tools, files: replace(
-                AgentState().memory.facts,
+                PhasedState().memory.facts,
                 created_files=tuple(created),
                 attempts=tuple(attempts),
                 tool_results=tuple(tools),
@@ -498,17 +538,18 @@ states = st.builds(
     states,
     st.lists(texts, max_size=3),
     st.lists(texts, max_size=3),
-    st.lists(st.builds(Decision, steps, texts, texts), max_size=3),
+    st.lists(st.builds(DecisionNote, steps, texts, texts), max_size=3),
 )
 @settings(max_examples=60, deadline=None)
 def test_any_state_round_trips(
-    state: AgentState, learnings: list[str], plan: list[str], decisions: list[Decision]
+    state: PhasedState, learnings: list[str], plan: list[str], decisions: list[DecisionNote]
 ) -> None:
     state.memory.long_term.learnings = tuple(learnings)
     state.memory.long_term.decisions = tuple(decisions)
     state.memory.long_term.plan = tuple(plan)
-    state.memory.debug.model_responses = tuple(ModelResponse(1, "PLAN", t) for t in learnings)
+    state.memory.debug.model_responses = tuple(ResponseNote(1, "PLAN", t) for t in learnings)
+    state.memory.debug.decisions = tuple(StepDecision(2, "act", t) for t in plan)
     data = json.loads(json.dumps(state.to_dict()))
-    restored = AgentState.from_dict(data)
+    restored = PhasedState.from_dict(data)
     assert restored == state
     assert restored.to_dict() == data

@@ -11,14 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from journeyman.context.memory import (
+    DEFAULT_FORMATTER,
     PRIORITY_ACTIVITY,
     PRIORITY_EARLIER,
     PRIORITY_PLAN,
     PRIORITY_TASK,
-    AgentState,
     Artifacts,
     LastError,
     MemorySection,
+    PhasedState,
 )
 from journeyman.context.pack import (
     CUT_MARKER,
@@ -280,7 +281,7 @@ def workspace() -> FakeIndex:
 
 
 def test_the_builder_assembles_goal_profile_files_error_artifacts_and_memory() -> None:
-    state = AgentState(step=2)
+    state = PhasedState(step=2)
     state.memory.long_term.task_summary = "parser work"
     state.last_error = LastError.from_failure(
         "pytest failed", repro_command="pytest -x", stderr='File "src/broken.py", line 1\nBoom'
@@ -303,12 +304,12 @@ def test_the_builder_assembles_goal_profile_files_error_artifacts_and_memory() -
         "1 failed",
         False,
     )
-    assert pack.memory == state.memory_summary().sections
+    assert pack.memory == state.memory_summary(DEFAULT_FORMATTER).sections
     assert "parser work" in pack.memory_summary
 
 
 def test_the_pack_is_built_once_per_step() -> None:
-    index, state = workspace(), AgentState(step=1)
+    index, state = workspace(), PhasedState(step=1)
     builder = ContextPackBuilder("parse quoted newlines", files=index)
     first = builder.for_step(state)
     assert len(index.rankings) == 1 and len(index.reads) == 1
@@ -323,7 +324,7 @@ def test_the_pack_is_built_once_per_step() -> None:
 
 
 def test_the_file_limit_and_a_missing_index_are_respected() -> None:
-    state = AgentState()
+    state = PhasedState()
     limited = ContextPackBuilder(
         "parse quoted newlines", files=workspace(), settings=PackSettings(max_files=1)
     )
@@ -348,7 +349,7 @@ def test_the_real_index_and_profile_fit_the_builder(tmp_path: Path) -> None:
     (tmp_path / "tests" / "test_reader.py").write_text("def test_split():\n    assert True\n")
     files: FileIndex = index_module.WorkspaceIndexer(tmp_path)
     profile: ProjectDescription = profile_module.detect_profile(tmp_path)
-    state = AgentState(step=1)
+    state = PhasedState(step=1)
     state.last_error = LastError.from_failure(
         "pytest failed",
         stderr='File "csvkit/reader.py", line 6, in quoted_newlines\nNotImplementedError',

@@ -19,7 +19,7 @@ from journeyman.economics.budget import (
     ExecutionEconomics,
     level_for,
 )
-from journeyman.economics.phases import Phase
+from journeyman.economics.phases import WorkPhase
 
 NONE = EnforcementLevel.NONE
 WARN = EnforcementLevel.WARN
@@ -80,7 +80,7 @@ def with_tokens(
     *,
     limit: int = TOKEN_LIMIT,
     mode: BudgetMode = BudgetMode.STRICT,
-    phase: Phase | None = None,
+    phase: WorkPhase | None = None,
 ) -> ExecutionEconomics:
     """An economics object whose incremental token count is exactly `used`.
 
@@ -761,11 +761,11 @@ def test_phase_reserves_match_the_seed_table() -> None:
     # the seed's table (30/10/~45/15/5) adds up to 105 %; the code copies it as is
     reserves = dict(PHASE_RESERVES)
     assert reserves == {
-        Phase.EXPLORATION: pytest.approx(0.30),
-        Phase.PLANNING: pytest.approx(0.10),
-        Phase.ACTING: pytest.approx(0.45),
-        Phase.VERIFYING: pytest.approx(0.15),
-        Phase.WRAPUP: pytest.approx(0.05),
+        WorkPhase.EXPLORATION: pytest.approx(0.30),
+        WorkPhase.PLANNING: pytest.approx(0.10),
+        WorkPhase.ACTING: pytest.approx(0.45),
+        WorkPhase.VERIFYING: pytest.approx(0.15),
+        WorkPhase.WRAPUP: pytest.approx(0.05),
     }
 
 
@@ -773,8 +773,8 @@ def test_exploration_reserve_is_reported_once_in_a_nudge() -> None:
     econ = make(max_total_tokens=TOKEN_LIMIT)
     econ.record_call(Usage(), 0.0)
     for _ in range(3):
-        econ.record_call(Usage(output_tokens=1_000), 0.0, phase=Phase.EXPLORATION)
-    assert econ.phase_tokens[Phase.EXPLORATION] == 3_000  # exactly 30 % of the limit
+        econ.record_call(Usage(output_tokens=1_000), 0.0, phase=WorkPhase.EXPLORATION)
+    assert econ.phase_tokens[WorkPhase.EXPLORATION] == 3_000  # exactly 30 % of the limit
     assert econ.check().nudge is None  # 30 %: below WARN, nothing to say yet
 
     econ.record_call(Usage(output_tokens=4_500), 0.0)  # no phase: 75 % in all
@@ -792,30 +792,30 @@ def test_exploration_reserve_is_reported_once_in_a_nudge() -> None:
 def test_spent_reserve_directly() -> None:
     econ = make(max_total_tokens=TOKEN_LIMIT)
     econ.record_call(Usage(), 0.0)
-    econ.record_call(Usage(output_tokens=2_999), 0.0, phase=Phase.EXPLORATION)
+    econ.record_call(Usage(output_tokens=2_999), 0.0, phase=WorkPhase.EXPLORATION)
     assert econ.spent_reserve() is None
-    econ.record_call(Usage(output_tokens=1), 0.0, phase=Phase.EXPLORATION)
-    assert econ.spent_reserve() is Phase.EXPLORATION
+    econ.record_call(Usage(output_tokens=1), 0.0, phase=WorkPhase.EXPLORATION)
+    assert econ.spent_reserve() is WorkPhase.EXPLORATION
     assert econ.spent_reserve() is None  # once only
-    econ.record_call(Usage(output_tokens=10_000), 0.0, phase=Phase.EXPLORATION)
+    econ.record_call(Usage(output_tokens=10_000), 0.0, phase=WorkPhase.EXPLORATION)
     assert econ.spent_reserve() is None
 
-    econ.record_call(Usage(output_tokens=999), 0.0, phase=Phase.PLANNING)
+    econ.record_call(Usage(output_tokens=999), 0.0, phase=WorkPhase.PLANNING)
     assert econ.spent_reserve() is None
-    econ.record_call(Usage(output_tokens=1), 0.0, phase=Phase.PLANNING)
-    assert econ.spent_reserve() is Phase.PLANNING
+    econ.record_call(Usage(output_tokens=1), 0.0, phase=WorkPhase.PLANNING)
+    assert econ.spent_reserve() is WorkPhase.PLANNING
     assert econ.spent_reserve() is None
 
 
 def test_spent_reserve_needs_a_token_limit() -> None:
     econ = make(max_usd=1.0)
     econ.record_call(Usage(), 0.0)
-    econ.record_call(Usage(output_tokens=10**6), 0.0, phase=Phase.EXPLORATION)
+    econ.record_call(Usage(output_tokens=10**6), 0.0, phase=WorkPhase.EXPLORATION)
     assert econ.spent_reserve() is None
 
 
 def test_phase_reserve_counts_budget_tokens_not_baseline_tokens() -> None:
     econ = make(max_total_tokens=TOKEN_LIMIT)
-    econ.record_call(Usage(input_tokens=5_000), 0.0, phase=Phase.EXPLORATION)
+    econ.record_call(Usage(input_tokens=5_000), 0.0, phase=WorkPhase.EXPLORATION)
     assert econ.incremental_tokens == 0  # nothing of the budget is used yet
     assert econ.spent_reserve() is None

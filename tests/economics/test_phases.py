@@ -10,10 +10,10 @@ from journeyman.core.tool_kind import ToolKind
 from journeyman.economics.loop_detector import LoopCheck, LoopDetector
 from journeyman.economics.phases import (
     NudgeKind,
-    Phase,
     PhaseChange,
     PhaseNudge,
     PhaseTracker,
+    WorkPhase,
 )
 
 KINDS = {
@@ -41,7 +41,7 @@ def _kinds(nudges: list[PhaseNudge]) -> list[NudgeKind]:
     return [n.kind for n in nudges]
 
 
-def _phase(tracker: PhaseTracker) -> Phase:
+def _phase(tracker: PhaseTracker) -> WorkPhase:
     """Read the phase through a call, so mypy does not narrow it across assertions."""
     return tracker.phase
 
@@ -58,19 +58,19 @@ def _loop(tool: str = "grep", signature: str = "sig-a") -> LoopCheck:
 
 def test_starts_in_exploration_with_empty_counters() -> None:
     tracker = PhaseTracker()
-    assert _phase(tracker) is Phase.EXPLORATION
+    assert _phase(tracker) is WorkPhase.EXPLORATION
     assert (tracker.reads, tracker.edits_made, tracker.commands) == (0, 0, 0)
     assert tracker.files_read == frozenset()
-    assert tracker.history == (PhaseChange(Phase.EXPLORATION, 0),)
+    assert tracker.history == (PhaseChange(WorkPhase.EXPLORATION, 0),)
 
 
 @pytest.mark.parametrize("tool", ["read_file", "glob", "grep", "list_files"])
 def test_read_tools_explore_before_edits(tool: str) -> None:
     tracker = PhaseTracker()
     tracker.record_text()
-    assert _phase(tracker) is Phase.PLANNING
+    assert _phase(tracker) is WorkPhase.PLANNING
     assert rec(tracker, tool) == []
-    assert _phase(tracker) is Phase.EXPLORATION
+    assert _phase(tracker) is WorkPhase.EXPLORATION
     assert tracker.reads == 1
 
 
@@ -78,8 +78,8 @@ def test_text_while_exploring_is_planning() -> None:
     tracker = PhaseTracker()
     rec(tracker, "read_file", path="a.py")
     tracker.record_text()
-    assert _phase(tracker) is Phase.PLANNING
-    assert tracker.history[-1] == PhaseChange(Phase.PLANNING, 2)
+    assert _phase(tracker) is WorkPhase.PLANNING
+    assert tracker.history[-1] == PhaseChange(WorkPhase.PLANNING, 2)
 
 
 def test_text_outside_exploration_changes_nothing() -> None:
@@ -87,10 +87,10 @@ def test_text_outside_exploration_changes_nothing() -> None:
     rec(tracker, "read_file")
     rec(tracker, "edit_file")
     tracker.record_text()
-    assert _phase(tracker) is Phase.ACTING
+    assert _phase(tracker) is WorkPhase.ACTING
     rec(tracker, "run_command")
     tracker.record_text()
-    assert _phase(tracker) is Phase.VERIFYING
+    assert _phase(tracker) is WorkPhase.VERIFYING
 
 
 @pytest.mark.parametrize("tool", ["write_file", "edit_file", "apply_patch"])
@@ -99,17 +99,17 @@ def test_edit_tools_act(tool: str) -> None:
     rec(tracker, "read_file")
     tracker.record_text()
     rec(tracker, tool)
-    assert _phase(tracker) is Phase.ACTING
+    assert _phase(tracker) is WorkPhase.ACTING
     assert tracker.edits_made == 1
 
 
 def test_command_before_any_edit_keeps_the_phase() -> None:
     tracker = PhaseTracker()
     rec(tracker, "run_command")
-    assert _phase(tracker) is Phase.EXPLORATION
+    assert _phase(tracker) is WorkPhase.EXPLORATION
     tracker.record_text()
     rec(tracker, "run_command")
-    assert _phase(tracker) is Phase.PLANNING
+    assert _phase(tracker) is WorkPhase.PLANNING
     assert tracker.commands == 2
 
 
@@ -118,18 +118,18 @@ def test_command_after_edit_verifies_and_new_edit_acts_again() -> None:
     rec(tracker, "read_file")
     rec(tracker, "edit_file")
     rec(tracker, "run_command", is_error=True)  # a failing test run is still verification
-    assert _phase(tracker) is Phase.VERIFYING
+    assert _phase(tracker) is WorkPhase.VERIFYING
     rec(tracker, "edit_file")
-    assert _phase(tracker) is Phase.ACTING
+    assert _phase(tracker) is WorkPhase.ACTING
     rec(tracker, "run_command")
-    assert _phase(tracker) is Phase.VERIFYING
+    assert _phase(tracker) is WorkPhase.VERIFYING
     assert tracker.commands == 2
     assert [c.phase for c in tracker.history] == [
-        Phase.EXPLORATION,
-        Phase.ACTING,
-        Phase.VERIFYING,
-        Phase.ACTING,
-        Phase.VERIFYING,
+        WorkPhase.EXPLORATION,
+        WorkPhase.ACTING,
+        WorkPhase.VERIFYING,
+        WorkPhase.ACTING,
+        WorkPhase.VERIFYING,
     ]
     assert [c.call_index for c in tracker.history] == [0, 2, 3, 4, 5]
 
@@ -139,10 +139,10 @@ def test_reading_after_edits_keeps_the_current_phase() -> None:
     rec(tracker, "read_file")
     rec(tracker, "edit_file")
     rec(tracker, "read_file")
-    assert _phase(tracker) is Phase.ACTING
+    assert _phase(tracker) is WorkPhase.ACTING
     rec(tracker, "run_command")
     rec(tracker, "grep")
-    assert _phase(tracker) is Phase.VERIFYING
+    assert _phase(tracker) is WorkPhase.VERIFYING
 
 
 def test_failed_reads_and_edits_count_for_nothing() -> None:
@@ -153,13 +153,13 @@ def test_failed_reads_and_edits_count_for_nothing() -> None:
     rec(tracker, "read_file")
     assert rec(tracker, "edit_file", is_error=True) == []
     assert tracker.edits_made == 0
-    assert _phase(tracker) is Phase.EXPLORATION
+    assert _phase(tracker) is WorkPhase.EXPLORATION
 
 
 def test_unknown_tools_change_nothing() -> None:
     tracker = PhaseTracker()
     assert rec(tracker, "web_fetch") == []
-    assert _phase(tracker) is Phase.EXPLORATION
+    assert _phase(tracker) is WorkPhase.EXPLORATION
     assert (tracker.reads, tracker.edits_made, tracker.commands) == (0, 0, 0)
 
 
@@ -257,12 +257,12 @@ def test_the_declared_kind_decides_not_the_name() -> None:
     tracker.record("view", ToolKind.READ)
     assert tracker.reads == 1
     tracker.record("str_replace", "edit")  # kinds may arrive as their string values
-    assert _phase(tracker) is Phase.ACTING
+    assert _phase(tracker) is WorkPhase.ACTING
     tracker.record("bash", ToolKind.COMMAND)
-    assert _phase(tracker) is Phase.VERIFYING
+    assert _phase(tracker) is WorkPhase.VERIFYING
     tracker.record("unknown_tool", None)
     tracker.record("finish", ToolKind.FINISH)
-    assert _phase(tracker) is Phase.VERIFYING
+    assert _phase(tracker) is WorkPhase.VERIFYING
     assert (tracker.reads, tracker.edits_made, tracker.commands) == (1, 1, 1)
 
 
@@ -290,7 +290,9 @@ def test_phase_invariants(events: list[tuple[str, bool]], saturation: int) -> No
         else:
             fired += _kinds(rec(tracker, tool, is_error=is_error))
         # edits exist exactly when the run is acting or verifying
-        assert (tracker.edits_made > 0) == (tracker.phase in {Phase.ACTING, Phase.VERIFYING})
+        assert (tracker.edits_made > 0) == (
+            tracker.phase in {WorkPhase.ACTING, WorkPhase.VERIFYING}
+        )
         assert tracker.history[-1].phase is tracker.phase
     assert len(fired) == len(set(fired))
     phases = [c.phase for c in tracker.history]

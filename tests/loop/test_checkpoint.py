@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, FinishReason
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import ToolCall, Usage
+from journeyman.core.messages import ToolCall
 from journeyman.loop.checkpoint import CHECKPOINT_VERSION, load_checkpoint
 from journeyman.loop.config import ModeName
 from journeyman.providers.base import ModelResponse
-from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.tools.sandbox import SandboxKind
-from tests.loop.test_phased import TEST_COMMAND, edit, finish, workspace
+from tests.fakes.agents import finish, make_agent, turn
+from tests.fakes.projects import CALC_TEST_COMMAND, calc_package, fix_add
 
 DATA = Path(__file__).parent / "data"
 
@@ -26,10 +26,6 @@ DATA = Path(__file__).parent / "data"
 def old(name: str) -> dict[str, Any]:
     stored: dict[str, Any] = json.loads((DATA / f"checkpoint_v0_{name}.json").read_text())
     return stored
-
-
-def turn(*calls: ToolCall, text: str = "") -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=calls, usage=Usage(10, 5))
 
 
 def react_script() -> list[ModelResponse]:
@@ -40,14 +36,9 @@ def react_script() -> list[ModelResponse]:
 
 
 def agent(tmp_path: Path, script: list[ModelResponse], **config: Any) -> Agent:
-    root = tmp_path / "ws"
-    if not root.exists():
-        workspace(tmp_path)
-    return Agent(
-        ScriptedProvider(script),
-        workspace=root,
-        config=AgentConfig(session_dir=tmp_path / "s", sandbox=SandboxKind.LOCAL, **config),
-    )
+    if not (tmp_path / "ws").exists():
+        calc_package(tmp_path)
+    return make_agent(tmp_path, script, sessions="s", sandbox=SandboxKind.LOCAL, **config)[0]
 
 
 def replace_last_checkpoint(tmp_path: Path, session_id: str, checkpoint: dict[str, Any]) -> None:
@@ -78,7 +69,7 @@ async def test_a_react_session_with_an_old_checkpoint_resumes(tmp_path: Path) ->
     assert first.finish_reason is FinishReason.MAX_ITERATIONS
     replace_last_checkpoint(tmp_path, first.session_id, old("react")["checkpoint"])
     # the task's check is not the point here: the resumed run only has to finish
-    again = agent(tmp_path, [turn(ToolCall("f", "finish", {"summary": "done"}))], verify=False)
+    again = agent(tmp_path, [finish(cid="f")], verify=False)
     resumed = await again.resume(first.session_id, override_limits=True)
     assert resumed.finish_reason is FinishReason.COMPLETED, resumed.error
     assert resumed.iterations == 3
@@ -87,12 +78,14 @@ async def test_a_react_session_with_an_old_checkpoint_resumes(tmp_path: Path) ->
 async def test_a_phased_session_with_an_old_checkpoint_resumes_in_its_phase(
     tmp_path: Path,
 ) -> None:
-    config: dict[str, Any] = {"mode": ModeName.PHASED, "verify_command": TEST_COMMAND}
-    first = agent(tmp_path, [edit("a - b", "a * b", "e1")], max_iterations=2, **config)
+    config: dict[str, Any] = {"mode": ModeName.PHASED, "verify_command": CALC_TEST_COMMAND}
+    first = agent(tmp_path, [fix_add("a - b", "a * b", "e1")], max_iterations=2, **config)
     result = await first.run("make add() add its arguments")
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     replace_last_checkpoint(tmp_path, result.session_id, old("phased")["checkpoint"])
-    again = agent(tmp_path, [edit("a * b", "a + b", "e2"), finish()], **config)
+    again = agent(
+        tmp_path, [fix_add("a * b", "a + b", "e2"), finish("fixed add", cid="done")], **config
+    )
     resumed = await again.resume(result.session_id, override_limits=True)
     assert resumed.finish_reason is FinishReason.COMPLETED, resumed.error
     store = SessionStore(tmp_path / "s")

@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from journeyman import Agent, AgentConfig, FinishReason, RunResult
+from journeyman import Agent, FinishReason, RunResult
 from journeyman.context.compaction import MASKED_PREFIX, SUMMARY_PREFIX, CompactionSettings
 from journeyman.context.rules import RulesLoader
 from journeyman.core import events as ev
@@ -15,11 +15,10 @@ from journeyman.core.errors import ProviderError
 from journeyman.core.messages import ToolCall, Usage
 from journeyman.policy.hooks import HookEvent, HookPayload
 from journeyman.providers.base import Capabilities, ModelRequest, ModelResponse
-from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
+from tests.fakes.agents import NO_RETRY, make_agent
 
-NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
 WINDOW = 6_000
 
 
@@ -61,14 +60,14 @@ def make(
     workspace.mkdir(exist_ok=True)
     for i in range(25):  # ~5,200 characters a read, a different file each step
         (workspace / f"big{i}.txt").write_text(f"line {i} of text\n" * 400)
-    provider = ScriptedProvider(script, capabilities=Capabilities(context_window=window))
-    agent = Agent(
-        provider,
-        workspace=workspace,
-        config=AgentConfig(session_dir=tmp_path / "sessions", **config),
-        on_event=events.append,
-        retry_policy=NO_WAIT,
-        rules=RulesLoader(workspace, home=tmp_path / "home"),
+    agent, provider = make_agent(
+        tmp_path,
+        script,
+        events=events,
+        retry_policy=NO_RETRY,
+        provider_options={"capabilities": Capabilities(context_window=window)},
+        agent_options={"rules": RulesLoader(workspace, home=tmp_path / "home")},
+        **config,
     )
     return agent, provider, workspace
 

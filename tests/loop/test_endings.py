@@ -24,7 +24,7 @@ from journeyman.core.result import FinishReason
 from journeyman.loop.endings import Severity, classify, finish_reason_for
 from journeyman.loop.modes.phased import recovery
 from journeyman.providers.base import ModelRequest, ModelResponse
-from tests.loop.test_kernel import call, make_agent, turn
+from tests.fakes.agents import NO_WAIT, Probe, call, make_agent, turn
 
 CASES: list[tuple[AgentError, Severity, FinishReason]] = [
     (LLMError("garbled"), Severity.RECOVERABLE, FinishReason.PROVIDER_UNAVAILABLE),
@@ -64,7 +64,9 @@ def test_one_mapping_gives_severity_and_finish_reason(
 
 
 async def test_an_unknown_tool_is_a_tool_error_the_model_is_told_about(tmp_path: Path) -> None:
-    agent, provider = make_agent(tmp_path, [turn(call("nope", x=1)), turn(text="ok")])
+    agent, provider = make_agent(
+        tmp_path, [turn(call("nope", x=1)), turn(text="ok")], tools=Probe().tools()
+    )
     result = await agent.run("x")
     assert result.success
     told = [m.tool_result for m in provider.requests[1].messages if m.tool_result]
@@ -75,7 +77,7 @@ async def test_an_unknown_tool_is_a_tool_error_the_model_is_told_about(tmp_path:
 async def test_a_capacity_stop_is_an_ending_not_an_error_event(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [turn(call("echo", text=str(i))) for i in range(3)]
-    agent, _ = make_agent(tmp_path, script, events=events, max_iterations=2)
+    agent, _ = make_agent(tmp_path, script, tools=Probe().tools(), events=events, max_iterations=2)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     assert "limit of 2 iterations" in (result.error or "")
@@ -86,7 +88,9 @@ async def test_ctrl_c_during_a_model_call_ends_as_cancelled(tmp_path: Path) -> N
     def interrupted(_request: ModelRequest) -> ModelResponse:
         raise asyncio.CancelledError
 
-    agent, _ = make_agent(tmp_path, [interrupted, ModelResponse("never", (), Usage())])
+    agent, _ = make_agent(
+        tmp_path, [interrupted, ModelResponse("never", (), Usage())], retry_policy=NO_WAIT
+    )
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.CANCELLED
     assert result.error == "cancelled by the user"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, FinishReason
 from journeyman.core.messages import Usage
 from journeyman.economics.budget import BudgetMode
 from journeyman.providers.scripted import ScriptedProvider
-from tests.loop.test_kernel import Probe, call, turn
+from tests.fakes.agents import Probe, call, make_agent, turn
 
 PRICEY = Usage(input_tokens=100_000, output_tokens=10_000)  # $0.45 a call for this model
 
@@ -19,16 +19,10 @@ PRICEY = Usage(input_tokens=100_000, output_tokens=10_000)  # $0.45 a call for t
 def agent_for(
     tmp_path: Path, script: list[Any], *, priced: bool = False, **config: Any
 ) -> tuple[Agent, ScriptedProvider]:
+    """An agent with the probe's tools; `priced` names a model whose price is known."""
     named = {"name": "anthropic", "model": "claude-sonnet-4-5"} if priced else {}
-    provider = ScriptedProvider(script, **named)
-    (tmp_path / "ws").mkdir(exist_ok=True)
-    agent = Agent(
-        provider,
-        workspace=tmp_path / "ws",
-        tools=Probe().tools(),
-        config=AgentConfig(session_dir=tmp_path / "s", **config),
-    )
-    return agent, provider
+    tools = Probe().tools()
+    return make_agent(tmp_path, script, tools=tools, sessions="s", provider_options=named, **config)
 
 
 def echoes(count: int, usage: Usage | None = None) -> list[Any]:

@@ -11,96 +11,27 @@ import pytest
 from journeyman import Agent, AgentConfig, FinishReason, ToolArgs, tool
 from journeyman.core.errors import LLMError, ProviderError
 from journeyman.core.events import Event
-from journeyman.core.messages import Role, ToolCall, Usage
+from journeyman.core.messages import Role, Usage
 from journeyman.providers.base import ModelResponse
-from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
-from journeyman.tools.builtin import default_tools
-
-NO_WAIT = RetryPolicy(max_retries=2, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
+from tests.fakes.agents import NO_WAIT, Probe, call, make_agent, turn
 
 
-class EchoArgs(ToolArgs):
-    text: str
-
-
-class Probe:
-    """Test tools that record how they were scheduled."""
-
-    def __init__(self) -> None:
-        self.running = 0
-        self.max_running = 0
-        self.barrier = asyncio.Event()
-        self.arrived = 0
-
-    def tools(self) -> list[Any]:
-        probe = self
-
-        @tool(args=EchoArgs, read_only=True, parallel_safe=True)
-        async def look(args: EchoArgs, ctx: object) -> str:
-            """Read-only echo that waits until two calls are inside at once."""
-            probe.arrived += 1
-            if probe.arrived >= 2:
-                probe.barrier.set()
-            await asyncio.wait_for(probe.barrier.wait(), timeout=2)
-            return f"saw {args.text}"
-
-        @tool(args=EchoArgs)
-        async def change(args: EchoArgs, ctx: object) -> str:
-            """A mutating tool: must never overlap with another call."""
-            probe.running += 1
-            probe.max_running = max(probe.max_running, probe.running)
-            await asyncio.sleep(0.01)
-            probe.running -= 1
-            return f"changed {args.text}"
-
-        @tool(args=EchoArgs)
-        async def echo(args: EchoArgs, ctx: object) -> str:
-            """Returns its input."""
-            return args.text
-
-        @tool(args=EchoArgs)
-        async def slow(args: EchoArgs, ctx: object) -> str:
-            """Sleeps far longer than any timeout in these tests."""
-            await asyncio.sleep(30)
-            return "never"
-
-        finish = next(t for t in default_tools() if t.name == "finish")
-        return [look, change, echo, slow, finish]
-
-
-def call(name: str, cid: str = "", **arguments: Any) -> ToolCall:
-    return ToolCall(cid or f"{name}-{sorted(arguments.items())}", name, arguments)
-
-
-def turn(*calls: ToolCall, text: str = "", usage: Usage | None = None) -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=tuple(calls), usage=usage or Usage(10, 5))
-
-
-def make_agent(
+def probe_agent(
     tmp_path: Path,
     script: list[Any],
     probe: Probe | None = None,
     events: list[Event] | None = None,
     **config: Any,
 ) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(script)
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    agent = Agent(
-        provider,
-        workspace=workspace,
-        tools=(probe or Probe()).tools(),
-        config=AgentConfig(session_dir=tmp_path / "sessions", **config),
-        on_event=events.append if events is not None else None,
-        retry_policy=NO_WAIT,
-    )
-    return agent, provider
+    """An agent with the probe's tools that retries without waiting."""
+    tools = (probe or Probe()).tools()
+    return make_agent(tmp_path, script, tools=tools, events=events, retry_policy=NO_WAIT, **config)
 
 
 async def test_text_answer_ends_successfully(tmp_path: Path) -> None:
-    agent, _ = make_agent(tmp_path, [turn(text="All done.")])
+    agent, _ = probe_agent(tmp_path, [turn(text="All done.")])
     result = await agent.run("say done")
     assert result.finish_reason is FinishReason.ANSWERED
     assert result.success and result.final_text == "All done."
@@ -113,7 +44,7 @@ async def test_finish_tool_completes_and_trajectory_is_complete(tmp_path: Path) 
         turn(call("echo", text="one")),
         turn(call("finish", summary="echoed one")),
     ]
-    agent, provider = make_agent(tmp_path, script, events=events)
+    agent, provider = probe_agent(tmp_path, script, events=events)
     result = await agent.run("echo then finish")
     assert result.finish_reason is FinishReason.COMPLETED
     assert result.final_text == "echoed one"
@@ -144,7 +75,7 @@ async def test_finish_tool_completes_and_trajectory_is_complete(tmp_path: Path) 
 
 async def test_max_iterations(tmp_path: Path) -> None:
     script = [turn(call("echo", text=str(i))) for i in range(10)]
-    agent, _ = make_agent(tmp_path, script, max_iterations=4)
+    agent, _ = probe_agent(tmp_path, script, max_iterations=4)
     result = await agent.run("loop")
     assert result.finish_reason is FinishReason.MAX_ITERATIONS
     assert result.iterations == 4 and not result.success
@@ -161,7 +92,7 @@ async def test_consecutive_mistakes_stop_the_run_and_reset_on_success(tmp_path: 
         turn(call("nope", "e", x=2)),
         turn(text="unreached"),
     ]
-    agent, provider = make_agent(tmp_path, script)
+    agent, provider = probe_agent(tmp_path, script)
     result = await agent.run("make mistakes")
     assert result.finish_reason is FinishReason.MAX_CONSECUTIVE_MISTAKES
     assert result.iterations == 6
@@ -171,7 +102,7 @@ async def test_consecutive_mistakes_stop_the_run_and_reset_on_success(tmp_path: 
 
 async def test_invalid_args_are_reported_to_the_model(tmp_path: Path) -> None:
     script = [turn(call("echo", "x", wrong=1)), turn(text="ok")]
-    agent, provider = make_agent(tmp_path, script)
+    agent, provider = probe_agent(tmp_path, script)
     await agent.run("x")
     shown = provider.requests[1].messages[-1].tool_result
     assert shown is not None and shown.is_error
@@ -181,7 +112,7 @@ async def test_invalid_args_are_reported_to_the_model(tmp_path: Path) -> None:
 async def test_format_error_is_told_and_counted(tmp_path: Path) -> None:
     bad = ModelResponse(text="```json\n{oops", format_error="the JSON block is not valid JSON")
     script = [bad, bad, bad, turn(text="unreached")]
-    agent, provider = make_agent(tmp_path, script)
+    agent, provider = probe_agent(tmp_path, script)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.MAX_CONSECUTIVE_MISTAKES
     told = provider.requests[1].messages[-1]
@@ -207,7 +138,7 @@ async def test_budget_limit_stops_with_capacity_reason(tmp_path: Path) -> None:
 
 async def test_unknown_price_is_none_not_zero(tmp_path: Path) -> None:
     events: list[Event] = []
-    agent, _ = make_agent(tmp_path, [turn(text="hi")], events=events)
+    agent, _ = probe_agent(tmp_path, [turn(text="hi")], events=events)
     result = await agent.run("x")
     assert result.cost_usd is None
     assert result.to_dict()["cost_usd"] is None
@@ -215,7 +146,7 @@ async def test_unknown_price_is_none_not_zero(tmp_path: Path) -> None:
 
 async def test_no_progress_ends_with_snapshot(tmp_path: Path) -> None:
     same = turn(call("echo", "same", text="again"))
-    agent, _ = make_agent(tmp_path, [same] * 10)
+    agent, _ = probe_agent(tmp_path, [same] * 10)
     result = await agent.run("repeat yourself")
     assert result.finish_reason is FinishReason.NO_PROGRESS
     assert result.iterations == 4  # one new turn, then three that add nothing
@@ -249,7 +180,7 @@ async def test_repeated_call_with_new_result_is_progress(tmp_path: Path) -> None
 async def test_parallel_safe_calls_run_concurrently(tmp_path: Path) -> None:
     probe = Probe()
     script = [turn(call("look", text="a"), call("look", text="b")), turn(text="ok")]
-    agent, provider = make_agent(tmp_path, script, probe=probe)
+    agent, provider = probe_agent(tmp_path, script, probe=probe)
     result = await agent.run("look twice")
     assert result.success
     contents = [m.tool_result.content for m in provider.requests[1].messages if m.tool_result]
@@ -259,7 +190,7 @@ async def test_parallel_safe_calls_run_concurrently(tmp_path: Path) -> None:
 async def test_mutating_calls_run_one_at_a_time_in_order(tmp_path: Path) -> None:
     probe = Probe()
     calls = [call("change", text=str(i)) for i in range(4)]
-    agent, provider = make_agent(tmp_path, [turn(*calls), turn(text="ok")], probe=probe)
+    agent, provider = probe_agent(tmp_path, [turn(*calls), turn(text="ok")], probe=probe)
     await agent.run("change things")
     assert probe.max_running == 1
     contents = [m.tool_result.content for m in provider.requests[1].messages if m.tool_result]
@@ -269,7 +200,7 @@ async def test_mutating_calls_run_one_at_a_time_in_order(tmp_path: Path) -> None
 async def test_parallel_batches_respect_max_concurrency(tmp_path: Path) -> None:
     probe = Probe()
     script = [turn(call("look", text="a"), call("look", text="b")), turn(text="ok")]
-    agent, provider = make_agent(tmp_path, script, probe=probe, max_concurrency=1)
+    agent, provider = probe_agent(tmp_path, script, probe=probe, max_concurrency=1)
     await agent.run("look twice, one at a time")
     results = [m.tool_result for m in provider.requests[1].messages if m.tool_result]
     # with one slot the barrier cannot be met: the first call times out inside the tool
@@ -278,7 +209,7 @@ async def test_parallel_batches_respect_max_concurrency(tmp_path: Path) -> None:
 
 async def test_tool_timeout_becomes_an_error_result(tmp_path: Path) -> None:
     script = [turn(call("slow", text="x")), turn(text="gave up")]
-    agent, provider = make_agent(tmp_path, script, tool_timeout_s=0.2)
+    agent, provider = probe_agent(tmp_path, script, tool_timeout_s=0.2)
     result = await agent.run("be slow")
     assert result.success
     shown = provider.requests[1].messages[-1].tool_result
@@ -287,7 +218,7 @@ async def test_tool_timeout_becomes_an_error_result(tmp_path: Path) -> None:
 
 async def test_cancel_during_a_tool_ends_cleanly(tmp_path: Path) -> None:
     events: list[Event] = []
-    agent, _ = make_agent(tmp_path, [turn(call("slow", text="x"))], events=events)
+    agent, _ = probe_agent(tmp_path, [turn(call("slow", text="x"))], events=events)
     task = asyncio.create_task(agent.run("hang"))
     while not any(e.type == "tool_call" for e in events):
         await asyncio.sleep(0.01)
@@ -298,7 +229,7 @@ async def test_cancel_during_a_tool_ends_cleanly(tmp_path: Path) -> None:
 
 
 async def test_cancel_method_stops_before_next_turn(tmp_path: Path) -> None:
-    agent, _ = make_agent(tmp_path, [turn(call("echo", text=str(i))) for i in range(5)])
+    agent, _ = probe_agent(tmp_path, [turn(call("echo", text=str(i))) for i in range(5)])
 
     def stop_after_first(event: Event) -> None:
         if event.type == "tool_result":
@@ -317,7 +248,7 @@ async def test_retryable_provider_errors_are_retried(tmp_path: Path) -> None:
         turn(text="finally"),
     ]
     events: list[Event] = []
-    agent, _ = make_agent(tmp_path, script, events=events)
+    agent, _ = probe_agent(tmp_path, script, events=events)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.ANSWERED
     assert sum(1 for e in events if e.type == "model_response") == 1
@@ -325,7 +256,7 @@ async def test_retryable_provider_errors_are_retried(tmp_path: Path) -> None:
 
 async def test_retries_are_bounded(tmp_path: Path) -> None:
     fault = ProviderError("busy", provider="x", status_code=503)
-    agent, provider = make_agent(tmp_path, [fault] * 10)
+    agent, provider = probe_agent(tmp_path, [fault] * 10)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.PROVIDER_UNAVAILABLE
     assert len(provider.requests) == NO_WAIT.max_retries + 1
@@ -333,7 +264,7 @@ async def test_retries_are_bounded(tmp_path: Path) -> None:
 
 async def test_auth_error_fails_at_once(tmp_path: Path) -> None:
     auth = ProviderError("set OPENAI_API_KEY", provider="openai", status_code=401, retryable=False)
-    agent, provider = make_agent(tmp_path, [auth, turn(text="unreached")])
+    agent, provider = probe_agent(tmp_path, [auth, turn(text="unreached")])
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.PROVIDER_ERROR
     assert len(provider.requests) == 1
@@ -357,7 +288,7 @@ async def test_fallback_chain_moves_to_next_provider(tmp_path: Path) -> None:
 
 
 async def test_broken_event_callback_does_not_break_the_run(tmp_path: Path) -> None:
-    agent, _ = make_agent(tmp_path, [turn(text="fine")])
+    agent, _ = probe_agent(tmp_path, [turn(text="fine")])
 
     def explode(_event: Event) -> None:
         raise RuntimeError("ui bug")
@@ -371,7 +302,7 @@ async def test_internal_error_still_returns_a_result(tmp_path: Path) -> None:
     def crash(_request: object) -> ModelResponse:
         raise ZeroDivisionError("bug")
 
-    agent, _ = make_agent(tmp_path, [crash])
+    agent, _ = probe_agent(tmp_path, [crash])
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.INTERNAL_ERROR
     assert "ZeroDivisionError" in (result.error or "")
@@ -381,7 +312,7 @@ async def test_internal_error_still_returns_a_result(tmp_path: Path) -> None:
 async def test_empty_reply_is_a_mistake_and_the_model_is_told(
     tmp_path: Path, empty: ModelResponse
 ) -> None:
-    agent, provider = make_agent(tmp_path, [empty, turn(text="sorry, done")])
+    agent, provider = probe_agent(tmp_path, [empty, turn(text="sorry, done")])
     result = await agent.run("x")
     assert result.success and result.iterations == 2
     assert "empty" in provider.requests[1].messages[-1].content

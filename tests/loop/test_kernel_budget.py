@@ -13,6 +13,7 @@ from journeyman.economics.budget import BudgetMode
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
+from tests.fakes.agents import make_agent, turn
 
 
 class TextArgs(ToolArgs):
@@ -31,29 +32,22 @@ def fake_read(args: TextArgs, ctx: object) -> str:
     return f"contents of {args.text}"
 
 
-def turn(*calls: tuple[str, str], tokens: int, text: str = "") -> ModelResponse:
-    tool_calls = tuple(
-        ToolCall(f"c{i}-{t}", name, {"text": t}) for i, (name, t) in enumerate(calls)
-    )
-    return ModelResponse(text=text, tool_calls=tool_calls, usage=Usage(0, tokens))
+def spend_turn(*calls: tuple[str, str], tokens: int, text: str = "") -> ModelResponse:
+    """A reply calling (tool, text) pairs that produced `tokens` output tokens."""
+    tool_calls = [ToolCall(f"c{i}-{t}", name, {"text": t}) for i, (name, t) in enumerate(calls)]
+    return turn(*tool_calls, text=text, usage=Usage(0, tokens))
 
 
 def make(
     tmp_path: Path, script: list[Any], events: list[Event], **config: Any
 ) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(script)
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
+    """An agent with `echo` and a fake `read_file`; an `approver` in `config` goes to `Agent`."""
     approver = config.pop("approver", None)
-    agent = Agent(
-        provider,
-        workspace=ws,
-        tools=[echo, fake_read],
-        config=AgentConfig(session_dir=tmp_path / "s", **config),
-        on_event=events.append,
-        **({"approver": approver} if approver else {}),
+    options = {"approver": approver} if approver else {}
+    tools = [echo, fake_read]
+    return make_agent(
+        tmp_path, script, tools=tools, events=events, sessions="s", agent_options=options, **config
     )
-    return agent, provider
 
 
 def nudges(events: list[Event], kind: str | None = None) -> list[NudgeInjected]:
@@ -67,9 +61,9 @@ async def test_budget_walks_from_nudge_to_text_only_to_capacity_stop(tmp_path: P
     )  # its prompt becomes the baseline
     script = [
         first,
-        turn(("echo", "b"), tokens=700),  # 70 % -> WARN
-        turn(("echo", "c"), tokens=200),  # 90 % -> RESTRICTED
-        turn(("echo", "d"), ("echo", "e"), tokens=50),  # 95 % -> HARD; 2nd call refused
+        spend_turn(("echo", "b"), tokens=700),  # 70 % -> WARN
+        spend_turn(("echo", "c"), tokens=200),  # 90 % -> RESTRICTED
+        spend_turn(("echo", "d"), ("echo", "e"), tokens=50),  # 95 % -> HARD; 2nd call refused
         ModelResponse(text="Closing report: echoed a-d, e was not run.", usage=Usage(0, 10)),
     ]
     agent, provider = make(tmp_path, script, events, max_total_tokens=1000)
@@ -94,9 +88,9 @@ async def test_budget_walks_from_nudge_to_text_only_to_capacity_stop(tmp_path: P
 async def test_jump_past_the_limit_stops_at_the_gate(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
-        turn(("echo", "a"), tokens=0),
-        turn(("echo", "b"), tokens=5000),
-        turn(("echo", "c"), tokens=1),
+        spend_turn(("echo", "a"), tokens=0),
+        spend_turn(("echo", "b"), tokens=5000),
+        spend_turn(("echo", "c"), tokens=1),
     ]
     agent, _ = make(tmp_path, script, events, max_total_tokens=1000)
     result = await agent.run("x")
@@ -108,9 +102,9 @@ async def test_jump_past_the_limit_stops_at_the_gate(tmp_path: Path) -> None:
 async def test_extension_granted_lets_the_run_continue(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
-        turn(("echo", "a"), tokens=0),
-        turn(("echo", "b"), tokens=990),  # 99 %: text only unless extended
-        turn(("echo", "c"), tokens=10),
+        spend_turn(("echo", "a"), tokens=0),
+        spend_turn(("echo", "b"), tokens=990),  # 99 %: text only unless extended
+        spend_turn(("echo", "c"), tokens=10),
         ModelResponse(text="done", usage=Usage(0, 1)),
     ]
     agent, provider = make(
@@ -130,8 +124,8 @@ async def test_extension_granted_lets_the_run_continue(tmp_path: Path) -> None:
 async def test_denied_extension_is_asked_once(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
-        turn(("echo", "a"), tokens=0),
-        turn(("echo", "b"), tokens=960),
+        spend_turn(("echo", "a"), tokens=0),
+        spend_turn(("echo", "b"), tokens=960),
         ModelResponse(text="wrapping up", usage=Usage(0, 1)),
     ]
     agent, _ = make(tmp_path, script, events, max_total_tokens=1000)
@@ -143,7 +137,7 @@ async def test_denied_extension_is_asked_once(tmp_path: Path) -> None:
 
 async def test_advisory_mode_never_stops_for_tokens(tmp_path: Path) -> None:
     events: list[Event] = []
-    script = [turn(("echo", str(i)), tokens=600) for i in range(4)]
+    script = [spend_turn(("echo", str(i)), tokens=600) for i in range(4)]
     script.append(ModelResponse(text="finished anyway", usage=Usage(0, 1)))
     agent, provider = make(
         tmp_path, script, events, max_total_tokens=1000, budget_mode=BudgetMode.ADVISORY
@@ -156,7 +150,7 @@ async def test_advisory_mode_never_stops_for_tokens(tmp_path: Path) -> None:
 
 async def test_soft_mode_only_tracks(tmp_path: Path) -> None:
     events: list[Event] = []
-    script = [turn(("echo", str(i)), tokens=900) for i in range(3)]
+    script = [spend_turn(("echo", str(i)), tokens=900) for i in range(3)]
     script.append(ModelResponse(text="ok", usage=Usage(0, 1)))
     agent, _ = make(tmp_path, script, events, max_total_tokens=1000, budget_mode=BudgetMode.SOFT)
     result = await agent.run("x")
@@ -166,7 +160,7 @@ async def test_soft_mode_only_tracks(tmp_path: Path) -> None:
 async def test_duration_limit_stops_with_its_own_reason(tmp_path: Path) -> None:
     events: list[Event] = []
     now = [0.0]
-    script = [turn(("echo", str(i)), tokens=1) for i in range(5)]
+    script = [spend_turn(("echo", str(i)), tokens=1) for i in range(5)]
     agent, _ = make(tmp_path, script, events, max_duration_s=10)
     agent.economics.clock = lambda: now[0]
 
@@ -183,7 +177,7 @@ async def test_duration_limit_stops_with_its_own_reason(tmp_path: Path) -> None:
 
 async def test_loop_nudge_on_identical_calls_with_identical_results(tmp_path: Path) -> None:
     events: list[Event] = []
-    same = turn(("echo", "again"), tokens=1)
+    same = spend_turn(("echo", "again"), tokens=1)
     agent, provider = make(tmp_path, [same, same, same, ModelResponse(text="ok")], events)
     result = await agent.run("x")
     assert result.success
@@ -220,7 +214,7 @@ async def test_rerunning_a_command_with_new_output_is_not_a_loop(tmp_path: Path)
 
 async def test_exploration_saturation_nudge(tmp_path: Path) -> None:
     events: list[Event] = []
-    reads = [turn(("read_file", f"f{i}.py"), tokens=1) for i in range(10)]
+    reads = [spend_turn(("read_file", f"f{i}.py"), tokens=1) for i in range(10)]
     agent, provider = make(tmp_path, [*reads, ModelResponse(text="ok")], events)
     await agent.run("x")
     saturation = nudges(events, "exploration_saturation")
@@ -231,7 +225,7 @@ async def test_exploration_saturation_nudge(tmp_path: Path) -> None:
 
 async def test_every_call_is_in_the_usage_log(tmp_path: Path) -> None:
     events: list[Event] = []
-    script = [turn(("echo", "a"), tokens=5), ModelResponse(text="ok", usage=Usage(3, 4))]
+    script = [spend_turn(("echo", "a"), tokens=5), ModelResponse(text="ok", usage=Usage(3, 4))]
     agent, _ = make(tmp_path, script, events)
     result = await agent.run("x")
     store = SessionStore(tmp_path / "s")
@@ -246,10 +240,10 @@ async def test_every_call_is_in_the_usage_log(tmp_path: Path) -> None:
 async def test_a_new_task_is_refused_on_a_nearly_spent_budget(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
-        turn(("echo", "a"), tokens=0),
-        turn(("echo", "b"), tokens=930),
+        spend_turn(("echo", "a"), tokens=0),
+        spend_turn(("echo", "b"), tokens=930),
         ModelResponse(text="first task done", usage=Usage(0, 1)),
-        turn(("echo", "c"), tokens=1),
+        spend_turn(("echo", "c"), tokens=1),
     ]
     agent, provider = make(tmp_path, script, events, max_total_tokens=1000)
     first = await agent.run("first task")

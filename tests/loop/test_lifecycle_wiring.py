@@ -14,9 +14,9 @@ from journeyman.core.result import FinishReason
 from journeyman.economics.approval import ExtensionRequest
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest, PermissionMode
 from journeyman.providers.base import ModelRequest, ModelResponse
-from tests.loop.test_kernel_budget import make, turn
+from tests.fakes.agents import turn
+from tests.loop.test_kernel_budget import make, spend_turn
 from tests.loop.test_policy_wiring import FINISH, WRITE, agent_for
-from tests.loop.test_policy_wiring import turn as policy_turn
 
 S = AgentState
 
@@ -46,7 +46,7 @@ async def test_the_closing_report_is_written_while_completing(tmp_path: Path) ->
         during.append(agent.lifecycle.state)
         return ModelResponse(text="Closing report", usage=Usage(0, 1))
 
-    script = [turn(("echo", "a"), tokens=0), turn(("echo", "b"), tokens=960), report]
+    script = [spend_turn(("echo", "a"), tokens=0), spend_turn(("echo", "b"), tokens=960), report]
     agent, _ = make(tmp_path, script, [], max_total_tokens=1000)
     seen = watch(agent.lifecycle)
     result = await agent.run("x")
@@ -62,7 +62,7 @@ async def test_waiting_for_an_extension_decision_is_paused(tmp_path: Path) -> No
         during.append(agent.lifecycle.state)
         return False
 
-    script = [turn(("echo", "a"), tokens=0), turn(("echo", "b"), tokens=990)]
+    script = [spend_turn(("echo", "a"), tokens=0), spend_turn(("echo", "b"), tokens=990)]
     script.append(ModelResponse(text="report", usage=Usage(0, 1)))
     agent, _ = make(tmp_path, script, [], max_total_tokens=1000, approver=approver)
     seen = watch(agent.lifecycle)
@@ -80,7 +80,7 @@ async def test_waiting_for_a_permission_answer_is_paused(tmp_path: Path) -> None
 
     agent, _, _ = agent_for(
         tmp_path,
-        [policy_turn(WRITE), policy_turn(FINISH)],
+        [turn(WRITE), turn(FINISH)],
         mode=PermissionMode.DEFAULT,
         permission_approver=approve,
     )

@@ -31,7 +31,7 @@ from journeyman.loop.modes.phased import (
     FIRST_HEADER,
     FRESH_HEADER,
     SAME_CHECK_FAILURE,
-    Phase,
+    WorkflowPhase,
 )
 from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.phased.recovery import Severity, classify
@@ -341,7 +341,7 @@ async def test_repeated_actions_escalate_to_rediscovery_then_abort(tmp_path: Pat
     discoveries = [t for t in user_texts(provider.requests[5]) if FRESH_HEADER in t]
     assert len(discoveries) == 1
     final_phase = phases(tmp_path, result.session_id, result.iterations)[-1]
-    assert final_phase == Phase.FAIL.value
+    assert final_phase == WorkflowPhase.FAIL.value
 
 
 # --- resume mid-phase ----------------------------------------------------------------------

@@ -4,32 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, FinishReason
 from journeyman.core.errors import ProviderError
-from journeyman.core.messages import Role, ToolCall, Usage
+from journeyman.core.messages import Role
 from journeyman.loop.config import ModeName
 from journeyman.loop.modes.plan_solve import PLAN_REQUEST
-from journeyman.providers.base import ModelResponse
-from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider
+from tests.fakes.agents import NO_RETRY, call, finish, make_agent, turn
 
-NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
-PLAN = ModelResponse(text="1. read notes.txt\n2. finish", usage=Usage(10, 5))
-READ = ModelResponse(
-    text="", tool_calls=(ToolCall("r", "read_file", {"path": "notes.txt"}),), usage=Usage(10, 5)
-)
-FINISH = ModelResponse(
-    text="", tool_calls=(ToolCall("f", "finish", {"summary": "read it"}),), usage=Usage(10, 5)
-)
+PLAN = turn(text="1. read notes.txt\n2. finish")
+READ = turn(call("read_file", "r", path="notes.txt"))
+FINISH = finish("read it", cid="f")
 
 
 def agent(tmp_path: Path, script: list[object]) -> tuple[Agent, ScriptedProvider]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     (workspace / "notes.txt").write_text("hello\n")
-    provider = ScriptedProvider(script)
-    config = AgentConfig(session_dir=tmp_path / "s", mode=ModeName.PLAN_SOLVE)
-    return Agent(provider, workspace=workspace, config=config, retry_policy=NO_WAIT), provider
+    return make_agent(
+        tmp_path, script, sessions="s", retry_policy=NO_RETRY, mode=ModeName.PLAN_SOLVE
+    )
 
 
 async def test_the_first_turn_plans_without_tools(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from journeyman import Agent, AgentConfig, FinishReason
+from journeyman import Agent, FinishReason
 from journeyman.context.rules import RulesLoader
-from journeyman.core.messages import Role, ToolCall, Usage
+from journeyman.core.messages import Role
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload, ShellHookConfig
 from journeyman.policy.permissions import (
     ApprovalAnswer,
@@ -16,18 +16,9 @@ from journeyman.policy.permissions import (
     PermissionMode,
     PermissionsConfig,
 )
-from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(f"{name}-{len(arguments)}-{sorted(arguments.items())}", name, arguments)
-
-
-def turn(*calls: ToolCall, text: str = "") -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=tuple(calls), usage=Usage(10, 5))
-
+from tests.fakes.agents import call, make_agent, turn
 
 WRITE = call("write_file", path="out.txt", content="hello\n")
 FINISH = call("finish", summary="done")
@@ -36,22 +27,18 @@ FINISH = call("finish", summary="done")
 def agent_for(
     tmp_path: Path, script: list[Any], *, mode: PermissionMode | None = None, **kwargs: Any
 ) -> tuple[Agent, ScriptedProvider, Path]:
+    """An agent with rules from `tmp_path / "home"`; `mode`, `deny` and `ask` set permissions,
+    `config` other `AgentConfig` fields, and the remaining keywords go to `Agent`."""
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    provider = ScriptedProvider(script)
-    config_fields: dict[str, Any] = {"session_dir": tmp_path / "sessions"}
+    config_fields: dict[str, Any] = {}
     if mode is not None:
         config_fields["permissions"] = PermissionsConfig(
             mode=mode, deny=kwargs.pop("deny", []), ask=kwargs.pop("ask", [])
         )
     config_fields.update(kwargs.pop("config", {}))
-    agent = Agent(
-        provider,
-        workspace=workspace,
-        config=AgentConfig(**config_fields),
-        rules=kwargs.pop("rules", RulesLoader(workspace, home=tmp_path / "home")),
-        **kwargs,
-    )
+    kwargs.setdefault("rules", RulesLoader(workspace, home=tmp_path / "home"))
+    agent, provider = make_agent(tmp_path, script, agent_options=kwargs, **config_fields)
     return agent, provider, workspace
 
 

@@ -10,28 +10,21 @@ from typing import Any
 import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason, ToolArgs, tool
-from journeyman.core.messages import Role, ToolCall, Usage
+from journeyman.core.messages import Role
 from journeyman.core.result import FinishCategory
 from journeyman.loop.config import ModeName
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
-from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.base import ModelRequest
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.tools.base import ToolKind
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.sandbox import SandboxKind
+from tests.fakes.agents import call, make_agent, turn
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
 CHECK = "from calc import add\nassert add(2, 3) == 5, f'add(2, 3) gave {add(2, 3)}'\nprint('ok')\n"
 CHECK_COMMAND = f"{sys.executable} check.py"
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(f"{name}-{sorted(arguments.items())}", name, arguments)
-
-
-def turn(*calls: ToolCall, text: str = "") -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=tuple(calls), usage=Usage(10, 5))
 
 
 FIX = turn(call("edit_file", path="calc.py", old_string="a - b", new_string="a + b"))
@@ -54,16 +47,15 @@ def agent_for(
     permissions: PermissionsConfig | None = None,
     **config: Any,
 ) -> tuple[Agent, ScriptedProvider, Path]:
+    """An agent on the calc project whose check is `CHECK_COMMAND` unless `config` says."""
     root = tmp_path / "ws" if (tmp_path / "ws").exists() else project(tmp_path)
-    provider = ScriptedProvider(script)
     fields: dict[str, Any] = {
-        "session_dir": tmp_path / "sessions",
         "sandbox": SandboxKind.LOCAL,
         "verify_command": CHECK_COMMAND,
         "permissions": permissions,
     }
     fields.update(config)
-    agent = Agent(provider, workspace=root, config=AgentConfig(**fields))
+    agent, provider = make_agent(tmp_path, script, **fields)
     return agent, provider, root
 
 

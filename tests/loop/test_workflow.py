@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from journeyman.loop.modes.phased import Edge, Phase, WorkflowError
+from journeyman.loop.modes.phased import Edge, WorkflowError, WorkflowPhase
 from journeyman.loop.modes.phased.workflow import LIVE, TABLE, TERMINAL, allowed, transition
 
-P = Phase
+P = WorkflowPhase
 SEED_TABLE = {
     (P.DISCOVER, P.PLAN),
     (P.DISCOVER, P.FAIL),
@@ -22,7 +22,7 @@ SEED_TABLE = {
     (P.VERIFY, P.DONE),
     (P.VERIFY, P.FAIL),
 }
-moves = st.lists(st.tuples(st.sampled_from(Phase), st.sampled_from(Edge)), max_size=30)
+moves = st.lists(st.tuples(st.sampled_from(WorkflowPhase), st.sampled_from(Edge)), max_size=30)
 
 
 def test_the_table_is_the_seed_table() -> None:
@@ -31,9 +31,9 @@ def test_the_table_is_the_seed_table() -> None:
 
 @given(moves)
 def test_every_accepted_move_is_an_allowed_edge_and_terminal_phases_are_final(
-    tried: list[tuple[Phase, Edge]],
+    tried: list[tuple[WorkflowPhase, Edge]],
 ) -> None:
-    phase = Phase.DISCOVER
+    phase = WorkflowPhase.DISCOVER
     for target, edge in tried:
         before = phase
         try:
@@ -45,26 +45,26 @@ def test_every_accepted_move_is_an_allowed_edge_and_terminal_phases_are_final(
         if edge is Edge.NEXT:
             assert (before, target) in SEED_TABLE
         elif edge in (Edge.RECOVER, Edge.UNCHANGED):
-            assert target is Phase.PLAN
+            assert target is WorkflowPhase.PLAN
         else:
-            assert target is Phase.DISCOVER
+            assert target is WorkflowPhase.DISCOVER
 
 
 @given(st.sampled_from(sorted(LIVE)))
-def test_a_recoverable_error_goes_to_plan_from_every_live_phase(phase: Phase) -> None:
-    assert transition(phase, Phase.PLAN, Edge.RECOVER) is Phase.PLAN
+def test_a_recoverable_error_goes_to_plan_from_every_live_phase(phase: WorkflowPhase) -> None:
+    assert transition(phase, WorkflowPhase.PLAN, Edge.RECOVER) is WorkflowPhase.PLAN
 
 
 @pytest.mark.parametrize("terminal", sorted(TERMINAL))
-def test_nothing_leaves_a_terminal_phase(terminal: Phase) -> None:
-    for target in Phase:
+def test_nothing_leaves_a_terminal_phase(terminal: WorkflowPhase) -> None:
+    for target in WorkflowPhase:
         for edge in Edge:
             assert not allowed(terminal, target, edge)
     with pytest.raises(WorkflowError, match="cannot go from"):
-        transition(terminal, Phase.PLAN, Edge.RECOVER)
+        transition(terminal, WorkflowPhase.PLAN, Edge.RECOVER)
 
 
 def test_act_goes_back_to_plan_only_when_it_changed_nothing() -> None:
-    assert not allowed(Phase.ACT, Phase.PLAN)
-    assert allowed(Phase.ACT, Phase.PLAN, Edge.UNCHANGED)
-    assert not allowed(Phase.VERIFY, Phase.PLAN, Edge.UNCHANGED)
+    assert not allowed(WorkflowPhase.ACT, WorkflowPhase.PLAN)
+    assert allowed(WorkflowPhase.ACT, WorkflowPhase.PLAN, Edge.UNCHANGED)
+    assert not allowed(WorkflowPhase.VERIFY, WorkflowPhase.PLAN, Edge.UNCHANGED)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import Field, ValidationError
 
 from journeyman.core.messages import ToolCall
-from journeyman.economics.phases import Phase, PhaseTracker
+from journeyman.economics.phases import PhaseTracker, WorkPhase
 from journeyman.integrations.mcp.bridge import McpTool
 from journeyman.policy.permissions import (
     ApprovalAnswer,
@@ -641,13 +641,13 @@ def test_phases_follow_the_declared_kinds() -> None:
     tracker = PhaseTracker()
     for name in ("srv_read_text", "peek"):
         tracker.record(name, registry.kind_of(name))
-    assert (tracker.reads, tracker.phase) == (2, Phase.EXPLORATION)
+    assert (tracker.reads, tracker.phase) == (2, WorkPhase.EXPLORATION)
     tracker.record("srv_write_text", registry.kind_of("srv_write_text"))  # other: no move
-    assert tracker.phase is Phase.EXPLORATION
+    assert tracker.phase is WorkPhase.EXPLORATION
     tracker.record("stamp", registry.kind_of("stamp"))
-    assert tracker.phase is Phase.ACTING
+    assert tracker.phase is WorkPhase.ACTING
     tracker.record("run_command", registry.kind_of("run_command"))
-    assert tracker.phase is Phase.VERIFYING
+    assert tracker.phase is WorkPhase.VERIFYING
 
 
 def test_the_declared_kind_beats_the_name_and_the_read_only_hint() -> None:

@@ -1,4 +1,4 @@
-"""Reliability scenario 1: provider faults during whole runs (bench/fault_trials.py).
+"""Reliability scenario 1: provider faults during whole runs (tests/support/fault_trials.py).
 
 Through the real OpenAI SDK adapter and the resilient wrapper against the fake server: every
 run completes, retries stay within the policy, and no tool runs twice after a retried call.
@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from bench.fault_trials import FAULTS, POLICY, STEPS, fault_trial, run_fault_trials
 
 from journeyman.core.errors import ProviderError
 from journeyman.core.messages import Message
@@ -31,6 +30,7 @@ from tests.fakes import (
     keep_alive,
     reply,
 )
+from tests.support.fault_trials import FAULTS, POLICY, STEPS, fault_trial, run_fault_trials
 
 SEED = 20261123
 

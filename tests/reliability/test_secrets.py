@@ -1,12 +1,14 @@
 """Reliability scenario 6: secrets in the environment and in workspace files never reach the
-session store, its export, the CLI's stream-json output or its log (bench/secret_trials.py)."""
+session store, its export, the CLI's stream-json output or its log
+(tests/support/secret_trials.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from bench.secret_trials import secret_trial
+
+from tests.support.secret_trials import secret_trial
 
 
 @pytest.mark.slow

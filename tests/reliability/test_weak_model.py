@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.weak_model_trials import LlamaServer, llama_problem, weak_model_trial
+
+from tests.support.weak_model_trials import LlamaServer, llama_problem, weak_model_trial
 
 PYTHON = os.environ.get("JOURNEYMAN_LLAMA_PYTHON", sys.executable)
 PROBLEM = llama_problem(PYTHON)

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env
 
 from journeyman.session.database import StoreDamagedError
 from journeyman.session.store import (
@@ -28,6 +27,7 @@ from journeyman.session.store import (
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.session.test_store import new_session, step
+from tests.support.cli import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.scripted import ScriptedProvider, ScriptStep
 from journeyman.session.fork import prepare_fork
 from journeyman.session.store import SessionStore
+from tests.fakes.agents import finish
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 
@@ -35,10 +36,6 @@ PARENT_CALLS = [
 
 def snapshot(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
-
-
-def finish(summary: str = "done") -> ModelResponse:
-    return ModelResponse(text="", tool_calls=(ToolCall("fin", "finish", {"summary": summary}),))
 
 
 class Parent:

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env
 
 from journeyman.session.redact import MASK, Redactor
 from journeyman.session.store import SessionRecord, SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env
 
 SECRET = 'q"uo\\te-é-' + "x7" * 8
 """The value of a secret environment variable, with the characters JSON escapes."""

@@ -10,17 +10,10 @@ import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.core.messages import Role, ToolCall
-from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import DATABASE_FILE, SessionStore
-
-
-class Crash(BaseException):
-    """Stands in for kill -9."""
-
-
-def crash(_request: ModelRequest) -> ModelResponse:
-    raise Crash
+from tests.fakes.agents import Crash, crash
 
 
 async def test_resume_answers_a_stored_call_that_had_no_result(tmp_path: Path) -> None:

@@ -10,15 +10,12 @@ import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.core.messages import ToolCall, Usage
-from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
+from tests.fakes.agents import Crash, crash
 
 STEPS = 8
-
-
-class Crash(BaseException):
-    """Stands in for kill -9: nothing in the agent catches it."""
 
 
 def script() -> list[Any]:
@@ -40,10 +37,6 @@ def script() -> list[Any]:
         )
     )
     return steps
-
-
-def crash(_request: ModelRequest) -> ModelResponse:
-    raise Crash
 
 
 def agent(provider: ScriptedProvider, ws: Path, root: Path) -> Agent:

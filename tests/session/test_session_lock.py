@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env
 
 from journeyman.session.lock import SessionBusyError, SessionLock
 from journeyman.session.store import SessionStore
 from tests.session.test_store import new_session
+from tests.support.cli import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 

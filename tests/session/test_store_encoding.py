@@ -11,9 +11,10 @@ import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.core.messages import Message, ToolCall, ToolResult
-from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore, StepRecord
+from tests.fakes.agents import Crash, crash
 from tests.session.test_store import new_session
 
 BROKEN = "half an emoji \ud83d and a lone \ud800 here"
@@ -45,14 +46,6 @@ def test_a_message_with_lone_surrogates_round_trips(tmp_path: Path) -> None:
         assert "\ufffd" in store.summary(sid).final_text
     finally:
         store.close()
-
-
-class Crash(BaseException):
-    """Stands in for kill -9."""
-
-
-def crash(_request: ModelRequest) -> ModelResponse:
-    raise Crash
 
 
 async def test_a_run_with_broken_text_and_file_names_resumes(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Reliability scenario 4: the escape corpus (bench/sandbox_trials.py) against each sandbox.
+"""Reliability scenario 4: the escape corpus (tests/support/sandbox_trials.py) against each sandbox.
 
 Under bubblewrap nothing may escape. Under local the file tools are confined by path, while
 run_command is not confined at all: the local test states what it can reach.
@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from bench.sandbox_trials import EscapeLab, Outcome, summarise
 
 from journeyman.tools.sandbox import LocalSandbox, open_sandbox
+from tests.support.sandbox_trials import EscapeLab, Outcome, summarise
 
 from .sandboxes import needs_bwrap
 

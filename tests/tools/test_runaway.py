@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench.sandbox_trials import Runaway, fork_bomb_command, run_runaway, runaway_cases
 
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import (
@@ -27,6 +26,7 @@ from journeyman.tools.sandbox import (
     bubblewrap,
 )
 from journeyman.tools.shell import RunCommandTool
+from tests.support.sandbox_trials import Runaway, fork_bomb_command, run_runaway, runaway_cases
 
 from .sandboxes import BWRAP_PROBLEM, CAN_SETPRIV, IS_ROOT
 

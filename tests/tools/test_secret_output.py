@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import clean_env, jm
 
 from journeyman.core.messages import ToolCall
 from journeyman.tools.builtin import default_tools
@@ -15,6 +14,7 @@ from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, jm
 
 API_KEY = "sk-test-own-provider-key-0123456789"
 ODD_SECRET = 'pa"ss\\wörd-9876543210'

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.cli.app import app
 from journeyman.core.messages import ToolCall
-from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.session.undo import FileChangeTracker
@@ -26,6 +25,7 @@ from journeyman.tools.snapshot import (
     reconcile_interrupted,
     shadow_repository,
 )
+from tests.fakes.agents import finish, turn
 
 ORIGINAL = {
     "app.py": "def f():\n    return 1\n",
@@ -109,11 +109,7 @@ def command(cid: str, line: str) -> ToolCall:
     return ToolCall(cid, "run_command", {"command": line})
 
 
-def turn(call: ToolCall) -> ModelResponse:
-    return ModelResponse(text="", tool_calls=(call,))
-
-
-FINISH = turn(ToolCall("fin", "finish", {"summary": "done"}))
+FINISH = finish()
 
 
 def test_undo_reverts_what_commands_did_and_diff_shows_it(ws: Path, tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from journeyman.session.store import (
     default_session_root,
 )
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.swarm.spawn import restore_subagents, with_subagents
 from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
 
@@ -232,6 +233,14 @@ SandboxOpt = Annotated[
         "home folder hidden except toolchains such as ~/.local/bin, ~/.pyenv, ~/.cargo/bin; "
         "password hashes, SSH host keys and service data hidden; rest read-only; private /tmp; "
         "no network), docker. One named here that cannot start is an error.",
+    ),
+]
+SubagentsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--subagents",
+        help="Give the model the spawn_agent tool: subagents with their own task, read-only "
+        "unless asked to write, budgeted from this run's limits (which cap the whole tree).",
     ),
 ]
 AllowNetworkOpt = Annotated[
@@ -468,6 +477,7 @@ def run(
     lsp: LspOpt = True,
     mcp: McpOpt = None,
     project_hooks: ProjectHooksOpt = False,
+    subagents: SubagentsOpt = False,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -523,7 +533,7 @@ def run(
         config=config,
         output_format=output_format,
         auto_extend=auto_extend,
-        action=lambda agent: agent.run(task),
+        action=lambda agent: with_subagents(agent, subagents).run(task),
         lsp=lsp,
         mcp=mcp,
     )
@@ -632,7 +642,9 @@ def resume(
         config=config,
         output_format=output_format,
         auto_extend=auto_extend,
-        action=lambda agent: agent.resume(record.id, override_limits=bool(limits)),
+        action=lambda agent: restore_subagents(agent, record.settings).resume(
+            record.id, override_limits=bool(limits)
+        ),
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
         mcp=settings.get("mcp") if mcp is None else mcp,
         ignored=ignored,

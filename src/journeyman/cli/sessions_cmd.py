@@ -22,6 +22,7 @@ from journeyman.session.store import (
     new_session_id,
 )
 from journeyman.session.trajectory import export_jsonl, import_file
+from journeyman.swarm.tree import session_tree
 from journeyman.tools.snapshot import forget_snapshots
 
 sessions_app = typer.Typer(
@@ -124,6 +125,7 @@ def show(
         summary = store.summary(record.id)
         messages = store.messages(record.id)
         changes = store.file_changes(record.id)
+        tree = session_tree(store, record.id)
     finally:
         store.close()
     out = Console(highlight=False)
@@ -131,6 +133,8 @@ def show(
         f"[bold]session {record.id}[/]"
         + (
             f"  (forked from {record.parent_id} at step {record.forked_at_step})"
+            if record.parent_id and record.forked_at_step is not None
+            else f"  (subagent of {record.parent_id})"
             if record.parent_id
             else ""
         )
@@ -168,6 +172,19 @@ def show(
             f"[dim]change[/] step {change.step} {change.kind} {_safe(change.path)} "
             f"({change.tool}, {state})"
         )
+    if tree.children:
+        out.print(f"[bold]subagents[/] (tree cost {_cost(tree.tree_cost_usd)})")
+        for depth, node in tree.walk():
+            rec, status = node.summary.record, node.summary.finish_reason or "unfinished"
+            task = rec.task if len(rec.task) < 60 else rec.task[:59] + "…"
+            out.print(
+                f"{'  ' * depth}{'└ ' if depth else ''}{rec.id}  {status}  "
+                f"{node.tokens:,} tokens  {_cost(node.cost_usd)}  {_safe(task)}"
+            )
+
+
+def _cost(usd: float | None) -> str:
+    return "cost unknown" if usd is None else f"${usd:.4f}"
 
 
 def _safe(text: str) -> str:

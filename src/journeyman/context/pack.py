@@ -30,11 +30,12 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.context.memory import (
+    DEFAULT_FORMATTER,
     OLD_MEMORY_BELOW,
-    AgentState,
     LastError,
     MemoryFormatter,
     MemorySection,
+    PhasedState,
 )
 
 CUT_MARKER = "[cut to fit"
@@ -326,13 +327,13 @@ class ContextPackBuilder:
     formatter: MemoryFormatter | None = None
     _current: ContextPack | None = field(default=None, init=False, repr=False)
 
-    def for_step(self, state: AgentState) -> ContextPack:
+    def for_step(self, state: PhasedState) -> ContextPack:
         """The pack for `state.step`, assembled on the first call of the step only."""
         if self._current is None or self._current.step != state.step:
             self._current = self._assemble(state)
         return self._current
 
-    def _assemble(self, state: AgentState) -> ContextPack:
+    def _assemble(self, state: PhasedState) -> ContextPack:
         error = render_error(state.last_error, self.settings.stderr_chars)
         return ContextPack(
             goal=self.goal,
@@ -343,7 +344,7 @@ class ContextPackBuilder:
             current_diff=state.artifacts.current_diff,
             test_results=state.artifacts.test_results,
             verification_success=state.artifacts.verification_success,
-            memory=state.memory_summary(self.formatter).sections,
+            memory=state.memory_summary(self.formatter or DEFAULT_FORMATTER).sections,
         )
 
     def _relevant_files(self, error: str) -> tuple[FileSnippet, ...]:

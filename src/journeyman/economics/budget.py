@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from journeyman.core.messages import Usage
-from journeyman.economics.phases import Phase
+from journeyman.economics.phases import WorkPhase
 
 
 class BudgetMode(StrEnum):
@@ -58,12 +58,12 @@ class BudgetKind(StrEnum):
         return _KIND_WORDS[self]
 
 
-PHASE_RESERVES: dict[Phase, float] = {
-    Phase.EXPLORATION: 0.30,
-    Phase.PLANNING: 0.10,
-    Phase.ACTING: 0.45,
-    Phase.VERIFYING: 0.15,
-    Phase.WRAPUP: 0.05,
+PHASE_RESERVES: dict[WorkPhase, float] = {
+    WorkPhase.EXPLORATION: 0.30,
+    WorkPhase.PLANNING: 0.10,
+    WorkPhase.ACTING: 0.45,
+    WorkPhase.VERIFYING: 0.15,
+    WorkPhase.WRAPUP: 0.05,
 }
 
 WARN_AT = 0.70
@@ -144,7 +144,7 @@ class CallRecord:
     usage: Usage
     cost_usd: float | None
     latency_s: float
-    phase: Phase | None
+    phase: WorkPhase | None
 
 
 @dataclass
@@ -163,11 +163,11 @@ class ExecutionEconomics:
     iterations: int = 0
     baseline_tokens: int = 0
     extensions_granted: int = 0
-    phase_tokens: dict[Phase, int] = field(default_factory=dict)
+    phase_tokens: dict[WorkPhase, int] = field(default_factory=dict)
     _started_at: float | None = None
     _last_extension_at: float | None = None
     _baseline_refined: bool = False
-    _reported_reserves: set[Phase] = field(default_factory=set)
+    _reported_reserves: set[WorkPhase] = field(default_factory=set)
 
     # --- accounting ---------------------------------------------------------------------
 
@@ -207,8 +207,8 @@ class ExecutionEconomics:
         self.extensions_granted = data["extensions_granted"]
         since = data["seconds_since_extension"]
         self._last_extension_at = None if since is None else self.clock() - since
-        self.phase_tokens = {Phase(k): v for k, v in data["phase_tokens"].items()}
-        self._reported_reserves = {Phase(p) for p in data["reported_reserves"]}
+        self.phase_tokens = {WorkPhase(k): v for k, v in data["phase_tokens"].items()}
+        self._reported_reserves = {WorkPhase(p) for p in data["reported_reserves"]}
         self.start(data["elapsed_s"])
 
     @property
@@ -244,7 +244,7 @@ class ExecutionEconomics:
         *,
         model: str = "",
         latency_s: float = 0.0,
-        phase: Phase | None = None,
+        phase: WorkPhase | None = None,
     ) -> CallRecord:
         if self.calls == 0:
             self.cost_usd = cost_usd
@@ -345,7 +345,7 @@ class ExecutionEconomics:
             )
         return text
 
-    def spent_reserve(self) -> Phase | None:
+    def spent_reserve(self) -> WorkPhase | None:
         """A phase that has just used up its reserved share of the token budget (once each)."""
         limit = self.limits.max_total_tokens
         if not limit:

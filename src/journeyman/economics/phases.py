@@ -29,7 +29,9 @@ DEFAULT_EXPLORATION_SATURATION = 10
 """Read/search calls without any edit after which the saturation nudge fires."""
 
 
-class Phase(StrEnum):
+class WorkPhase(StrEnum):
+    """What kind of work a run is doing, inferred from its tool use (in every mode)."""
+
     EXPLORATION = "exploration"
     PLANNING = "planning"
     ACTING = "acting"
@@ -56,7 +58,7 @@ class PhaseNudge:
 class PhaseChange:
     """One entry of the phase history: the phase entered and the event index where it began."""
 
-    phase: Phase
+    phase: WorkPhase
     call_index: int
     """Number of events (tool calls and text turns) recorded before the change; 0 is the start."""
 
@@ -71,8 +73,8 @@ class PhaseTracker:
                 f"got {exploration_saturation}"
             )
         self.exploration_saturation = exploration_saturation
-        self._phase = Phase.EXPLORATION
-        self._history: list[PhaseChange] = [PhaseChange(Phase.EXPLORATION, 0)]
+        self._phase = WorkPhase.EXPLORATION
+        self._history: list[PhaseChange] = [PhaseChange(WorkPhase.EXPLORATION, 0)]
         self._events = 0
         self._reads = 0
         self._edits = 0
@@ -84,7 +86,7 @@ class PhaseTracker:
     # -- state --------------------------------------------------------------------------------
 
     @property
-    def phase(self) -> Phase:
+    def phase(self) -> WorkPhase:
         return self._phase
 
     @property
@@ -137,7 +139,7 @@ class PhaseTracker:
             if path is not None:
                 self._files_read.add(path)
             if self._edits == 0:
-                self._enter(Phase.EXPLORATION)
+                self._enter(WorkPhase.EXPLORATION)
                 if self._reads >= self.exploration_saturation:
                     self._fire(nudges, NudgeKind.EXPLORATION_SATURATION, self._saturation_text())
         elif kind == ToolKind.EDIT:
@@ -149,11 +151,11 @@ class PhaseTracker:
                 )
             self._edits += 1
             self._stuck_signature = None  # the workspace changed: a later loop is a new one
-            self._enter(Phase.ACTING)
+            self._enter(WorkPhase.ACTING)
         elif kind == ToolKind.COMMAND:
             self._commands += 1
             if self._edits > 0:
-                self._enter(Phase.VERIFYING)
+                self._enter(WorkPhase.VERIFYING)
         return nudges
 
     def record_text(self) -> None:
@@ -162,8 +164,8 @@ class PhaseTracker:
         While exploring, such a turn is a plan taking shape, so the phase becomes PLANNING.
         """
         self._events += 1
-        if self._phase is Phase.EXPLORATION:
-            self._enter(Phase.PLANNING)
+        if self._phase is WorkPhase.EXPLORATION:
+            self._enter(WorkPhase.PLANNING)
 
     def note_loop(self, check: LoopCheck) -> PhaseNudge | None:
         """Pass the loop detector's verdict; returns the stuck nudge when a new loop begins.
@@ -182,7 +184,7 @@ class PhaseTracker:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _enter(self, phase: Phase) -> None:
+    def _enter(self, phase: WorkPhase) -> None:
         if phase is not self._phase:
             self._phase = phase
             self._history.append(PhaseChange(phase, self._events))

@@ -36,6 +36,7 @@ from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root
 from journeyman.tools.base import Tool, ToolKind
 from journeyman.tools.builtin import default_tools
+from journeyman.tools.notes import NoteTool
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox import open_sandbox
 
@@ -99,6 +100,8 @@ class Agent:
             if tools is None
             else tools
         )
+        if self.config.mode is ModeName.PHASED and self.registry.get(NoteTool.name) is None:
+            self.registry.register(NoteTool())  # the phased mode keeps notes in its memory
         self.on_event = on_event
         self.approver = approver
         self.economics = economics_for(self.config)

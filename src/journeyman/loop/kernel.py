@@ -123,6 +123,7 @@ class Kernel:
         )
         """The harness's check of success claims, refused calls and changed files."""
         self.check_command, self.run_check = self.verdict.command, self.verdict.check
+        self.summarise = self.model.summarise
 
     # --- the TurnPort ---------------------------------------------------------------------
 

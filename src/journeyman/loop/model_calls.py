@@ -12,7 +12,7 @@ from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ProviderError
 from journeyman.core.messages import Message, ToolSpec, Usage
 from journeyman.economics.budget import ExecutionEconomics
-from journeyman.economics.phases import Phase
+from journeyman.economics.phases import WorkPhase
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.recorder import StepRecorder
@@ -37,7 +37,7 @@ class ModelCalls:
         config: AgentConfig,
         economics: ExecutionEconomics,
         emit: Callable[[ev.Event], None],
-        phase: Callable[[], Phase],
+        phase: Callable[[], WorkPhase],
         tool_specs: tuple[ToolSpec, ...],
         system_prompt: str,
     ) -> None:
@@ -173,7 +173,7 @@ class ModelCalls:
             call_cost,
             model=self.provider.model,
             latency_s=latency,
-            phase=self.phase() if tools else Phase.WRAPUP,
+            phase=self.phase() if tools else WorkPhase.WRAPUP,
         )
         if self.recorder is not None:
             self.recorder.usage(

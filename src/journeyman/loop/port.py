@@ -61,6 +61,11 @@ class TurnPort(Protocol):
         """The harness's check command (configured, else detected and runnable), or None."""
         ...
 
+    async def summarise(self, state: LoopState, transcript: str) -> str:
+        """A summary of `transcript` by the run's model, accounted in the run's usage; "" when
+        the call failed (a summary is never essential)."""
+        ...
+
     async def run_check(self, state: LoopState, command: str) -> CheckRun:
         """Run the check under its own timeout, as the harness does before accepting success."""
         ...

@@ -99,6 +99,7 @@ class ToolRegistry:
             args = tool.args_model.model_validate(call.arguments)
         except ValidationError as exc:
             return _error(call, f"{call.name}: invalid arguments: {_describe(exc)}", "invalid")
+        timeout = getattr(tool, "timeout_s", None) or timeout  # a tool may bring its own
         try:
             result = await asyncio.wait_for(tool.execute(args, ctx), timeout=timeout)
         except TimeoutError:

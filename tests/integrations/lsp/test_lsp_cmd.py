@@ -21,10 +21,10 @@ from journeyman.cli.lsp_cmd import (
     closing,
     lsp_report,
 )
-from journeyman.core.messages import ToolCall, Usage
+from journeyman.core.messages import ToolCall
 from journeyman.integrations.lsp import CONFIG_FILE
-from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
+from tests.fakes.agents import turn
 
 from .conftest import FAKE_SERVER, needs_pylsp
 
@@ -99,10 +99,6 @@ def test_cli_help_and_exit_code(project: Path) -> None:
     failed = runner.invoke(app, ["lsp", "--workspace", str(project), "--no-start"])
     assert failed.exit_code == EXIT_CONFIG
     assert "--no-lsp" in runner.invoke(app, ["run", "--help"]).output
-
-
-def turn(*calls: ToolCall) -> ModelResponse:
-    return ModelResponse(text="", tool_calls=calls, usage=Usage(10, 5))
 
 
 @needs_pylsp

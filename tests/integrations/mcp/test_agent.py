@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason
-from journeyman.core.messages import Role, ToolCall, Usage
+from journeyman.core.messages import Role
 from journeyman.integrations.mcp import McpManager, McpServerConfig
-from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.tools.builtin import default_tools
+from tests.fakes.agents import call, turn
 
 from .conftest import stdio_server
-
-
-def turn(*calls: ToolCall) -> ModelResponse:
-    return ModelResponse(text="", tool_calls=calls, usage=Usage(10, 5))
-
-
-def call(cid: str, name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(cid, name, arguments)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -38,9 +29,9 @@ async def test_scripted_model_calls_mcp_tools_through_the_kernel(
     workspace.mkdir()
     script = [
         # two read-only calls in one turn (they may run concurrently), then a writing one
-        turn(call("c1", "calc_add", a=2, b=40), call("c2", "calc_add", a=1, b=1)),
-        turn(call("c3", "calc_write_note", text="remember"), call("c4", "calc_fail")),
-        turn(call("c5", "finish", summary="added and noted")),
+        turn(call("calc_add", "c1", a=2, b=40), call("calc_add", "c2", a=1, b=1)),
+        turn(call("calc_write_note", "c3", text="remember"), call("calc_fail", "c4")),
+        turn(call("finish", "c5", summary="added and noted")),
     ]
     provider = ScriptedProvider(script)
     async with McpManager(workspace, {"calc": config}) as manager:

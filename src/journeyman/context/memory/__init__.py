@@ -1,17 +1,17 @@
 """Structured memory of one run: the agent state the phased mode threads through its steps.
 
-`AgentState` holds the step number, the phase, the last error, the memory and the artifacts.
+`PhasedState` holds the step number, the phase, the last error, the memory and the artifacts.
 `Memory` splits what the agent knows into three parts:
 
 - **facts**: files created, attempts made, recent tool results, the content of modified files;
 - **long-term**: the plan, a summary of the task, decisions, milestones, learnings, and a
   digest (then a model-written summary) of entries compression moved out of the facts;
-- **debug-only**: the raw model responses. They are persisted for inspection and are never
-  rendered, so they never reach the model.
+- **debug-only**: the raw model responses and the workflow's log of its own decisions. They are
+  persisted for inspection and are never rendered, so they never reach the model.
 
 `MemoryFormatter` renders the facts, the long-term memory and the artifacts as titled sections
 (each with a priority saying how long it should survive when a context pack must shrink).
-`AgentState.memory_summary()` caches that rendering. Every value the formatter reads is
+`PhasedState.memory_summary(formatter)` caches that rendering. Every value the formatter reads is
 immutable (strings, numbers, tuples of frozen records), so the cache key is simply the identity
 of each of those values: assigning a field, which is the only way to change one, invalidates it.
 
@@ -40,14 +40,15 @@ from journeyman.context.memory.records import (
     Artifacts,
     Attempt,
     DebugLog,
-    Decision,
+    DecisionNote,
     Facts,
     FileSnapshot,
     LastError,
     LongTerm,
     Memory,
     Milestone,
-    ModelResponse,
+    ResponseNote,
+    StepDecision,
     ToolRecord,
 )
 from journeyman.context.memory.sections import (
@@ -71,7 +72,7 @@ from journeyman.context.memory.similarity import (
     near_duplicate,
     normalise,
 )
-from journeyman.context.memory.state import STATE_FORMAT, AgentState
+from journeyman.context.memory.state import STATE_FORMAT, PhasedState
 
 __all__ = [
     "DEFAULT_FORMATTER",
@@ -87,12 +88,11 @@ __all__ = [
     "PRIORITY_TOOL_RESULTS",
     "STATE_FORMAT",
     "SUMMARY_REQUEST",
-    "AgentState",
     "Artifacts",
     "Attempt",
     "CompressionReport",
     "DebugLog",
-    "Decision",
+    "DecisionNote",
     "Facts",
     "FileSnapshot",
     "LastError",
@@ -103,7 +103,9 @@ __all__ = [
     "MemorySettings",
     "MemorySummary",
     "Milestone",
-    "ModelResponse",
+    "PhasedState",
+    "ResponseNote",
+    "StepDecision",
     "ToolRecord",
     "apply_rules",
     "compress",

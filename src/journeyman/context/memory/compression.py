@@ -11,7 +11,7 @@ from journeyman.context.memory.formatter import DEFAULT_FORMATTER, MemoryFormatt
 from journeyman.context.memory.records import LongTerm
 from journeyman.context.memory.settings import MemorySettings
 from journeyman.context.memory.similarity import drop_near_duplicates
-from journeyman.context.memory.state import AgentState
+from journeyman.context.memory.state import PhasedState
 
 T = TypeVar("T")
 
@@ -31,7 +31,7 @@ class CompressionReport:
         return bool(self.digested or self.summarised or self.duplicates)
 
 
-def apply_rules(state: AgentState, settings: MemorySettings) -> int:
+def apply_rules(state: PhasedState, settings: MemorySettings) -> int:
     """Stage 1: every category keeps its newest entries; older ones become digests in
     `earlier_work` (oldest first). Returns how many entries were moved or dropped."""
     facts, long_term, debug = state.memory.facts, state.memory.long_term, state.memory.debug
@@ -87,6 +87,9 @@ def apply_rules(state: AgentState, settings: MemorySettings) -> int:
     if len(debug.model_responses) > settings.keep_model_responses:
         dropped, debug.model_responses = split(debug.model_responses, settings.keep_model_responses)
         moved += len(dropped)
+    if len(debug.decisions) > settings.keep_step_decisions:
+        dropped_decisions, debug.decisions = split(debug.decisions, settings.keep_step_decisions)
+        moved += len(dropped_decisions)
 
     if digests:
         digests.sort(key=lambda d: d[0])  # stable: same-step entries keep their category order
@@ -102,7 +105,7 @@ SUMMARY_REQUEST = (
 
 
 async def summarise_earlier(
-    state: AgentState, settings: MemorySettings, summarise: Summariser
+    state: PhasedState, settings: MemorySettings, summarise: Summariser
 ) -> bool:
     """Stage 2: once the digests outgrow `summarise_above_chars`, the model folds them and the
     previous summary into a new summary. An empty answer leaves the memory as it was."""
@@ -121,7 +124,7 @@ async def summarise_earlier(
     return True
 
 
-def remove_duplicates(state: AgentState, settings: MemorySettings) -> int:
+def remove_duplicates(state: PhasedState, settings: MemorySettings) -> int:
     """Stage 3: near-duplicate decisions, milestones, learnings and digests are dropped,
     keeping the newest of each group. Returns how many went."""
     long_term, similarity = state.memory.long_term, settings.duplicate_similarity
@@ -159,7 +162,7 @@ def _without_step(digest: str) -> str:
 
 
 async def compress(
-    state: AgentState,
+    state: PhasedState,
     settings: MemorySettings | None = None,
     summarise: Summariser | None = None,
     *,

@@ -21,7 +21,7 @@ from journeyman.context.memory.sections import (
 from journeyman.context.memory.settings import MemorySettings
 
 if TYPE_CHECKING:
-    from journeyman.context.memory.state import AgentState
+    from journeyman.context.memory.state import PhasedState
 
 
 class MemoryFormatter:
@@ -30,7 +30,7 @@ class MemoryFormatter:
     def __init__(self, settings: MemorySettings | None = None) -> None:
         self.settings = settings or MemorySettings()
 
-    def format(self, state: AgentState) -> MemorySummary:
+    def format(self, state: PhasedState) -> MemorySummary:
         built = [
             ("Warnings", self.warnings(state), PRIORITY_GUIDANCE),
             ("Task", state.memory.long_term.task_summary.strip(), PRIORITY_TASK),
@@ -45,7 +45,7 @@ class MemoryFormatter:
         ]
         return MemorySummary(tuple(MemorySection(t, b, p) for t, b, p in built if b))
 
-    def warnings(self, state: AgentState) -> str:
+    def warnings(self, state: PhasedState) -> str:
         lines = []
         error = state.last_error
         if error is not None and error.signature:
@@ -61,10 +61,10 @@ class MemoryFormatter:
             lines.append("- The last verification failed; the task is not done until it passes.")
         return "\n".join(lines)
 
-    def plan(self, state: AgentState) -> str:
+    def plan(self, state: PhasedState) -> str:
         return "\n".join(f"{n}. {step}" for n, step in enumerate(state.memory.long_term.plan, 1))
 
-    def key_context(self, state: AgentState) -> str:
+    def key_context(self, state: PhasedState) -> str:
         long_term = state.memory.long_term
         lines = [
             f"- decision (step {d.step}): {d.text}" + (f" because {d.reason}" if d.reason else "")
@@ -74,20 +74,20 @@ class MemoryFormatter:
         lines += [f"- learned: {text}" for text in long_term.learnings]
         return "\n".join(lines)
 
-    def earlier_work(self, state: AgentState) -> str:
+    def earlier_work(self, state: PhasedState) -> str:
         long_term = state.memory.long_term
         parts = [long_term.earlier_summary.strip()] if long_term.earlier_summary.strip() else []
         parts += [f"- {line}" for line in long_term.earlier_work]
         return "\n".join(parts)
 
-    def recent_activity(self, state: AgentState) -> str:
+    def recent_activity(self, state: PhasedState) -> str:
         return "\n".join(
             f"- step {a.step}: {a.action} -> {'ok' if a.success else 'FAILED'}"
             + (f": {a.outcome}" if a.outcome else "")
             for a in state.memory.facts.attempts
         )
 
-    def tool_results(self, state: AgentState) -> str:
+    def tool_results(self, state: PhasedState) -> str:
         limit = self.settings.tool_output_chars
         blocks = []
         for record in state.memory.facts.tool_results:
@@ -101,7 +101,7 @@ class MemoryFormatter:
             )
         return "\n".join(blocks)
 
-    def modified_files(self, state: AgentState) -> str:
+    def modified_files(self, state: PhasedState) -> str:
         limit = self.settings.file_content_chars
         blocks = []
         for snapshot in state.memory.facts.modified_files:
@@ -114,7 +114,7 @@ class MemoryFormatter:
             blocks.append(f"### {snapshot.path} (after step {snapshot.step})\n{content}")
         return "\n".join(blocks)
 
-    def current_state(self, state: AgentState) -> str:
+    def current_state(self, state: PhasedState) -> str:
         facts, artifacts = state.memory.facts, state.artifacts
         verified = {None: "not run yet", True: "passed", False: "failed"}
         lines = [f"- step {state.step}" + (f", phase {state.phase}" if state.phase else "")]
@@ -127,7 +127,7 @@ class MemoryFormatter:
         lines.append(f"- verification: {verified[artifacts.verification_success]}")
         return "\n".join(lines)
 
-    def next_step(self, state: AgentState) -> str:
+    def next_step(self, state: PhasedState) -> str:
         error = state.last_error
         if error is not None:
             how = f" (reproduce it with `{error.repro_command}`)" if error.repro_command else ""

@@ -65,7 +65,9 @@ class FileSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class DecisionNote:
+    """An important decision the model took (long-term memory, shown to the model)."""
+
     step: int
     text: str
     reason: str = ""
@@ -78,8 +80,17 @@ class Milestone:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelResponse:
+class ResponseNote:
     """A raw model response, kept for debugging only."""
+
+    step: int
+    phase: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepDecision:
+    """What the workflow decided at a step (e.g. a phase change and why), for debugging only."""
 
     step: int
     phase: str
@@ -103,7 +114,7 @@ class LongTerm:
     task_summary: str = ""
     plan: tuple[str, ...] = ()
     """The plan's steps in order."""
-    decisions: tuple[Decision, ...] = ()
+    decisions: tuple[DecisionNote, ...] = ()
     milestones: tuple[Milestone, ...] = ()
     learnings: tuple[str, ...] = ()
     earlier_work: tuple[str, ...] = ()
@@ -116,7 +127,9 @@ class LongTerm:
 class DebugLog:
     """Never rendered, never shown to the model."""
 
-    model_responses: tuple[ModelResponse, ...] = ()
+    model_responses: tuple[ResponseNote, ...] = ()
+    decisions: tuple[StepDecision, ...] = ()
+    """The workflow's own decisions, step by step."""
 
 
 @dataclass

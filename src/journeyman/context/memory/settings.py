@@ -26,6 +26,8 @@ class MemorySettings(BaseModel):
     """Most recent learnings kept verbatim."""
     keep_model_responses: int = Field(default=20, ge=0)
     """Raw model responses kept in the debug-only part (older ones are dropped, not digested)."""
+    keep_step_decisions: int = Field(default=50, ge=0)
+    """The workflow's logged decisions kept in the debug-only part (older ones are dropped)."""
     compress_above_chars: int = Field(default=12_000, ge=0)
     """Compression runs only when the rendered memory is longer than this, in characters."""
     summarise_above_chars: int = Field(default=3_000, ge=0)

@@ -4,31 +4,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from journeyman.context.memory.formatter import DEFAULT_FORMATTER, MemoryFormatter
 from journeyman.context.memory.records import (
     Artifacts,
     Attempt,
     DebugLog,
-    Decision,
+    DecisionNote,
     Facts,
     FileSnapshot,
     LastError,
     LongTerm,
     Memory,
     Milestone,
-    ModelResponse,
+    ResponseNote,
+    StepDecision,
     ToolRecord,
 )
 from journeyman.context.memory.sections import MemorySummary
 
 STATE_FORMAT = 1
-"""Version of the `AgentState.to_dict` layout; bumped when it changes incompatibly."""
+"""Version of the `PhasedState.to_dict` layout; bumped when it changes incompatibly."""
 
+
+
+class Renderer(Protocol):
+    """What renders a state as sections (`formatter.MemoryFormatter`; passed in, so the state
+    does not depend on how it is rendered)."""
+
+    def format(self, state: PhasedState) -> MemorySummary: ...
 
 @dataclass
-class AgentState:
+class PhasedState:
     """Everything the phased mode knows about its run; persisted after every step."""
 
     step: int = 0
@@ -42,9 +49,8 @@ class AgentState:
 
     # rendering
 
-    def memory_summary(self, formatter: MemoryFormatter | None = None) -> MemorySummary:
+    def memory_summary(self, formatter: Renderer) -> MemorySummary:
         """The rendered memory, recomputed only when something it shows has changed."""
-        formatter = formatter or DEFAULT_FORMATTER
         key = (formatter, *self._rendered_values())
         if self._cache is not None and _same(self._cache[0], key):
             return self._cache[1]
@@ -101,9 +107,13 @@ class AgentState:
         lines = steps.splitlines() if isinstance(steps, str) else steps
         self.memory.long_term.plan = tuple(s.strip() for s in lines if s.strip())
 
+    def set_task_summary(self, text: str) -> None:
+        """Replace the summary of what the task asks for."""
+        self.memory.long_term.task_summary = text.strip()
+
     def add_decision(self, text: str, reason: str = "") -> None:
         long_term = self.memory.long_term
-        long_term.decisions = (*long_term.decisions, Decision(self.step, text, reason))
+        long_term.decisions = (*long_term.decisions, DecisionNote(self.step, text, reason))
 
     def add_milestone(self, text: str) -> None:
         long_term = self.memory.long_term
@@ -118,8 +128,13 @@ class AgentState:
         debug = self.memory.debug
         debug.model_responses = (
             *debug.model_responses,
-            ModelResponse(self.step, self.phase, text),
+            ResponseNote(self.step, self.phase, text),
         )
+
+    def record_step_decision(self, text: str) -> None:
+        """Log what the workflow decided at this step; debug only, never rendered."""
+        debug = self.memory.debug
+        debug.decisions = (*debug.decisions, StepDecision(self.step, self.phase, text))
 
     # persistence
 
@@ -139,7 +154,7 @@ class AgentState:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AgentState:
+    def from_dict(cls, data: Mapping[str, Any]) -> PhasedState:
         version = data.get("format", STATE_FORMAT)
         if version != STATE_FORMAT:
             raise ValueError(
@@ -164,13 +179,16 @@ class AgentState:
                 long_term=LongTerm(
                     task_summary=long_term.get("task_summary", ""),
                     plan=tuple(long_term.get("plan", ())),
-                    decisions=_records(Decision, long_term.get("decisions", ())),
+                    decisions=_records(DecisionNote, long_term.get("decisions", ())),
                     milestones=_records(Milestone, long_term.get("milestones", ())),
                     learnings=tuple(long_term.get("learnings", ())),
                     earlier_work=tuple(long_term.get("earlier_work", ())),
                     earlier_summary=long_term.get("earlier_summary", ""),
                 ),
-                debug=DebugLog(_records(ModelResponse, debug.get("model_responses", ()))),
+                debug=DebugLog(
+                    model_responses=_records(ResponseNote, debug.get("model_responses", ())),
+                    decisions=_records(StepDecision, debug.get("decisions", ())),
+                ),
             ),
             artifacts=_record(Artifacts, data.get("artifacts", {})),
         )

@@ -10,7 +10,7 @@ from journeyman.loop.modes.phased.mode import (
     SAME_CHECK_FAILURE,
     PhasedMode,
 )
-from journeyman.loop.modes.phased.workflow import Edge, Phase, WorkflowError
+from journeyman.loop.modes.phased.workflow import Edge, WorkflowError, WorkflowPhase
 
 __all__ = [
     "AGAIN_HEADER",
@@ -20,7 +20,7 @@ __all__ = [
     "FRESH_HEADER",
     "SAME_CHECK_FAILURE",
     "Edge",
-    "Phase",
     "PhasedMode",
     "WorkflowError",
+    "WorkflowPhase",
 ]

@@ -1,7 +1,7 @@
 """The phased mode: DISCOVER -> PLAN -> ACT -> VERIFY, ending in DONE or FAIL.
 
 Each port turn runs one phase step, and the step's checkpoint holds the phase and the
-structured memory (`context.memory.AgentState`), so a resumed run carries on in the phase it
+structured memory (`context.memory.PhasedState`), so a resumed run carries on in the phase it
 stopped in: with the tool calls still to run (ACT) or the check still to make (VERIFY).
 
 - DISCOVER refreshes the workspace index, builds the context pack (goal, project profile,
@@ -9,11 +9,19 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
   turn then goes on to PLAN. It comes first, after a passing verification, and when a loop
   intervention forces a fresh start.
 - PLAN asks the model for its next actions as native tool calls. Tool calls go to ACT; a
-  `finish` call or a reply without tool calls means the model says it is done.
+  `finish` call or a reply without tool calls means the model says it is done. The first reply
+  that lays out a numbered (or bulleted) plan gives the memory its plan, and the words before
+  the list its task summary; until then DISCOVER asks for them, afterwards never again.
 - ACT runs the calls through the port (file tools before commands), records them in memory,
   and goes to VERIFY when the workspace changed, else back to PLAN.
 - VERIFY runs the check command (`loop.verdict` through the port: the same check every mode
   ends with) and decides by its exit code.
+- Memory: decisions, learnings and milestones (and revisions of the plan or task summary)
+  come from the `note` tool, offered in phased runs (`tools.notes`; ACT records the call's
+  arguments). Raw replies and the workflow's own decision log are kept debug-only: persisted
+  in the checkpoint, never rendered into a pack. When the memory outgrows its settings it is
+  compressed, and the model stage asks the run's provider through `port.summarise` (booked
+  in the run's usage like any call).
 - DONE needs both: the model said it is done, and the last verification passed after the last
   change to the workspace. A claim without such a verification sends the run to VERIFY first;
   a failing verification sends it back to PLAN with the error, never to DONE.
@@ -28,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from journeyman.context.memory import AgentState, LastError, MemoryFormatter, compress
+from journeyman.context.memory import LastError, MemoryFormatter, PhasedState, compress
 from journeyman.context.pack import render_error
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError
@@ -40,12 +48,15 @@ from journeyman.loop.config import PhasedSettings
 from journeyman.loop.endings import Termination, finish_reason_for
 from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.phased.knowledge import (
+    NOTE_TOOL,
     WorkspaceKnowledge,
+    log_decision,
     remember_actions,
+    remember_plan,
     remember_response,
 )
 from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
-from journeyman.loop.modes.phased.workflow import Edge, Phase, transition
+from journeyman.loop.modes.phased.workflow import Edge, WorkflowPhase, transition
 from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake, reject_malformed_reply
 from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
@@ -62,9 +73,17 @@ DISCOVERY = """\
 
 {pack}
 
-Work in small steps with tool calls. After you change the workspace, `{command}` runs to check \
-it (exit code 0 passes). When the task is complete, call finish: the run ends only once that \
-check has passed after your last change."""
+{planning}Work in small steps with tool calls. After you change the workspace, `{command}` runs \
+to check it (exit code 0 passes). When the task is complete, call finish: the run ends only \
+once that check has passed after your last change."""
+PLAN_REQUEST = (
+    "Before your first change, say in one sentence what the task asks for, then lay out your "
+    "plan as a numbered list: both are kept in your memory and shown to you at every step. "
+)
+NOTE_HINT = (
+    "Keep important decisions, learnings and milestones with the `note` tool (it also revises "
+    "the plan); notes outlive compaction of old turns. "
+)
 FIRST_HEADER = "Here is what is known so far about the task and the workspace."
 AGAIN_HEADER = "The check passed. Here is the updated picture of the task and the workspace."
 FRESH_HEADER = (
@@ -107,7 +126,7 @@ class PhasedMode:
         self, settings: PhasedSettings | None = None, *, verify_command: str | None = None
     ) -> None:
         self.settings = settings or PhasedSettings()
-        self.agent_state = AgentState(phase=Phase.DISCOVER)
+        self.agent_state = PhasedState(phase=WorkflowPhase.DISCOVER)
         self.pending: list[ToolCall] = []
         """Tool calls of the last PLAN, still to run in ACT."""
         self.claim: DoneClaim | None = None
@@ -123,13 +142,27 @@ class PhasedMode:
         self.knowledge = WorkspaceKnowledge(verify_command, self.settings.pack, self._formatter)
 
     @property
-    def phase(self) -> Phase:
-        return Phase(self.agent_state.phase)
+    def phase(self) -> WorkflowPhase:
+        return WorkflowPhase(self.agent_state.phase)
 
-    def _enter(self, phase: Phase, edge: Edge = Edge.NEXT) -> None:
-        self.agent_state.phase = transition(self.phase, phase, edge).value
+    def _enter(self, phase: WorkflowPhase, edge: Edge = Edge.NEXT) -> None:
+        source = self.phase
+        self.agent_state.phase = transition(source, phase, edge).value
+        self._log(f"{source.value} -> {phase.value} ({edge.value})")
 
-    def _start_over(self, phase: Phase) -> None:
+    def _log(self, decision: str) -> None:
+        log_decision(self.agent_state, decision, self.settings.memory)
+
+    async def _compress(self, state: LoopState, port: TurnPort) -> None:
+        """Compress the memory; its model stage asks the run's provider (usage is booked)."""
+        await compress(
+            self.agent_state,
+            self.settings.memory,
+            lambda transcript: port.summarise(state, transcript),
+            formatter=self._formatter,
+        )
+
+    def _start_over(self, phase: WorkflowPhase) -> None:
         """A new attempt after a finished workflow (a resumed session, a Stop hook that asks
         for more work) starts a new workflow; a terminal phase is never left."""
         self.agent_state.phase = phase.value
@@ -138,18 +171,18 @@ class PhasedMode:
 
     async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
         self.agent_state.advance()
-        if self.phase is Phase.DONE:  # a Stop hook asked for more work
-            self._start_over(Phase.PLAN)
-        if self.phase is Phase.DISCOVER:
+        if self.phase is WorkflowPhase.DONE:  # a Stop hook asked for more work
+            self._start_over(WorkflowPhase.PLAN)
+        if self.phase is WorkflowPhase.DISCOVER:
             failed = await self._discover(state, port)
             if failed is not None:
                 return failed
-        if self.phase is Phase.ACT and self.pending:
+        if self.phase is WorkflowPhase.ACT and self.pending:
             return await self._act(state, port)
-        if self.phase is Phase.VERIFY:
+        if self.phase is WorkflowPhase.VERIFY:
             return await self._verify(state, port)
-        if self.phase is not Phase.PLAN:  # ACT with nothing left to run
-            self._enter(Phase.PLAN, Edge.RECOVER)
+        if self.phase is not WorkflowPhase.PLAN:  # ACT with nothing left to run
+            self._enter(WorkflowPhase.PLAN, Edge.RECOVER)
         return await self._plan(state, port)
 
     async def _discover(self, state: LoopState, port: TurnPort) -> TurnOutcome | None:
@@ -165,7 +198,7 @@ class PhasedMode:
                 ),
             )
         await self.knowledge.index(port.workspace, refresh=True)
-        await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
+        await self._compress(state, port)
         builder = self.knowledge.pack_builder(state.task, port.workspace)
         pack = await asyncio.to_thread(builder.for_step, self.agent_state)
         size = self.settings.pack_chars
@@ -176,11 +209,17 @@ class PhasedMode:
         else:
             header = FIRST_HEADER
         text = pack.to_string(size)
+        # never ask for a plan the model already wrote
+        planning = "" if self.agent_state.memory.long_term.plan else PLAN_REQUEST
+        if port.tool_kind(ToolCall("", NOTE_TOOL, {})) is not None:
+            planning += NOTE_HINT
         state.messages.append(
-            Message.user(DISCOVERY.format(header=header, pack=text, command=command))
+            Message.user(
+                DISCOVERY.format(header=header, pack=text, command=command, planning=planning)
+            )
         )
         self.rediscovery = False
-        self._enter(Phase.PLAN)
+        self._enter(WorkflowPhase.PLAN)
         return None
 
     async def _plan(self, state: LoopState, port: TurnPort) -> TurnOutcome:
@@ -190,6 +229,9 @@ class PhasedMode:
         except AgentError as error:
             return self._on_error(state, port, error, during="asking the model what to do next")
         remember_response(self.agent_state, response.text, self.settings.memory)
+        if remember_plan(self.agent_state, response.text):
+            steps = len(self.agent_state.memory.long_term.plan)
+            self._log(f"plan of {steps} steps recorded from the reply")
         calls = response.tool_calls
         state.messages.append(Message.assistant(response.text, calls))
         if response.format_error is not None:
@@ -206,7 +248,7 @@ class PhasedMode:
         if any(call.name == FINISH_TOOL for call in calls):
             return await self._finish(state, port, response.text, calls)
         self.pending = list(calls)
-        self._enter(Phase.ACT)
+        self._enter(WorkflowPhase.ACT)
         # the calls are reported with their results, by the ACT step that runs them
         return TurnOutcome(text=response.text, calls_pending=True)
 
@@ -239,14 +281,14 @@ class PhasedMode:
         if self.verified_changes is not None and self.verified_changes == self.changes:
             return self._done(claim, outcome)
         self.claim = claim
-        self._enter(Phase.ACT)  # the claim is the action of this step; it needs its check
-        self._enter(Phase.VERIFY)
+        self._enter(WorkflowPhase.ACT)  # the claim is the action of this step; it needs its check
+        self._enter(WorkflowPhase.VERIFY)
         return outcome
 
     def _done(self, claim: DoneClaim, outcome: TurnOutcome) -> TurnOutcome:
         self.claim = None
         self.agent_state.add_milestone("task done: verified after the last change")
-        self._enter(Phase.DONE)
+        self._enter(WorkflowPhase.DONE)
         return TurnOutcome(
             text=outcome.text,
             calls=outcome.calls,
@@ -286,13 +328,13 @@ class PhasedMode:
             self.changes += 1
             # on the loop's thread: the store's SQLite connection belongs to it
             self.agent_state.artifacts.current_diff = port.pending_diff(state.session_id)
-        await compress(self.agent_state, self.settings.memory, formatter=self._formatter)
+        await self._compress(state, port)
         # repeated calls are seen by the loop's observer, which reports them to
         # `on_repetition`
         if changed:
-            self._enter(Phase.VERIFY)
+            self._enter(WorkflowPhase.VERIFY)
         else:
-            self._enter(Phase.PLAN, Edge.UNCHANGED)
+            self._enter(WorkflowPhase.PLAN, Edge.UNCHANGED)
         return outcome
 
     async def _verify(self, state: LoopState, port: TurnPort) -> TurnOutcome:
@@ -341,7 +383,7 @@ class PhasedMode:
                 )
             )
         )
-        self._enter(Phase.PLAN, Edge.RECOVER)
+        self._enter(WorkflowPhase.PLAN, Edge.RECOVER)
         check = port.record_repetition(VERIFY_SIGNATURE, {"command": command}, verdict.fingerprint)
         if check.is_loop:
             # the harness ran the check, not the model: say so rather than "`verify` ran N times"
@@ -357,7 +399,7 @@ class PhasedMode:
         self.agent_state.add_milestone(f"the check `{verdict.command}` passed")
         if self.claim is not None:
             return self._done(self.claim, outcome)
-        self._enter(Phase.DISCOVER)
+        self._enter(WorkflowPhase.DISCOVER)
         return outcome
 
     # --- errors and interventions ---------------------------------------------------------
@@ -373,7 +415,7 @@ class PhasedMode:
         self.agent_state.last_error = LastError.from_failure(error.message)
         told = format_for_model(error, during=during)
         state.messages.append(Message.user(f"[journeyman] {told}"))
-        self._enter(Phase.PLAN, Edge.RECOVER)
+        self._enter(WorkflowPhase.PLAN, Edge.RECOVER)
         return TurnOutcome(mistake=True)
 
     def _fail(
@@ -383,7 +425,7 @@ class PhasedMode:
         error: AgentError,
         outcome: TurnOutcome | None = None,
     ) -> TurnOutcome:
-        self._enter(Phase.FAIL)
+        self._enter(WorkflowPhase.FAIL)
         port.emit(ev.ErrorOccurred(error.category.value, error.message, error.retryable, {}))
         done = outcome or TurnOutcome()
         return replace(done, finish_reason=finish_reason_for(error), error=error.message)
@@ -398,7 +440,7 @@ class PhasedMode:
         """Climb the ladder for a detected loop; a Termination when the run must stop."""
         rung = self.ladder.escalate()
         if rung is Intervention.ABORT:
-            self._enter(Phase.FAIL)
+            self._enter(WorkflowPhase.FAIL)
             return Termination(
                 FinishReason.NO_PROGRESS,
                 "stopped after repeated actions: the same action with the same result kept "
@@ -409,7 +451,7 @@ class PhasedMode:
             port.forget_repetitions()
             self.pending = []
             self.rediscovery = True
-            self._enter(Phase.DISCOVER, Edge.INTERVENE)
+            self._enter(WorkflowPhase.DISCOVER, Edge.INTERVENE)
         return None
 
     # --- persistence (StatefulMode) -------------------------------------------------------
@@ -427,7 +469,7 @@ class PhasedMode:
         }
 
     def restore(self, data: Mapping[str, Any]) -> None:
-        self.agent_state = AgentState.from_dict(data["agent_state"])
+        self.agent_state = PhasedState.from_dict(data["agent_state"])
         self.pending = [ToolCall.from_dict(dict(c)) for c in data.get("pending_calls", ())]
         claim = data.get("claim")
         self.claim = (
@@ -438,5 +480,5 @@ class PhasedMode:
         self.verified_changes = None if verified is None else int(verified)
         self.ladder = InterventionLadder(Intervention(int(data.get("interventions", 0))))
         self.rediscovery = bool(data.get("rediscovery", False))
-        if self.phase in (Phase.DONE, Phase.FAIL):
-            self._start_over(Phase.DISCOVER)  # a resumed run starts from a fresh picture
+        if self.phase in (WorkflowPhase.DONE, WorkflowPhase.FAIL):
+            self._start_over(WorkflowPhase.DISCOVER)  # a resumed run starts from a fresh picture

@@ -26,7 +26,9 @@ from enum import StrEnum
 from journeyman.core.errors import AgentError
 
 
-class Phase(StrEnum):
+class WorkflowPhase(StrEnum):
+    """Where the phased mode's workflow is (not the economics' `WorkPhase` of a run)."""
+
     DISCOVER = "discover"
     PLAN = "plan"
     ACT = "act"
@@ -48,22 +50,24 @@ class Edge(StrEnum):
     """A loop intervention: a fresh DISCOVER."""
 
 
-TERMINAL = frozenset({Phase.DONE, Phase.FAIL})
-LIVE = frozenset(Phase) - TERMINAL
+TERMINAL = frozenset({WorkflowPhase.DONE, WorkflowPhase.FAIL})
+LIVE = frozenset(WorkflowPhase) - TERMINAL
 
-TABLE: dict[Phase, frozenset[Phase]] = {
-    Phase.DISCOVER: frozenset({Phase.PLAN, Phase.FAIL}),
-    Phase.PLAN: frozenset({Phase.ACT, Phase.DONE, Phase.FAIL}),
-    Phase.ACT: frozenset({Phase.VERIFY, Phase.FAIL}),
-    Phase.VERIFY: frozenset({Phase.DISCOVER, Phase.DONE, Phase.FAIL}),
-    Phase.DONE: frozenset(),
-    Phase.FAIL: frozenset(),
+TABLE: dict[WorkflowPhase, frozenset[WorkflowPhase]] = {
+    WorkflowPhase.DISCOVER: frozenset({WorkflowPhase.PLAN, WorkflowPhase.FAIL}),
+    WorkflowPhase.PLAN: frozenset({WorkflowPhase.ACT, WorkflowPhase.DONE, WorkflowPhase.FAIL}),
+    WorkflowPhase.ACT: frozenset({WorkflowPhase.VERIFY, WorkflowPhase.FAIL}),
+    WorkflowPhase.VERIFY: frozenset(
+        {WorkflowPhase.DISCOVER, WorkflowPhase.DONE, WorkflowPhase.FAIL}
+    ),
+    WorkflowPhase.DONE: frozenset(),
+    WorkflowPhase.FAIL: frozenset(),
 }
 
-_LABELLED: dict[Edge, tuple[frozenset[Phase], Phase]] = {
-    Edge.RECOVER: (LIVE, Phase.PLAN),
-    Edge.UNCHANGED: (frozenset({Phase.ACT}), Phase.PLAN),
-    Edge.INTERVENE: (LIVE, Phase.DISCOVER),
+_LABELLED: dict[Edge, tuple[frozenset[WorkflowPhase], WorkflowPhase]] = {
+    Edge.RECOVER: (LIVE, WorkflowPhase.PLAN),
+    Edge.UNCHANGED: (frozenset({WorkflowPhase.ACT}), WorkflowPhase.PLAN),
+    Edge.INTERVENE: (LIVE, WorkflowPhase.DISCOVER),
 }
 
 
@@ -72,14 +76,16 @@ class WorkflowError(AgentError):
     error)."""
 
 
-def allowed(source: Phase, target: Phase, edge: Edge = Edge.NEXT) -> bool:
+def allowed(source: WorkflowPhase, target: WorkflowPhase, edge: Edge = Edge.NEXT) -> bool:
     if edge is Edge.NEXT:
         return target in TABLE[source]
     sources, only_target = _LABELLED[edge]
     return source in sources and target is only_target
 
 
-def transition(source: Phase, target: Phase, edge: Edge = Edge.NEXT) -> Phase:
+def transition(
+    source: WorkflowPhase, target: WorkflowPhase, edge: Edge = Edge.NEXT
+) -> WorkflowPhase:
     """`target`, when the workflow allows going there from `source` by `edge`."""
     if not allowed(source, target, edge):
         raise WorkflowError(

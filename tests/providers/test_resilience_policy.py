@@ -1,4 +1,5 @@
-"""Backoff arithmetic of the retry policy (the retry loop itself is covered in test_kernel)."""
+"""Backoff arithmetic of the retry policy (the retry loop itself is covered in
+tests/loop/test_kernel.py)."""
 
 from __future__ import annotations
 

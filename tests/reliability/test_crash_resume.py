@@ -1,9 +1,9 @@
 """kill -9 at a random step, then `journeyman resume`: nothing is lost (reliability scenario 2).
 
-The trial itself lives in bench/crash_trials.py, shared with bench/reliability.py, which runs
-50 trials (docs/reliability.md); see its docstring for what each trial checks. The suite runs
-20 (JOURNEYMAN_CRASH_TRIALS changes that): each costs four CLI processes, about two minutes in
-all on two cores, hence the test's own timeout.
+The trial itself lives in tests/support/crash_trials.py, shared with bench/reliability.py,
+which runs 50 trials (docs/reliability.md); see its docstring for what each trial checks. The
+suite runs 20 (JOURNEYMAN_CRASH_TRIALS changes that): each costs four CLI processes, about two
+minutes in all on two cores, hence the test's own timeout.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from bench.crash_trials import CrashLab
+
+from tests.support.crash_trials import CrashLab
 
 TRIALS = int(os.environ.get("JOURNEYMAN_CRASH_TRIALS", "20"))
 SEED = 20261122

@@ -2,7 +2,7 @@
 
 Each trial is one in-process run of the real stack: `Agent` with its `ResilientProvider`
 around the `OpenAIProvider` (the official `openai` SDK) talking to the fake OpenAI server
-(tests/fakes) on 127.0.0.1. The fake answers by step number, as in bench/crash_trials.py, and a
+(tests/fakes) on 127.0.0.1. The fake answers by step number, as in crash_trials.py, and a
 seeded `FaultInjector` replaces 20 % of the answers with one of the faults in `FAULTS`: a 429
 with Retry-After, a 500, a 529, a read timeout (the server says nothing for longer than the
 client's timeout), a connection reset, a malformed JSON body, a stream cut in the middle of a
@@ -28,6 +28,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from journeyman.core.result import FinishReason
+from journeyman.loop.agent import Agent
+from journeyman.loop.config import AgentConfig
+from journeyman.providers.openai import OpenAIProvider
+from journeyman.providers.resilient import RetryPolicy
+from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import (
     RecordedRequest,
@@ -41,13 +47,6 @@ from tests.fakes.script import (
     reply,
     tool_call,
 )
-
-from journeyman.core.result import FinishReason
-from journeyman.loop.agent import Agent
-from journeyman.loop.config import AgentConfig
-from journeyman.providers.openai import OpenAIProvider
-from journeyman.providers.resilient import RetryPolicy
-from journeyman.session.store import SessionStore
 
 STEPS = 6
 CLIENT_TIMEOUT_S = 1.0

@@ -12,13 +12,12 @@ of tool results, resumes it and checks what the user relies on:
 - the first request after the resume is byte-identical to the one the uninterrupted run sent
   at that step.
 
-Used by tests/test_crash_resume.py (a few trials) and bench/reliability.py (more).
+Used by tests/reliability/test_crash_resume.py (a few trials) and bench/reliability.py (more).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import signal
@@ -32,6 +31,7 @@ from typing import Self
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, Reply, reply, tool_call
+from tests.support.cli import clean_env, jm, snapshot
 
 STEPS = 30
 
@@ -68,41 +68,6 @@ def step_of(request: RecordedRequest) -> int:
 
 def by_step(request: RecordedRequest) -> Reply:
     return step_reply(step_of(request))
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
-    }
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without provider or journeyman settings (the cache folder
-    of command snapshots excepted), plus `extra`. Scripted models edit with edit_file, which
-    an OpenAI-compatible provider is not offered by default (it gets apply_patch): the
-    environment asks for edit_file."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
-    }
-    env["JOURNEYMAN_EDIT_TOOL"] = "edit_file"
-    env.update(extra)
-    return env
-
-
-def jm(
-    *args: str, env: dict[str, str], timeout: float = 120, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run the `journeyman` CLI of this interpreter."""
-    return subprocess.run(
-        [sys.executable, "-m", "journeyman", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @dataclass

@@ -1,0 +1,265 @@
+"""One reservation ledger for a shared budget of tokens and US dollars.
+
+Whoever owns a budget (a root run, a batch) opens a `BudgetLedger` over it; every holder that
+will spend from it (a subagent, a batch task) reserves an allocation *before* it starts and
+settles it when it ends, which returns what it did not use. The owner's own spending outside
+any reservation is recorded with `charge`.
+
+How an allocation is sized (the seed's dynamic budget pool):
+  - the owner keeps a reserve (default 25 % of the total) that holders cannot draw on, so it can
+    still act (e.g. write its synthesis) after they finish;
+  - what remains is shared among the holders still to draw on it (`sharers`): the fair share is
+    `remaining / sharers`, raised to the minimum useful allocation when it falls below it;
+  - no holder takes more than a share of what remains (default 60 %), so a first holder never
+    starves the ones after it;
+  - an allocation that cannot reach the minimum is refused (`AllocationRefused`).
+
+Reservation is atomic (one lock; no method awaits), so holders started concurrently from
+threads or from one event loop can never together reserve more than the pool holds.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from itertools import count
+
+from journeyman.core.errors import AgentError, ErrorCategory
+
+DEFAULT_RESERVE_SHARE = 0.25
+"""Share of the total the owner keeps for itself (seed: 50K of a 200K parent budget)."""
+DEFAULT_MAX_SHARE = 0.60
+"""Largest share of what remains that one holder may take (seed: never more than 60 %)."""
+ROUNDING = 1e-9
+"""Relative difference below which two USD sums count as equal (float addition drifts)."""
+
+
+@dataclass(frozen=True)
+class Amount:
+    """Tokens and US dollars; None in a dimension means "not limited" (for a total or a grant)
+    or "nothing spent" (for a usage)."""
+
+    tokens: int | None = None
+    usd: float | None = None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.tokens is not None:
+            parts.append(f"{self.tokens:,} tokens")
+        if self.usd is not None:
+            parts.append(f"${self.usd:.4f}")
+        return " and ".join(parts) or "no limit"
+
+
+@dataclass(frozen=True)
+class LedgerPolicy:
+    """How allocations are sized."""
+
+    reserve_share: float = DEFAULT_RESERVE_SHARE
+    """Share of the total held back for the owner; holders never draw on it."""
+    max_share: float = DEFAULT_MAX_SHARE
+    """Largest share of what remains that one allocation may take."""
+    min_tokens: int = 1
+    """Smallest token allocation worth starting a holder with; below it the request is refused."""
+    min_usd: float = 0.0
+    """Smallest USD allocation worth starting a holder with; below it the request is refused."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reserve_share < 1.0:
+            raise ValueError(f"reserve_share must be in [0, 1), got {self.reserve_share}")
+        if not 0.0 < self.max_share <= 1.0:
+            raise ValueError(f"max_share must be in (0, 1], got {self.max_share}")
+        if self.min_tokens < 0 or self.min_usd < 0:
+            raise ValueError("min_tokens and min_usd must not be negative")
+
+
+class AllocationRefused(AgentError):
+    """The pool cannot give a holder the smallest allocation worth starting it with."""
+
+    default_category = ErrorCategory.BUDGET
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """An allocation held by one holder until it is settled."""
+
+    id: int
+    holder: str
+    granted: Amount
+    """What the holder may spend: give it as its own limits."""
+
+
+@dataclass(frozen=True)
+class LedgerStats:
+    total: Amount
+    spent: Amount
+    """Settled spending plus the owner's own charges."""
+    reserved: Amount
+    """Held by reservations not yet settled."""
+    overspend: Amount
+    """Spending by holders beyond their grants (a holder whose last call overshot its limit)."""
+    open_reservations: int
+
+
+@dataclass
+class _Dimension:
+    """One budget dimension (tokens or USD) of the pool."""
+
+    total: float | None
+    spent: float = 0.0
+    reserved: float = 0.0
+    overspend: float = 0.0
+
+    def available(self, reserve_share: float) -> float:
+        if self.total is None:
+            return math.inf
+        holders_pool = self.total * (1.0 - reserve_share)
+        # the owner's own spending may already have eaten into what holders could have had
+        return max(0.0, min(holders_pool, self.total - self.spent) - self.reserved)
+
+    def grant(
+        self,
+        *,
+        reserve_share: float,
+        max_share: float,
+        sharers: int,
+        minimum: float,
+        request: float | None,
+    ) -> float | None:
+        """The allocation for one holder, or None when the minimum cannot be met."""
+        remaining = self.available(reserve_share)
+        if math.isinf(remaining):
+            return request  # an unlimited dimension grants what was asked, or no limit
+        ceiling = remaining * max_share
+        fair = max(remaining / max(1, sharers), minimum)
+        amount = min(fair, ceiling)
+        if request is not None:
+            amount = min(amount, request)
+            minimum = min(minimum, request)  # a holder that asks for less gets what it asked
+        if amount < minimum or amount <= 0.0:
+            return None
+        return amount
+
+
+@dataclass
+class BudgetLedger:
+    """A pool of tokens and USD shared by holders that reserve before spending."""
+
+    total: Amount
+    policy: LedgerPolicy = field(default_factory=LedgerPolicy)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tokens = _Dimension(None if self.total.tokens is None else float(self.total.tokens))
+        self._usd = _Dimension(self.total.usd)
+        self._open: dict[int, Reservation] = {}
+        self._ids = count(1)
+
+    def reserve(
+        self, holder: str, *, sharers: int = 1, request: Amount | None = None
+    ) -> Reservation:
+        """Reserve an allocation for `holder`, shared fairly with `sharers - 1` others still to
+        come; `request` caps it. Raises `AllocationRefused` when the pool cannot give it."""
+        policy = self.policy
+        with self._lock:
+            tokens = self._tokens.grant(
+                reserve_share=policy.reserve_share,
+                max_share=policy.max_share,
+                sharers=sharers,
+                minimum=float(policy.min_tokens),
+                request=None
+                if request is None or request.tokens is None
+                else float(request.tokens),
+            )
+            usd = self._usd.grant(
+                reserve_share=policy.reserve_share,
+                max_share=policy.max_share,
+                sharers=sharers,
+                minimum=policy.min_usd,
+                request=None if request is None else request.usd,
+            )
+            refused = [
+                name
+                for name, dim, value in (("token", self._tokens, tokens), ("USD", self._usd, usd))
+                if dim.total is not None and value is None
+            ]
+            if refused:
+                raise AllocationRefused(
+                    f"budget pool: no {' or '.join(refused)} allocation left for {holder} "
+                    f"({self._describe_available()} available to share among {sharers}); "
+                    "finish with what you have, or do the work yourself",
+                    details={"error": "allocation_refused", "holder": holder},
+                )
+            granted = Amount(
+                tokens=None if tokens is None else math.floor(tokens),
+                usd=usd,
+            )
+            if granted.tokens is not None:
+                self._tokens.reserved += granted.tokens
+            if granted.usd is not None:
+                self._usd.reserved += granted.usd
+            reservation = Reservation(next(self._ids), holder, granted)
+            self._open[reservation.id] = reservation
+            return reservation
+
+    def settle(self, reservation: Reservation, used: Amount) -> Amount:
+        """Close `reservation` with what the holder `used`; returns what went back to the pool.
+        Settling twice is a no-op (returns nothing)."""
+        with self._lock:
+            if self._open.pop(reservation.id, None) is None:
+                return Amount()
+            returned_tokens = self._settle(self._tokens, reservation.granted.tokens, used.tokens)
+            returned_usd = self._settle(self._usd, reservation.granted.usd, used.usd)
+            if not self._open:  # no rounding residue left behind once nothing is held
+                self._tokens.reserved = self._usd.reserved = 0.0
+        return Amount(
+            tokens=None if returned_tokens is None else int(returned_tokens), usd=returned_usd
+        )
+
+    def charge(self, used: Amount) -> None:
+        """Record the owner's own spending (outside any reservation)."""
+        with self._lock:
+            self._tokens.spent += used.tokens or 0
+            self._usd.spent += used.usd or 0.0
+
+    def available(self) -> Amount:
+        """What holders could still reserve, all together, right now."""
+        with self._lock:
+            tokens = self._tokens.available(self.policy.reserve_share)
+            usd = self._usd.available(self.policy.reserve_share)
+        return Amount(
+            tokens=None if math.isinf(tokens) else math.floor(tokens),
+            usd=None if math.isinf(usd) else usd,
+        )
+
+    def stats(self) -> LedgerStats:
+        with self._lock:
+            return LedgerStats(
+                total=self.total,
+                spent=Amount(int(self._tokens.spent), self._usd.spent),
+                reserved=Amount(int(self._tokens.reserved), self._usd.reserved),
+                overspend=Amount(int(self._tokens.overspend), self._usd.overspend),
+                open_reservations=len(self._open),
+            )
+
+    @staticmethod
+    def _settle(dim: _Dimension, granted: float | None, used: float | None) -> float | None:
+        spent = used or 0.0
+        dim.spent += spent
+        if granted is None:
+            return None
+        dim.reserved -= granted
+        if spent - granted > ROUNDING * max(1.0, granted):
+            dim.overspend += spent - granted
+        return max(0.0, granted - spent)
+
+    def _describe_available(self) -> str:
+        tokens = self._tokens.available(self.policy.reserve_share)
+        usd = self._usd.available(self.policy.reserve_share)
+        return str(
+            Amount(
+                tokens=None if math.isinf(tokens) else math.floor(tokens),
+                usd=None if math.isinf(usd) else usd,
+            )
+        )

@@ -1,0 +1,142 @@
+"""A scripted agent for tests: model turns built by hand, an `Agent` on a `ScriptedProvider`.
+
+    agent, provider = make_agent(tmp_path, [turn(call("read_file", path="a.py")), finish()])
+    result = await agent.run("read a.py")
+    assert provider.requests[1].messages[-1].tool_result.content == ...
+
+The workspace is `tmp_path / "ws"` (created when missing, left as it is when a test prepared
+it) and sessions are stored under `tmp_path / sessions`. Unlike the fake servers next to it,
+this module imports journeyman: it drives the real kernel with a model that cannot surprise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from journeyman import Agent, AgentConfig, ToolArgs, tool
+from journeyman.core.events import Event
+from journeyman.core.messages import ToolCall, Usage
+from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.resilient import RetryPolicy
+from journeyman.providers.scripted import ScriptedProvider, ScriptStep
+from journeyman.tools.base import Tool
+from journeyman.tools.builtin import default_tools
+
+TURN_USAGE = Usage(10, 5)
+"""What every scripted turn costs unless a test says otherwise."""
+
+NO_WAIT = RetryPolicy(max_retries=2, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
+"""Retries without sleeping, for tests that script provider errors."""
+
+NO_RETRY = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
+"""A provider error is final at once."""
+
+
+class EchoArgs(ToolArgs):
+    text: str
+    """What the tool echoes back."""
+
+
+class Probe:
+    """Test tools (look, change, echo, slow, finish) that record how the kernel ran them."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.max_running = 0
+        self.barrier = asyncio.Event()
+        self.arrived = 0
+
+    def tools(self) -> list[Any]:
+        probe = self
+
+        @tool(args=EchoArgs, read_only=True, parallel_safe=True)
+        async def look(args: EchoArgs, ctx: object) -> str:
+            """Read-only echo that waits until two calls are inside at once."""
+            probe.arrived += 1
+            if probe.arrived >= 2:
+                probe.barrier.set()
+            await asyncio.wait_for(probe.barrier.wait(), timeout=2)
+            return f"saw {args.text}"
+
+        @tool(args=EchoArgs)
+        async def change(args: EchoArgs, ctx: object) -> str:
+            """A mutating tool: must never overlap with another call."""
+            probe.running += 1
+            probe.max_running = max(probe.max_running, probe.running)
+            await asyncio.sleep(0.01)
+            probe.running -= 1
+            return f"changed {args.text}"
+
+        @tool(args=EchoArgs)
+        async def echo(args: EchoArgs, ctx: object) -> str:
+            """Returns its input."""
+            return args.text
+
+        @tool(args=EchoArgs)
+        async def slow(args: EchoArgs, ctx: object) -> str:
+            """Sleeps far longer than any timeout in these tests."""
+            await asyncio.sleep(30)
+            return "never"
+
+        finish = next(t for t in default_tools() if t.name == "finish")
+        return [look, change, echo, slow, finish]
+
+
+def call(name: str, cid: str = "", **arguments: Any) -> ToolCall:
+    """A tool call; its id is derived from the name and arguments unless `cid` is given."""
+    return ToolCall(cid or f"{name}-{sorted(arguments.items())}", name, arguments)
+
+
+def turn(*calls: ToolCall, text: str = "", usage: Usage | None = None) -> ModelResponse:
+    """One model reply: some text and the tool calls it makes."""
+    return ModelResponse(text=text, tool_calls=tuple(calls), usage=usage or TURN_USAGE)
+
+
+def finish(summary: str = "done", *, cid: str = "fin", text: str = "") -> ModelResponse:
+    """A reply that calls the `finish` tool."""
+    return turn(ToolCall(cid, "finish", {"summary": summary}), text=text)
+
+
+class Crash(BaseException):
+    """Stands in for kill -9: nothing in the agent catches it, so the run stops mid-step."""
+
+
+def crash(_request: ModelRequest) -> ModelResponse:
+    """A script step that kills the run where the model would have answered."""
+    raise Crash
+
+
+def make_agent(
+    tmp_path: Path,
+    script: Iterable[ScriptStep],
+    *,
+    tools: Iterable[Tool] | None = None,
+    events: list[Event] | None = None,
+    sessions: str = "sessions",
+    retry_policy: RetryPolicy | None = None,
+    provider_options: Mapping[str, Any] | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    **config: Any,
+) -> tuple[Agent, ScriptedProvider]:
+    """An agent on `tmp_path / "ws"` that plays `script`; `config` goes to `AgentConfig`.
+
+    `tools` replaces the built-in tools, `events` collects every event, `provider_options` go to
+    `ScriptedProvider` (a `name`/`model` to price, `capabilities`) and `agent_options` to `Agent`
+    (`approver`, `permission_approver`, `assume_yes`, `rules`, ...).
+    """
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    provider = ScriptedProvider(script, **(provider_options or {}))
+    agent = Agent(
+        provider,
+        workspace=workspace,
+        tools=tools,
+        config=AgentConfig(session_dir=tmp_path / sessions, **config),
+        on_event=events.append if events is not None else None,
+        retry_policy=retry_policy,
+        **(agent_options or {}),
+    )
+    return agent, provider

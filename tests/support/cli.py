@@ -1,0 +1,44 @@
+"""journeyman as a user runs it: a subprocess with a clean environment, and the tree it leaves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root`, by its path relative to `root`, with its bytes."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without provider or journeyman settings (the cache folder
+    of command snapshots excepted), plus `extra`. Scripted models edit with edit_file, which
+    an OpenAI-compatible provider is not offered by default (it gets apply_patch): the
+    environment asks for edit_file."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
+    }
+    env["JOURNEYMAN_EDIT_TOOL"] = "edit_file"
+    env.update(extra)
+    return env
+
+
+def jm(
+    *args: str, env: dict[str, str], timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the `journeyman` CLI of this interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "journeyman", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
