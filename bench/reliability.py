@@ -4,17 +4,21 @@ Scenarios (each trial's checks are in the docstring of the module named):
 
 1. provider faults at 20 % of calls (429 + Retry-After, 500, 529, read timeout, connection
    reset, malformed JSON, stream cut mid-tool-call, empty reply), whole runs through the
-   OpenAI SDK adapter and the resilient wrapper (bench/fault_trials.py);
-2. kill -9 at a random step, then `journeyman resume` (bench/crash_trials.py);
+   OpenAI SDK adapter and the resilient wrapper (tests/support/fault_trials.py);
+2. kill -9 at a random step, then `journeyman resume` (tests/support/crash_trials.py);
 3. a real weak model, SmolLM2-135M behind llama.cpp's server, on examples/demo
-   (bench/weak_model_trials.py; skipped with the reason when llama.cpp is missing);
-4. path and sandbox escapes, the corpus of bench/sandbox_trials.py;
-5. runaway commands (bench/sandbox_trials.py), with the peak RSS of this process, which runs
-   the tools as the agent does;
-6. secrets in the environment and in workspace files (bench/secret_trials.py).
+   (tests/support/weak_model_trials.py; skipped with the reason when llama.cpp is missing);
+4. path and sandbox escapes, the corpus of tests/support/sandbox_trials.py;
+5. runaway commands (tests/support/sandbox_trials.py), with the peak RSS of this process,
+   which runs the tools as the agent does;
+6. secrets in the environment and in workspace files (tests/support/secret_trials.py);
+7.-12. the trust scenarios of issue 12, through the real CLI (bench/trust_trials.py): hostile
+   repository configs, crafted session imports, provider stalls, concurrent resume, damaged
+   stores, and secrets in every output format.
 
 The table has one row per scenario (two or three for the escape corpus): trials, completed,
-data lost, crashes, escapes (for secrets: leaks), and notes. Runaways run first, so the peak
+data lost, crashes, escapes (for secrets: leaks; for rows 7-12 the scenario's own target
+measure, named first in its notes), and notes. Runaways run first, so the peak
 RSS they report is not raised by the other scenarios.
 
 Usage (from the repository root)
@@ -50,6 +54,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from tests.support import crash_trials, fault_trials, sandbox_trials, secret_trials  # noqa: E402
 from tests.support import weak_model_trials as weak  # noqa: E402
 
+from bench import trust_trials  # noqa: E402
 from journeyman.core.errors import ConfigurationError  # noqa: E402
 from journeyman.tools.context import ToolContext  # noqa: E402
 from journeyman.tools.sandbox import (  # noqa: E402
@@ -60,7 +65,21 @@ from journeyman.tools.sandbox import (  # noqa: E402
 )
 from journeyman.tools.shell import RunCommandTool  # noqa: E402
 
-SCENARIOS = ("runaway", "faults", "crash", "weak", "escapes", "secrets")
+SCENARIOS = (
+    "runaway",
+    "faults",
+    "crash",
+    "weak",
+    "escapes",
+    "secrets",
+    "hostile",
+    "imports",
+    "stalls",
+    "concurrent",
+    "damaged",
+    "formats",
+)
+TRUST_SCENARIOS = ("hostile", "imports", "stalls", "concurrent", "damaged", "formats")
 
 
 @dataclass
@@ -286,6 +305,142 @@ def secrets(trials: int, seed: int, scratch: Path) -> list[Row]:
     return [row]
 
 
+def trust_rows(name: str, trials: int, seed: int, scratch: Path) -> list[Row]:
+    """Rows 7-12: `trials` runs of one trust scenario of bench/trust_trials.py."""
+    trial, title, measure = TRUST[name]
+    outcomes = []
+    for number in range(trials):
+        folder = scratch / f"t{number}"
+        folder.mkdir()
+        outcomes.append(trial(folder, number, seed))
+    counts: Counter[str] = Counter()
+    for outcome in outcomes:
+        counts.update(outcome.counts)
+    ran = [o for o in outcomes if not o.counts["skipped"]]
+    row = Row(
+        title,
+        len(ran),
+        sum(not o.problems and not o.crashed for o in ran),
+        counts["silent data loss"],
+        sum(o.crashed for o in ran),
+        counts[measure],
+    )
+    row.notes.append(f"escapes column: {measure}")
+    row.notes += TRUST_NOTES[name](counts, ran)
+    if counts["skipped"]:
+        row.notes.append(f"{counts['skipped']} trials skipped (bubblewrap or chattr unusable)")
+    row.failures = [f"trial {o.trial} ({o.variant}): {o.problems}" for o in ran if o.problems]
+    return [row]
+
+
+def _hostile_notes(counts: Counter[str], ran: list[Any]) -> list[str]:
+    return [
+        f"keys named in a warning: {counts['keys named']}/{counts['keys set']}",
+        f"{len(trust_trials.HOSTILE_CONFIGS)} configs, in journeyman.toml and in "
+        ".journeyman/config.toml; effects checked: commands and writes without --yes, writes "
+        "outside and host connections under bubblewrap, where the store lands, diff after a "
+        "command, the user's iteration cap and tool timeout, hook and MCP marker files, "
+        "requests to a second server",
+    ]
+
+
+def _import_notes(counts: Counter[str], ran: list[Any]) -> list[str]:
+    refused = counts["fork refused"] + counts["resume refused"] + counts["import refused"]
+    return [
+        f"provider redirected: {counts['provider redirected']}",
+        f"{len(trust_trials.CRAFTED_IMPORTS)} crafted headers, each forked and resumed without "
+        f"--yes; imports, forks or resumes that did not go on: {refused}",
+    ]
+
+
+def _stall_notes(counts: Counter[str], ran: list[Any]) -> list[str]:
+    slowest = max((o.counts["slowest ms"] for o in ran), default=0) / 1000
+    reasons = ", ".join(
+        f"{k.removeprefix('finish: ')} {n}"
+        for k, n in sorted(counts.items())
+        if k.startswith("finish: ")
+    )
+    limit = trust_trials.MAX_DURATION_S + trust_trials.GRACE_S
+    return [
+        f"--max-duration {trust_trials.MAX_DURATION_S}s, limit {limit} s; still running at "
+        f"{limit + 20} s (killed): {counts['hung']}; slowest run that ended: {slowest:.1f} s",
+        f"finish reasons: {reasons or 'none'}; runs without a recorded outcome: "
+        f"{counts['no outcome']}",
+        "stalls: "
+        + ", ".join(name for name, _ in trust_trials.STALLS)
+        + "; each streaming and not",
+    ]
+
+
+def _concurrent_notes(counts: Counter[str], ran: list[Any]) -> list[str]:
+    return [
+        f"second process refused naming the pid: {counts['refused naming the pid']}/{len(ran)}, "
+        f"accepted: {counts['second process accepted']}",
+        f"the command sleeps {trust_trials.SLEEP_S} s; the resume comes 0-"
+        f"{trust_trials.SLEEP_S / 2:g} s after it started",
+    ]
+
+
+def _damaged_notes(counts: Counter[str], ran: list[Any]) -> list[str]:
+    return [
+        f"{counts['commands']} commands (sessions list, sessions show, diff, resume, run); "
+        f"exit 2 with a message: {counts['exit 2 with a message']} (naming the database file: "
+        f"{counts['message names the database']}); served correctly from a store SQLite still "
+        f"reads: {counts['served correctly']}",
+        "data lost column: diff exited 0 without the changed file; bit flips quick_check "
+        f"sees: {counts['flips quick_check sees']}",
+        "damage: " + ", ".join(trust_trials.DAMAGE),
+    ]
+
+
+def _format_notes(counts: Counter[str], ran: list[Any]) -> list[str]:
+    return [
+        f"places searched: {counts['places searched']} (stdout and stderr of text, json and "
+        "stream-json runs, each session's export, tool results sent to the model, every store "
+        "file); forms: raw, JSON-escaped, the random core",
+        f"runs where a command's environment held the secret: {counts[ENV_SECRET]}",
+    ]
+
+
+ENV_SECRET = "secret in the command's environment"
+TRUST: dict[str, tuple[Callable[[Path, int, int], Any], str, str]] = {
+    "hostile": (trust_trials.hostile_config_trial, "7. hostile repository configs", "loosened"),
+    "imports": (
+        trust_trials.crafted_import_trial,
+        "8. crafted session imports, then fork / resume",
+        "programs run",
+    ),
+    "stalls": (
+        trust_trials.stall_trial,
+        "9. provider stalls under --max-duration 5s",
+        "over the limit",
+    ),
+    "concurrent": (
+        trust_trials.concurrent_resume_trial,
+        "10. concurrent resume of a running session",
+        "double executions",
+    ),
+    "damaged": (
+        trust_trials.damaged_store_trial,
+        "11. damaged session stores (5 commands each)",
+        "tracebacks",
+    ),
+    "formats": (
+        trust_trials.secret_format_trial,
+        "12. secrets with quotes, backslashes, non-ASCII in every output format",
+        "leaks",
+    ),
+}
+TRUST_NOTES: dict[str, Callable[[Counter[str], list[Any]], list[str]]] = {
+    "hostile": _hostile_notes,
+    "imports": _import_notes,
+    "stalls": _stall_notes,
+    "concurrent": _concurrent_notes,
+    "damaged": _damaged_notes,
+    "formats": _format_notes,
+}
+
+
 # --- output -------------------------------------------------------------------------------
 
 
@@ -304,10 +459,15 @@ def machine() -> str:
     )
 
 
+def _scenario_order(name: str) -> tuple[int, str]:
+    number = name.split(".", 1)[0].rstrip("abc")
+    return (int(number) if number.isdigit() else 99, name)
+
+
 def render(rows: list[Row]) -> str:
     head = "| scenario | trials | completed | data lost | crashes | escapes | notes |"
     lines = [head, "|---|---:|---:|---:|---:|---:|---|"]
-    rows = sorted(rows, key=lambda r: r.scenario)
+    rows = sorted(rows, key=lambda r: _scenario_order(r.scenario))
     for r in rows:
         notes = "; ".join(r.notes).replace("|", "\\|")
         lines.append(
@@ -329,6 +489,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weak", type=int, default=10, help="weak-model runs")
     parser.add_argument("--secrets", type=int, default=5, help="secret trials")
     parser.add_argument("--runaway-repeats", type=int, default=2, help="runs of each runaway")
+    trust_defaults = {
+        "hostile": 2 * len(trust_trials.HOSTILE_CONFIGS),
+        "imports": 2 * len(trust_trials.CRAFTED_IMPORTS),
+        "stalls": 2 * len(trust_trials.STALLS),
+        "concurrent": 5,
+        "damaged": 2 * len(trust_trials.DAMAGE),
+        "formats": 3,
+    }
+    for name, count in trust_defaults.items():
+        parser.add_argument(f"--{name}", type=int, default=count, help=f"trials of scenario {name}")
     parser.add_argument(
         "--llama-python",
         default=os.environ.get("JOURNEYMAN_LLAMA_PYTHON", sys.executable),
@@ -357,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows += weak_model(args.weak, args.seed, folder, args.llama_python)
             elif name == "escapes":
                 rows += escapes(folder)
+            elif name in TRUST_SCENARIOS:
+                rows += trust_rows(name, getattr(args, name), args.seed, folder)
             else:
                 rows += secrets(args.secrets, args.seed, folder)
     finally:
