@@ -12,8 +12,8 @@ Scenarios (each trial's checks are in the docstring of the module named):
 5. runaway commands (tests/support/sandbox_trials.py), with the peak RSS of this process,
    which runs the tools as the agent does;
 6. secrets in the environment and in workspace files (tests/support/secret_trials.py);
-7.-12. the trust scenarios of issue 12, through the real CLI (bench/trust_trials.py): hostile
-   repository configs, crafted session imports, provider stalls, concurrent resume, damaged
+7.-12. the trust scenarios of issue 12, through the real CLI (tests/support/trust_trials.py):
+   hostile repository configs, crafted session imports, provider stalls, concurrent resume, damaged
    stores, and secrets in every output format.
 
 The table has one row per scenario (two or three for the escape corpus): trials, completed,
@@ -51,10 +51,15 @@ REPO_ROOT = BENCH_DIR.parent
 sys.path.insert(0, str(REPO_ROOT / "src"))
 sys.path.insert(0, str(REPO_ROOT))
 
-from tests.support import crash_trials, fault_trials, sandbox_trials, secret_trials  # noqa: E402
+from tests.support import (  # noqa: E402
+    crash_trials,
+    fault_trials,
+    sandbox_trials,
+    secret_trials,
+    trust_trials,
+)
 from tests.support import weak_model_trials as weak  # noqa: E402
 
-from bench import trust_trials  # noqa: E402
 from journeyman.core.errors import ConfigurationError  # noqa: E402
 from journeyman.tools.context import ToolContext  # noqa: E402
 from journeyman.tools.sandbox import (  # noqa: E402
@@ -306,7 +311,7 @@ def secrets(trials: int, seed: int, scratch: Path) -> list[Row]:
 
 
 def trust_rows(name: str, trials: int, seed: int, scratch: Path) -> list[Row]:
-    """Rows 7-12: `trials` runs of one trust scenario of bench/trust_trials.py."""
+    """Rows 7-12: `trials` runs of one trust scenario of tests/support/trust_trials.py."""
     trial, title, measure = TRUST[name]
     outcomes = []
     for number in range(trials):

@@ -1,14 +1,19 @@
-"""The trust scenarios of bench/trust_trials.py run end to end, once each, with their
+"""The trust scenarios of tests/support/trust_trials.py run end to end, once each, with their
 quickest variants (the full counts are bench/reliability.py's)."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from bench import reliability, trust_trials
+from tests.support import trust_trials
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SEED = 7
 
@@ -62,24 +67,24 @@ def test_a_second_process_resumes_while_the_command_sleeps(tmp_path: Path) -> No
     assert "the first run never started its command" not in outcome.problems
 
 
-def test_trial_outcomes_become_one_table_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def trial(root: Path, number: int, seed: int) -> trust_trials.TrustOutcome:
-        outcome = trust_trials.TrustOutcome(number, "stub")
-        outcome.counts.update({"double executions": number, "refused naming the pid": 1})
-        if number:
-            outcome.fail("the command ran 2 times")
-        return outcome
-
-    monkeypatch.setitem(
-        reliability.TRUST, "concurrent", (trial, "10. concurrent", "double executions")
+def test_the_report_has_a_row_for_a_trust_scenario() -> None:
+    """bench/reliability.py turns the trial outcomes into its table row (run as a script)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/reliability.py",
+            *("--only", "concurrent", "--concurrent", "1"),
+            *("--seed", str(SEED), "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
-    (row,) = reliability.trust_rows("concurrent", 2, SEED, tmp_path)
-    assert (row.trials, row.completed, row.escapes) == (2, 1, 1)
-    assert row.notes[0] == "escapes column: double executions"
-    assert "refused naming the pid: 2/2" in row.notes[1]
-    assert row.failures == ["trial 1 (stub): ['the command ran 2 times']"]
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["rows"]
+    assert (row["trials"], row["escapes"]) == (1, 0)
+    assert "escapes column: double executions" in row["notes"]
 
 
 def test_every_trust_finding_is_read_from_a_problem_list() -> None:
