@@ -128,6 +128,37 @@ def test_damage_found_by_a_later_query_is_reported_the_same_way(tmp_path: Path) 
         store.close()
 
 
+@pytest.mark.parametrize("table", ["messages", "events", "steps", "sessions"])
+def test_a_flipped_bit_inside_stored_json_is_a_damaged_store(tmp_path: Path, table: str) -> None:
+    """A flipped bit inside a row's text passes SQLite's page checks; reading it must still
+    end in the damaged-store error (the CLI says what to do and exits 2), never a traceback."""
+    path = filled_store(tmp_path, steps=2)
+    column = {"messages": "body", "events": "body", "steps": "checkpoint"}.get(table, "settings")
+    db = sqlite3.connect(path)
+    db.execute(f'UPDATE {table} SET {column} = \'{{"role": "user", "con\' || \'tent\'')
+    db.commit()
+    db.close()
+    store = SessionStore(tmp_path, check_integrity=True)
+    try:
+        with pytest.raises(StoreDamagedError, match="cannot be read"):
+            store.load_session("s1")
+            store.messages("s1")
+            list(store.events("s1"))
+    finally:
+        store.close()
+    # `show` reads the session, its steps and messages; `export` every event as well
+    command = "export" if table == "events" else "show"
+    shown = subprocess.run(
+        [sys.executable, "-m", "journeyman", "sessions", command, "s1", "--session-dir", tmp_path],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=60,
+    )
+    assert shown.returncode == 2, shown.stderr
+    assert "Traceback" not in shown.stderr and "cannot be read" in shown.stderr
+
+
 def test_a_session_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreDamagedError, match="is a file"):

@@ -27,7 +27,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -556,7 +556,7 @@ class SessionStore:
             id=row[0],
             task=row[1],
             workspace=row[2],
-            settings=json.loads(row[3]),
+            settings=self._stored(row[3], f"the settings of session {session_id}"),
             system_prompt=row[4],
             created_at=row[5],
             parent_id=row[6],
@@ -603,7 +603,8 @@ class SessionStore:
             query += " AND step <= ?"
             params = (session_id, start, up_to_step)
         rows = self._db.execute(query + " ORDER BY seq", params)
-        loaded = [Message.from_dict(json.loads(b)) for (b,) in rows]
+        what = f"a message of session {session_id}"
+        loaded = [self._stored(b, what, Message.from_dict) for (b,) in rows]
         return with_paired_results(loaded, keep_pending=True)[0]
 
     def events(self, session_id: str) -> Iterator[dict[str, Any]]:
@@ -611,7 +612,7 @@ class SessionStore:
             "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
         )
         for (body,) in rows:
-            yield json.loads(body)
+            yield self._stored(body, f"an event of session {session_id}")
 
     def checkpoint(self, session_id: str, step: int | None = None) -> tuple[int, dict[str, Any]]:
         """(step, checkpoint) of the given step, or of the last completed one; (0, {}) if none."""
@@ -626,7 +627,20 @@ class SessionStore:
                 "SELECT step, checkpoint FROM steps WHERE session_id = ? AND step = ?",
                 (session_id, step),
             ).fetchone()
-        return (0, {}) if row is None else (int(row[0]), json.loads(row[1]))
+        if row is None:
+            return 0, {}
+        return int(row[0]), self._stored(row[1], f"a checkpoint of session {session_id}")
+
+    def _stored(
+        self, body: str, what: str, build: Callable[[Any], Any] = lambda data: data
+    ) -> Any:
+        """A stored JSON text read back; text that no longer parses (a damaged page SQLite's
+        own checks did not see) is a damaged store, said as such, never a traceback."""
+        try:
+            return build(json.loads(body))
+        except (ValueError, TypeError, KeyError) as error:
+            problem = f"holds {what} that cannot be read ({error})"
+            raise database.damaged(self.path, problem) from None
 
     def usage_rows(self, session_id: str | None = None) -> list[UsageRow]:
         """The usage rows of one session (or of all), in the order they were written."""
