@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from journeyman.tools.snapshot import (
     reconcile_interrupted,
     shadow_repository,
 )
+from journeyman.tools.watch import ChangeWatch
 
 ORIGINAL = {
     "app.py": "def f():\n    return 1\n",
@@ -294,3 +296,119 @@ def test_the_next_command_journals_an_interrupted_one_if_resume_did_not(
     result = asyncio.run(RunCommandTool().execute(RunCommandArgs(command="true"), ctx))
     assert [(c.path, c.after) for c in ctx_changes] == [("lost.txt", "lost\n")]
     assert "interrupted" in result.content and "lost.txt" in result.content
+
+
+# --- the watch shortcut: skipping scans must never lose or misplace a change ----------------
+
+
+def _git_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def spy(argv: list[str], *args: object, **kwargs: object) -> object:
+        if argv and argv[0] == "git":
+            calls.append(argv)
+        return real_run(argv, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    return calls
+
+
+def test_a_command_that_changes_nothing_runs_no_git(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    assert snaps.changes().changes == []
+    calls = _git_calls(monkeypatch)
+    for _ in range(3):
+        snaps.record()
+        assert snaps.changes().changes == []
+    assert calls == []
+
+
+def test_a_change_between_commands_by_another_writer_is_not_the_next_commands(
+    ws: Path, tmp_path: Path
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    assert snaps.changes().changes == []
+    # an editor (or a hook, or a background job) writes between two commands
+    (ws / "app.py").write_text("def f():\n    return 7\n")
+    (ws / "pkg").mkdir()
+    snaps.record()
+    (ws / "pkg" / "made.py").write_text("y = 2\n")  # the next command
+    (ws / "app.py").write_text("def f():\n    return 8\n")
+    found = snaps.changes()
+    assert found.changes == [
+        FileVersionChange("app.py", "def f():\n    return 7\n", "def f():\n    return 8\n"),
+        FileVersionChange("pkg/made.py", None, "y = 2\n"),
+    ]
+
+
+def test_a_same_size_rewrite_that_keeps_the_mtime_is_caught(ws: Path, tmp_path: Path) -> None:
+    # Racy git: a write within the timestamp granularity of the record, same size.
+    for watch in (True, False):
+        snaps = WorkspaceSnapshots(ws, f"s-{watch}", cache_dir=tmp_path / "cache", watch=watch)
+        snaps.record()
+        assert snaps.changes().changes == []
+        snaps.record()
+        target = ws / "app.py"
+        before = target.read_text()
+        info = target.stat()
+        target.write_text(before.replace("1", "9"))
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+        assert target.stat().st_size == info.st_size
+        found = snaps.changes()
+        assert [c.path for c in found.changes] == ["app.py"], watch
+        target.write_text(before)
+
+
+def test_new_folders_are_watched_after_the_next_record(ws: Path, tmp_path: Path) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "deep" / "er").mkdir(parents=True)
+    assert snaps.changes().changes == []
+    snaps.record()
+    assert snaps.changes().changes == []
+    snaps.record()
+    (ws / "deep" / "er" / "x.txt").write_text("x\n")
+    assert snaps.changes().changes == [FileVersionChange("deep/er/x.txt", None, "x\n")]
+
+
+def test_without_a_watch_every_record_scans(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ChangeWatch, "arm", lambda self: False)
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    calls = _git_calls(monkeypatch)
+    snaps.record()
+    (ws / "old.txt").write_text("changed\n")
+    assert snaps.changes().changes == [FileVersionChange("old.txt", "bye\n", "changed\n")]
+    assert calls
+
+
+def test_change_watch_sees_writes_renames_and_mode_changes(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("a\n")
+    watch = ChangeWatch(ws)
+    if not watch.arm():
+        pytest.skip("no inotify here")
+    actions = [
+        lambda: (ws / "sub" / "a.txt").write_text("b\n"),
+        lambda: (ws / "sub" / "a.txt").rename(ws / "sub" / "b.txt"),
+        lambda: (ws / "sub" / "b.txt").chmod(0o755),
+        lambda: (ws / "sub" / "b.txt").unlink(),
+        lambda: (ws / "c.txt").write_text(""),
+    ]
+    for action in actions:
+        assert not watch.changed()
+        action()
+        assert watch.changed()
+        assert watch.arm()
+    (ws / ".git").mkdir()
+    assert watch.arm()
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # not the journal's business
+    assert not watch.changed()
+    watch.close()

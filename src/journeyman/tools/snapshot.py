@@ -23,6 +23,13 @@ and `end()` removes it once the changes are journaled. `reconcile_interrupted()`
 what a marked, unfinished command changed: a resumed session calls it before its first step,
 and the next command of the session does it too, should the resume not have.
 
+Scanning a large workspace twice per command costs tens of milliseconds, most often to learn
+that nothing changed (`echo`, `pytest`, `git log`). So a `ChangeWatch` (tools/watch.py, Linux
+inotify) is armed just before each full record: while it has seen nothing, `record()` keeps the
+index as it is (it still holds the workspace) and `changes()` answers "nothing" without running
+git. Anything it sees (a command's write, a file tool's, an editor's, a background process's)
+makes both scan as above; where it cannot watch, they always scan.
+
 `forget_snapshots()` removes a session's index, and the whole shadow repository of the
 workspace with its last session.
 """
@@ -43,6 +50,7 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 
 from journeyman.tools.context import GENERATED_DIRS, FileChangeIntent
+from journeyman.tools.watch import ChangeWatch
 
 MAX_FILE_BYTES = 1_000_000
 """Larger files changed by a command are listed as skipped, not journaled."""
@@ -106,7 +114,14 @@ class WorkspaceSnapshots:
     the old text when something changed) and reads the new text from disk.
     """
 
-    def __init__(self, workspace: Path, session_id: str, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        session_id: str,
+        cache_dir: Path | None = None,
+        *,
+        watch: bool = True,
+    ) -> None:
         self.workspace = workspace
         self.git_dir = shadow_repository(workspace, cache_dir)
         session = session_id or "default"
@@ -117,10 +132,27 @@ class WorkspaceSnapshots:
         """The same files as ignore patterns, so that git never stores them."""
         self.marker = self.git_dir / f"running-{session}.json"
         """Present while a command runs (`begin` .. `end`)."""
+        self._watch = ChangeWatch(workspace) if watch else None
+        self._unchanged_since_record = False
+        """The index holds the workspace as it is: the watch has seen nothing since the last
+        full `record()` of this object began."""
+
+    def _still_recorded(self) -> bool:
+        return (
+            self._unchanged_since_record
+            and self._watch is not None
+            and not self._watch.changed()
+            and self.index.exists()
+        )
 
     def record(self) -> None:
         """Store the workspace as it is now in the shadow index (files over the cap aside)."""
+        if self._still_recorded():
+            return
+        self._unchanged_since_record = False
         self._ensure_repository()
+        # armed before the scan, so that a change made while git reads the files counts
+        watching = self._watch is not None and self._watch.arm()
         listed = self._git(
             "ls-files", "-z", "--cached", "--others", "--exclude-standard", own=False
         )
@@ -131,6 +163,7 @@ class WorkspaceSnapshots:
             paths = "".join(f"{p}\0" for p in large).encode("utf-8", "surrogateescape")
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin", stdin=paths)
         self._git("add", "--all", "--", ".")
+        self._unchanged_since_record = watching
 
     def begin(self, command: str) -> None:
         """Mark a command as running: its changes are not journaled yet."""
@@ -152,6 +185,9 @@ class WorkspaceSnapshots:
     def changes(self) -> CommandChanges:
         """The text files that differ from the last `record()`: created, modified, deleted."""
         found = CommandChanges()
+        if self._still_recorded():
+            return found
+        self._unchanged_since_record = False
         fields = self._git("diff-files", "-z", "--raw", "--no-renames").split("\0")
         old_blobs: dict[str, str] = {}
         # each entry: ":<old mode> <new mode> <old blob> <new blob> <status>" then the path
