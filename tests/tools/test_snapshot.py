@@ -412,3 +412,27 @@ def test_change_watch_sees_writes_renames_and_mode_changes(ws: Path) -> None:
     (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # not the journal's business
     assert not watch.changed()
     watch.close()
+
+
+def test_an_empty_workspace_is_not_scanned_again_and_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    snaps = WorkspaceSnapshots(empty, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    calls = _git_calls(monkeypatch)
+    snaps.record()
+    assert snaps.changes().changes == []
+    assert calls == []
+    (empty / "new.txt").write_text("n\n")
+    assert snaps.changes().changes == [FileVersionChange("new.txt", None, "n\n")]
+
+
+def test_a_forgotten_index_is_recorded_again(ws: Path, tmp_path: Path) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    forget_snapshots(ws, "s1", last_session=False, cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "old.txt").write_text("changed\n")
+    assert snaps.changes().changes == [FileVersionChange("old.txt", "bye\n", "changed\n")]

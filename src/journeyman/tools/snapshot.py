@@ -136,13 +136,15 @@ class WorkspaceSnapshots:
         self._unchanged_since_record = False
         """The index holds the workspace as it is: the watch has seen nothing since the last
         full `record()` of this object began."""
+        self._index_stamp: tuple[int, int, int] | None = None
+        """The index file as that record left it (None: absent, as git leaves an empty one)."""
 
     def _still_recorded(self) -> bool:
         return (
             self._unchanged_since_record
             and self._watch is not None
             and not self._watch.changed()
-            and self.index.exists()
+            and _stamp(self.index) == self._index_stamp
         )
 
     def record(self) -> None:
@@ -163,6 +165,7 @@ class WorkspaceSnapshots:
             paths = "".join(f"{p}\0" for p in large).encode("utf-8", "surrogateescape")
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin", stdin=paths)
         self._git("add", "--all", "--", ".")
+        self._index_stamp = _stamp(self.index)
         self._unchanged_since_record = watching
 
     def begin(self, command: str) -> None:
@@ -346,6 +349,15 @@ def _large_files(workspace: Path, paths: list[str]) -> dict[str, list[int]]:
         if info.st_size > MAX_FILE_BYTES and not (workspace / path).is_symlink():
             large[path] = [info.st_size, info.st_mtime_ns]
     return large
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """A file's inode, size and mtime; None when it does not exist."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _ignore_pattern(path: str) -> str:
