@@ -8,12 +8,10 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
-from journeyman import __version__
-from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
 from journeyman.cli.lsp_cmd import LspOpt, attach_lsp, closing, lsp_command
 from journeyman.cli.render import OutputFormat, Renderer, usage_table
 from journeyman.cli.sessions_cmd import (
@@ -24,22 +22,18 @@ from journeyman.cli.sessions_cmd import (
 )
 from journeyman.cli.signals import handle_termination_as_interrupt
 from journeyman.cli.terminal import printable
-from journeyman.context.rules import RulesLoader, describe_sources
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import BudgetMode
-from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
-from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
-from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
-from journeyman.policy.settings import IgnoredSetting, trusted_from_data
-from journeyman.providers.factory import create_provider
-from journeyman.session.fork import prepare_fork
-from journeyman.session.redact import Redactor
-from journeyman.session.store import SessionRecord, default_session_root
-from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.sandbox import SandboxKind
+
+if TYPE_CHECKING:
+    from journeyman.core.result import RunResult
+    from journeyman.loop.agent import Agent
+    from journeyman.policy.settings import IgnoredSetting
+    from journeyman.session.store import SessionRecord
+    from journeyman.session.undo import UndoResult
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -73,6 +67,8 @@ app.command("lsp")(lsp_command)
 
 def _version(value: bool) -> None:
     if value:
+        from journeyman import __version__
+
         typer.echo(f"journeyman {__version__}")
         raise typer.Exit()
 
@@ -301,6 +297,13 @@ def _launch(
     `ignored` are the settings the trust rules left out: warned about on stderr, listed in the
     JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
     """
+    from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
+    from journeyman.core.result import FinishReason
+    from journeyman.loop.agent import Agent
+    from journeyman.loop.config_file import user_mcp_file
+    from journeyman.providers.factory import create_provider
+    from journeyman.session.store import default_session_root
+
     if not workspace.is_dir():
         fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
     problem = session_root_problem(config.session_dir or default_session_root())
@@ -439,6 +442,8 @@ def run(
     limit, ...), 2 configuration error, 130 cancelled, 141 the reader of the output went away
     (`| head`). Questions: --mode ask or --no-verify.
     """
+    from journeyman.loop.config_file import load_config
+
     limits = _limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
     )
@@ -487,6 +492,8 @@ def _restorable(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSett
     approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
     were filtered.
     """
+    from journeyman.policy.settings import trusted_from_data
+
     if not record.settings.get("imported_from"):
         return record.settings, []
     return trusted_from_data(record.settings, f"session {record.id} (imported)")
@@ -543,6 +550,8 @@ def resume(
     """Continue a session from its last completed step, with the model-visible history, budget
     counters and settings it had. Flags given here override the remembered settings; API keys
     come from the environment again."""
+    from journeyman.core.result import FinishReason
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, last, workspace)
@@ -623,6 +632,8 @@ def fork(
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
+    from journeyman.session.fork import prepare_fork
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
@@ -690,6 +701,8 @@ def undo(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Undo the agent's most recent file change (or a step's, a file's, or all of them)."""
+    from journeyman.session.undo import FileChangeTracker
+
     if sum([turn, file is not None, all_changes]) > 1:
         fail(EXIT_CONFIG, "choose at most one of --turn, --file and --all")
     store = open_store(session_dir)
@@ -737,6 +750,8 @@ def diff(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Unified diff of the session's file changes that have not been undone."""
+    from journeyman.session.undo import FileChangeTracker
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, session is None, workspace)
@@ -763,6 +778,9 @@ def usage(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Tokens and cost per provider and model, from the usage log."""
+    from journeyman.economics.usage_log import DATABASE_FILE, UsageLog
+    from journeyman.session.store import default_session_root
+
     path = (session_dir or default_session_root()) / DATABASE_FILE
     if not path.exists():
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
@@ -798,6 +816,8 @@ def mcp_list_cmd(
 def rules(workspace: WorkspaceOpt = None) -> None:
     """Show the rules files the agent reads into its system prompt: which exist, which were
     loaded, and their priority (the highest is listed first and wins a conflict)."""
+    from journeyman.context.rules import RulesLoader, describe_sources
+
     root = (workspace or Path(".")).resolve()
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
@@ -831,6 +851,8 @@ def parse_duration(text: str) -> float:
 
 def fail(code: int, message: str) -> NoReturn:
     """Print a one-line reason (plus any detail lines) on stderr and exit with `code`."""
+    from journeyman.session.redact import Redactor
+
     first, *rest = printable(Redactor()(message)).splitlines() or [""]
     sys.stderr.write(f"journeyman: {first}\n")
     for line in rest:

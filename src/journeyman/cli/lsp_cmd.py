@@ -12,7 +12,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,24 +20,22 @@ from rich.markup import escape
 from rich.table import Table
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.integrations.lsp import (
-    CONFIG_FILE,
-    ENV_SWITCH,
-    LoadedLspConfig,
-    LspManager,
-    ServerStatus,
-    load_lsp_config,
-    with_lsp,
-)
-from journeyman.loop.agent import Agent
-from journeyman.loop.config_file import user_config_file
-from journeyman.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from journeyman.integrations.lsp import LoadedLspConfig, LspManager, ServerStatus
+    from journeyman.loop.agent import Agent
 
 T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_SERVER_FAILED = 1
 EXIT_CONFIG = 2
+
+LSP_SETTINGS_FILE = ".journeyman/lsp.toml"
+"""`integrations.lsp.CONFIG_FILE`, repeated so that the language server machinery loads only
+when it is used (the --lsp help names it)."""
+LSP_ENV_SWITCH = "JOURNEYMAN_LSP"
+"""`integrations.lsp.ENV_SWITCH`, repeated for the same reason."""
 
 _STATE_STYLE = {"running": "green", "not started": "dim", "not installed": "dim"}
 
@@ -46,8 +44,8 @@ LspOpt = Annotated[
     typer.Option(
         "--lsp/--no-lsp",
         help=f"Offer the lsp_* tools and diagnostics after edits when a language server is "
-        f"installed (default); --no-lsp starts none. Also {ENV_SWITCH}=0 or "
-        f"'enabled = false' in {CONFIG_FILE}.",
+        f"installed (default); --no-lsp starts none. Also {LSP_ENV_SWITCH}=0 or "
+        f"'enabled = false' in {LSP_SETTINGS_FILE}.",
     ),
 ]
 
@@ -88,6 +86,8 @@ def lsp_command(
 
 def lsp_report(workspace: Path, *, start: bool = True, console: Console | None = None) -> int:
     """Print the servers table (and start/stop the detected servers first when `start`)."""
+    from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH, LspManager
+
     out = console or Console(highlight=False, soft_wrap=True)
     if not workspace.is_dir():
         out.print(f"[red]workspace {escape(str(workspace))} is not a directory[/]")
@@ -152,11 +152,15 @@ def _servers_table(statuses: list[ServerStatus]) -> Table:
 
 def user_lsp_file() -> Path:
     """The user's `lsp.toml`, beside the user's `config.toml`."""
+    from journeyman.loop.config_file import user_config_file
+
     return user_config_file().parent / "lsp.toml"
 
 
 def load_settings(workspace: Path) -> LoadedLspConfig:
     """The user's and the workspace's LSP settings, and `JOURNEYMAN_LSP`."""
+    from journeyman.integrations.lsp import load_lsp_config
+
     return load_lsp_config(workspace, user_file=user_lsp_file())
 
 
@@ -166,6 +170,9 @@ def attach_lsp(agent: Agent, *, enabled: bool = True) -> LspManager | None:
     LSP stays off when `enabled` is False, when the config turns it off or cannot be read
     (a warning is printed; the run goes on), and when no language server is installed.
     """
+    from journeyman.integrations.lsp import LspManager, with_lsp
+    from journeyman.tools.registry import ToolRegistry
+
     if not enabled:
         return None
     try:

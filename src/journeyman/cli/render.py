@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from journeyman.cli.terminal import printable, printable_json
-from journeyman.core import events as ev
-from journeyman.core.events import event_to_dict
-from journeyman.core.result import RunResult
-from journeyman.economics.usage_log import ModelUsage
-from journeyman.loop.verdict import CHECK_CALL_PREFIX
-from journeyman.session.redact import Redactor
+
+if TYPE_CHECKING:
+    from journeyman.core import events as ev
+    from journeyman.core.result import RunResult
+    from journeyman.economics.usage_log import ModelUsage
 
 
 class OutputFormat(StrEnum):
@@ -56,6 +55,8 @@ class Renderer:
     """Turns events into output in one of the three formats."""
 
     def __init__(self, fmt: OutputFormat, console: Console | None = None) -> None:
+        from journeyman.session.redact import Redactor
+
         self.fmt = fmt
         self.console = console or Console(highlight=False, soft_wrap=True)
         self._redact = Redactor()
@@ -72,6 +73,8 @@ class Renderer:
         return escape(printable(self._redact(text)))
 
     def __call__(self, event: ev.Event) -> None:
+        from journeyman.core.events import event_to_dict
+
         if self.fmt is OutputFormat.STREAM_JSON:
             line = json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
             sys.stdout.write(printable_json(self._redact(line)) + "\n")
@@ -80,6 +83,9 @@ class Renderer:
             self._text(event)
 
     def _text(self, event: ev.Event) -> None:
+        from journeyman.core import events as ev
+        from journeyman.loop.verdict import CHECK_CALL_PREFIX
+
         out = self.console
         match event:
             case ev.RunStarted():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -14,10 +14,9 @@ from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
-from journeyman.loop.kernel import new_session_id
-from journeyman.session.store import SessionRecord, SessionStore, default_session_root
-from journeyman.session.trajectory import export_jsonl, import_file
-from journeyman.tools.snapshot import forget_snapshots
+
+if TYPE_CHECKING:
+    from journeyman.session.store import SessionRecord, SessionStore
 
 sessions_app = typer.Typer(
     help="List, inspect, export, import and delete sessions.", no_args_is_help=True
@@ -49,6 +48,8 @@ def session_root_problem(root: Path) -> str | None:
 
 
 def open_store(session_dir: Path | None) -> SessionStore:
+    from journeyman.session.store import SessionStore, default_session_root
+
     root = session_dir or default_session_root()
     problem = session_root_problem(root)
     if problem:
@@ -180,6 +181,8 @@ def export(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Write a session as JSON lines: a header, then every message and event."""
+    from journeyman.session.trajectory import export_jsonl
+
     if format != "jsonl":
         _fail(f"unknown export format {format!r}; only jsonl is supported")
     store = open_store(session_dir)
@@ -220,6 +223,9 @@ def import_(
     exit status, cost); hooks, permissions, approvals, the sandbox, MCP and the provider's
     endpoint come from you when the session is forked or resumed. An import has no file
     history, so forks start from the workspace's files as they are now."""
+    from journeyman.loop.kernel import new_session_id
+    from journeyman.session.trajectory import import_file
+
     if not file.is_file():
         _fail(f"{file} is not a file")
     store = open_store(session_dir)
@@ -242,6 +248,8 @@ def delete(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Remove a session and everything stored for it (files on disk are not touched)."""
+    from journeyman.tools.snapshot import forget_snapshots
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)

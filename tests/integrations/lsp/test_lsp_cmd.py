@@ -168,3 +168,11 @@ async def test_a_hanging_server_does_not_fail_the_run(
     assert attach_lsp(plain, enabled=False) is None
     monkeypatch.setenv("JOURNEYMAN_LSP", "off")
     assert attach_lsp(plain) is None and plain.registry.names == before
+
+
+def test_the_help_names_the_lsp_switch_and_file_the_integration_reads() -> None:
+    from journeyman.cli.lsp_cmd import LSP_ENV_SWITCH, LSP_SETTINGS_FILE
+    from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH
+
+    assert LSP_ENV_SWITCH == ENV_SWITCH
+    assert LSP_SETTINGS_FILE == CONFIG_FILE.as_posix()
