@@ -47,8 +47,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
 from journeyman.tools.context import GENERATED_DIRS, FileChangeIntent
 from journeyman.tools.watch import ChangeWatch
 
@@ -101,6 +99,8 @@ class SnapshotUnavailable(Exception):
 
 def shadow_repository(workspace: Path, cache_dir: Path | None = None) -> Path:
     """Where the shadow repository of `workspace` lives (whether or not it exists)."""
+    from platformdirs import user_cache_dir
+
     root = cache_dir or Path(os.environ.get(CACHE_ENV) or user_cache_dir("journeyman"))
     key = hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
     return root / "shadow" / key

@@ -19,16 +19,18 @@ journal leaves them out too.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import functools
 import os
 import select
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from journeyman.tools.context import GENERATED_DIRS
+
+if TYPE_CHECKING:
+    import ctypes
 
 _IN_MODIFY = 0x2
 _IN_ATTRIB = 0x4
@@ -65,6 +67,9 @@ _SKIPPED_NAMES = frozenset(pattern.strip("/") for pattern in GENERATED_DIRS)
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # only once a command is journaled: it slows every start-up otherwise
+    import ctypes.util
+
     try:
         lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         lib.inotify_init1.argtypes = [ctypes.c_int]
@@ -128,6 +133,8 @@ class ChangeWatch:
         lib = _libc()
         if lib is None:
             raise OSError(errno.ENOSYS, "inotify is not available")
+        import ctypes
+
         fd = int(lib.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
         if fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
