@@ -207,7 +207,13 @@ class Sandbox(Protocol):
 
 def shell() -> str:
     """bash when available (models write bash), else the platform's /bin/sh."""
-    return shutil.which("bash") or "/bin/sh"
+    return _find_bash(os.environ.get("PATH", os.defpath)) or "/bin/sh"
+
+
+@functools.lru_cache(maxsize=16)
+def _find_bash(search_path: str) -> str | None:
+    """`which bash` for one PATH (looked up once per PATH: it is asked before every command)."""
+    return shutil.which("bash", path=search_path)
 
 
 def _is_bash(program: str) -> bool:
