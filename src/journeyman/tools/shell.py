@@ -179,6 +179,8 @@ class RunCommandTool(BaseTool):
         """Journal the files each command changes (for undo and diff) when the run keeps a
         journal; see `tools.snapshot`."""
         self._snapshots: dict[tuple[Path, str], WorkspaceSnapshots] = {}
+        self._guards: dict[Path, GitMetadataGuard] = {}
+        """The last guard of each workspace: the next one reuses what it read."""
         self.sandbox = sandbox
         """Where commands run; None runs them locally (`LocalSandbox`, default limits)."""
         self.default_timeout = default_timeout
@@ -256,7 +258,9 @@ class RunCommandTool(BaseTool):
     ) -> tuple[WorkspaceSnapshots | None, GitMetadataGuard]:
         """Before a command (in a worker thread): the workspace recorded, the git guard set."""
         snapshots = self._recorded_workspace(ctx, notes, command)
-        return snapshots, GitMetadataGuard(ctx.workspace)
+        guard = GitMetadataGuard(ctx.workspace, self._guards.get(ctx.workspace))
+        self._guards[ctx.workspace] = guard
+        return snapshots, guard
 
     def _settle(
         self, guard: GitMetadataGuard, snapshots: WorkspaceSnapshots | None
