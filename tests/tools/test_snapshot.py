@@ -18,6 +18,7 @@ from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.session.undo import FileChangeTracker
 from journeyman.tools.context import FileChangeIntent, ToolContext
+from journeyman.tools.sandbox import BubblewrapSandbox
 from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 from journeyman.tools.snapshot import (
     MAX_FILE_BYTES,
@@ -28,6 +29,8 @@ from journeyman.tools.snapshot import (
     shadow_repository,
 )
 from journeyman.tools.watch import ChangeWatch
+
+from .sandboxes import needs_bwrap
 
 ORIGINAL = {
     "app.py": "def f():\n    return 1\n",
@@ -436,3 +439,17 @@ def test_a_forgotten_index_is_recorded_again(ws: Path, tmp_path: Path) -> None:
     snaps.record()
     (ws / "old.txt").write_text("changed\n")
     assert snaps.changes().changes == [FileVersionChange("old.txt", "bye\n", "changed\n")]
+
+
+@needs_bwrap
+async def test_commands_in_bubblewrap_are_journaled_across_quiet_commands(
+    workspace: Path, ctx: ToolContext, journal: list[FileChangeIntent]
+) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    tool = RunCommandTool(sandbox=BubblewrapSandbox(workspace))
+    for command in ("true", "echo quiet", "echo b >> a.txt", "true", "rm a.txt"):
+        await tool.execute(RunCommandArgs(command=command), ctx)
+    assert [(c.path, c.before, c.after) for c in journal] == [
+        ("a.txt", "a\n", "a\nb\n"),
+        ("a.txt", "a\nb\n", None),
+    ]
