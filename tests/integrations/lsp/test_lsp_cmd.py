@@ -175,4 +175,4 @@ def test_the_help_names_the_lsp_switch_and_file_the_integration_reads() -> None:
     from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH
 
     assert LSP_ENV_SWITCH == ENV_SWITCH
-    assert LSP_SETTINGS_FILE == CONFIG_FILE.as_posix()
+    assert CONFIG_FILE.as_posix() == LSP_SETTINGS_FILE
