@@ -78,7 +78,6 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOME_OF))
 
 
-
 __all__ = [
     "Agent",
     "AgentConfig",
