@@ -2,8 +2,8 @@
 
 What runs
     * command: ``RunCommandTool.execute`` on ``echo i`` (``local`` sandbox, journal off) against
-      ``subprocess.run("echo i", shell=True, capture_output=True)`` in the same process,
-      alternating, ``--calls`` of each; the median per call of each and the difference.
+      ``subprocess.run("echo i", shell=True, capture_output=True)`` in the same process;
+      the median per call of each and the difference.
     * journal: the same tool with the command journal on (a ``ToolContext`` with a journal),
       on a tree that the command leaves alone; the extra time per command over the journal-off
       figure is what the journal costs when a command changes nothing. The tree is a copy of the
@@ -11,6 +11,9 @@ What runs
       ``site-packages/`` and ``__pycache__/``, about 2,450 files) made once under
       ``bench/.work/journal-tree/``, or ``--root PATH``. The first command (which hashes the
       whole tree into the shadow repository) is not counted.
+
+    The four kinds of call take turns (``--calls`` rounds of one call each), so that the load
+    of a shared machine weighs on all of them alike.
 
 Usage (from the repository root)
     .venv/bin/python bench/command.py                  # --calls 200
@@ -50,34 +53,37 @@ def standard_library_copy() -> Path:
     return TREE
 
 
-async def _tool_calls(root: Path, calls: int, journal: bool, cache: Path) -> list[float]:
+async def _interleaved(calls: int, small: Path, tree: Path, cache: Path) -> dict[str, list[float]]:
+    """Each round runs one command of every kind, so that the machine's load hits all alike."""
     import os
 
     from journeyman.tools.context import ToolContext
     from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 
     os.environ["JOURNEYMAN_CACHE_DIR"] = str(cache)
-    ctx = ToolContext(
-        workspace=root, session_id="bench", journal=(lambda _c: None) if journal else None
-    )
-    tool = RunCommandTool()
-    await tool.execute(RunCommandArgs(command="echo warm"), ctx)  # first record, imports
-    times = []
-    for i in range(calls):
-        start = time.perf_counter()
-        result = await tool.execute(RunCommandArgs(command=f"echo {i}"), ctx)
-        times.append(time.perf_counter() - start)
-        if result.is_error or "not journaled" in result.content:
-            raise RuntimeError(f"run_command failed: {result.content}")
-    return times
 
+    def journal(_change: object) -> None:
+        return None
 
-def _bare_calls(calls: int) -> list[float]:
-    times = []
+    kinds = {
+        "run_command": ToolContext(workspace=small, session_id="off"),
+        "journal_small": ToolContext(workspace=small, session_id="small", journal=journal),
+        "journal_tree": ToolContext(workspace=tree, session_id="tree", journal=journal),
+    }
+    tools = {kind: RunCommandTool() for kind in kinds}
+    for kind, ctx in kinds.items():  # the first record hashes the whole tree: not counted
+        await tools[kind].execute(RunCommandArgs(command="echo warm"), ctx)
+    times: dict[str, list[float]] = {"bare": [], **{kind: [] for kind in kinds}}
     for i in range(calls):
         start = time.perf_counter()
         subprocess.run(f"echo {i}", shell=True, capture_output=True, check=True)
-        times.append(time.perf_counter() - start)
+        times["bare"].append(time.perf_counter() - start)
+        for kind, ctx in kinds.items():
+            start = time.perf_counter()
+            result = await tools[kind].execute(RunCommandArgs(command=f"echo {i}"), ctx)
+            times[kind].append(time.perf_counter() - start)
+            if result.is_error or "not journaled" in result.content:
+                raise RuntimeError(f"run_command failed: {result.content}")
     return times
 
 
@@ -86,17 +92,13 @@ def measure(calls: int, root: Path) -> dict[str, Any]:
         small = Path(tmp) / "small"
         small.mkdir()
         (small / "app.py").write_text("print('hello')\n")
-        cache = Path(tmp) / "cache"
-        bare = _bare_calls(calls)
-        plain = asyncio.run(_tool_calls(small, calls, False, cache))
-        bare += _bare_calls(calls)
-        small_journal = asyncio.run(_tool_calls(small, calls, True, cache))
-        tree_journal = asyncio.run(_tool_calls(root, calls, True, cache))
-    ms = {
-        "bare_subprocess_ms": statistics.median(bare) * 1000,
-        "run_command_ms": statistics.median(plain) * 1000,
-        "run_command_journal_small_ms": statistics.median(small_journal) * 1000,
-        "run_command_journal_tree_ms": statistics.median(tree_journal) * 1000,
+        times = asyncio.run(_interleaved(calls, small, root, Path(tmp) / "cache"))
+    median = {kind: statistics.median(values) * 1000 for kind, values in times.items()}
+    ms: dict[str, Any] = {
+        "bare_subprocess_ms": median["bare"],
+        "run_command_ms": median["run_command"],
+        "run_command_journal_small_ms": median["journal_small"],
+        "run_command_journal_tree_ms": median["journal_tree"],
     }
     ms["run_command_over_bare_ms"] = ms["run_command_ms"] - ms["bare_subprocess_ms"]
     ms["journal_small_ms"] = ms["run_command_journal_small_ms"] - ms["run_command_ms"]
