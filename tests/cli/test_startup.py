@@ -26,6 +26,7 @@ def test_import_journeyman_loads_no_agent_until_a_name_is_used() -> None:
 def test_the_command_line_module_loads_no_agent_provider_or_language_server() -> None:
     loaded = _loaded_after("import journeyman.cli.app")
     assert not loaded & set(HEAVY)
+    assert "rich.console" not in loaded  # typer needs rich only to print help
 
 
 def test_version_is_printed() -> None:

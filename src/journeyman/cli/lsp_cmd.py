@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from journeyman.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from journeyman.integrations.lsp import LoadedLspConfig, LspManager, ServerStatus
     from journeyman.loop.agent import Agent
 
@@ -86,6 +86,9 @@ def lsp_command(
 
 def lsp_report(workspace: Path, *, start: bool = True, console: Console | None = None) -> int:
     """Print the servers table (and start/stop the detected servers first when `start`)."""
+    from rich.console import Console
+    from rich.markup import escape
+
     from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH, LspManager
 
     out = console or Console(highlight=False, soft_wrap=True)
@@ -130,6 +133,9 @@ async def _survey(manager: LspManager, *, start: bool) -> list[ServerStatus]:
 
 
 def _servers_table(statuses: list[ServerStatus]) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="Language servers", title_justify="left")
     for column in ("server", "language", "command", "detected", "status"):
         table.add_column(column, overflow="fold")

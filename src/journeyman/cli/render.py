@@ -7,13 +7,11 @@ import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from journeyman.cli.terminal import printable, printable_json
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from journeyman.core import events as ev
     from journeyman.core.result import RunResult
     from journeyman.economics.usage_log import ModelUsage
@@ -55,6 +53,8 @@ class Renderer:
     """Turns events into output in one of the three formats."""
 
     def __init__(self, fmt: OutputFormat, console: Console | None = None) -> None:
+        from rich.console import Console
+
         from journeyman.session.redact import Redactor
 
         self.fmt = fmt
@@ -70,6 +70,8 @@ class Renderer:
     def _safe(self, text: str) -> str:
         """Data (model text, tool output, paths) as it may appear in the text output: secrets
         redacted, terminal controls shown as escapes, rich markup escaped."""
+        from rich.markup import escape
+
         return escape(printable(self._redact(text)))
 
     def __call__(self, event: ev.Event) -> None:
@@ -236,6 +238,9 @@ class Renderer:
 
 
 def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(
         "provider", "model", "calls", "input", "output", "cache read", "cache write", "cost"
     )

@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
@@ -88,6 +85,10 @@ def list_sessions(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Every stored session, oldest first."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     store = open_store(session_dir)
     try:
         rows = store.list_sessions(str(workspace.resolve()) if workspace else None)
@@ -114,6 +115,8 @@ def show(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """A session's settings, outcome, messages and file changes."""
+    from rich.console import Console
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
@@ -168,6 +171,8 @@ def show(
 
 def _safe(text: str) -> str:
     """Stored text (model replies, tool output, imported data) as it may reach the terminal."""
+    from rich.markup import escape
+
     return escape(printable(text))
 
 
