@@ -453,3 +453,63 @@ async def test_commands_in_bubblewrap_are_journaled_across_quiet_commands(
         ("a.txt", "a\n", "a\nb\n"),
         ("a.txt", "a\nb\n", None),
     ]
+
+
+def test_the_after_state_of_a_command_is_the_next_ones_before_state(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "app.py").write_text("def f():\n    return 2\n")
+    (ws / "old.txt").unlink()
+    (ws / "pkg" / "sub").mkdir(parents=True)
+    (ws / "pkg" / "sub" / "new.py").write_text("x = 1\n")
+    assert [c.path for c in snaps.changes().changes] == ["app.py", "old.txt", "pkg/sub/new.py"]
+    calls = _git_calls(monkeypatch)
+    snaps.record()  # nothing moved since: no scan
+    assert calls == []
+    (ws / "app.py").write_text("def f():\n    return 3\n")
+    (ws / "pkg" / "sub" / "new.py").unlink()
+    (ws / "old.txt").write_text("back\n")
+    (ws / "pkg" / "sub" / "more.py").write_text("y = 2\n")  # in the folder made last time
+    assert snaps.changes().changes == [
+        FileVersionChange("app.py", "def f():\n    return 2\n", "def f():\n    return 3\n"),
+        FileVersionChange("old.txt", None, "back\n"),
+        FileVersionChange("pkg/sub/more.py", None, "y = 2\n"),
+        FileVersionChange("pkg/sub/new.py", "x = 1\n", None),
+    ]
+
+
+def test_a_file_gone_before_it_was_read_leaves_the_next_record_to_scan(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "flash.txt").write_text("here\n")
+    real_disk_text = WorkspaceSnapshots._disk_text
+
+    def vanishing(self: WorkspaceSnapshots, path: str) -> object:
+        if path == "flash.txt":
+            (ws / "flash.txt").unlink()
+        return real_disk_text(self, path)
+
+    monkeypatch.setattr(WorkspaceSnapshots, "_disk_text", vanishing)
+    assert snaps.changes().changes == []
+    monkeypatch.undo()
+    snaps.record()
+    (ws / "app.py").write_text("changed\n")
+    assert [c.path for c in snaps.changes().changes] == ["app.py"]
+
+
+def test_a_large_file_made_by_a_command_makes_the_next_record_scan(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "big.txt").write_text("x" * (MAX_FILE_BYTES + 1))
+    assert snaps.changes().skipped == ["big.txt"]
+    calls = _git_calls(monkeypatch)
+    snaps.record()
+    assert calls  # a full record, which keeps the large file out of the shadow repository
+    (ws / "big.txt").write_text("y" * (MAX_FILE_BYTES + 1))
+    assert snaps.changes().skipped == ["big.txt"]

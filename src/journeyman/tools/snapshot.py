@@ -191,6 +191,9 @@ class WorkspaceSnapshots:
         if self._still_recorded():
             return found
         self._unchanged_since_record = False
+        # armed before the scan: if nothing moves from here on, the index brought up to date
+        # with what this scan finds is the next command's before-state (no full record then)
+        watching = self._watch is not None and self._watch.arm()
         fields = self._git("diff-files", "-z", "--raw", "--no-renames").split("\0")
         old_blobs: dict[str, str] = {}
         # each entry: ":<old mode> <new mode> <old blob> <new blob> <status>" then the path
@@ -224,7 +227,21 @@ class WorkspaceSnapshots:
         found.skipped += self._large_changed()
         found.changes.sort(key=lambda c: c.path)
         found.skipped = sorted(set(found.skipped))
+        if watching and not found.skipped:
+            self._keep_as_recorded([*old_blobs, *created])
         return found
+
+    def _keep_as_recorded(self, paths: list[str]) -> None:
+        """Bring the index up to date for `paths` (all that differed from it), as a full
+        `record()` would; files over the cap or not text never come here (they need one)."""
+        if paths:
+            listed = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+            try:
+                self._git_bytes("update-index", "-z", "--add", "--remove", "--stdin", stdin=listed)
+            except SnapshotUnavailable:
+                return  # the next record() scans
+        self._index_stamp = _stamp(self.index)
+        self._unchanged_since_record = True
 
     def _large_changed(self) -> list[str]:
         """Files over the cap at the last record whose size or mtime moved (or that are gone)."""
