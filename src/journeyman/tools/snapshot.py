@@ -28,7 +28,10 @@ that nothing changed (`echo`, `pytest`, `git log`). So a `ChangeWatch` (tools/wa
 inotify) is armed just before each full record: while it has seen nothing, `record()` keeps the
 index as it is (it still holds the workspace) and `changes()` answers "nothing" without running
 git. Anything it sees (a command's write, a file tool's, an editor's, a background process's)
-makes both scan as above; where it cannot watch, they always scan.
+makes both scan as above; where it cannot watch, they always scan. `changes()` arms it again
+before its own scan and then brings the index up to date with the text files it found changed,
+so that the after-state of one command is the before-state of the next unless something moves
+in between (binary files and files over the cap leave that to a full `record()`).
 
 `forget_snapshots()` removes a session's index, and the whole shadow repository of the
 workspace with its last session.
