@@ -126,6 +126,19 @@ def _raw_echo_ms(calls: int = RAW_BASELINE_CALLS) -> float:
     return (time.perf_counter() - start) / calls * 1000
 
 
+def _memory() -> dict[str, float]:
+    """Resident memory of this process now and at its peak, in MiB (Linux /proc, getrusage)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        now = pages * os.sysconf("SC_PAGE_SIZE") / 1024**2
+    except (OSError, ValueError, IndexError):
+        now = float("nan")
+    return {"rss_mib": now, "peak_rss_mib": peak}
+
+
 def _summarise(steps: int, wall_s: float, clock: ShellClock, **extra: Any) -> dict[str, Any]:
     spans = clock.spans
     shell_s = sum(end - start for start, end in spans)
@@ -254,8 +267,9 @@ def _drive_journeyman(steps: int, workdir: Path, *, journal_commands: bool) -> d
         "version": getattr(journeyman, "__version__", "?"),
         "model": "ScriptedProvider",
         "journal_commands": journal_commands,
-        "raw_echo_ms": _raw_echo_ms(),
         **measured,
+        **_memory(),  # after the run, before anything else allocates
+        "raw_echo_ms": _raw_echo_ms(),
     }
 
 
@@ -370,8 +384,9 @@ def _drive_mini(steps: int, workdir: Path, stock_model: bool = False) -> dict[st
         "version": minisweagent.__version__,
         "model": "DeterministicToolcallModel"
         + (" (stock)" if stock_model else " (script kept out of config)"),
-        "raw_echo_ms": _raw_echo_ms(),
         **measured,
+        **_memory(),
+        "raw_echo_ms": _raw_echo_ms(),
     }
 
 
@@ -451,6 +466,8 @@ MEDIAN_KEYS = (
     "raw_echo_ms",
     "wall_s",
     "trajectory_bytes",
+    "rss_mib",
+    "peak_rss_mib",
 )
 
 
@@ -523,9 +540,10 @@ def print_table(report: dict[str, Any]) -> None:
             )
     print()
     print("End to end, shell tool included: wall ms/step, ms inside the shell tool per command")
-    print("(excluded above), and a bare subprocess.run('echo i', shell=True) in the same process:")
+    print("(excluded above), a bare subprocess.run('echo i', shell=True) in the same process, and")
+    print("the process's resident memory after the run (now / peak, MiB; warm-up run included):")
     header = f"{'steps':>6} | {'harness':>14} | {'wall/step':>9} | {'shell tool':>10} | "
-    header += f"{'bare echo':>9}"
+    header += f"{'bare echo':>9} | {'RSS MiB':>13}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -536,7 +554,8 @@ def print_table(report: dict[str, Any]) -> None:
                     f"{row['steps']:>6} | {LABELS[harness]:>14} | "
                     f"{_fmt(data['wall_ms_per_step'], '9.3f')} | "
                     f"{_fmt(data['shell_ms_per_step'], '10.3f')} | "
-                    f"{_fmt(data['raw_echo_ms'], '9.3f')}"
+                    f"{_fmt(data['raw_echo_ms'], '9.3f')} | "
+                    f"{_fmt(data.get('rss_mib'), '6.1f')} /{_fmt(data.get('peak_rss_mib'), '6.1f')}"
                 )
 
 

@@ -1,50 +1,171 @@
 """journeyman: an autonomous coding agent with budgets, persisted steps and resumable runs."""
 
-from importlib import metadata as _metadata
+from typing import TYPE_CHECKING
 
-from journeyman.core.errors import (
-    AgentError,
-    BudgetExhaustedError,
-    CancellationError,
-    ConfigurationError,
-    ErrorCategory,
-    LLMError,
-    PermissionDeniedError,
-    ProviderError,
-    ToolError,
-    ToolNotFoundError,
-    ToolTimeoutError,
-)
-from journeyman.core.events import (
-    BudgetUpdated,
-    ContextCompacted,
-    ErrorOccurred,
-    Event,
-    ExtensionDecided,
-    ExtensionRequested,
-    ModelRequestSent,
-    ModelResponseReceived,
-    NudgeInjected,
-    RunFinished,
-    RunStarted,
-    StateChanged,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultReceived,
-)
-from journeyman.core.messages import ToolResult
-from journeyman.core.result import FinishCategory, FinishReason, RunResult
-from journeyman.loop.agent import Agent, run
-from journeyman.loop.config import AgentConfig
-from journeyman.loop.run_options import RunOptions
-from journeyman.providers.factory import create_provider
-from journeyman.tools.base import Tool, ToolArgs, ToolKind, tool
-from journeyman.tools.context import ToolContext
+if TYPE_CHECKING:
+    from journeyman.core.errors import (
+        AgentError,
+        BudgetExhaustedError,
+        CancellationError,
+        ConfigurationError,
+        ErrorCategory,
+        LLMError,
+        PermissionDeniedError,
+        ProviderError,
+        ToolError,
+        ToolNotFoundError,
+        ToolTimeoutError,
+    )
+    from journeyman.core.events import (
+        BudgetUpdated,
+        ContextCompacted,
+        ErrorOccurred,
+        Event,
+        ExtensionDecided,
+        ExtensionRequested,
+        ModelRequestSent,
+        ModelResponseReceived,
+        NudgeInjected,
+        RunFinished,
+        RunStarted,
+        StateChanged,
+        TextDelta,
+        ToolCallStarted,
+        ToolResultReceived,
+    )
+    from journeyman.core.messages import ToolResult
+    from journeyman.core.result import (
+        FinishCategory,
+        FinishReason,
+        RunResult,
+    )
+    from journeyman.loop.agent import (
+        Agent,
+        run,
+    )
+    from journeyman.loop.config import AgentConfig
+    from journeyman.loop.run_options import RunOptions
+    from journeyman.providers.factory import create_provider
+    from journeyman.tools.base import (
+        Tool,
+        ToolArgs,
+        ToolKind,
+        tool,
+    )
+    from journeyman.tools.context import ToolContext
 
-try:
-    __version__ = _metadata.version("journeyman")
-except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0"
+    __version__: str
+
+_HOMES = {
+    "journeyman.core.errors": (
+        "AgentError",
+        "BudgetExhaustedError",
+        "CancellationError",
+        "ConfigurationError",
+        "ErrorCategory",
+        "LLMError",
+        "PermissionDeniedError",
+        "ProviderError",
+        "ToolError",
+        "ToolNotFoundError",
+        "ToolTimeoutError",
+    ),
+    "journeyman.core.events": (
+        "BudgetUpdated",
+        "ContextCompacted",
+        "ErrorOccurred",
+        "Event",
+        "ExtensionDecided",
+        "ExtensionRequested",
+        "ModelRequestSent",
+        "ModelResponseReceived",
+        "NudgeInjected",
+        "RunFinished",
+        "RunStarted",
+        "StateChanged",
+        "TextDelta",
+        "ToolCallStarted",
+        "ToolResultReceived",
+    ),
+    "journeyman.core.messages": ("ToolResult",),
+    "journeyman.core.result": (
+        "FinishCategory",
+        "FinishReason",
+        "RunResult",
+    ),
+    "journeyman.loop.agent": (
+        "Agent",
+        "run",
+    ),
+    "journeyman.loop.config": ("AgentConfig",),
+    "journeyman.loop.run_options": ("RunOptions",),
+    "journeyman.providers.factory": ("create_provider",),
+    "journeyman.tools.base": (
+        "Tool",
+        "ToolArgs",
+        "ToolKind",
+        "tool",
+    ),
+    "journeyman.tools.context": ("ToolContext",),
+}
+"""Where each public name lives: imported on first use, so that `journeyman --version` (and any
+part of the package) starts without loading the agent, the providers and pydantic."""
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def _version() -> str:
+    from importlib import metadata  # costs ~30 ms (email parsing): only when asked
+
+    try:
+        return metadata.version("journeyman")
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        version = globals()["__version__"] = _version()
+        return version
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'journeyman' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME_OF))
+
+
+__all__ = [
+    "Agent",
+    "AgentConfig",
+    "AgentError",
+    "BudgetExhaustedError",
+    "CancellationError",
+    "ConfigurationError",
+    "ErrorCategory",
+    "Event",
+    "FinishCategory",
+    "FinishReason",
+    "LLMError",
+    "PermissionDeniedError",
+    "ProviderError",
+    "RunResult",
+    "Tool",
+    "ToolArgs",
+    "ToolError",
+    "ToolNotFoundError",
+    "ToolTimeoutError",
+    "__version__",
+    "create_provider",
+    "run",
+    "tool",
+]
+
 
 __all__ = [
     "Agent",

@@ -3,14 +3,16 @@ read-only under bubblewrap, reverted with a warning everywhere else."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from journeyman.core.messages import ToolResult
 from journeyman.tools.context import ToolContext
-from journeyman.tools.sandbox import BubblewrapSandbox, LocalSandbox, Sandbox
+from journeyman.tools.sandbox import BubblewrapSandbox, LocalSandbox, Sandbox, git_guard
 from journeyman.tools.sandbox.bubblewrap import read_only_git_paths
 from journeyman.tools.sandbox.git_guard import GitMetadataGuard
 from journeyman.tools.shell import RunCommandArgs, RunCommandTool
@@ -114,6 +116,66 @@ def test_guard_removes_a_hooks_folder_swapped_for_a_link(repo: Path, tmp_path: P
     assert report.changed
     assert not hooks.is_symlink()
     assert sorted(p.name for p in hooks.iterdir()) == samples
+
+
+# --- the guard reads each file once while it does not change ----------------------------------
+
+
+def _age(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every file of the test old enough to be trusted by its stat."""
+    monkeypatch.setattr(git_guard, "RACY_NS", 0)
+    time.sleep(0.05)  # past the kernel's timestamp granularity
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    reads: list[Path] = []
+    real = Path.read_bytes
+
+    def counted(self: Path) -> bytes:
+        reads.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    return reads
+
+
+def test_a_guard_reuses_what_the_previous_one_read(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _age(monkeypatch)
+    first = GitMetadataGuard(repo)
+    assert not first.restore().changed
+    reads = _counting_reads(monkeypatch)
+    second = GitMetadataGuard(repo, first)
+    assert not second.restore().changed
+    assert reads == []
+
+
+def test_a_same_size_rewrite_keeping_the_mtime_is_still_reverted(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _age(monkeypatch)
+    config = repo / ".git" / "config"
+    first = GitMetadataGuard(repo)
+    first.restore()
+    guard = GitMetadataGuard(repo, first)
+    before = config.read_bytes()
+    info = config.stat()
+    time.sleep(0.02)
+    config.write_bytes(before.replace(b"bare = false", b"bare = fAlse"))
+    os.utime(config, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert config.stat().st_size == info.st_size and config.read_bytes() != before
+    report = guard.restore()
+    assert report.reverted == [".git/config"]
+    assert config.read_bytes() == before
+
+
+def test_a_file_changed_just_before_the_guard_is_not_trusted_by_its_stat(repo: Path) -> None:
+    hook = repo / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    guard = GitMetadataGuard(repo)
+    saved = guard._saved[hook]
+    assert saved is not None and saved.stamp is None
 
 
 # --- bubblewrap -------------------------------------------------------------------------------

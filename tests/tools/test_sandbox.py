@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import shutil
 import socket
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -79,6 +82,42 @@ async def test_local_address_space_limit_fails_big_allocations(
         LocalSandbox(workspace, limits), ctx, "python3 -c 'b = bytearray(1024**3)'; echo rc=$?"
     )
     assert "MemoryError" in out and "rc=1" in out
+
+
+async def test_limits_are_set_without_a_python_hook_in_the_child(
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A preexec_fn forces CPython's slow fork path; the shell sets the limits instead.
+    hooks: list[object] = []
+    real_popen = subprocess.Popen
+
+    def spy(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        hooks.append(kwargs.get("preexec_fn"))
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    limits = ResourceLimits(cpu_seconds=55, processes=777)
+    out = await run(LocalSandbox(workspace, limits), ctx, "ulimit -t; ulimit -u")
+    assert hooks == [None]
+    assert out.split()[:2] == ["55", "777"]
+
+
+async def test_limits_above_the_agents_hard_limit_are_capped_not_refused(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("the agent has no hard CPU limit to stay under")
+    out = await run(
+        LocalSandbox(workspace, ResourceLimits(cpu_seconds=hard + 100)), ctx, "ulimit -t"
+    )
+    assert out.split()[0] == str(hard)
+
+
+async def test_the_commands_first_line_is_still_line_1(workspace: Path, ctx: ToolContext) -> None:
+    out = await run(LocalSandbox(workspace), ctx, "echo $LINENO\nnot-a-command-xyz")
+    assert out.split()[0] == "1"
+    assert "line 2" in out
 
 
 async def test_local_reaches_the_network_and_says_so(workspace: Path, ctx: ToolContext) -> None:

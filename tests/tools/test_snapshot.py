@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.session.undo import FileChangeTracker
 from journeyman.tools.context import FileChangeIntent, ToolContext
+from journeyman.tools.sandbox import BubblewrapSandbox
 from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 from journeyman.tools.snapshot import (
     MAX_FILE_BYTES,
@@ -25,7 +27,10 @@ from journeyman.tools.snapshot import (
     reconcile_interrupted,
     shadow_repository,
 )
+from journeyman.tools.watch import ChangeWatch
 from tests.fakes.agents import finish, turn
+
+from .sandboxes import needs_bwrap
 
 ORIGINAL = {
     "app.py": "def f():\n    return 1\n",
@@ -290,3 +295,217 @@ def test_the_next_command_journals_an_interrupted_one_if_resume_did_not(
     result = asyncio.run(RunCommandTool().execute(RunCommandArgs(command="true"), ctx))
     assert [(c.path, c.after) for c in ctx_changes] == [("lost.txt", "lost\n")]
     assert "interrupted" in result.content and "lost.txt" in result.content
+
+
+# --- the watch shortcut: skipping scans must never lose or misplace a change ----------------
+
+
+def _git_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def spy(argv: list[str], *args: object, **kwargs: object) -> object:
+        if argv and argv[0] == "git":
+            calls.append(argv)
+        return real_run(argv, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    return calls
+
+
+def test_a_command_that_changes_nothing_runs_no_git(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    assert snaps.changes().changes == []
+    calls = _git_calls(monkeypatch)
+    for _ in range(3):
+        snaps.record()
+        assert snaps.changes().changes == []
+    assert calls == []
+
+
+def test_a_change_between_commands_by_another_writer_is_not_the_next_commands(
+    ws: Path, tmp_path: Path
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    assert snaps.changes().changes == []
+    # an editor (or a hook, or a background job) writes between two commands
+    (ws / "app.py").write_text("def f():\n    return 7\n")
+    (ws / "pkg").mkdir()
+    snaps.record()
+    (ws / "pkg" / "made.py").write_text("y = 2\n")  # the next command
+    (ws / "app.py").write_text("def f():\n    return 8\n")
+    found = snaps.changes()
+    assert found.changes == [
+        FileVersionChange("app.py", "def f():\n    return 7\n", "def f():\n    return 8\n"),
+        FileVersionChange("pkg/made.py", None, "y = 2\n"),
+    ]
+
+
+def test_a_same_size_rewrite_that_keeps_the_mtime_is_caught(ws: Path, tmp_path: Path) -> None:
+    # Racy git: a write within the timestamp granularity of the record, same size.
+    for watch in (True, False):
+        snaps = WorkspaceSnapshots(ws, f"s-{watch}", cache_dir=tmp_path / "cache", watch=watch)
+        snaps.record()
+        assert snaps.changes().changes == []
+        snaps.record()
+        target = ws / "app.py"
+        before = target.read_text()
+        info = target.stat()
+        target.write_text(before.replace("1", "9"))
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+        assert target.stat().st_size == info.st_size
+        found = snaps.changes()
+        assert [c.path for c in found.changes] == ["app.py"], watch
+        target.write_text(before)
+
+
+def test_new_folders_are_watched_after_the_next_record(ws: Path, tmp_path: Path) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "deep" / "er").mkdir(parents=True)
+    assert snaps.changes().changes == []
+    snaps.record()
+    assert snaps.changes().changes == []
+    snaps.record()
+    (ws / "deep" / "er" / "x.txt").write_text("x\n")
+    assert snaps.changes().changes == [FileVersionChange("deep/er/x.txt", None, "x\n")]
+
+
+def test_without_a_watch_every_record_scans(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ChangeWatch, "arm", lambda self: False)
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    calls = _git_calls(monkeypatch)
+    snaps.record()
+    (ws / "old.txt").write_text("changed\n")
+    assert snaps.changes().changes == [FileVersionChange("old.txt", "bye\n", "changed\n")]
+    assert calls
+
+
+def test_change_watch_sees_writes_renames_and_mode_changes(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("a\n")
+    watch = ChangeWatch(ws)
+    if not watch.arm():
+        pytest.skip("no inotify here")
+    actions = [
+        lambda: (ws / "sub" / "a.txt").write_text("b\n"),
+        lambda: (ws / "sub" / "a.txt").rename(ws / "sub" / "b.txt"),
+        lambda: (ws / "sub" / "b.txt").chmod(0o755),
+        lambda: (ws / "sub" / "b.txt").unlink(),
+        lambda: (ws / "c.txt").write_text(""),
+    ]
+    for action in actions:
+        assert not watch.changed()
+        action()
+        assert watch.changed()
+        assert watch.arm()
+    (ws / ".git").mkdir()
+    assert watch.arm()
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # not the journal's business
+    assert not watch.changed()
+    watch.close()
+
+
+def test_an_empty_workspace_is_not_scanned_again_and_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    snaps = WorkspaceSnapshots(empty, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    calls = _git_calls(monkeypatch)
+    snaps.record()
+    assert snaps.changes().changes == []
+    assert calls == []
+    (empty / "new.txt").write_text("n\n")
+    assert snaps.changes().changes == [FileVersionChange("new.txt", None, "n\n")]
+
+
+def test_a_forgotten_index_is_recorded_again(ws: Path, tmp_path: Path) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    forget_snapshots(ws, "s1", last_session=False, cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "old.txt").write_text("changed\n")
+    assert snaps.changes().changes == [FileVersionChange("old.txt", "bye\n", "changed\n")]
+
+
+@needs_bwrap
+async def test_commands_in_bubblewrap_are_journaled_across_quiet_commands(
+    workspace: Path, ctx: ToolContext, journal: list[FileChangeIntent]
+) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    tool = RunCommandTool(sandbox=BubblewrapSandbox(workspace))
+    for command in ("true", "echo quiet", "echo b >> a.txt", "true", "rm a.txt"):
+        await tool.execute(RunCommandArgs(command=command), ctx)
+    assert [(c.path, c.before, c.after) for c in journal] == [
+        ("a.txt", "a\n", "a\nb\n"),
+        ("a.txt", "a\nb\n", None),
+    ]
+
+
+def test_the_after_state_of_a_command_is_the_next_ones_before_state(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "app.py").write_text("def f():\n    return 2\n")
+    (ws / "old.txt").unlink()
+    (ws / "pkg" / "sub").mkdir(parents=True)
+    (ws / "pkg" / "sub" / "new.py").write_text("x = 1\n")
+    assert [c.path for c in snaps.changes().changes] == ["app.py", "old.txt", "pkg/sub/new.py"]
+    calls = _git_calls(monkeypatch)
+    snaps.record()  # nothing moved since: no scan
+    assert calls == []
+    (ws / "app.py").write_text("def f():\n    return 3\n")
+    (ws / "pkg" / "sub" / "new.py").unlink()
+    (ws / "old.txt").write_text("back\n")
+    (ws / "pkg" / "sub" / "more.py").write_text("y = 2\n")  # in the folder made last time
+    assert snaps.changes().changes == [
+        FileVersionChange("app.py", "def f():\n    return 2\n", "def f():\n    return 3\n"),
+        FileVersionChange("old.txt", None, "back\n"),
+        FileVersionChange("pkg/sub/more.py", None, "y = 2\n"),
+        FileVersionChange("pkg/sub/new.py", "x = 1\n", None),
+    ]
+
+
+def test_a_file_gone_before_it_was_read_leaves_the_next_record_to_scan(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "flash.txt").write_text("here\n")
+    real_disk_text = WorkspaceSnapshots._disk_text
+
+    def vanishing(self: WorkspaceSnapshots, path: str) -> object:
+        if path == "flash.txt":
+            (ws / "flash.txt").unlink()
+        return real_disk_text(self, path)
+
+    monkeypatch.setattr(WorkspaceSnapshots, "_disk_text", vanishing)
+    assert snaps.changes().changes == []
+    monkeypatch.undo()
+    snaps.record()
+    (ws / "app.py").write_text("changed\n")
+    assert [c.path for c in snaps.changes().changes] == ["app.py"]
+
+
+def test_a_large_file_made_by_a_command_makes_the_next_record_scan(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snaps = WorkspaceSnapshots(ws, "s1", cache_dir=tmp_path / "cache")
+    snaps.record()
+    (ws / "big.txt").write_text("x" * (MAX_FILE_BYTES + 1))
+    assert snaps.changes().skipped == ["big.txt"]
+    calls = _git_calls(monkeypatch)
+    snaps.record()
+    assert calls  # a full record, which keeps the large file out of the shadow repository
+    (ws / "big.txt").write_text("y" * (MAX_FILE_BYTES + 1))
+    assert snaps.changes().skipped == ["big.txt"]

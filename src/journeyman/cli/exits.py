@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from journeyman.cli.render import Renderer
 from journeyman.cli.terminal import printable
 from journeyman.session.redact import Redactor
+
+if TYPE_CHECKING:
+    from journeyman.cli.render import Renderer
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -11,23 +11,24 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.integrations.lsp import (
-    CONFIG_FILE,
-    ENV_SWITCH,
-    LoadedLspConfig,
-    LspManager,
-    ServerStatus,
-    load_lsp_config,
-)
 from journeyman.loop.config_file import user_config_file
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from journeyman.integrations.lsp import LoadedLspConfig, LspManager, ServerStatus
+
+LSP_SETTINGS_FILE = ".journeyman/lsp.toml"
+"""`integrations.lsp.CONFIG_FILE`, repeated so that the language server machinery loads only
+when it is used (the --lsp help names it)."""
+LSP_ENV_SWITCH = "JOURNEYMAN_LSP"
+"""`integrations.lsp.ENV_SWITCH`, repeated for the same reason."""
 
 EXIT_OK = 0
 EXIT_SERVER_FAILED = 1
@@ -40,8 +41,8 @@ LspOpt = Annotated[
     typer.Option(
         "--lsp/--no-lsp",
         help=f"Offer the lsp_* tools and diagnostics after edits when a language server is "
-        f"installed (default); --no-lsp starts none. Also {ENV_SWITCH}=0 or "
-        f"'enabled = false' in {CONFIG_FILE}.",
+        f"installed (default); --no-lsp starts none. Also {LSP_ENV_SWITCH}=0 or "
+        f"'enabled = false' in {LSP_SETTINGS_FILE}.",
     ),
 ]
 
@@ -81,6 +82,11 @@ def lsp_command(
 
 
 def lsp_report(workspace: Path, *, start: bool = True, console: Console | None = None) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH, LspManager
+
     """Print the servers table (and start/stop the detected servers first when `start`)."""
     out = console or Console(highlight=False, soft_wrap=True)
     if not workspace.is_dir():
@@ -124,6 +130,9 @@ async def _survey(manager: LspManager, *, start: bool) -> list[ServerStatus]:
 
 
 def _servers_table(statuses: list[ServerStatus]) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="Language servers", title_justify="left")
     for column in ("server", "language", "command", "detected", "status"):
         table.add_column(column, overflow="fold")
@@ -150,11 +159,15 @@ def user_lsp_file() -> Path:
 
 
 def load_settings(workspace: Path) -> LoadedLspConfig:
+    from journeyman.integrations.lsp import load_lsp_config
+
     """The user's and the workspace's LSP settings, and `JOURNEYMAN_LSP`."""
     return load_lsp_config(workspace, user_file=user_lsp_file())
 
 
 def lsp_for_run(workspace: Path, *, enabled: bool = True) -> LspManager | None:
+    from journeyman.integrations.lsp import LspManager
+
     """The language servers for a run in `workspace` (for `Agent(lsp=...)`); None when off.
 
     LSP stays off when `enabled` is False, when the config turns it off or cannot be read

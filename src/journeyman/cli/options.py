@@ -3,18 +3,27 @@ the limits they give."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, fail
-from journeyman.cli.render import OutputFormat
 from journeyman.economics.budget import BudgetMode
 from journeyman.loop.config import ModeName
 from journeyman.policy.permissions import PermissionMode
 from journeyman.tools.builtin import EditToolChoice
 from journeyman.tools.sandbox import SandboxKind
+
+
+class OutputFormat(StrEnum):
+    """How `run`, `resume` and `fork` report: text, the final JSON result, or JSON events."""
+
+    TEXT = "text"
+    JSON = "json"
+    STREAM_JSON = "stream-json"
+
 
 MCP_CONFIG = Path(".journeyman") / "mcp.json"
 """`integrations.mcp.CONFIG_FILE`, repeated so that the MCP SDK loads only when it is used."""

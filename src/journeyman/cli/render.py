@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from journeyman.cli.options import OutputFormat
 from journeyman.cli.terminal import printable, printable_json
 from journeyman.core import events as ev
 from journeyman.core.events import event_to_dict
@@ -19,12 +19,6 @@ from journeyman.core.text import one_line
 from journeyman.economics.usage_log import ModelUsage
 from journeyman.loop.verdict import CHECK_CALL_PREFIX
 from journeyman.session.redact import Redactor
-
-
-class OutputFormat(StrEnum):
-    TEXT = "text"
-    JSON = "json"
-    STREAM_JSON = "stream-json"
 
 
 def _one_line(text: str, limit: int = 120) -> str:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
 from journeyman.cli.exits import (
     EXIT_CANCELLED,
     EXIT_CLOSED_STDOUT,
@@ -38,6 +37,7 @@ from journeyman.cli.options import (
     ModelOpt,
     ModeOpt,
     NoVerifyOpt,
+    OutputFormat,
     OutputOpt,
     PermissionModeOpt,
     PricePerMtokOpt,
@@ -56,7 +56,6 @@ from journeyman.cli.options import (
     YesOpt,
     given_limits,
 )
-from journeyman.cli.render import OutputFormat, Renderer
 from journeyman.cli.sessions_cmd import (
     open_store,
     resolve_session,
@@ -65,13 +64,11 @@ from journeyman.cli.sessions_cmd import (
 from journeyman.cli.signals import handle_termination_as_interrupt
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
-from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.config_file import load_config, user_mcp_file
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, trusted_from_data
-from journeyman.providers.factory import create_provider
 from journeyman.session.fork import prepare_fork
 from journeyman.session.redact import MASK
 from journeyman.session.store import (
@@ -79,7 +76,10 @@ from journeyman.session.store import (
     StoreFullError,
     default_session_root,
 )
-from journeyman.swarm.spawn import restore_subagents, with_subagents
+
+if TYPE_CHECKING:
+    from journeyman.cli.render import Renderer
+    from journeyman.loop.agent import Agent
 
 if TYPE_CHECKING:
     from journeyman.integrations.mcp import McpManager
@@ -103,6 +103,16 @@ def _launch(
     `ignored` are the settings the trust rules left out: warned about on stderr, listed in the
     JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
     """
+    # the agent, the providers and rich load only when a run starts (start-up stays light)
+    from journeyman.cli.approver import (
+        TerminalLines,
+        TerminalPermissionApprover,
+        choose_approver,
+    )
+    from journeyman.cli.render import Renderer
+    from journeyman.loop.agent import Agent
+    from journeyman.providers.factory import create_provider
+
     if not workspace.is_dir():
         fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
     problem = session_root_problem(config.session_dir or default_session_root())
@@ -294,7 +304,7 @@ def run(
         config=config,
         output_format=output_format,
         auto_extend=auto_extend,
-        action=lambda agent: with_subagents(agent, subagents).run(task),
+        action=lambda agent: _with_subagents(agent, subagents).run(task),
         lsp=lsp,
         mcp=mcp,
     )
@@ -408,7 +418,7 @@ def resume(
         config=config,
         output_format=output_format,
         auto_extend=auto_extend,
-        action=lambda agent: restore_subagents(agent, record.settings).resume(
+        action=lambda agent: _restore_subagents(agent, record.settings).resume(
             record.id, override_limits=bool(limits)
         ),
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
@@ -497,3 +507,15 @@ def fork(
         mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
     )
+
+
+def _with_subagents(agent: Agent, enabled: bool) -> Agent:
+    from journeyman.swarm.spawn import with_subagents  # the swarm layer loads only when used
+
+    return with_subagents(agent, enabled)
+
+
+def _restore_subagents(agent: Agent, settings: dict[str, Any]) -> Agent:
+    from journeyman.swarm.spawn import restore_subagents
+
+    return restore_subagents(agent, settings)

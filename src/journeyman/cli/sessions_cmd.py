@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from journeyman.cli.terminal import printable
 from journeyman.core.errors import ConfigurationError
@@ -23,7 +20,6 @@ from journeyman.session.store import (
     new_session_id,
 )
 from journeyman.session.trajectory import export_jsonl, import_file
-from journeyman.swarm.tree import session_tree
 from journeyman.tools.snapshot import forget_snapshots
 
 sessions_app = typer.Typer(
@@ -94,6 +90,10 @@ def list_sessions(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Every stored session, oldest first."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     store = open_store(session_dir)
     try:
         rows = store.list_sessions(str(workspace.resolve()) if workspace else None)
@@ -120,6 +120,10 @@ def show(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """A session's settings, outcome, messages and file changes."""
+    from rich.console import Console
+
+    from journeyman.swarm.tree import session_tree  # the swarm layer loads only when used
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
@@ -190,6 +194,8 @@ def _cost(usd: float | None) -> str:
 
 def _safe(text: str) -> str:
     """Stored text (model replies, tool output, imported data) as it may reach the terminal."""
+    from rich.markup import escape
+
     return escape(printable(text))
 
 

@@ -13,7 +13,6 @@ from journeyman.cli.exits import (
 from journeyman.cli.options import (
     SessionDirOpt,
 )
-from journeyman.cli.render import usage_table
 from journeyman.cli.sessions_cmd import (
     open_store,
 )
@@ -30,6 +29,8 @@ def usage(
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Tokens and cost per provider and model, from the usage log."""
+    from journeyman.cli.render import usage_table  # rich loads only when a table is printed
+
     path = (session_dir or default_session_root()) / DATABASE_FILE
     if not path.exists():
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")

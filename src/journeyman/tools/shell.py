@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -39,7 +40,12 @@ from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
 from journeyman.tools.sandbox.git_guard import GitMetadataGuard, GuardReport
-from journeyman.tools.snapshot import SnapshotUnavailable, WorkspaceSnapshots, journal_interrupted
+from journeyman.tools.snapshot import (
+    CommandChanges,
+    SnapshotUnavailable,
+    WorkspaceSnapshots,
+    journal_interrupted,
+)
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call does not say."""
@@ -58,10 +64,14 @@ _CHILD_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command so that pagers and credential prompts cannot wait for input."""
 
 
+_secret = functools.lru_cache(maxsize=4096)(looks_secret)
+"""`looks_secret` remembered per name: the environment is scrubbed before every command."""
+
+
 def scrub_env(env: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
     """A copy of `env` without credential-like variables, except those named in `passthrough`."""
     keep = set(passthrough)
-    clean = {name: value for name, value in env.items() if name in keep or not looks_secret(name)}
+    clean = {name: value for name, value in env.items() if name in keep or not _secret(name)}
     clean.update(_CHILD_ENV)
     return clean
 
@@ -169,6 +179,8 @@ class RunCommandTool(BaseTool):
         """Journal the files each command changes (for undo and diff) when the run keeps a
         journal; see `tools.snapshot`."""
         self._snapshots: dict[tuple[Path, str], WorkspaceSnapshots] = {}
+        self._guards: dict[Path, GitMetadataGuard] = {}
+        """The last guard of each workspace: the next one reuses what it read."""
         self.sandbox = sandbox
         """Where commands run; None runs them locally (`LocalSandbox`, default limits)."""
         self.default_timeout = default_timeout
@@ -193,18 +205,18 @@ class RunCommandTool(BaseTool):
             notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
-        snapshots = await self._recorded_workspace(ctx, notes, args.command)
-        guard = await asyncio.to_thread(GitMetadataGuard, ctx.workspace)
+        # one hop to a worker thread before the command and one after: each costs ~0.1 ms
+        snapshots, guard = await asyncio.to_thread(self._prepare, ctx, notes, args.command)
         git_report = GuardReport()
         started = time.monotonic()
         try:
             run = await self._run(args.command, cwd, ctx, timeout, output)
         finally:
             duration = round(time.monotonic() - started, 3)
-            git_report = await asyncio.to_thread(guard.restore)
+            git_report, found = await asyncio.to_thread(self._settle, guard, snapshots)
             if snapshots is not None:
                 try:
-                    await self._journal_changes(snapshots, ctx, notes)
+                    self._journal_changes(found, ctx, notes)
                 finally:
                     snapshots.end()
 
@@ -241,7 +253,29 @@ class RunCommandTool(BaseTool):
             self.name, f"{text}\n[{_describe_exit(run.exit_code, duration)}]{notes_text}", **meta
         )
 
-    async def _recorded_workspace(
+    def _prepare(
+        self, ctx: ToolContext, notes: list[str], command: str
+    ) -> tuple[WorkspaceSnapshots | None, GitMetadataGuard]:
+        """Before a command (in a worker thread): the workspace recorded, the git guard set."""
+        snapshots = self._recorded_workspace(ctx, notes, command)
+        guard = GitMetadataGuard(ctx.workspace, self._guards.get(ctx.workspace))
+        self._guards[ctx.workspace] = guard
+        return snapshots, guard
+
+    def _settle(
+        self, guard: GitMetadataGuard, snapshots: WorkspaceSnapshots | None
+    ) -> tuple[GuardReport, CommandChanges | SnapshotUnavailable | None]:
+        """After a command (in a worker thread): git metadata restored, then what it changed
+        (also when it timed out or was cancelled); the error when that cannot be told."""
+        report = guard.restore()
+        if snapshots is None:
+            return report, None
+        try:
+            return report, snapshots.changes()
+        except SnapshotUnavailable as error:
+            return report, error
+
+    def _recorded_workspace(
         self, ctx: ToolContext, notes: list[str], command: str
     ) -> WorkspaceSnapshots | None:
         """The workspace's snapshots, just recorded and marked as running `command`; None when
@@ -254,9 +288,9 @@ class RunCommandTool(BaseTool):
         snapshots = self._snapshots[key]
         try:
             # a command of this session killed with an earlier process, never reconciled
-            healed = await asyncio.to_thread(journal_interrupted, snapshots, ctx.journal, self.name)
-            await asyncio.to_thread(snapshots.record)
-            await asyncio.to_thread(snapshots.begin, command)
+            healed = journal_interrupted(snapshots, ctx.journal, self.name)
+            snapshots.record()
+            snapshots.begin(command)
         except (SnapshotUnavailable, OSError) as error:
             notes.append(
                 f"files this command changes are not journaled (undo cannot revert them): {error}"
@@ -269,14 +303,17 @@ class RunCommandTool(BaseTool):
             )
         return snapshots
 
-    async def _journal_changes(
-        self, snapshots: WorkspaceSnapshots, ctx: ToolContext, notes: list[str]
+    def _journal_changes(
+        self,
+        found: CommandChanges | SnapshotUnavailable | None,
+        ctx: ToolContext,
+        notes: list[str],
     ) -> None:
-        """Journal what the command changed (also when it timed out or was cancelled)."""
-        try:
-            found = await asyncio.to_thread(snapshots.changes)
-        except SnapshotUnavailable as error:
-            notes.append(f"could not tell which files this command changed: {error}")
+        """Journal what the command changed."""
+        if isinstance(found, SnapshotUnavailable):
+            notes.append(f"could not tell which files this command changed: {found}")
+            return
+        if found is None:
             return
         for change in found.changes:
             ctx.record_change(change.path, change.before, change.after, self.name)

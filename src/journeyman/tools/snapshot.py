@@ -23,6 +23,16 @@ and `end()` removes it once the changes are journaled. `reconcile_interrupted()`
 what a marked, unfinished command changed: a resumed session calls it before its first step,
 and the next command of the session does it too, should the resume not have.
 
+Scanning a large workspace twice per command costs tens of milliseconds, most often to learn
+that nothing changed (`echo`, `pytest`, `git log`). So a `ChangeWatch` (tools/watch.py, Linux
+inotify) is armed just before each full record: while it has seen nothing, `record()` keeps the
+index as it is (it still holds the workspace) and `changes()` answers "nothing" without running
+git. Anything it sees (a command's write, a file tool's, an editor's, a background process's)
+makes both scan as above; where it cannot watch, they always scan. `changes()` arms it again
+before its own scan and then brings the index up to date with the text files it found changed,
+so that the after-state of one command is the before-state of the next unless something moves
+in between (binary files and files over the cap leave that to a full `record()`).
+
 `forget_snapshots()` removes a session's index, and the whole shadow repository of the
 workspace with its last session.
 """
@@ -40,9 +50,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
 from journeyman.tools.context import GENERATED_DIRS, FileChangeIntent
+from journeyman.tools.watch import ChangeWatch
 
 MAX_FILE_BYTES = 1_000_000
 """Larger files changed by a command are listed as skipped, not journaled."""
@@ -93,6 +102,8 @@ class SnapshotUnavailable(Exception):
 
 def shadow_repository(workspace: Path, cache_dir: Path | None = None) -> Path:
     """Where the shadow repository of `workspace` lives (whether or not it exists)."""
+    from platformdirs import user_cache_dir
+
     root = cache_dir or Path(os.environ.get(CACHE_ENV) or user_cache_dir("journeyman"))
     key = hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
     return root / "shadow" / key
@@ -106,7 +117,14 @@ class WorkspaceSnapshots:
     the old text when something changed) and reads the new text from disk.
     """
 
-    def __init__(self, workspace: Path, session_id: str, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        session_id: str,
+        cache_dir: Path | None = None,
+        *,
+        watch: bool = True,
+    ) -> None:
         self.workspace = workspace
         self.git_dir = shadow_repository(workspace, cache_dir)
         session = session_id or "default"
@@ -117,10 +135,29 @@ class WorkspaceSnapshots:
         """The same files as ignore patterns, so that git never stores them."""
         self.marker = self.git_dir / f"running-{session}.json"
         """Present while a command runs (`begin` .. `end`)."""
+        self._watch = ChangeWatch(workspace) if watch else None
+        self._unchanged_since_record = False
+        """The index holds the workspace as it is: the watch has seen nothing since the last
+        full `record()` of this object began."""
+        self._index_stamp: tuple[int, int, int] | None = None
+        """The index file as that record left it (None: absent, as git leaves an empty one)."""
+
+    def _still_recorded(self) -> bool:
+        return (
+            self._unchanged_since_record
+            and self._watch is not None
+            and not self._watch.changed()
+            and _stamp(self.index) == self._index_stamp
+        )
 
     def record(self) -> None:
         """Store the workspace as it is now in the shadow index (files over the cap aside)."""
+        if self._still_recorded():
+            return
+        self._unchanged_since_record = False
         self._ensure_repository()
+        # armed before the scan, so that a change made while git reads the files counts
+        watching = self._watch is not None and self._watch.arm()
         listed = self._git(
             "ls-files", "-z", "--cached", "--others", "--exclude-standard", own=False
         )
@@ -131,6 +168,8 @@ class WorkspaceSnapshots:
             paths = "".join(f"{p}\0" for p in large).encode("utf-8", "surrogateescape")
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin", stdin=paths)
         self._git("add", "--all", "--", ".")
+        self._index_stamp = _stamp(self.index)
+        self._unchanged_since_record = watching
 
     def begin(self, command: str) -> None:
         """Mark a command as running: its changes are not journaled yet."""
@@ -152,6 +191,12 @@ class WorkspaceSnapshots:
     def changes(self) -> CommandChanges:
         """The text files that differ from the last `record()`: created, modified, deleted."""
         found = CommandChanges()
+        if self._still_recorded():
+            return found
+        self._unchanged_since_record = False
+        # armed before the scan: if nothing moves from here on, the index brought up to date
+        # with what this scan finds is the next command's before-state (no full record then)
+        watching = self._watch is not None and self._watch.arm()
         fields = self._git("diff-files", "-z", "--raw", "--no-renames").split("\0")
         old_blobs: dict[str, str] = {}
         # each entry: ":<old mode> <new mode> <old blob> <new blob> <status>" then the path
@@ -185,7 +230,21 @@ class WorkspaceSnapshots:
         found.skipped += self._large_changed()
         found.changes.sort(key=lambda c: c.path)
         found.skipped = sorted(set(found.skipped))
+        if watching and not found.skipped:
+            self._keep_as_recorded([*old_blobs, *created])
         return found
+
+    def _keep_as_recorded(self, paths: list[str]) -> None:
+        """Bring the index up to date for `paths` (all that differed from it), as a full
+        `record()` would; files over the cap or not text never come here (they need one)."""
+        if paths:
+            listed = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+            try:
+                self._git_bytes("update-index", "-z", "--add", "--remove", "--stdin", stdin=listed)
+            except SnapshotUnavailable:
+                return  # the next record() scans
+        self._index_stamp = _stamp(self.index)
+        self._unchanged_since_record = True
 
     def _large_changed(self) -> list[str]:
         """Files over the cap at the last record whose size or mtime moved (or that are gone)."""
@@ -310,6 +369,15 @@ def _large_files(workspace: Path, paths: list[str]) -> dict[str, list[int]]:
         if info.st_size > MAX_FILE_BYTES and not (workspace / path).is_symlink():
             large[path] = [info.st_size, info.st_mtime_ns]
     return large
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """A file's inode, size and mtime; None when it does not exist."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _ignore_pattern(path: str) -> str:

@@ -167,3 +167,11 @@ async def test_a_hanging_server_does_not_fail_the_run(
     assert lsp_for_run(project, enabled=False) is None
     monkeypatch.setenv("JOURNEYMAN_LSP", "off")
     assert lsp_for_run(project) is None
+
+
+def test_the_help_names_the_lsp_switch_and_file_the_integration_reads() -> None:
+    from journeyman.cli.lsp_cmd import LSP_ENV_SWITCH, LSP_SETTINGS_FILE
+    from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH
+
+    assert LSP_ENV_SWITCH == ENV_SWITCH
+    assert CONFIG_FILE.as_posix() == LSP_SETTINGS_FILE

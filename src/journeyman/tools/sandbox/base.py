@@ -2,6 +2,11 @@
 
 A sandbox starts a shell command and returns a `SandboxedProcess`, which knows how to wait for
 it and how to stop it together with every process it started (see `processes`).
+
+Starting a command costs about what a bare `subprocess.run` does: the limits are set by the
+shell itself (`ulimit`, prefixed to the command line) rather than by a Python function run in
+the child between fork and exec, which would force CPython's slow fork path (copying the page
+tables of the whole agent); and the exit is awaited on a pidfd, without a watcher thread.
 """
 
 from __future__ import annotations
@@ -65,6 +70,27 @@ class ResourceLimits:
         ]
         return [(which, value) for which, value in wanted if value is not None]
 
+    def ulimit_prefix(self) -> str:
+        """bash `ulimit` commands setting the limits, ending with `; ` ("" when none are set).
+
+        Each limit is capped at the agent's own hard limit (which the command inherits and may
+        not raise), so the `ulimit` never fails. Kept on the command's first line, so that bash
+        numbers the command's lines as before.
+        """
+        flags = {
+            resource.RLIMIT_CPU: ("-t", 1),
+            resource.RLIMIT_AS: ("-v", 1024),
+            resource.RLIMIT_NPROC: ("-u", 1),
+            resource.RLIMIT_FSIZE: ("-f", 1024),  # bash counts -v and -f in KiB
+        }
+        parts = []
+        for which, value in self.pairs():
+            _soft, hard = resource.getrlimit(which)
+            limit = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            flag, unit = flags[which]
+            parts.append(f"{flag} {limit // unit}")
+        return f"ulimit {' '.join(parts)}; " if parts else ""
+
     def preexec(self) -> Callable[[], None] | None:
         """A function for `preexec_fn` that sets the limits in the child, or None if none."""
         pairs = self.pairs()
@@ -80,11 +106,53 @@ class ResourceLimits:
         return apply
 
 
+class StartedProcess:
+    """A child started with `subprocess.Popen`, awaited from the event loop.
+
+    The exit is awaited on a pidfd (Linux 5.3+): no thread, no SIGCHLD handler. Elsewhere the
+    child is polled every few milliseconds.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    async def wait(self) -> int:
+        """The exit code (negative: killed by that signal), once the child has exited."""
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        try:
+            pidfd = os.pidfd_open(self.popen.pid)
+        except (AttributeError, OSError):  # no pidfd here, or the child is already reaped
+            while (code := self.popen.poll()) is None:
+                await asyncio.sleep(0.005)
+            return code
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not exited.done():
+                exited.set_result(None)
+
+        try:
+            loop.add_reader(pidfd, readable)
+            try:
+                await exited
+            finally:
+                loop.remove_reader(pidfd)
+        finally:
+            os.close(pidfd)
+        return self.popen.wait()
+
+
 @dataclass
 class SandboxedProcess:
     """A command started by a sandbox."""
 
-    process: asyncio.subprocess.Process
+    process: StartedProcess
     marker: str
     """Value of MARKER_VAR in the environment of every process the command starts."""
     group: int
@@ -139,7 +207,17 @@ class Sandbox(Protocol):
 
 def shell() -> str:
     """bash when available (models write bash), else the platform's /bin/sh."""
-    return shutil.which("bash") or "/bin/sh"
+    return _find_bash(os.environ.get("PATH", os.defpath)) or "/bin/sh"
+
+
+@functools.lru_cache(maxsize=16)
+def _find_bash(search_path: str) -> str | None:
+    """`which bash` for one PATH (looked up once per PATH: it is asked before every command)."""
+    return shutil.which("bash", path=search_path)
+
+
+def _is_bash(program: str) -> bool:
+    return os.path.basename(program) == "bash"
 
 
 @dataclass
@@ -161,21 +239,40 @@ class SandboxBase:
         marker = f"{self.ident}:{uuid.uuid4().hex[:12]}"
         return marker, {**env, MARKER_VAR: marker}
 
+    def _shell_argv(self, command: str) -> list[str]:
+        """The shell running `command`, with the limits set by bash itself when it is bash."""
+        program = shell()
+        if _is_bash(program):
+            command = self.limits.ulimit_prefix() + command
+        return [program, "-c", command]
+
     async def _spawn(
-        self, argv: list[str], marker: str, *, cwd: Path, env: dict[str, str], stdout: int
+        self,
+        argv: list[str],
+        marker: str,
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        stdout: int,
+        limits_in_command: bool = True,
     ) -> SandboxedProcess:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
+        """Start `argv` in a new session; `limits_in_command` says that `argv` sets the limits
+        itself (see `_shell_argv`), else they are set in the child before it runs `argv`."""
+        preexec = None
+        if not (limits_in_command and _is_bash(shell())):
+            preexec = self.limits.preexec()
+        popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
             stdout=stdout,
-            stderr=asyncio.subprocess.STDOUT,
+            stderr=subprocess.STDOUT,
             cwd=cwd,
             env=env,
             start_new_session=True,
-            preexec_fn=self.limits.preexec(),
+            preexec_fn=preexec,
         )
         # start_new_session makes the started process the leader of a new group
-        return SandboxedProcess(process, marker, process.pid)
+        return SandboxedProcess(StartedProcess(popen), marker, popen.pid)
 
     async def close(self, grace: float = 1.0) -> None:
         await stop_processes(None, f"{self.ident}:", grace, prefix=True)

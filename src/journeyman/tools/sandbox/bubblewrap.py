@@ -38,7 +38,6 @@ from journeyman.tools.sandbox.base import (
     SandboxedProcess,
     SandboxKind,
     probe,
-    shell,
 )
 from journeyman.tools.sandbox.git_guard import git_dirs
 
@@ -123,7 +122,7 @@ class BubblewrapSandbox(SandboxBase):
         if not self.network:
             args.append("--unshare-net")
         args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
-        args += ["--chdir", str(cwd), "--", shell(), "-c", command]
+        args += ["--chdir", str(cwd), "--", *self._shell_argv(command)]
         return args
 
     def check(self) -> None:

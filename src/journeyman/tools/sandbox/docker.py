@@ -66,7 +66,10 @@ class DockerSandbox(SandboxBase):
         for key in env:
             argv += ["--env", key]  # values come from the docker client's own environment
         argv += [self.image, "bash", "-c", command]
-        started = await self._spawn(argv, marker, cwd=cwd, env=env, stdout=stdout)
+        # the container's limits are docker's flags above; the client keeps the old per-process ones
+        started = await self._spawn(
+            argv, marker, cwd=cwd, env=env, stdout=stdout, limits_in_command=False
+        )
         started.on_stop = functools.partial(_remove_container, self.docker, name)
         return started
 

@@ -12,12 +12,20 @@ pointer to its git directory), and in the git directory and the common one it na
 
 A repository the command created (no `.git` before) is not reverted, since its metadata is
 new; the guard reports it so the user reviews it before running git there.
+
+Reading those files twice per command is most of the guard's cost, so a file whose inode,
+size, mtime and ctime are those seen when its bytes were read is taken as unchanged: by the
+next guard (given the previous one), and by `restore()`. A command cannot set a ctime, and any
+write moves it, except within the kernel's timestamp granularity of the read: a file changed
+that recently (`RACY_NS`) is read again, as git does with its "racily clean" entries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,12 +33,22 @@ GUARDED_FILES = ("config", "config.worktree")
 """Files of a git directory that name programs git runs."""
 GUARDED_DIRS = ("hooks",)
 """Folders of a git directory whose files git runs."""
+RACY_NS = 100_000_000
+"""A file whose ctime is this close to the moment it was read is never trusted by its stat."""
+
+_Stamp = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
 class _Saved:
     data: bytes
     mode: int
+    stamp: _Stamp | None = None
+    """(inode, size, mtime, ctime) when `data` was read, None when too recent to trust."""
+
+
+def _stamp(info: os.stat_result) -> _Stamp:
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @dataclass
@@ -99,8 +117,11 @@ def git_dirs(workspace: Path) -> list[Path]:
 class GitMetadataGuard:
     """Saves the git files that run programs before a command; `restore()` puts them back."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, previous: GitMetadataGuard | None = None) -> None:
+        """Save the files now; those `previous` saved and that have not changed since are
+        taken from it instead of being read again."""
         self.workspace = workspace
+        self._previous = previous._saved if previous is not None else {}
         self.had_repository = os.path.lexists(workspace / ".git")
         self._saved: dict[Path, _Saved | None] = {}
         self._dirs: list[Path] = []
@@ -117,11 +138,20 @@ class GitMetadataGuard:
                     self._save(path)
 
     def _save(self, path: Path) -> None:
+        reading = time.time_ns()
         try:
             info = path.lstat()
-            self._saved[path] = _Saved(path.read_bytes(), info.st_mode & 0o7777)
+            earlier = self._previous.get(path)
+            if earlier is not None and earlier.stamp is not None and earlier.stamp == _stamp(info):
+                self._saved[path] = earlier
+                return
+            data = path.read_bytes()
         except OSError:
             self._saved[path] = None  # absent: a file appearing there is removed
+            return
+        # a link is never trusted: what it points to can change without touching it
+        trusted = stat.S_ISREG(info.st_mode) and info.st_ctime_ns < reading - RACY_NS
+        self._saved[path] = _Saved(data, info.st_mode & 0o7777, _stamp(info) if trusted else None)
 
     def restore(self) -> GuardReport:
         """Undo every change the command made to the saved files; report what was undone."""
@@ -169,7 +199,10 @@ def _files_under(folder: Path) -> list[Path]:
 
 def _same(path: Path, saved: _Saved) -> bool:
     try:
-        if path.is_symlink() or (path.lstat().st_mode & 0o7777) != saved.mode:
+        info = path.lstat()
+        if saved.stamp is not None and _stamp(info) == saved.stamp:
+            return True
+        if path.is_symlink() or (info.st_mode & 0o7777) != saved.mode:
             return False
         return path.read_bytes() == saved.data
     except OSError:

@@ -1,7 +1,8 @@
 """`local`: commands run on the host, in their own process group, under resource limits.
 
 Nothing stops a command from writing outside the workspace or using the network; `ResourceLimits`
-(CPU seconds, address space, processes, file size) are set with `setrlimit` in the child.
+(CPU seconds, address space, processes, file size) are set by the shell (`ulimit`) before it
+runs the command.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from journeyman.tools.sandbox.base import SandboxBase, SandboxedProcess, SandboxKind, shell
+from journeyman.tools.sandbox.base import SandboxBase, SandboxedProcess, SandboxKind
 
 
 @dataclass
@@ -29,4 +30,4 @@ class LocalSandbox(SandboxBase):
         self, command: str, *, cwd: Path, env: dict[str, str], stdout: int
     ) -> SandboxedProcess:
         marker, env = self._marked_env(env)
-        return await self._spawn([shell(), "-c", command], marker, cwd=cwd, env=env, stdout=stdout)
+        return await self._spawn(self._shell_argv(command), marker, cwd=cwd, env=env, stdout=stdout)
