@@ -14,7 +14,7 @@ from journeyman.cli.terminal import printable
 from journeyman.session.redact import Redactor
 
 if TYPE_CHECKING:
-    from journeyman.cli.render import Renderer
+    from journeyman.core.events import Event
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -37,7 +37,7 @@ class ClosedStdoutGuard:
     """Passes events to the renderer until stdout is closed by its reader; then sends stdout to
     /dev/null (so nothing more fails or prints a traceback) and calls `on_close` once."""
 
-    def __init__(self, renderer: Renderer) -> None:
+    def __init__(self, renderer: Callable[[Event], None]) -> None:
         self.renderer = renderer
         self.closed = False
         self.on_close: Callable[[], None] | None = None
