@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from journeyman.context.compaction import Summariser
-from journeyman.context.memory.formatter import DEFAULT_FORMATTER, MemoryFormatter, _clip
+from journeyman.context.memory.formatter import DEFAULT_FORMATTER, MemoryFormatter
 from journeyman.context.memory.records import LongTerm
 from journeyman.context.memory.settings import MemorySettings
 from journeyman.context.memory.similarity import drop_near_duplicates
 from journeyman.context.memory.state import PhasedState
+from journeyman.core.text import clip
 
 T = TypeVar("T")
 
@@ -48,8 +49,8 @@ def apply_rules(state: PhasedState, settings: MemorySettings) -> int:
         digests += [
             (
                 a.step,
-                f"step {a.step}: {_clip(a.action, 120)} -> "
-                + ("ok" if a.success else f"failed: {_clip(a.outcome, 120)}"),
+                f"step {a.step}: {clip(a.action, 120)} -> "
+                + ("ok" if a.success else f"failed: {clip(a.outcome, 120)}"),
             )
             for a in old_attempts
         ]
@@ -59,7 +60,7 @@ def apply_rules(state: PhasedState, settings: MemorySettings) -> int:
         digests += [
             (
                 r.step,
-                f"step {r.step}: {r.tool}({_clip(r.arguments, 80)}) "
+                f"step {r.step}: {r.tool}({clip(r.arguments, 80)}) "
                 + ("failed" if r.is_error else f"ok, {len(r.output):,} characters"),
             )
             for r in old_tools

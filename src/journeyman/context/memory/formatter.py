@@ -19,6 +19,7 @@ from journeyman.context.memory.sections import (
     MemorySummary,
 )
 from journeyman.context.memory.settings import MemorySettings
+from journeyman.core.text import clip
 
 if TYPE_CHECKING:
     from journeyman.context.memory.state import PhasedState
@@ -96,7 +97,7 @@ class MemoryFormatter:
                 record.output if len(record.output) <= limit else cap_text(record.output, limit)
             )
             blocks.append(
-                f"### step {record.step}: {record.tool}({_clip(record.arguments, 200)}) "
+                f"### step {record.step}: {record.tool}({clip(record.arguments, 200)}) "
                 f"[{status}]\n{output}"
             )
         return "\n".join(blocks)
@@ -142,7 +143,3 @@ class MemoryFormatter:
 
 
 DEFAULT_FORMATTER = MemoryFormatter()
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

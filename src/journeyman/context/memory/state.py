@@ -27,12 +27,12 @@ STATE_FORMAT = 1
 """Version of the `PhasedState.to_dict` layout; bumped when it changes incompatibly."""
 
 
-
 class Renderer(Protocol):
     """What renders a state as sections (`formatter.MemoryFormatter`; passed in, so the state
     does not depend on how it is rendered)."""
 
     def format(self, state: PhasedState) -> MemorySummary: ...
+
 
 @dataclass
 class PhasedState:

@@ -20,6 +20,7 @@ from journeyman.context.memory import MemoryFormatter, MemorySettings, PhasedSta
 from journeyman.context.pack import ContextPackBuilder, PackSettings
 from journeyman.context.profile import ProjectProfile, detect_profile
 from journeyman.core.messages import ToolCall, ToolResult
+from journeyman.core.text import clip, head_and_tail
 from journeyman.tools.base import ToolKind
 from journeyman.tools.notes import NoteArgs, NoteKind, NoteTool
 
@@ -99,11 +100,11 @@ def plan_from_reply(text: str) -> tuple[list[str], str]:
         match = _PLAN_STEP.match(line)
         if match:
             first = number if first is None else first
-            steps.append(_short(match.group(1).strip(), MAX_STEP_CHARS))
+            steps.append(clip(match.group(1).strip(), MAX_STEP_CHARS))
     if len(steps) < 2 or first is None:
         return [], ""
     before = " ".join(line.strip() for line in lines[:first] if line.strip())
-    return steps[:MAX_PLAN_STEPS], _short(before, MAX_TASK_SUMMARY_CHARS)
+    return steps[:MAX_PLAN_STEPS], clip(before, MAX_TASK_SUMMARY_CHARS)
 
 
 def remember_plan(memory: PhasedState, text: str) -> bool:
@@ -156,12 +157,15 @@ def remember_actions(
             continue
         arguments = json.dumps(call.arguments, sort_keys=True, default=str)
         memory.record_tool_result(
-            call.name, arguments, _head_and_tail(result.content, limit), is_error=result.is_error
+            call.name,
+            arguments,
+            head_and_tail(result.content, limit, note="characters left out"),
+            is_error=result.is_error,
         )
         if kind in CHANGING_KINDS:
             first = result.content.strip().splitlines()[0] if result.content.strip() else ""
             memory.record_attempt(
-                f"{call.name} {_short(arguments)}", first[:200], success=not result.is_error
+                f"{call.name} {clip(arguments, 160)}", first[:200], success=not result.is_error
             )
     for path in added:
         memory.record_created_file(path)
@@ -170,17 +174,6 @@ def remember_actions(
         content = _read_small(workspace / path)
         if content is not None:
             memory.record_file_content(path, content[:keep])
-
-
-def _head_and_tail(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit:,} characters left out ...]\n{text[-half:]}"
-
-
-def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _read_small(path: Path) -> str | None:
