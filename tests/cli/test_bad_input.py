@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import clean_env, journeyman
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, journeyman
 
 
 def env_for(tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1") -> dict[str, str]:

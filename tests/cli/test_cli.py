@@ -14,17 +14,11 @@ import pytest
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import error, reply
-from tests.support.cli import clean_env, jm
+from tests.support.cli import clean_env, journeyman
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 BUGGY = "        return ordered[middle]\n    return ordered[middle]\n"
 FIXED = "        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n"
-
-
-def journeyman(
-    *args: str, env: dict[str, str], cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return jm(*args, env=env, cwd=cwd, timeout=90)
 
 
 @pytest.fixture

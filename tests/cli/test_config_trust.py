@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.session.store import SessionStore
-from tests.cli.test_cli import clean_env, journeyman
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, journeyman
 
 FINISH = ("finish", {"summary": "done"})
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from journeyman.session.store import SessionStore
-from tests.cli.test_cli import clean_env, journeyman
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, journeyman
 
 WRITE = ("write_file", {"path": "out.txt", "content": "hi\n"})
 FINISH = ("finish", {"summary": "done"})

@@ -18,7 +18,7 @@ from typing import Any
 
 from journeyman import Agent, AgentConfig, ToolArgs, tool
 from journeyman.core.events import Event
-from journeyman.core.messages import ToolCall, Usage
+from journeyman.core.messages import Role, ToolCall, Usage
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider, ScriptStep
@@ -140,3 +140,8 @@ def make_agent(
         **(agent_options or {}),
     )
     return agent, provider
+
+
+def user_texts(request: ModelRequest) -> list[str]:
+    """The texts of the user messages a request carried."""
+    return [m.content for m in request.messages if m.role is Role.USER]

@@ -21,7 +21,7 @@ from journeyman.core.errors import (
     ToolError,
     ToolTimeoutError,
 )
-from journeyman.core.messages import Message, Role, ToolCall, Usage
+from journeyman.core.messages import Message, Role, ToolCall
 from journeyman.core.result import FinishCategory
 from journeyman.loop.config import ModeName
 from journeyman.loop.modes.phased import (
@@ -35,80 +35,25 @@ from journeyman.loop.modes.phased import (
 )
 from journeyman.loop.modes.phased.interventions import Intervention, InterventionLadder
 from journeyman.loop.modes.phased.recovery import Severity, classify
-from journeyman.providers.base import ModelRequest, ModelResponse
-from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
 from journeyman.tools.sandbox import SandboxKind
+from tests.fakes import agents
+from tests.fakes.agents import turn, user_texts
+from tests.fakes.projects import (
+    BUGGY_ADD,
+    CALC_TEST_COMMAND,
+    calc_finish,
+    calc_package,
+    fix_add,
+    phased_calc_agent,
+)
 
-NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
-TEST_COMMAND = f"{sys.executable} -m unittest -q tests.test_calc"
-BUGGY = "def add(a, b):\n    return a - b\n"
-TEST_FILE = """\
-import unittest
-
-from calc import add
-
-
-class AddTest(unittest.TestCase):
-    def test_adds(self):
-        self.assertEqual(add(2, 3), 5)
-"""
-
-
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    (root / "calc").mkdir(parents=True)
-    (root / "calc" / "__init__.py").write_text(BUGGY)
-    (root / "tests").mkdir()
-    (root / "tests" / "__init__.py").write_text("")
-    (root / "tests" / "test_calc.py").write_text(TEST_FILE)
-    return root
-
-
-def turn(*calls: ToolCall, text: str = "") -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=calls, usage=Usage(10, 5))
-
-
-def edit(old: str, new: str, cid: str) -> ModelResponse:
-    args = {"path": "calc/__init__.py", "old_string": old, "new_string": new}
-    return turn(ToolCall(cid, "edit_file", args), text=f"changing {old!r} to {new!r}")
-
-
-def finish(summary: str = "fixed add", cid: str = "done") -> ModelResponse:
-    return turn(ToolCall(cid, "finish", {"summary": summary}))
-
-
-def make_agent(
-    tmp_path: Path,
-    script: list[Any],
-    *,
-    events: list[ev.Event] | None = None,
-    verify: str | None = TEST_COMMAND,
-    **config: Any,
-) -> tuple[Agent, ScriptedProvider]:
-    root = tmp_path / "ws"
-    if not root.exists():
-        workspace(tmp_path)
-    provider = ScriptedProvider(script)
-    agent = Agent(
-        provider,
-        workspace=root,
-        config=AgentConfig(
-            session_dir=tmp_path / "sessions",
-            mode=ModeName.PHASED,
-            verify_command=verify,
-            sandbox=SandboxKind.LOCAL,
-            **config,
-        ),
-        on_event=events.append if events is not None else None,
-        retry_policy=NO_WAIT,
-    )
-    return agent, provider
-
-
-def user_texts(request: ModelRequest) -> list[str]:
-    return [m.content for m in request.messages if m.role is Role.USER]
+TEST_COMMAND = CALC_TEST_COMMAND
+BUGGY = BUGGY_ADD
+edit = fix_add
+finish = calc_finish
+make_agent = phased_calc_agent
 
 
 def phases(tmp_path: Path, session_id: str, steps: int) -> list[str]:
@@ -204,7 +149,7 @@ async def test_a_plain_answer_is_a_done_claim_that_is_verified_too(tmp_path: Pat
 
 
 async def test_done_without_any_change_still_runs_the_check_first(tmp_path: Path) -> None:
-    root = workspace(tmp_path)
+    root = calc_package(tmp_path)
     (root / "calc" / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
     agent, provider = make_agent(tmp_path, [finish("nothing to do")])
     result = await agent.run("make sure add() works")
@@ -356,7 +301,7 @@ def cancel_after(agent_box: list[Agent], predicate: Any) -> Any:
 
 
 async def test_resume_continues_in_the_phase_it_stopped_in(tmp_path: Path) -> None:
-    workspace(tmp_path)
+    calc_package(tmp_path)
     box: list[Agent] = []
     provider = ScriptedProvider([edit("a - b", "a + b", "e1")])
     config = AgentConfig(
@@ -369,7 +314,7 @@ async def test_resume_continues_in_the_phase_it_stopped_in(tmp_path: Path) -> No
         provider,
         workspace=tmp_path / "ws",
         config=config,
-        retry_policy=NO_WAIT,
+        retry_policy=agents.NO_RETRY,
         on_event=cancel_after(box, lambda e: isinstance(e, ev.ToolResultReceived)),
     )
     box.append(stopping)
@@ -409,7 +354,7 @@ async def test_resume_continues_in_the_phase_it_stopped_in(tmp_path: Path) -> No
 async def test_resume_after_plan_runs_the_planned_calls_without_asking_again(
     tmp_path: Path,
 ) -> None:
-    workspace(tmp_path)
+    calc_package(tmp_path)
     box: list[Agent] = []
     config = AgentConfig(
         session_dir=tmp_path / "sessions",
@@ -421,7 +366,7 @@ async def test_resume_after_plan_runs_the_planned_calls_without_asking_again(
         ScriptedProvider([edit("a - b", "a + b", "e1")]),
         workspace=tmp_path / "ws",
         config=config,
-        retry_policy=NO_WAIT,
+        retry_policy=agents.NO_RETRY,
         on_event=cancel_after(box, lambda e: isinstance(e, ev.ModelResponseReceived)),
     )
     box.append(stopping)

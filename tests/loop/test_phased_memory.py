@@ -15,7 +15,10 @@ from journeyman.loop.modes.phased.knowledge import plan_from_reply
 from journeyman.loop.modes.phased.mode import NOTE_HINT, PLAN_REQUEST
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.session.store import SessionStore
-from tests.loop.test_phased import edit, finish, make_agent, turn, user_texts
+from tests.fakes.agents import turn, user_texts
+from tests.fakes.projects import calc_finish as finish
+from tests.fakes.projects import fix_add as edit
+from tests.fakes.projects import phased_calc_agent as make_agent
 
 PLAN_REPLY = """\
 The task: add() must return the sum of its arguments.

@@ -9,7 +9,10 @@ from journeyman.core import events as ev
 from journeyman.core.messages import ToolCall
 from journeyman.core.result import FinishReason
 from journeyman.session.store import SessionStore
-from tests.loop.test_phased import edit, finish, make_agent, turn
+from tests.fakes.agents import turn
+from tests.fakes.projects import calc_finish as finish
+from tests.fakes.projects import fix_add as edit
+from tests.fakes.projects import phased_calc_agent as make_agent
 
 
 def nudges(events: list[ev.Event]) -> list[str]:

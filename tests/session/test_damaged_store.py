@@ -26,7 +26,7 @@ from journeyman.session.store import (
 )
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
-from tests.session.test_store import new_session, step
+from tests.fakes.store import new_session, step
 from tests.support.cli import clean_env
 
 REPO = Path(__file__).resolve().parents[2]

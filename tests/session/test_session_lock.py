@@ -15,7 +15,7 @@ import pytest
 
 from journeyman.session.lock import SessionBusyError, SessionLock
 from journeyman.session.store import SessionStore
-from tests.session.test_store import new_session
+from tests.fakes.store import new_session
 from tests.support.cli import clean_env
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,13 +10,11 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
-from journeyman.economics.usage_log import UsageRow
+from journeyman.core.messages import Message
 from journeyman.session import store as store_module
 from journeyman.session.store import (
     DATABASE_FILE,
@@ -26,6 +24,7 @@ from journeyman.session.store import (
     SessionStore,
     StepRecord,
 )
+from tests.fakes.store import new_session, rows, step
 
 TABLES_WITH_SESSION_ID = ("messages", "events", "steps", "outcomes", "file_changes", "usage_logs")
 
@@ -35,48 +34,6 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
     opened = SessionStore(tmp_path / "sessions")
     yield opened
     opened.close()
-
-
-def new_session(store: SessionStore, session_id: str = "s1", workspace: str = "/ws") -> str:
-    store.create_session(
-        SessionRecord(
-            id=session_id,
-            task="fix the bug",
-            workspace=workspace,
-            settings={"provider": "scripted", "model": "m"},
-            system_prompt="you are a test",
-        )
-    )
-    return session_id
-
-
-def step(session_id: str, number: int, *, usage: bool = True) -> StepRecord:
-    """A realistic step: the model's call, the tool's result, two events and a usage row."""
-    call = ToolCall(f"c{number}", "read_file", {"path": f"f{number}.py"})
-    return StepRecord(
-        step=number,
-        messages=[
-            Message.assistant(f"reading f{number}", [call]),
-            Message.tool(ToolResult(call.id, "read_file", f"contents {number}")),
-        ],
-        events=[
-            {"type": "tool_call", "name": "read_file", "step": number},
-            {"type": "tool_result", "name": "read_file", "step": number},
-        ],
-        checkpoint={"counters": {"iterations": number}},
-        usage=[UsageRow(session_id, number, "scripted", "m", Usage(10, 5), 0.001, 0.01)]
-        if usage
-        else [],
-    )
-
-
-def rows(path: Path, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Read through a separate connection, as another process would."""
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(query, params).fetchall()
-    finally:
-        db.close()
 
 
 # --- schema ---------------------------------------------------------------------------------
@@ -231,7 +188,7 @@ CRASH_MID_STEP = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from journeyman.session import store as store_module
-    from tests.session.test_store import new_session, step
+    from tests.fakes.store import new_session, step
 
     store = store_module.SessionStore(Path(sys.argv[1]))
     sid = new_session(store)

@@ -15,7 +15,7 @@ from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore, StepRecord
 from tests.fakes.agents import Crash, crash
-from tests.session.test_store import new_session
+from tests.fakes.store import new_session
 
 BROKEN = "half an emoji \ud83d and a lone \ud800 here"
 UNDECODABLE_NAME = os.fsdecode(b"caf\xe9.txt")  # latin-1 bytes: 'caf\udce9.txt'

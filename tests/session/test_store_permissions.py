@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from journeyman.session.store import DATABASE_FILE, SessionStore
-from tests.session.test_store import new_session, step
+from tests.fakes.store import new_session, step
 
 
 @pytest.fixture(autouse=True)

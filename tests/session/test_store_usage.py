@@ -11,7 +11,7 @@ import pytest
 from journeyman.core.messages import Usage
 from journeyman.economics.usage_log import UsageRow
 from journeyman.session.store import DATABASE_FILE, SCHEMA_VERSION, SessionStore, StepRecord
-from tests.session.test_store import new_session, rows, step
+from tests.fakes.store import new_session, rows, step
 
 # The schema as version 2 of the store left it: the usage table was created by the economics
 # module on every open, outside the numbered migrations.

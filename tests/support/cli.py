@@ -42,3 +42,10 @@ def jm(
         text=True,
         timeout=timeout,
     )
+
+
+def journeyman(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI with the test suite's time limit (90 s)."""
+    return jm(*args, env=env, cwd=cwd, timeout=90)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from journeyman.cli.options import MCP_CONFIG
 from journeyman.integrations.mcp import CONFIG_FILE
-from tests.cli.test_cli import clean_env, journeyman
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.cli import clean_env, journeyman
 
 from .conftest import SERVER_APP
 
