@@ -178,6 +178,11 @@ def test_the_retired_edit_tools_key_cannot_turn_a_command_into_an_edit(
         reply(tool_calls=[FINISH]),
     )
     done = journeyman("run", "x", "-w", str(ws), env=env_for(fake_openai, tmp_path))
-    assert done.returncode == 2, done.stderr
-    assert "edit_tools is no longer a setting" in done.stderr
-    assert not (tmp_path / "ran").exists() and not fake_openai.requests
+    assert "ignored permissions.edit_tools" in done.stderr  # a warning naming it, and the mode
+    assert "ignored permissions.mode = 'accept_edits'" in done.stderr
+    assert not (tmp_path / "ran").exists()  # the command still needed an approval
+    # in the user's own config the key is an error that says what to do instead
+    (tmp_path / "user-config").mkdir(exist_ok=True)
+    (tmp_path / "user-config" / "config.toml").write_text('[permissions]\nedit_tools = ["x"]\n')
+    refused = journeyman("run", "x", "-w", str(tmp_path), env=env_for(fake_openai, tmp_path))
+    assert refused.returncode == 2 and "edit_tools is no longer a setting" in refused.stderr

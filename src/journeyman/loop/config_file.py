@@ -109,7 +109,10 @@ def load_config(
         base = _defaults()
         for layer in (user_values, _checked(env_values, "the environment")):
             _merge(base, layer, replace_lists=True)
-        kept, ignored = tighten_only(base, _read(project), str(project), trust_hooks=project_hooks)
+        retired: list[IgnoredSetting] = []
+        proposed = _read(project, retired=retired)
+        kept, ignored = tighten_only(base, proposed, str(project), trust_hooks=project_hooks)
+        ignored = retired + ignored
         loaded.ignored.extend(ignored)
         loaded.warnings.extend(item.message for item in ignored)
         _merge(loaded.values, kept)
@@ -124,9 +127,17 @@ def _defaults() -> dict[str, Any]:
     return dict(defaults)
 
 
-def _read(path: Path) -> dict[str, Any]:
+RETIRED_PERMISSIONS = {
+    "edit_tools": "it is no longer a setting: each tool declares whether it edits files",
+}
+"""Permission keys of earlier versions. A workspace's file that still sets one gets it ignored
+with a warning (it could only loosen); the user's own file is told to remove it."""
+
+
+def _read(path: Path, *, retired: list[IgnoredSetting] | None = None) -> dict[str, Any]:
     """A config file's settings, checked against `AgentConfig` and normalised (enum values as
-    text, numbers as numbers), holding only the keys the file sets."""
+    text, numbers as numbers), holding only the keys the file sets. With `retired`, keys of
+    earlier versions are dropped into it instead of failing the file."""
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -139,6 +150,12 @@ def _read(path: Path) -> dict[str, Any]:
         ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"config file {path} is not valid TOML: {error}") from error
+    permissions = data.get("permissions")
+    if retired is not None and isinstance(permissions, dict):
+        for key, reason in RETIRED_PERMISSIONS.items():
+            if key in permissions:
+                value = permissions.pop(key)
+                retired.append(IgnoredSetting(f"permissions.{key}", value, str(path), reason))
     unknown = set(data) - set(AgentConfig.model_fields)
     if unknown:
         known = ", ".join(sorted(AgentConfig.model_fields))
