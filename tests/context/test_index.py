@@ -18,7 +18,7 @@ from journeyman.context.index import (
 )
 from journeyman.providers.pricing import estimate_tokens
 from journeyman.tools.search import find_ripgrep
-from tests.context.test_profile import PYTEST_BASED, download_sdist, sdist_cache_dir, write
+from tests.support.sdists import PYTEST_BASED, download_sdist, sdist_cache_dir, write
 
 ENGINES = {
     "python": IndexConfig(ripgrep=False),

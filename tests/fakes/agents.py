@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from journeyman import Agent, AgentConfig, ToolArgs, tool
+from journeyman.context.rules import RulesLoader
 from journeyman.core.events import Event
 from journeyman.core.messages import Role, ToolCall, Usage
+from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.resilient import RetryPolicy
 from journeyman.providers.scripted import ScriptedProvider, ScriptStep
@@ -145,3 +147,65 @@ def make_agent(
 def user_texts(request: ModelRequest) -> list[str]:
     """The texts of the user messages a request carried."""
     return [m.content for m in request.messages if m.role is Role.USER]
+
+
+# --- the budget runs: an echo tool and a fake read_file -----------------------------------
+
+
+class TextArgs(ToolArgs):
+    text: str
+
+
+@tool(args=TextArgs)
+def echo(args: TextArgs, ctx: object) -> str:
+    """Returns its input."""
+    return args.text
+
+
+@tool(args=TextArgs, name="read_file", read_only=True)
+def fake_read(args: TextArgs, ctx: object) -> str:
+    """Pretends to read a file."""
+    return f"contents of {args.text}"
+
+
+def spend_turn(*calls: tuple[str, str], tokens: int, text: str = "") -> ModelResponse:
+    """A reply calling (tool, text) pairs that produced `tokens` output tokens."""
+    tool_calls = [ToolCall(f"c{i}-{t}", name, {"text": t}) for i, (name, t) in enumerate(calls)]
+    return turn(*tool_calls, text=text, usage=Usage(0, tokens))
+
+
+def budget_agent(
+    tmp_path: Path, script: list[Any], events: list[Event], **config: Any
+) -> tuple[Agent, ScriptedProvider]:
+    """An agent with `echo` and a fake `read_file`; an `approver` in `config` goes to `Agent`."""
+    approver = config.pop("approver", None)
+    options = {"approver": approver} if approver else {}
+    tools = [echo, fake_read]
+    return make_agent(
+        tmp_path, script, tools=tools, events=events, sessions="s", agent_options=options, **config
+    )
+
+
+# --- the permission runs: rules from a fake home, a write and a finish ----------------------
+
+
+WRITE = call("write_file", path="out.txt", content="hello\n")
+FINISH = call("finish", summary="done")
+
+
+def policy_agent(
+    tmp_path: Path, script: list[Any], *, mode: PermissionMode | None = None, **kwargs: Any
+) -> tuple[Agent, ScriptedProvider, Path]:
+    """An agent with rules from `tmp_path / "home"`; `mode`, `deny` and `ask` set permissions,
+    `config` other `AgentConfig` fields, and the remaining keywords go to `Agent`."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    config_fields: dict[str, Any] = {}
+    if mode is not None:
+        config_fields["permissions"] = PermissionsConfig(
+            mode=mode, deny=kwargs.pop("deny", []), ask=kwargs.pop("ask", [])
+        )
+    config_fields.update(kwargs.pop("config", {}))
+    kwargs.setdefault("rules", RulesLoader(workspace, home=tmp_path / "home"))
+    agent, provider = make_agent(tmp_path, script, agent_options=kwargs, **config_fields)
+    return agent, provider, workspace

@@ -8,8 +8,8 @@ import pytest
 
 from journeyman import FinishReason
 from journeyman.policy.hooks import HookEvent, HookOutcome
-from tests.fakes.agents import turn
-from tests.loop.test_policy_wiring import FINISH, WRITE, agent_for
+from tests.fakes.agents import FINISH, WRITE, turn
+from tests.fakes.agents import policy_agent as agent_for
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from journeyman import Agent, AgentConfig, FinishReason, ToolArgs, tool
 from journeyman.core.events import Event, NudgeInjected
@@ -13,41 +12,8 @@ from journeyman.economics.budget import BudgetMode
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
-from tests.fakes.agents import make_agent, turn
-
-
-class TextArgs(ToolArgs):
-    text: str
-
-
-@tool(args=TextArgs)
-def echo(args: TextArgs, ctx: object) -> str:
-    """Returns its input."""
-    return args.text
-
-
-@tool(args=TextArgs, name="read_file", read_only=True)
-def fake_read(args: TextArgs, ctx: object) -> str:
-    """Pretends to read a file."""
-    return f"contents of {args.text}"
-
-
-def spend_turn(*calls: tuple[str, str], tokens: int, text: str = "") -> ModelResponse:
-    """A reply calling (tool, text) pairs that produced `tokens` output tokens."""
-    tool_calls = [ToolCall(f"c{i}-{t}", name, {"text": t}) for i, (name, t) in enumerate(calls)]
-    return turn(*tool_calls, text=text, usage=Usage(0, tokens))
-
-
-def make(
-    tmp_path: Path, script: list[Any], events: list[Event], **config: Any
-) -> tuple[Agent, ScriptedProvider]:
-    """An agent with `echo` and a fake `read_file`; an `approver` in `config` goes to `Agent`."""
-    approver = config.pop("approver", None)
-    options = {"approver": approver} if approver else {}
-    tools = [echo, fake_read]
-    return make_agent(
-        tmp_path, script, tools=tools, events=events, sessions="s", agent_options=options, **config
-    )
+from tests.fakes.agents import budget_agent as make
+from tests.fakes.agents import spend_turn
 
 
 def nudges(events: list[Event], kind: str | None = None) -> list[NudgeInjected]:

@@ -14,9 +14,9 @@ from journeyman.core.result import FinishReason
 from journeyman.economics.approval import ExtensionRequest
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest, PermissionMode
 from journeyman.providers.base import ModelRequest, ModelResponse
-from tests.fakes.agents import turn
-from tests.loop.test_kernel_budget import make, spend_turn
-from tests.loop.test_policy_wiring import FINISH, WRITE, agent_for
+from tests.fakes.agents import FINISH, WRITE, spend_turn, turn
+from tests.fakes.agents import budget_agent as make
+from tests.fakes.agents import policy_agent as agent_for
 
 S = AgentState
 

@@ -6,40 +6,18 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from journeyman import Agent, FinishReason
-from journeyman.context.rules import RulesLoader
+from journeyman import FinishReason
 from journeyman.core.messages import Role
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload, ShellHookConfig
 from journeyman.policy.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
     PermissionMode,
-    PermissionsConfig,
 )
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
-from tests.fakes.agents import call, make_agent, turn
-
-WRITE = call("write_file", path="out.txt", content="hello\n")
-FINISH = call("finish", summary="done")
-
-
-def agent_for(
-    tmp_path: Path, script: list[Any], *, mode: PermissionMode | None = None, **kwargs: Any
-) -> tuple[Agent, ScriptedProvider, Path]:
-    """An agent with rules from `tmp_path / "home"`; `mode`, `deny` and `ask` set permissions,
-    `config` other `AgentConfig` fields, and the remaining keywords go to `Agent`."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    config_fields: dict[str, Any] = {}
-    if mode is not None:
-        config_fields["permissions"] = PermissionsConfig(
-            mode=mode, deny=kwargs.pop("deny", []), ask=kwargs.pop("ask", [])
-        )
-    config_fields.update(kwargs.pop("config", {}))
-    kwargs.setdefault("rules", RulesLoader(workspace, home=tmp_path / "home"))
-    agent, provider = make_agent(tmp_path, script, agent_options=kwargs, **config_fields)
-    return agent, provider, workspace
+from tests.fakes.agents import FINISH, WRITE, call, turn
+from tests.fakes.agents import policy_agent as agent_for
 
 
 def tool_texts(provider: ScriptedProvider, index: int) -> list[str]:
