@@ -44,6 +44,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -141,6 +142,8 @@ class WorkspaceSnapshots:
         full `record()` of this object began."""
         self._index_stamp: tuple[int, int, int] | None = None
         """The index file as that record left it (None: absent, as git leaves an empty one)."""
+        self._recorded_at_ns: int | None = None
+        """When the last record (or the scan that became one) began, in ns since the epoch."""
 
     def _still_recorded(self) -> bool:
         return (
@@ -167,7 +170,11 @@ class WorkspaceSnapshots:
         if large:  # tracked while small, large now: out of the index, so git does not store it
             paths = "".join(f"{p}\0" for p in large).encode("utf-8", "surrogateescape")
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin", stdin=paths)
+        last_written = _stamp(self.index)
+        self._recorded_at_ns = time.time_ns()
         self._git("add", "--all", "--", ".")
+        if last_written is not None:
+            self._rehash_recent(last_written[2])
         self._index_stamp = _stamp(self.index)
         self._unchanged_since_record = watching
 
@@ -197,6 +204,7 @@ class WorkspaceSnapshots:
         # armed before the scan: if nothing moves from here on, the index brought up to date
         # with what this scan finds is the next command's before-state (no full record then)
         watching = self._watch is not None and self._watch.arm()
+        scanned_at_ns = time.time_ns()
         fields = self._git("diff-files", "-z", "--raw", "--no-renames").split("\0")
         old_blobs: dict[str, str] = {}
         # each entry: ":<old mode> <new mode> <old blob> <new blob> <status>" then the path
@@ -208,6 +216,7 @@ class WorkspaceSnapshots:
                 found.skipped.append(path)  # a link or a nested repository, not a text file
                 continue
             old_blobs[path] = old_blob
+        old_blobs.update(self._touched_since_record(old_blobs))
         created = [
             p
             for p in self._git("ls-files", "-z", "--others", "--exclude-standard").split("\0")
@@ -232,7 +241,51 @@ class WorkspaceSnapshots:
         found.skipped = sorted(set(found.skipped))
         if watching and not found.skipped:
             self._keep_as_recorded([*old_blobs, *created])
+            self._recorded_at_ns = scanned_at_ns
         return found
+
+    def _rehash_recent(self, since_ns: int) -> None:
+        """Hash again the files changed since the index was last written: `git add` trusts
+        stat data compared by the second, which misses a same-size rewrite with its mtime put
+        back within that second (racy git)."""
+        since = since_ns - 1_000_000_000  # the filesystem clock's coarseness
+        recent = []
+        for path in self._git("ls-files", "-z", "--cached").split("\0"):
+            if not path:
+                continue
+            try:
+                info = os.lstat(self.workspace / path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_ctime_ns >= since:
+                recent.append(path)
+        if recent:
+            listed = "".join(f"{p}\0" for p in recent).encode("utf-8", "surrogateescape")
+            self._git_bytes("update-index", "-z", "--add", "--stdin", stdin=listed)
+
+    def _touched_since_record(self, known: dict[str, str]) -> dict[str, str]:
+        """Recorded files whose status changed at or after the last record began, with their
+        recorded blob: git compares stat data at a granularity that misses a same-size rewrite
+        whose mtime was put back within the same second (racy git), so their content is
+        compared instead. Files already reported by git are left out."""
+        if self._recorded_at_ns is None:
+            return {}
+        since = self._recorded_at_ns - 1_000_000_000  # the filesystem clock's coarseness
+        touched: dict[str, str] = {}
+        for entry in self._git("ls-files", "-z", "--stage").split("\0"):
+            meta, _, path = entry.partition("\t")
+            if not path or path in known:
+                continue
+            mode, blob, _stage = meta.split(" ")
+            if mode in (SYMLINK_MODE, GITLINK_MODE):
+                continue
+            try:
+                changed_ns = os.lstat(self.workspace / path).st_ctime_ns
+            except OSError:
+                continue  # gone: git's own report covers deletions
+            if changed_ns >= since:
+                touched[path] = blob
+        return touched
 
     def _keep_as_recorded(self, paths: list[str]) -> None:
         """Bring the index up to date for `paths` (all that differed from it), as a full
