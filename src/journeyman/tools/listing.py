@@ -42,7 +42,6 @@ class ListFilesTool(BaseTool):
         "Files matched by .gitignore and the .git directory are left out."
     )
     args_model = ListFilesArgs
-    read_only = True
     parallel_safe = True
     kind = ToolKind.READ
     permission_arg = "path"
@@ -116,7 +115,6 @@ class GlobTool(BaseTool):
         "files matched by .gitignore and the .git directory are left out."
     )
     args_model = GlobArgs
-    read_only = True
     parallel_safe = True
     kind = ToolKind.READ
     permission_arg = "path"

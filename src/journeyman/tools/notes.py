@@ -48,7 +48,6 @@ class NoteTool(BaseTool):
         "Notes are shown to you again at every step, also after old turns are compacted."
     )
     args_model = NoteArgs
-    read_only = True
     parallel_safe = True
     kind = ToolKind.READ
 

@@ -58,7 +58,6 @@ class ReadFileTool(BaseTool):
         "the reply says which offset to pass to read on."
     )
     args_model = ReadFileArgs
-    read_only = True
     parallel_safe = True
     kind = ToolKind.READ
     permission_arg = "path"

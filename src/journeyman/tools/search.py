@@ -101,7 +101,6 @@ class GrepTool(BaseTool):
         "matching line, sorted by path. Skips .git, binary files and what .gitignore excludes."
     )
     args_model = GrepArgs
-    read_only = True
     parallel_safe = True
     kind = ToolKind.READ
     permission_arg = "path"

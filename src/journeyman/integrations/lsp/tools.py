@@ -103,7 +103,6 @@ class SymbolsArgs(ToolArgs):
 
 
 class _LspTool(BaseTool):
-    read_only = True
     parallel_safe = True
     kind = ToolKind.READ
 
