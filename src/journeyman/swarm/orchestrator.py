@@ -1,0 +1,714 @@
+"""`Swarm`: a goal split by one planning turn into subtasks, worked on in parallel by agents in
+their own git worktrees, checked, merged back in order, and checked again as a whole.
+
+    >>> swarm = Swarm("openai:gpt-4.1-mini", workspace="repo", config=SwarmConfig(workers=3,
+    ...               verify_command="pytest -q"))
+    >>> result = swarm.run_sync("add a --json flag to every command")
+
+How a run goes:
+1. The workspace must be a git repository with a commit and no uncommitted changes to tracked
+   files (`worktrees.open_repo`; anything else is a `ConfigurationError`).
+2. The planning turn (`planner`) is a session of its own, the swarm's root record: every
+   worker's session has it as `parent_session_id`, and its outcome becomes the swarm's.
+3. Workers start (at most `workers` at once), each an `Agent` in a worktree on its own branch
+   off HEAD, with the shared context engine's system prompt (shared prefix, what other
+   workers got wrong, its goal), a budget reserved from the one `BudgetLedger` over the
+   root's limits, and a `WorkerBudgetTracker` watching every tool call: a local doom loop
+   stops the worker; a global one (flagged by `SharedEconomicsState`) stops the workers
+   repeating it, is told to the others, and no further work is started.
+4. The quality gate runs the verify command in the worker's worktree. A failure is recorded in
+   `SharedContextState` (every later worker's prompt shows it) and the subtask is tried once
+   more, with that context.
+5. Passing branches are merged into the workspace's branch in plan order. A conflict is
+   aborted and reported with its files; the subtask is tried once more on top of what was
+   merged so far, and reported failed if it conflicts again.
+6. The final check runs the verify command on the merged result. The swarm succeeds only
+   when every subtask was merged and that check passed.
+Worktrees are removed at the end, and the branches of merged work deleted; the branch of a
+failed subtask is kept and named in its outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from journeyman.context.profile import detect_profile, runnable_test_command
+from journeyman.core.errors import ConfigurationError
+from journeyman.core.result import FinishReason, RunResult
+from journeyman.economics.ledger import (
+    AllocationRefused,
+    Amount,
+    BudgetLedger,
+    LedgerPolicy,
+    Reservation,
+)
+from journeyman.loop.agent import Agent
+from journeyman.loop.config import AgentConfig, ModeName
+from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload
+from journeyman.policy.permissions import Approver
+from journeyman.providers.base import Provider
+from journeyman.providers.factory import create_provider
+from journeyman.session.store import SessionStore, default_session_root
+from journeyman.swarm.merge import CheckOutcome, merge_branch, run_check
+from journeyman.swarm.planner import (
+    MAX_SUBTASKS,
+    PLANNER_PROMPT,
+    RETRY_NOTE,
+    PlanError,
+    Subtask,
+    parse_plan,
+    planning_task,
+)
+from journeyman.swarm.progress import (
+    SwarmEvent,
+    SwarmEventHandler,
+    SwarmStage,
+    SwarmUpdate,
+    WorkerEvent,
+    WorkerState,
+    WorkerUpdate,
+)
+from journeyman.swarm.shared.context_state import SharedContextState
+from journeyman.swarm.shared.economics_state import GlobalDoomLoop, SharedEconomicsState
+from journeyman.swarm.shared.engine import SharedContextEngine, WorkerTask
+from journeyman.swarm.shared.worker_budget import WorkerBudgetConfig, WorkerBudgetTracker
+from journeyman.swarm.worktrees import Repo, Worktree, WorktreePool, open_repo
+
+PLANNER_ID = "planner"
+"""The `worker_id` of the planning turn's events."""
+
+
+class SwarmConfig(BaseModel):
+    """How a swarm runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(default=3, ge=1, le=32)
+    """Workers running at the same time."""
+    verify_command: str | None = None
+    """The check run in each worktree (the quality gate) and on the merged result; None uses
+    the workspace's detected test command, and a workspace without one is refused."""
+    verify_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds one check may run."""
+    max_subtasks: int = Field(default=MAX_SUBTASKS, ge=1)
+    """Most subtasks the plan may have."""
+    gate_retries: int = Field(default=1, ge=0)
+    """Extra attempts of a subtask whose worker failed the quality gate."""
+    conflict_retries: int = Field(default=1, ge=0)
+    """Extra attempts of a subtask whose branch conflicted, on top of the merged result."""
+    worker_budget: WorkerBudgetConfig = Field(default_factory=WorkerBudgetConfig)
+    """Each worker's own caps and local doom-loop threshold."""
+    global_doom_threshold: int = Field(default=10, ge=1)
+    """Calls of one tool with the same arguments, across workers, that make a global doom
+    loop."""
+
+
+@dataclass
+class WorkerOutcome:
+    """How one subtask ended."""
+
+    worker_id: str
+    title: str
+    task: str
+    files: tuple[str, ...]
+    state: WorkerState
+    """merged, failed or skipped."""
+    attempts: int = 0
+    session_ids: list[str] = field(default_factory=list)
+    branch: str | None = None
+    """The branch kept for a subtask that failed (inspect it with `git log BRANCH`)."""
+    changed_files: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "worker_id": self.worker_id,
+            "title": self.title,
+            "task": self.task,
+            "files": list(self.files),
+            "state": self.state.value,
+            "attempts": self.attempts,
+            "session_ids": self.session_ids,
+            "branch": self.branch,
+            "changed_files": self.changed_files,
+            "error": self.error,
+        }
+
+
+@dataclass
+class SwarmResult:
+    """What a swarm run did."""
+
+    goal: str
+    session_id: str
+    """The root record (the planning session); every worker's session is its child."""
+    success: bool
+    workers: list[WorkerOutcome]
+    verify_command: str | None
+    final_check: CheckOutcome | None
+    error: str | None
+    tokens: int
+    cost_usd: float | None
+    """None when some call could not be priced."""
+    duration_s: float
+    global_doom_loops: list[str] = field(default_factory=list)
+
+    @property
+    def kept_branches(self) -> list[str]:
+        return [w.branch for w in self.workers if w.branch]
+
+    def summary(self) -> str:
+        merged = sum(1 for w in self.workers if w.state is WorkerState.MERGED)
+        text = f"{merged} of {len(self.workers)} subtasks merged"
+        if self.final_check is not None:
+            text += f"; final check {self.final_check.summary()}"
+        if self.error:
+            text += f"; {self.error}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        final = self.final_check
+        return {
+            "type": "swarm_result",
+            "goal": self.goal,
+            "session_id": self.session_id,
+            "success": self.success,
+            "summary": self.summary(),
+            "verify_command": self.verify_command,
+            "final_check": None
+            if final is None
+            else {"passed": final.passed, "exit_code": final.exit_code, "output": final.output},
+            "error": self.error,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "duration_s": round(self.duration_s, 3),
+            "kept_branches": self.kept_branches,
+            "global_doom_loops": self.global_doom_loops,
+            "workers": [w.to_dict() for w in self.workers],
+        }
+
+
+class _Attempt:
+    """One worker run on one subtask; `tree` holds its committed work."""
+
+    def __init__(self, subtask: Subtask, number: int, name: str, tree: Worktree) -> None:
+        self.subtask = subtask
+        self.number = number
+        self.name = name
+        """The worker id of this attempt (`w2`, then `w2-2`): the shared state tells each
+        attempt what the earlier ones got wrong."""
+        self.tree = tree
+        self.session_id = ""
+        self.result: RunResult | None = None
+        self.error: str | None = None
+
+
+class Swarm:
+    """Runs one goal with several workers; see the module docstring."""
+
+    def __init__(
+        self,
+        provider: Provider | str,
+        *,
+        workspace: str | Path = ".",
+        config: SwarmConfig | None = None,
+        agent_config: AgentConfig | None = None,
+        on_event: SwarmEventHandler | None = None,
+        assume_yes: bool = True,
+        permission_approver: Approver | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self.config = config or SwarmConfig()
+        self.agent_config = agent_config or AgentConfig()
+        self.provider = (
+            create_provider(provider, base_url=base_url, api_key=api_key)
+            if isinstance(provider, str)
+            else provider
+        )
+        self.workspace = Path(workspace).resolve()
+        self.on_event = on_event
+        self.assume_yes = assume_yes
+        """Workers approve every call that would need asking (their worktree is theirs);
+        deny rules and the plan permission mode still refuse."""
+        self.permission_approver = permission_approver
+        self.session_root = self.agent_config.session_dir or default_session_root()
+        self.shared = SharedContextState()
+        self.economics = SharedEconomicsState(self.config.global_doom_threshold)
+        self.engine = SharedContextEngine(self.shared, self.economics)
+        self._agents: list[Agent] = []
+        self._doom_reported: set[str] = set()
+        self._cancelled = False
+        self._verify = ""
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _emit(self, event: SwarmEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _update(
+        self, subtask: Subtask, state: WorkerState, attempt: int = 1, **fields: Any
+    ) -> None:
+        self._emit(WorkerUpdate(subtask.worker_id, state, subtask.title, attempt, **fields))
+
+    def cancel(self) -> None:
+        """Stop every running worker before its next turn; start no more."""
+        self._cancelled = True
+        for agent in self._agents:
+            agent.cancel()
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def run_sync(self, goal: str) -> SwarmResult:
+        return asyncio.run(self.run(goal))
+
+    async def run(self, goal: str) -> SwarmResult:
+        """Plan, work, gate, merge and check `goal`. Raises `ConfigurationError` before any
+        model call when the workspace cannot host a swarm or no check command is known."""
+        started = time.monotonic()
+        repo = open_repo(self.workspace)
+        verify = self.config.verify_command or runnable_test_command(detect_profile(repo.root))
+        if not verify:
+            raise ConfigurationError(
+                "the swarm needs a check command for its quality gate and its final check, and "
+                f"none was detected in {repo.root}; give one with --verify CMD"
+            )
+        self._verify = verify
+        self.engine.goal = goal
+        run_id = uuid.uuid4().hex[:8]
+        root_id = f"swarm-{run_id}"
+        limits = self.agent_config
+        self.ledger = BudgetLedger(
+            Amount(limits.max_total_tokens, limits.max_budget_usd),
+            LedgerPolicy(reserve_share=0.0, min_tokens=1),
+        )
+        files = (await repo.arun("ls-files")).output.splitlines()
+        self._emit(SwarmUpdate(SwarmStage.PLANNING, goal))
+        try:
+            subtasks = await self._plan(goal, files, repo.root, root_id)
+        except PlanError as error:
+            return self._finish(goal, root_id, [], verify, None, error.message, started)
+        outcomes = {
+            s.worker_id: WorkerOutcome(s.worker_id, s.title, s.task, s.files, WorkerState.FAILED)
+            for s in subtasks
+        }
+        for subtask in subtasks:
+            self._update(subtask, WorkerState.PLANNED, files=subtask.files)
+        pool = WorktreePool(repo, run_id)
+        self.economics.on_global_doom_loop(self._global_doom_loop)
+        try:
+            head = repo.out("rev-parse", "HEAD")
+            parallel = asyncio.Semaphore(self.config.workers)
+            waiting = list(subtasks)
+
+            async def first_round(subtask: Subtask) -> _Attempt | None:
+                async with parallel:
+                    waiting.remove(subtask)
+                    return await self._until_gate(
+                        subtask,
+                        head,
+                        pool,
+                        root_id,
+                        verify,
+                        outcomes[subtask.worker_id],
+                        sharers=len(waiting) + 1,
+                    )
+
+            passed = await asyncio.gather(*(first_round(s) for s in subtasks))
+            for subtask, attempt in zip(subtasks, passed, strict=True):
+                if attempt is not None:
+                    await self._merge(
+                        subtask, attempt, repo, pool, root_id, verify, outcomes[subtask.worker_id]
+                    )
+            final = await run_check(verify, repo.root, self.config.verify_timeout_s)
+            self._emit(SwarmUpdate(SwarmStage.FINAL_VERIFY, final.summary(), passed=final.passed))
+        finally:
+            for tree in pool.worktrees:
+                keep = any(o.branch == tree.branch for o in outcomes.values())
+                await pool.remove(tree, keep_branch=keep)
+            await pool.close()
+        workers = [outcomes[s.worker_id] for s in subtasks]
+        unmerged = [w.worker_id for w in workers if w.state is not WorkerState.MERGED]
+        problem = None
+        if unmerged:
+            problem = f"not merged: {', '.join(unmerged)}"
+        elif not final.passed:
+            problem = "the merged result fails the check"
+        return self._finish(goal, root_id, workers, verify, final, problem, started)
+
+    def _finish(
+        self,
+        goal: str,
+        root_id: str,
+        workers: list[WorkerOutcome],
+        verify: str | None,
+        final: CheckOutcome | None,
+        error: str | None,
+        started: float,
+    ) -> SwarmResult:
+        costs = [agent.economics.cost_usd for agent in self._agents]
+        result = SwarmResult(
+            goal=goal,
+            session_id=root_id,
+            success=error is None and final is not None and final.passed,
+            workers=workers,
+            verify_command=verify,
+            final_check=final,
+            error=error,
+            tokens=sum(agent.economics.incremental_tokens for agent in self._agents),
+            cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+            duration_s=time.monotonic() - started,
+            global_doom_loops=[loop.describe() for loop in self.economics.global_doom_loops()],
+        )
+        self._record_outcome(result)
+        self._emit(SwarmUpdate(SwarmStage.FINISHED, result.summary(), passed=result.success))
+        return result
+
+    def _record_outcome(self, result: SwarmResult) -> None:
+        """The swarm's outcome replaces the planning turn's on the root record."""
+        store = SessionStore(self.session_root)
+        try:
+            reason = FinishReason.COMPLETED if result.success else FinishReason.VERIFICATION_FAILED
+            if not result.workers:
+                reason = FinishReason.INTERNAL_ERROR
+            store.record_outcome(
+                result.session_id,
+                reason.value,
+                result.summary(),
+                None if result.success else result.error,
+            )
+        except Exception:  # the root record may not exist (the planning call never ran)
+            pass
+        finally:
+            store.close()
+
+    # -- planning ----------------------------------------------------------------------------
+
+    async def _plan(self, goal: str, files: list[str], root: Path, root_id: str) -> list[Subtask]:
+        task = planning_task(goal, files)
+        reply = await self._planning_call(task, root, root_id, None)
+        try:
+            return parse_plan(reply, max_subtasks=self.config.max_subtasks)
+        except PlanError as error:
+            self._emit(SwarmUpdate(SwarmStage.PLAN_RETRY, error.message))
+            retry = f"{task}\n\n{RETRY_NOTE.format(problem=error.message)}"
+        reply = await self._planning_call(retry, root, f"{root_id}-plan2", root_id)
+        try:
+            return parse_plan(reply, max_subtasks=self.config.max_subtasks)
+        except PlanError as error:
+            raise PlanError(
+                f"the plan could not be read, twice: {error.message}. Try a stronger model, or "
+                "a goal stated more precisely",
+                error.reply,
+            ) from None
+
+    async def _planning_call(
+        self, task: str, root: Path, session_id: str, parent_id: str | None
+    ) -> str:
+        config = self.agent_config.model_copy(
+            update={
+                "mode": ModeName.ASK,
+                "system_prompt": PLANNER_PROMPT.format(max_subtasks=self.config.max_subtasks),
+                "verify": False,
+                "max_iterations": 1,
+                "session_dir": self.session_root,
+            }
+        )
+        agent = Agent(
+            self.provider,
+            workspace=root,
+            tools=[],
+            config=config,
+            on_event=lambda event: self._emit(WorkerEvent(PLANNER_ID, 1, event)),
+            assume_yes=self.assume_yes,
+        )
+        self._agents.append(agent)
+        result = await agent.run(task, session_id=session_id, parent_session_id=parent_id)
+        self.ledger.charge(
+            Amount(agent.economics.incremental_tokens, agent.economics.cost_usd or 0.0)
+        )
+        if not result.success and not result.final_text.strip():
+            raise PlanError(
+                f"the planning turn ended {result.finish_reason.value}: "
+                f"{result.error or 'no plan was written'}"
+            )
+        return result.final_text
+
+    # -- workers -----------------------------------------------------------------------------
+
+    def _global_doom_loop(self, loop: GlobalDoomLoop) -> None:
+        self._emit(SwarmUpdate(SwarmStage.GLOBAL_DOOM_LOOP, loop.describe()))
+
+    def _blocked(self, subtask: Subtask) -> str | None:
+        """Why no further attempt of `subtask` may start, or None."""
+        if self._cancelled:
+            return "the swarm was cancelled"
+        loops = self.economics.global_doom_loops()
+        if loops:
+            return f"not started: a global doom loop stops new work ({loops[0].describe()})"
+        return None
+
+    async def _until_gate(
+        self,
+        subtask: Subtask,
+        base: str,
+        pool: WorktreePool,
+        root_id: str,
+        verify: str,
+        outcome: WorkerOutcome,
+        *,
+        sharers: int,
+        note: str = "",
+        first_attempt: int = 1,
+    ) -> _Attempt | None:
+        """Attempts of `subtask` from `base` until one passes the gate (returned) or the
+        retries run out (None; `outcome` says why)."""
+        last = first_attempt + self.config.gate_retries
+        for number in range(first_attempt, last + 1):
+            blocked = self._blocked(subtask)
+            if blocked is not None:
+                outcome.state = WorkerState.SKIPPED if outcome.attempts == 0 else WorkerState.FAILED
+                outcome.error = blocked
+                self._update(subtask, outcome.state, number, detail=blocked)
+                return None
+            attempt = await self._attempt(
+                subtask, number, base, pool, root_id, outcome, sharers, note
+            )
+            sharers = 1
+            if attempt.error is not None:  # the worker itself did not finish: not retried
+                self.shared.record_failure(attempt.name, subtask.task, attempt.error)
+                self._failed(subtask, attempt, outcome, attempt.error)
+                return None
+            gate = await run_check(verify, attempt.tree.path, self.config.verify_timeout_s)
+            if gate.passed:
+                self._update(subtask, WorkerState.GATE_PASSED, number, detail=gate.summary())
+                return attempt
+            self.shared.record_failure(
+                attempt.name,
+                subtask.task,
+                f"the check `{verify}` failed after this change ({gate.summary()}):\n"
+                f"{gate.output[-1500:]}",
+            )
+            self._update(subtask, WorkerState.GATE_FAILED, number, detail=gate.summary())
+            if number == last:
+                self._failed(subtask, attempt, outcome, f"failed the check: {gate.summary()}")
+                return None
+            await pool.remove(attempt.tree, keep_branch=False)
+        return None
+
+    def _failed(
+        self, subtask: Subtask, attempt: _Attempt, outcome: WorkerOutcome, why: str
+    ) -> None:
+        outcome.state = WorkerState.FAILED
+        outcome.error = why
+        outcome.branch = attempt.tree.branch
+        self._update(
+            subtask,
+            WorkerState.FAILED,
+            attempt.number,
+            detail=f"{why}; its work is kept on branch {attempt.tree.branch}",
+            branch=attempt.tree.branch,
+        )
+
+    async def _attempt(
+        self,
+        subtask: Subtask,
+        number: int,
+        base: str,
+        pool: WorktreePool,
+        root_id: str,
+        outcome: WorkerOutcome,
+        sharers: int,
+        note: str,
+    ) -> _Attempt:
+        name = subtask.worker_id if number == 1 else f"{subtask.worker_id}-{number}"
+        tree = await pool.create(name, base)
+        attempt = _Attempt(subtask, number, name, tree)
+        attempt.session_id = f"{root_id}-{name}"
+        outcome.attempts = number
+        outcome.session_ids.append(attempt.session_id)
+        self._update(
+            subtask,
+            WorkerState.STARTED,
+            number,
+            branch=tree.branch,
+            session_id=attempt.session_id,
+        )
+        try:
+            reservation = self.ledger.reserve(attempt.session_id, sharers=sharers)
+        except AllocationRefused as refused:
+            attempt.error = f"no budget left for this worker: {refused.message}"
+            return attempt
+        agent = self._worker_agent(attempt, reservation)
+        tracker = self._watch(agent, attempt)
+        try:
+            task = subtask.task if not note else f"{subtask.task}\n\n{note}"
+            result = await agent.run(task, session_id=attempt.session_id, parent_session_id=root_id)
+        finally:
+            spent = Amount(agent.economics.incremental_tokens, agent.economics.cost_usd or 0.0)
+            self.ledger.settle(reservation, spent)
+        attempt.result = result
+        if not result.success:
+            attempt.error = _why_stopped(result, tracker)
+        await pool.commit(tree, f"swarm {subtask.worker_id}: {subtask.title}")
+        outcome.changed_files = await pool.changed_files(tree)
+        return attempt
+
+    def _worker_agent(self, attempt: _Attempt, reservation: Reservation) -> Agent:
+        subtask, number = attempt.subtask, attempt.number
+        prompt = self.engine.build_worker_system_prompt(
+            WorkerTask(
+                description=subtask.task,
+                worker_id=attempt.name,
+                task_id=subtask.worker_id,
+                files=subtask.files,
+                verify=self._verify,
+                attempt=number,
+            )
+        )
+        budget = self.config.worker_budget
+        granted = reservation.granted
+        tokens = min(granted.tokens or budget.max_tokens, budget.max_tokens)
+        config = self.agent_config.model_copy(
+            update={
+                "mode": ModeName.REACT
+                if self.agent_config.mode is ModeName.ASK
+                else self.agent_config.mode,
+                "system_prompt": prompt,
+                "verify": False,  # the quality gate is the check
+                "max_iterations": min(self.agent_config.max_iterations, budget.max_iterations),
+                "max_total_tokens": tokens,
+                "max_budget_usd": granted.usd,
+                "session_dir": self.session_root,
+            }
+        )
+        agent = Agent(
+            self.provider,
+            workspace=attempt.tree.path,
+            config=config,
+            on_event=lambda event: self._emit(WorkerEvent(subtask.worker_id, number, event)),
+            permission_approver=self.permission_approver,
+            assume_yes=self.assume_yes,
+        )
+        self._agents.append(agent)
+        if self._cancelled:
+            agent.cancel()
+        return agent
+
+    def _watch(self, agent: Agent, attempt: _Attempt) -> WorkerBudgetTracker:
+        """A tracker fed every tool call of `agent`: a local doom loop, or a call the swarm
+        flagged as a global one, stops the worker; another worker's global loop is told."""
+        tracker = WorkerBudgetTracker(
+            attempt.name, self.config.worker_budget, self.economics, task=attempt.subtask.worker_id
+        )
+        told: set[str] = set()
+
+        def watch(event: HookEvent, payload: HookPayload) -> HookOutcome | None:
+            verdict = tracker.record_tool_call(
+                payload.tool_name or "", dict(payload.tool_args or {})
+            )
+            if verdict.local_doom_loop:
+                return HookOutcome.halt(
+                    f"local doom loop: {payload.tool_name} was called "
+                    f"{self.config.worker_budget.doom_loop_threshold} times in a row with the "
+                    "same arguments"
+                )
+            if verdict.global_doom_loop:
+                return HookOutcome.halt(
+                    f"global doom loop: {payload.tool_name} with these arguments was called "
+                    f"more than {self.config.global_doom_threshold} times across the swarm"
+                )
+            fresh = [
+                loop for loop in self.economics.global_doom_loops() if loop.fingerprint not in told
+            ]
+            if fresh:
+                told.update(loop.fingerprint for loop in fresh)
+                return HookOutcome.inject(self.economics.notice())
+            return None
+
+        agent.hooks.add(HookEvent.PRE_TOOL_USE, watch, name="swarm-worker-budget")
+        return tracker
+
+    # -- merging -----------------------------------------------------------------------------
+
+    async def _merge(
+        self,
+        subtask: Subtask,
+        attempt: _Attempt,
+        repo: Repo,
+        pool: WorktreePool,
+        root_id: str,
+        verify: str,
+        outcome: WorkerOutcome,
+    ) -> None:
+        retries = self.config.conflict_retries
+        while True:
+            merged = await merge_branch(
+                repo, attempt.tree.branch, f"swarm: merge {subtask.worker_id} ({subtask.title})"
+            )
+            if merged.merged:
+                outcome.state = WorkerState.MERGED
+                outcome.branch = None
+                outcome.error = None
+                self._update(
+                    subtask, WorkerState.MERGED, attempt.number, branch=attempt.tree.branch
+                )
+                return
+            conflict = (
+                f"conflict in {', '.join(merged.conflicts)}"
+                if merged.conflicts
+                else f"merge failed: {merged.detail}"
+            )
+            self._update(
+                subtask,
+                WorkerState.CONFLICT,
+                attempt.number,
+                files=tuple(merged.conflicts),
+                detail=conflict,
+                branch=attempt.tree.branch,
+            )
+            self.shared.record_failure(
+                attempt.name,
+                subtask.task,
+                f"its branch could not be merged with the work merged before it: {conflict}",
+            )
+            if retries <= 0:
+                self._failed(subtask, attempt, outcome, conflict)
+                return
+            retries -= 1
+            await pool.remove(attempt.tree, keep_branch=False)
+            note = (
+                "An earlier attempt at this subtask conflicted with work other engineers merged "
+                f"first ({conflict}). You start from the code with their work in it: make "
+                "your change fit it, and keep their changes."
+            )
+            head = await asyncio.to_thread(repo.out, "rev-parse", "HEAD")
+            retried = await self._until_gate(
+                subtask,
+                head,
+                pool,
+                root_id,
+                verify,
+                outcome,
+                sharers=1,
+                note=note,
+                first_attempt=attempt.number + 1,
+            )
+            if retried is None:
+                return
+            attempt = retried
+
+
+def _why_stopped(result: RunResult, tracker: WorkerBudgetTracker) -> str:
+    return f"the worker stopped ({result.finish_reason.value}): {result.error or 'no reason given'}"
+
+
+__all__ = ["Swarm", "SwarmConfig", "SwarmResult", "WorkerOutcome"]
