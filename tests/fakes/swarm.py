@@ -85,8 +85,10 @@ class SwarmModel:
 
     def step(self, system: str, turns: int) -> Step:
         if PLANNER_MARK in system:
-            text = self.plan_text if self.plan_text is not None else json.dumps(
-                {"subtasks": list(self.plan)}
+            text = (
+                self.plan_text
+                if self.plan_text is not None
+                else json.dumps({"subtasks": list(self.plan)})
             )
             return Step(text=text)
         found = re.search(r"^Subtask id: (\S+)$", system, flags=re.MULTILINE)

@@ -1,6 +1,7 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
 `run_cmd` (run, resume, fork), `changes_cmd` (undo, diff), `sessions_cmd`, `usage_cmd`,
-`rules_cmd`, `lsp_cmd`, `mcp_list_cmd`; shared options in `options`, exit codes in `exits`."""
+`rules_cmd`, `lsp_cmd`, `mcp_list_cmd`, `swarm_cmd`; shared options in `options`, exit codes in
+`exits`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from journeyman.cli.mcp_list_cmd import mcp_list_cmd
 from journeyman.cli.rules_cmd import rules
 from journeyman.cli.run_cmd import fork, resume, run
 from journeyman.cli.sessions_cmd import sessions_app
+from journeyman.cli.swarm_cmd import swarm
 from journeyman.cli.usage_cmd import usage
 from journeyman.session.database import StoreDamagedError
 
@@ -56,7 +58,7 @@ def main_options(
     """journeyman command line."""
 
 
-for command in (run, resume, fork, undo, diff, usage):
+for command in (run, resume, fork, swarm, undo, diff, usage):
     app.command()(command)
 mcp_app.command("list")(mcp_list_cmd)
 app.command()(rules)

@@ -114,9 +114,8 @@ def open_repo(workspace: Path) -> Repo:
             f"the repository at {repo.root} has no commit yet; workers start from HEAD. "
             "Commit the current files first (`git add -A && git commit -m start`)"
         )
-    status = repo.out("status", "--porcelain", "--untracked-files=no")
-    if status:
-        files = [line[3:] for line in status.splitlines()]
+    files = repo.out("diff", "--name-only", "HEAD").splitlines()  # staged or not
+    if files:
         shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
         raise ConfigurationError(
             f"the repository at {repo.root} has uncommitted changes ({shown}); the swarm "

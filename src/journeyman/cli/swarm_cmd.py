@@ -1,0 +1,280 @@
+"""`journeyman swarm`: one goal, a planning turn, several workers in git worktrees, merged
+back and checked (`swarm.orchestrator.Swarm`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from journeyman.cli.exits import (
+    EXIT_CANCELLED,
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    fail,
+)
+from journeyman.cli.options import (
+    AllowNetworkOpt,
+    BaseUrlOpt,
+    BudgetModeOpt,
+    EditToolOpt,
+    MaxBudgetOpt,
+    MaxDurationOpt,
+    MaxIterationsOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    OutputFormat,
+    OutputOpt,
+    PermissionModeOpt,
+    PricePerMtokOpt,
+    ProjectHooksOpt,
+    ProviderOpt,
+    SandboxOpt,
+    SessionDirOpt,
+    ToolFormatOpt,
+    ToolTimeoutOpt,
+    VerifyTimeoutOpt,
+    WorkspaceOpt,
+    given_limits,
+)
+from journeyman.cli.terminal import printable, printable_json
+from journeyman.core.errors import ConfigurationError
+from journeyman.loop.config_file import load_config
+from journeyman.session.redact import Redactor
+
+if TYPE_CHECKING:
+    from journeyman.swarm.orchestrator import SwarmResult
+    from journeyman.swarm.progress import SwarmEvent
+
+WorkersOpt = Annotated[
+    int,
+    typer.Option("--workers", min=1, max=32, help="Workers running at the same time (default 3)."),
+]
+SwarmVerifyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--verify",
+        metavar="CMD",
+        help="Shell command that checks the work, exit code 0 passing: the quality gate of "
+        "each worker (run in its worktree) and the final check of the merged result. Default: "
+        "the test command detected in the workspace; without one, --verify is required.",
+    ),
+]
+SwarmYesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes/--ask",
+        "-y",
+        help="Workers may edit and run commands in their worktrees without asking (deny rules "
+        "and the plan permission mode still refuse). Workers cannot ask you: with --ask, calls "
+        "that need approval are refused.",
+    ),
+]
+
+
+class SwarmRenderer:
+    """Swarm progress: a line per worker state change (text), every event as a JSON line with
+    its worker id (stream-json), or nothing until the result (json)."""
+
+    def __init__(self, fmt: OutputFormat) -> None:
+        self.fmt = fmt
+        self._redact = Redactor()
+
+    def __call__(self, event: SwarmEvent) -> None:
+        from journeyman.swarm.progress import WorkerEvent, describe, swarm_event_to_dict
+
+        if self.fmt is OutputFormat.STREAM_JSON:
+            line = json.dumps(swarm_event_to_dict(event), ensure_ascii=False, default=str)
+            self._write(printable_json(self._redact(line)))
+        elif self.fmt is OutputFormat.TEXT and not isinstance(event, WorkerEvent):
+            self._write(printable(self._redact(describe(event))))
+
+    def final(self, result: SwarmResult) -> None:
+        data = result.to_dict()
+        if self.fmt is OutputFormat.TEXT:
+            self._write(self._text_summary(result))
+            return
+        if self.fmt is OutputFormat.STREAM_JSON:  # like every line of the stream
+            data = {"type": data.pop("type"), "worker_id": None, **data}
+        line = json.dumps(data, ensure_ascii=False, default=str)
+        self._write(printable_json(self._redact(line)))
+
+    def _text_summary(self, result: SwarmResult) -> str:
+        lines = ["", f"swarm {result.session_id}: {result.summary()}"]
+        for worker in result.workers:
+            row = f"  {worker.worker_id} {worker.state.value:<7} {worker.title}"
+            if worker.attempts > 1:
+                row += f" ({worker.attempts} attempts)"
+            if worker.error:
+                row += f" — {worker.error}"
+            lines.append(row)
+        for branch in result.kept_branches:
+            lines.append(f"  kept branch {branch} (inspect: git log -p {branch})")
+        if result.final_check is not None and not result.final_check.passed:
+            tail = result.final_check.output.strip().splitlines()[-10:]
+            lines.append("  final check output (end):")
+            lines.extend(f"    {line}" for line in tail)
+        cost = "unknown" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+        lines.append(f"  {result.tokens:,} tokens, {cost}, {result.duration_s:.1f}s")
+        return printable(self._redact("\n".join(lines)))
+
+    @staticmethod
+    def _write(text: str) -> None:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
+def swarm(
+    goal: Annotated[str, typer.Argument(help="What the swarm should achieve, in plain words.")],
+    workspace: WorkspaceOpt = None,
+    workers: WorkersOpt = 3,
+    verify: SwarmVerifyOpt = None,
+    verify_timeout: VerifyTimeoutOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    price_per_mtok: PricePerMtokOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    tool_timeout: ToolTimeoutOpt = None,
+    output_format: OutputOpt = OutputFormat.TEXT,
+    session_dir: SessionDirOpt = None,
+    permission_mode: PermissionModeOpt = None,
+    yes: SwarmYesOpt = False,
+    sandbox: SandboxOpt = None,
+    edit_tool: EditToolOpt = None,
+    allow_network: AllowNetworkOpt = False,
+    project_hooks: ProjectHooksOpt = False,
+) -> None:
+    """Split GOAL into subtasks with one planning turn, work on them in parallel, and merge the
+    results.
+
+    The workspace must be a git repository with at least one commit and no uncommitted
+    changes to tracked files (a folder that is not a repository is refused: run `git init`,
+    `git add -A` and `git commit` first; untracked files are left alone and workers do not see
+    them). Each worker is an agent in its own git worktree, on its own branch off HEAD, with
+    what the other workers got wrong in its system prompt. Its work passes the quality gate
+    (--verify in its worktree; a failure is shared with the swarm and the subtask tried once
+    more), then the passing branches are merged into the current branch in plan order. A
+    merge conflict is reported with its files and the subtask tried once more on top of the
+    merged result; never overwritten. A final check runs --verify on the merged result.
+    Branches of failed subtasks are kept (named in the output); worktrees are removed.
+
+    Limits: --max-budget-usd and --max-total-tokens cap the whole swarm (each worker gets an
+    allocation from them); --max-iterations caps each worker (at most 50). A worker that makes
+    the same call 3 times in a row is stopped; a call repeated more than 10 times across
+    workers stops them all and no more work is started.
+
+    Exit status: 0 when every subtask was merged and the final check passed; 1 otherwise; 2
+    bad input (not a repository, uncommitted changes, no check command, bad options); 130
+    cancelled.
+    """
+    limits = given_limits(
+        max_iterations,
+        max_budget_usd,
+        max_total_tokens,
+        max_duration,
+        budget_mode,
+        tool_timeout,
+        price_per_mtok,
+    )
+    root = (workspace or Path(".")).resolve()
+    if not root.is_dir():
+        fail(EXIT_CONFIG, f"workspace {root} is not a directory")
+    try:
+        loaded = load_config(root, project_hooks=project_hooks)
+        config = loaded.build(
+            **limits,
+            session_dir=session_dir,
+            permission_mode=permission_mode,
+            sandbox=sandbox,
+            edit_tool=edit_tool,
+            allow_network=True if allow_network else None,
+            verify_timeout_s=verify_timeout,
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    for item in loaded.ignored:
+        typer.echo(f"journeyman: warning: {item.message}", err=True)
+    code, message = _run(
+        goal,
+        root,
+        config_values={"agent_config": config},
+        provider_settings={
+            "provider": provider,
+            "model": model,
+            "base_url": base_url,
+            "tool_format": tool_format,
+        },
+        swarm_settings={
+            "workers": workers,
+            "verify_command": verify,
+            "verify_timeout_s": config.verify_timeout_s,
+        },
+        output_format=output_format,
+        assume_yes=yes,
+    )
+    if code != EXIT_OK:
+        fail(code, message)
+    raise typer.Exit(EXIT_OK)
+
+
+def _run(
+    goal: str,
+    root: Path,
+    *,
+    config_values: dict[str, Any],
+    provider_settings: dict[str, Any],
+    swarm_settings: dict[str, Any],
+    output_format: OutputFormat,
+    assume_yes: bool,
+) -> tuple[int, str]:
+    """Run the swarm; the exit code and the one-line reason of a failure."""
+    # the agent, the providers and git work load only when a swarm starts
+    from journeyman.cli.signals import handle_termination_as_interrupt
+    from journeyman.providers.factory import create_provider
+    from journeyman.swarm.orchestrator import Swarm, SwarmConfig
+
+    if not goal.strip():
+        return EXIT_CONFIG, "the goal is empty; say what the swarm should achieve"
+    tool_format = provider_settings.get("tool_format") or "native"
+    if tool_format not in ("native", "text"):
+        return EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}"
+    try:
+        provider = create_provider(
+            provider_settings.get("provider"),
+            provider_settings.get("model"),
+            provider_settings.get("base_url"),
+            tool_format="text" if tool_format == "text" else "native",
+        )
+    except ConfigurationError as error:
+        return EXIT_CONFIG, error.message
+    renderer = SwarmRenderer(output_format)
+    runner = Swarm(
+        provider,
+        workspace=root,
+        config=SwarmConfig(**swarm_settings),
+        on_event=renderer,
+        assume_yes=assume_yes,
+        **config_values,
+    )
+    handle_termination_as_interrupt()
+    try:
+        result = asyncio.run(runner.run(goal))
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED, "cancelled"
+    except ConfigurationError as error:
+        return EXIT_CONFIG, error.message
+    renderer.final(result)
+    if result.success:
+        return EXIT_OK, ""
+    return EXIT_FAILED, f"the swarm did not succeed: {result.summary()}"

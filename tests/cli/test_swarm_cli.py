@@ -1,0 +1,184 @@
+"""`journeyman swarm` end to end: the CLI in a subprocess, a small git repository, and the fake
+OpenAI server answering the planner and every worker by the content of its request."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.swarm import (
+    Step,
+    SwarmModel,
+    WorkerScript,
+    by_attempt,
+    git,
+    git_repo,
+    openai_reply,
+    repeat_forever,
+    system_of,
+    write_then_finish,
+)
+from tests.support.cli import clean_env, jm
+
+NO_BROKEN = "if grep -rn BROKEN --include='*.txt' .; then exit 1; fi"
+"""The check: no text file may say BROKEN."""
+
+
+def swarm(
+    fake: FakeOpenAIServer, tmp_path: Path, repo: Path, *args: str, output: str = "text"
+) -> tuple[int, str, str]:
+    env = clean_env(OPENAI_API_KEY="sk-test-swarm", OPENAI_BASE_URL=fake.base_url)
+    done = jm(
+        "swarm", "make the change", "-w", str(repo), "--model", "gpt-4.1-mini", "--yes",
+        "--sandbox", "local", "--session-dir", str(tmp_path / "sessions"),
+        "--output-format", output, *args,
+        env=env, timeout=120,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def subtask(name: str, files: list[str]) -> dict[str, object]:
+    return {"title": f"update {name}", "task": f"Update {name}.", "files": files}
+
+
+def worker_requests(fake: FakeOpenAIServer, worker: str) -> list[str]:
+    """System prompts of the requests of one attempt's worker (`w2`, `w2-2`)."""
+    return [
+        system
+        for request in fake.requests
+        if re.search(rf"^Worker: {re.escape(worker)}$", system := system_of(request), re.M)
+    ]
+
+
+def test_three_workers_and_one_learns_from_a_recorded_failure(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n", "b.txt": "old\n", "c.txt": "old\n"})
+    model = SwarmModel(
+        [subtask("a", ["a.txt"]), subtask("b", ["b.txt"]), subtask("c", ["c.txt"])],
+        {
+            "w1": write_then_finish("a.txt", "new a\n"),
+            "w2": by_attempt(
+                write_then_finish("b.txt", "BROKEN b\n"), write_then_finish("b.txt", "new b\n")
+            ),
+            "w3": write_then_finish("c.txt", "new c\n"),
+        },
+    )
+    fake_openai.default = openai_reply(model)
+    code, out, err = swarm(fake_openai, tmp_path, repo, "--workers", "3", "--verify", NO_BROKEN)
+    assert code == 0, out + err
+    for line in (
+        "[w1] planned — update a — files: a.txt",
+        "[w2] gate failed — exited with status 1: ./b.txt:1:BROKEN b",
+        "[w2] gate passed (attempt 2)",
+        "[w1] merged",
+        "[w2] merged (attempt 2)",
+        "[w3] merged",
+        "swarm: final check passed",
+    ):
+        assert line in out, out
+    # the second attempt's prompt carries the failure the first one recorded
+    (retried, *_) = worker_requests(fake_openai, "w2-2")
+    assert "./b.txt:1:BROKEN b" in retried
+    assert "./b.txt:1:BROKEN b" not in worker_requests(fake_openai, "w1")[0]
+    assert [(repo / f"{n}.txt").read_text() for n in "abc"] == ["new a\n", "new b\n", "new c\n"]
+    # merged in plan order, then worktrees and branches cleaned up
+    merges = git(repo, "log", "--merges", "--format=%s").splitlines()
+    assert [m.split()[2] for m in reversed(merges)] == ["w1", "w2", "w3"]
+    assert git(repo, "branch", "--format=%(refname:short)").split() == ["main"]
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_a_worker_repeating_one_call_trips_the_local_doom_loop(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
+    model = SwarmModel(
+        [subtask("a", ["a.txt"])], {"w1": repeat_forever(("read_file", {"path": "a.txt"}))}
+    )
+    fake_openai.default = openai_reply(model)
+    code, out, err = swarm(fake_openai, tmp_path, repo, "--verify", "true", output="stream-json")
+    assert code == 1, out + err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert all("worker_id" in event for event in events)
+    assert {e["worker_id"] for e in events if e["type"] == "model_response"} == {"planner", "w1"}
+    (failed,) = [e for e in events if e.get("state") == "failed"]
+    assert "local doom loop" in failed["detail"]
+    assert failed["branch"] == failed["detail"].rsplit("branch ", 1)[1]
+    # stopped at the third identical call, not at the iteration limit
+    assert len(worker_requests(fake_openai, "w1")) == 3
+    result = events[-1]
+    assert result["type"] == "swarm_result" and result["success"] is False
+    assert result["kept_branches"] == [failed["branch"]]
+    assert failed["branch"] in git(repo, "branch", "--format=%(refname:short)").split()
+
+
+def test_four_workers_repeating_the_same_call_trip_the_global_doom_loop(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "line\n" * 1000})
+
+    def shared_call_every_other_turn(n: int) -> WorkerScript:
+        """The call every worker makes, never 3 times in a row (no local doom loop), and in
+        between a call of the worker's own that reads something new (no stall either)."""
+
+        def script(attempt: int, turn: int) -> Step:
+            if turn % 2 == 0:
+                return Step(calls=[("read_file", {"path": "a.txt"})])
+            return Step(calls=[("read_file", {"path": "a.txt", "offset": 100 * n + turn})])
+
+        return script
+
+    scripts = {f"w{n}": shared_call_every_other_turn(n) for n in range(1, 5)}
+    model = SwarmModel([subtask(f"part {n}", []) for n in range(1, 5)], scripts)
+    fake_openai.default = openai_reply(model)
+    code, out, err = swarm(fake_openai, tmp_path, repo, "--workers", "4", "--verify", "true")
+    assert code == 1, out + err
+    assert 'swarm: global doom loop: `read_file {"path": "a.txt"}` was called 11 times' in out
+    assert "local doom loop" not in out
+    failed = [line for line in out.splitlines() if re.match(r"\[w\d\] failed", line)]
+    assert len(failed) == 4 and all("global doom loop" in line for line in failed), out
+
+
+def test_a_merge_conflict_is_reported_with_its_files_and_retried_on_the_merged_result(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"shared.txt": "start\n"})
+    model = SwarmModel(
+        [subtask("first", ["shared.txt"]), subtask("second", ["shared.txt"])],
+        {
+            "w1": write_then_finish("shared.txt", "first\n"),
+            "w2": by_attempt(
+                write_then_finish("shared.txt", "second\n"),
+                write_then_finish("shared.txt", "first\nsecond\n"),
+            ),
+        },
+    )
+    fake_openai.default = openai_reply(model)
+    code, out, err = swarm(fake_openai, tmp_path, repo, "--verify", "true")
+    assert code == 0, out + err
+    assert "[w2] conflict — files: shared.txt — conflict in shared.txt" in out
+    assert "[w2] merged (attempt 2)" in out
+    (retried, *_) = worker_requests(fake_openai, "w2-2")
+    assert "conflict in shared.txt" in retried
+    assert (repo / "shared.txt").read_text() == "first\nsecond\n"
+
+
+def test_bad_input_exits_2_before_any_model_call(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    code, _, err = swarm(fake_openai, tmp_path, plain, "--verify", "true")
+    assert code == 2 and "git init" in err
+    dirty = git_repo(tmp_path / "dirty", {"a.txt": "old\n"})
+    (dirty / "a.txt").write_text("changed\n")
+    code, _, err = swarm(fake_openai, tmp_path, dirty, "--verify", "true")
+    assert code == 2 and "uncommitted changes (a.txt)" in err
+    bare = git_repo(tmp_path / "bare", {"a.txt": "old\n"})
+    code, _, err = swarm(fake_openai, tmp_path, bare)
+    assert code == 2 and "--verify" in err
+    assert "Traceback" not in err
+    assert fake_openai.requests == []
