@@ -75,10 +75,18 @@ from journeyman.swarm.progress import (
     WorkerState,
     WorkerUpdate,
 )
-from journeyman.swarm.shared.context_state import SharedContextState
-from journeyman.swarm.shared.economics_state import GlobalDoomLoop, SharedEconomicsState
-from journeyman.swarm.shared.engine import SharedContextEngine, WorkerTask
-from journeyman.swarm.shared.worker_budget import WorkerBudgetConfig, WorkerBudgetTracker
+from journeyman.swarm.shared import (
+    GlobalDoomLoop,
+    SharedContextEngine,
+    SharedContextState,
+    SharedEconomicsState,
+    WorkerBudgetConfig,
+    WorkerBudgetTracker,
+    WorkerTask,
+    attach_worker,
+    call_fingerprint,
+)
+from journeyman.swarm.shared.worker_budget import call_label
 from journeyman.swarm.worktrees import Repo, Worktree, WorktreePool, open_repo
 
 PLANNER_ID = "planner"
@@ -208,6 +216,8 @@ class _Attempt:
         self.session_id = ""
         self.result: RunResult | None = None
         self.error: str | None = None
+        self.recorded = False
+        """Its failure is already in the shared state."""
 
 
 class Swarm:
@@ -484,7 +494,8 @@ class Swarm:
             )
             sharers = 1
             if attempt.error is not None:  # the worker itself did not finish: not retried
-                self.shared.record_failure(attempt.name, subtask.task, attempt.error)
+                if not attempt.recorded:
+                    self.shared.record_failure(attempt.name, subtask.task, attempt.error)
                 self._failed(subtask, attempt, outcome, attempt.error)
                 return None
             gate = await run_check(verify, attempt.tree.path, self.config.verify_timeout_s)
@@ -557,7 +568,8 @@ class Swarm:
             self.ledger.settle(reservation, spent)
         attempt.result = result
         if not result.success:
-            attempt.error = _why_stopped(result, tracker)
+            attempt.error = _why_stopped(result)
+            attempt.recorded = tracker.stop_reason is not None  # attach_worker recorded it
         await pool.commit(tree, f"swarm {subtask.worker_id}: {subtask.title}")
         outcome.changed_files = await pool.changed_files(tree)
         return attempt
@@ -604,37 +616,29 @@ class Swarm:
         return agent
 
     def _watch(self, agent: Agent, attempt: _Attempt) -> WorkerBudgetTracker:
-        """A tracker fed every tool call of `agent`: a local doom loop, or a call the swarm
-        flagged as a global one, stops the worker; another worker's global loop is told."""
+        """A tracker policing `agent` (`attach_worker`): a local doom loop stops the worker, a
+        call the swarm flagged as a global doom loop is refused and the loop told to every
+        worker. A worker that makes a flagged call again after that refusal is stopped."""
         tracker = WorkerBudgetTracker(
             attempt.name, self.config.worker_budget, self.economics, task=attempt.subtask.worker_id
         )
-        told: set[str] = set()
+        attach_worker(agent, tracker, self.shared)
+        refused: set[str] = set()
 
-        def watch(event: HookEvent, payload: HookPayload) -> HookOutcome | None:
-            verdict = tracker.record_tool_call(
-                payload.tool_name or "", dict(payload.tool_args or {})
-            )
-            if verdict.local_doom_loop:
+        def stop_repeats(event: HookEvent, payload: HookPayload) -> HookOutcome | None:
+            fingerprint = call_fingerprint(payload.tool_name or "", payload.tool_args)
+            if not self.economics.is_global_doom_loop(fingerprint):
+                return None
+            if fingerprint in refused:
                 return HookOutcome.halt(
-                    f"local doom loop: {payload.tool_name} was called "
-                    f"{self.config.worker_budget.doom_loop_threshold} times in a row with the "
-                    "same arguments"
+                    f"global doom loop: the worker made a call the swarm flagged (more than "
+                    f"{self.config.global_doom_threshold} times across workers) again after "
+                    f"it was refused: {call_label(payload.tool_name or '', payload.tool_args)}"
                 )
-            if verdict.global_doom_loop:
-                return HookOutcome.halt(
-                    f"global doom loop: {payload.tool_name} with these arguments was called "
-                    f"more than {self.config.global_doom_threshold} times across the swarm"
-                )
-            fresh = [
-                loop for loop in self.economics.global_doom_loops() if loop.fingerprint not in told
-            ]
-            if fresh:
-                told.update(loop.fingerprint for loop in fresh)
-                return HookOutcome.inject(self.economics.notice())
+            refused.add(fingerprint)
             return None
 
-        agent.hooks.add(HookEvent.PRE_TOOL_USE, watch, name="swarm-worker-budget")
+        agent.hooks.add(HookEvent.PRE_TOOL_USE, stop_repeats, name="swarm-global-doom-loop")
         return tracker
 
     # -- merging -----------------------------------------------------------------------------
@@ -707,7 +711,7 @@ class Swarm:
             attempt = retried
 
 
-def _why_stopped(result: RunResult, tracker: WorkerBudgetTracker) -> str:
+def _why_stopped(result: RunResult) -> str:
     return f"the worker stopped ({result.finish_reason.value}): {result.error or 'no reason given'}"
 
 
