@@ -1,0 +1,203 @@
+"""`Swarm` as a library: the plan, the worker sessions under the root record, the budget from
+one ledger, conflicts reported as failures, and work not started after a global doom loop."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.loop.config import AgentConfig
+from journeyman.session.store import SessionStore
+from journeyman.swarm.orchestrator import Swarm, SwarmConfig, SwarmResult
+from journeyman.swarm.planner import PlanError, parse_plan
+from journeyman.swarm.progress import SwarmEvent, WorkerState, WorkerUpdate
+from journeyman.tools.sandbox import SandboxKind
+from tests.fakes.swarm import (
+    RoutedProvider,
+    Step,
+    SwarmModel,
+    by_attempt,
+    git,
+    git_repo,
+    write_then_finish,
+)
+
+
+def subtask(name: str, files: list[str]) -> dict[str, Any]:
+    return {"title": name, "task": f"Update {name}.", "files": files}
+
+
+def run_swarm(
+    tmp_path: Path,
+    model: SwarmModel,
+    files: dict[str, str],
+    *,
+    verify: str = "true",
+    events: list[SwarmEvent] | None = None,
+    swarm_options: dict[str, Any] | None = None,
+    **agent_options: Any,
+) -> tuple[SwarmResult, RoutedProvider, Path]:
+    repo = git_repo(tmp_path / "repo", files)
+    provider = RoutedProvider(model)
+    swarm = Swarm(
+        provider,
+        workspace=repo,
+        config=SwarmConfig(verify_command=verify, **(swarm_options or {})),
+        agent_config=AgentConfig(
+            session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL, **agent_options
+        ),
+        on_event=None if events is None else events.append,
+    )
+    return asyncio.run(swarm.run("the goal")), provider, repo
+
+
+def test_plans_are_read_leniently_and_malformed_ones_say_why() -> None:
+    fenced = (
+        'Here is the plan:\n```json\n{"subtasks": [{"task": "Do a", "files": ["./a.py"]}]}\n```'
+    )
+    (only,) = parse_plan(fenced)
+    assert (only.worker_id, only.title, only.files) == ("w1", "Do a", ("a.py",))
+    assert [s.task for s in parse_plan('[{"task": "x"}, "y"]')] == ["x", "y"]
+    with pytest.raises(PlanError, match="no JSON object"):
+        parse_plan("I would split it in two.")
+    with pytest.raises(PlanError, match="subtask 1: task"):
+        parse_plan('{"subtasks": [{"files": []}]}')
+    with pytest.raises(PlanError, match="at most 2"):
+        parse_plan('{"subtasks": ["a", "b", "c"]}', max_subtasks=2)
+
+
+def test_a_malformed_plan_is_asked_for_once_more_then_reported(tmp_path: Path) -> None:
+    answers = iter(["not a plan", "still not a plan"])
+    model = SwarmModel([], {})
+    model.step = lambda system, turns: Step(text=next(answers))  # type: ignore[method-assign]
+    result, provider, _ = run_swarm(tmp_path, model, {"a.txt": "a\n"})
+    assert not result.success and result.workers == []
+    assert result.error is not None and "could not be read, twice" in result.error
+    assert len(provider.requests) == 2
+    assert "could not be used as a plan: the reply holds no JSON" in str(
+        provider.requests[1].messages[-1].content
+    )
+
+
+def test_worker_sessions_hang_under_the_root_record(tmp_path: Path) -> None:
+    model = SwarmModel(
+        [subtask("a", ["a.txt"]), subtask("b", ["b.txt"])],
+        {"w1": write_then_finish("a.txt", "A\n"), "w2": write_then_finish("b.txt", "B\n")},
+    )
+    result, provider, _ = run_swarm(tmp_path, model, {"a.txt": "a\n", "b.txt": "b\n"})
+    assert result.success, result.summary()
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        children = sorted(
+            s.record.id for s in store.list_sessions() if s.record.parent_id == result.session_id
+        )
+        root = store.summary(result.session_id)
+    finally:
+        store.close()
+    assert children == [f"{result.session_id}-w1", f"{result.session_id}-w2"]
+    assert root.finish_reason == "completed" and "2 of 2 subtasks merged" in root.final_text
+    # every worker's prompt opens with the same bytes (providers' prompt caches hit)
+    first, second = {r.system for r in provider.requests if "Subtask id:" in r.system}
+    shared = next(i for i, (x, y) in enumerate(zip(first, second, strict=False)) if x != y)
+    assert first[:shared].endswith("## The swarm's goal\nthe goal\n\n## Your subtask\nWorker: w")
+
+
+def test_the_root_budget_caps_the_whole_swarm(tmp_path: Path) -> None:
+    def keep_reading(attempt: int, turn: int) -> Step:  # something new every turn: no stall
+        return Step(calls=[("read_file", {"path": "a.txt", "offset": turn + 1, "limit": 1})])
+
+    model = SwarmModel(
+        [subtask(n, []) for n in "abc"], dict.fromkeys(("w1", "w2", "w3"), keep_reading)
+    )
+    result, provider, _ = run_swarm(
+        tmp_path, model, {"a.txt": "line\n" * 1000}, max_total_tokens=1_000
+    )
+    assert not result.success
+    assert {w.error is not None and "max_tokens" in w.error for w in result.workers} == {True}
+    # 60 tokens a reply: the planner's and the workers' together stay within the cap, give or
+    # take the one reply each worker makes after reaching its allocation
+    assert len(provider.requests) * 60 <= 1_000 + 3 * 60
+    assert result.tokens <= 1_000 + 3 * 60
+
+
+def test_a_conflict_without_retries_is_reported_failed_and_its_branch_kept(
+    tmp_path: Path,
+) -> None:
+    model = SwarmModel(
+        [subtask("one", ["s.txt"]), subtask("two", ["s.txt"])],
+        {"w1": write_then_finish("s.txt", "one\n"), "w2": write_then_finish("s.txt", "two\n")},
+    )
+    events: list[SwarmEvent] = []
+    result, _, repo = run_swarm(
+        tmp_path,
+        model,
+        {"s.txt": "start\n"},
+        events=events,
+        swarm_options={"conflict_retries": 0},
+    )
+    assert not result.success
+    failed = result.workers[1]
+    assert failed.state is WorkerState.FAILED and failed.error == "conflict in s.txt"
+    assert (repo / "s.txt").read_text() == "one\n"  # the first merge stands, nothing overwritten
+    assert git(repo, "status", "--porcelain") == ""
+    assert result.kept_branches == [failed.branch]
+    assert git(repo, "show", f"{failed.branch}:s.txt") == "two\n"
+    conflicts = [
+        e for e in events if isinstance(e, WorkerUpdate) and e.state is WorkerState.CONFLICT
+    ]
+    assert [(e.worker_id, e.files) for e in conflicts] == [("w2", ("s.txt",))]
+
+
+def test_no_work_starts_after_a_global_doom_loop(tmp_path: Path) -> None:
+    same = ("read_file", {"path": "a.txt"})
+
+    def alternate(n: int) -> Any:
+        def script(attempt: int, turn: int) -> Step:
+            if turn % 2 == 0:
+                return Step(calls=[same])
+            return Step(calls=[("read_file", {"path": "a.txt", "offset": 100 * n + turn})])
+
+        return script
+
+    model = SwarmModel(
+        [subtask(f"p{n}", []) for n in range(1, 6)], {f"w{n}": alternate(n) for n in range(1, 6)}
+    )
+    result, _, _ = run_swarm(
+        tmp_path,
+        model,
+        {"a.txt": "line\n" * 1000},
+        swarm_options={"workers": 4, "global_doom_threshold": 6},
+    )
+    states = [w.state for w in result.workers]
+    assert states[:4] == [WorkerState.FAILED] * 4
+    assert states[4] is WorkerState.SKIPPED
+    assert result.global_doom_loops and "a.txt" in result.global_doom_loops[0]
+
+
+def test_gate_failure_is_retried_with_the_recorded_failure_in_the_prompt(tmp_path: Path) -> None:
+    model = SwarmModel(
+        [subtask("a", ["a.txt"])],
+        {
+            "w1": by_attempt(
+                write_then_finish("a.txt", "BROKEN\n"), write_then_finish("a.txt", "ok\n")
+            )
+        },
+    )
+    result, provider, repo = run_swarm(
+        tmp_path, model, {"a.txt": "a\n"}, verify="! grep -n BROKEN a.txt"
+    )
+    assert result.success and result.workers[0].attempts == 2
+    retried = next(r.system for r in provider.requests if "Attempt: 2" in r.system)
+    assert "1:BROKEN" in retried
+    assert (repo / "a.txt").read_text() == "ok\n"
+
+
+def test_a_workspace_without_a_check_is_refused(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    swarm = Swarm(RoutedProvider(SwarmModel([], {})), workspace=repo)
+    with pytest.raises(ConfigurationError, match="--verify"):
+        asyncio.run(swarm.run("goal"))
