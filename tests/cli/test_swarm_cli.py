@@ -182,3 +182,16 @@ def test_bad_input_exits_2_before_any_model_call(
     assert code == 2 and "--verify" in err
     assert "Traceback" not in err
     assert fake_openai.requests == []
+
+
+def test_json_output_is_the_result_alone(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
+    model = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "new\n")})
+    fake_openai.default = openai_reply(model)
+    code, out, err = swarm(fake_openai, tmp_path, repo, "--verify", "true", output="json")
+    assert code == 0, out + err
+    result = json.loads(out)
+    assert result["success"] is True and result["final_check"]["passed"] is True
+    (worker,) = result["workers"]
+    assert (worker["state"], worker["changed_files"]) == ("merged", ["a.txt"])
+    assert worker["session_ids"] == [f"{result['session_id']}-w1"]
