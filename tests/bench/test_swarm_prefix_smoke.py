@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_swarm_workers_share_the_engines_prefix() -> None:
     done = subprocess.run(
         [sys.executable, "bench/swarm_prefix.py", "--json"],
