@@ -88,6 +88,20 @@ async def test_over_budget_stops_the_worker_and_keeps_the_previous_handler(
     assert agent.on_event == events.append
 
 
+async def test_a_worker_over_budget_may_still_finish(tmp_path: Path) -> None:
+    agent, _ = make_agent(
+        tmp_path,
+        [turn(call("finish", summary="all done"), usage=Usage(0, 2_000))],
+        tools=[ping_tool([]), finish_tool()],
+    )
+    tracker = WorkerBudgetTracker("w1", WorkerBudgetConfig(max_tokens=1_000))
+    attach_worker(agent, tracker)
+    result = await agent.run("finish")
+    assert tracker.over_budget() == "tokens"
+    assert result.finish_reason is FinishReason.COMPLETED
+    assert "all done" in result.final_text
+
+
 async def test_a_global_doom_loop_call_is_refused_and_the_model_is_told(tmp_path: Path) -> None:
     ran: list[str] = []
     economics = SharedEconomicsState(global_doom_threshold=2)
