@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -137,3 +138,23 @@ def test_snapshot_round_trips_and_merging_twice_adds_nothing() -> None:
 def test_a_damaged_snapshot_is_a_clear_value_error(snapshot: object) -> None:
     with pytest.raises(ValueError, match="shared context snapshot"):
         SharedContextState().restore(snapshot)  # type: ignore[arg-type]
+
+
+async def test_tasks_and_threads_recording_together_lose_nothing() -> None:
+    state = SharedContextState(SharedContextConfig(max_failures_per_worker=1_000))
+
+    async def task_worker(worker: int) -> None:
+        for i in range(100):
+            state.record_failure(f"task{worker}", f"call {i}", "boom")
+            await asyncio.sleep(0)  # let the other tasks in between records
+
+    def thread_worker(worker: int) -> None:
+        for i in range(100):
+            state.record_failure(f"thread{worker}", f"call {i}", "boom")
+
+    await asyncio.gather(
+        *(task_worker(n) for n in range(8)),
+        *(asyncio.to_thread(thread_worker, n) for n in range(4)),
+    )
+    assert state.failure_count == 12 * 100
+    assert len(state.failures("task3")) == len(state.failures("thread2")) == 100

@@ -5,9 +5,12 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from journeyman.swarm.shared import (
     CorruptRecordError,
@@ -241,3 +244,18 @@ def test_bad_redis_namespaces_are_refused(namespace: str) -> None:
 def test_a_bad_redis_url_is_a_clear_error() -> None:
     with pytest.raises(PersistenceError, match="bad redis url"):
         RedisPersistenceAdapter("http://nope")
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.text(alphabet=st.sampled_from("ab./\\-_ \x00~%é"), max_size=30))
+def test_any_accepted_key_names_a_file_inside_the_directory(key: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = JSONFilePersistenceAdapter(Path(tmp) / "state")
+        try:
+            path = store.path_of(key)
+        except InvalidKeyError:
+            return
+        assert path.is_relative_to(store.directory)
+        assert ".." not in Path(key).parts and not key.startswith("/")
+        store.save(key, {"k": key})
+        assert store.list_keys() == [key] and store.load(key) == {"k": key}

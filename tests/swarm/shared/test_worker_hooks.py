@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from journeyman import ToolArgs, tool
@@ -88,6 +89,20 @@ async def test_over_budget_stops_the_worker_and_keeps_the_previous_handler(
     assert agent.on_event == events.append
 
 
+async def test_a_worker_over_budget_may_still_finish(tmp_path: Path) -> None:
+    agent, _ = make_agent(
+        tmp_path,
+        [turn(call("finish", summary="all done"), usage=Usage(0, 2_000))],
+        tools=[ping_tool([]), finish_tool()],
+    )
+    tracker = WorkerBudgetTracker("w1", WorkerBudgetConfig(max_tokens=1_000))
+    attach_worker(agent, tracker)
+    result = await agent.run("finish")
+    assert tracker.over_budget() == "tokens"
+    assert result.finish_reason is FinishReason.COMPLETED
+    assert "all done" in result.final_text
+
+
 async def test_a_global_doom_loop_call_is_refused_and_the_model_is_told(tmp_path: Path) -> None:
     ran: list[str] = []
     economics = SharedEconomicsState(global_doom_threshold=2)
@@ -140,3 +155,29 @@ async def test_failed_calls_are_recorded_for_the_other_workers(tmp_path: Path) -
     assert failure.worker_id == "w1"
     assert failure.input == 'ping {"host": "gone"}'
     assert "gone is unreachable" in failure.error
+
+
+async def test_four_workers_repeating_one_call_trip_the_global_doom_loop(tmp_path: Path) -> None:
+    ran: list[str] = []
+    context, economics = SharedContextState(), SharedEconomicsState()
+    agents = []
+    for n in range(4):
+        (tmp_path / f"w{n}").mkdir()
+        agent, _ = make_agent(
+            tmp_path / f"w{n}",
+            [turn(call("ping", host="down")) for _ in range(10)],
+            tools=[ping_tool(ran), finish_tool()],
+            loop_threshold=10,
+        )
+        tracker = WorkerBudgetTracker(f"w{n}", None, economics, task=f"subtask {n}")
+        attach_worker(agent, tracker, context)
+        agents.append(agent)
+    results = await asyncio.gather(*(agent.run("ping until it works") for agent in agents))
+    assert {r.finish_reason for r in results} == {FinishReason.HALTED}
+    assert len(ran) <= 4 * 2  # no worker ran the call a third time
+    fingerprint = call_fingerprint("ping", {"host": "down"})
+    assert economics.is_global_doom_loop(fingerprint)
+    assert all(economics.should_skip(f"subtask {n}") for n in range(4))
+    assert "ping" in economics.notice()
+    stopped = [f for f in context.failures() if f.input == "the worker's run"]
+    assert len(stopped) == 4

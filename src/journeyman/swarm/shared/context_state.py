@@ -129,7 +129,7 @@ class SharedContextState:
         with self._lock:
             self._sequence += 1
             failure = WorkerFailure(
-                worker_id=clip(str(worker_id), 120),
+                worker_id=one_line(str(worker_id), 120),
                 input=clip(str(input), self.config.max_input_chars),
                 error=clip(str(error), self.config.max_error_chars),
                 sequence=self._sequence,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from journeyman.core.text import clip
+from journeyman.core.text import clip, one_line
 from journeyman.swarm.shared.context_state import SharedContextState
 from journeyman.swarm.shared.economics_state import SharedEconomicsState
 
@@ -132,7 +132,7 @@ class SharedContextEngine:
             if references:
                 sections.append(
                     "## References other workers found\n"
-                    + "\n".join(f"- {ref}" for ref in references)
+                    + "\n".join(f"- {one_line(ref, 300)}" for ref in references)
                     + "\n"
                 )
         sections.append(self.goal_recitation(task))

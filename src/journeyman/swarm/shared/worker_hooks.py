@@ -5,7 +5,8 @@
 - the agent's events go through `tracker.observe` first (tokens, turns, call fingerprints),
   then to the handler the agent already had;
 - a PreToolUse hook stops the worker (halt) once the tracker says it must stop (a local doom
-  loop, tokens or turns spent), so the call that closed a doom loop is not run, and refuses
+  loop, tokens or turns spent), so the call that closed a doom loop is not run (a `finish`
+  call still goes through: the worker's report is worth keeping), and refuses
   (deny) a call the swarm flagged as a global doom loop, telling the model why;
 - a PostToolUse / PostToolUseFailure hook tells the worker, once, about every global doom loop
   flagged since its last call (a message before its next turn);
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from journeyman.core import events as ev
+from journeyman.core.tool_kind import ToolKind
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload
 from journeyman.swarm.shared.context_state import SharedContextState
 from journeyman.swarm.shared.worker_budget import (
@@ -69,6 +71,10 @@ class WorkerAttachment:
         if not self.active:
             return None
         if self.tracker.stop_reason is not None:
+            if payload.tool_name and self.agent.registry.kind_of(payload.tool_name) is (
+                ToolKind.FINISH
+            ):
+                return None  # the work is done: let the worker report it (cancel ends the run)
             return HookOutcome.halt(self.tracker.stop_reason)
         economics = self.tracker.shared_economics
         if economics is None or payload.tool_name is None:
