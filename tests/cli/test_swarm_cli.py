@@ -180,6 +180,8 @@ def test_bad_input_exits_2_before_any_model_call(
     bare = git_repo(tmp_path / "bare", {"a.txt": "old\n"})
     code, _, err = swarm(fake_openai, tmp_path, bare)
     assert code == 2 and "--verify" in err
+    code, _, err = swarm(fake_openai, tmp_path, bare, "--verify", "true", "--mode", "ask")
+    assert code == 2 and "--mode ask" in err
     assert "Traceback" not in err
     assert fake_openai.requests == []
 

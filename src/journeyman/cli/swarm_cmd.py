@@ -28,6 +28,7 @@ from journeyman.cli.options import (
     MaxIterationsOpt,
     MaxTokensOpt,
     ModelOpt,
+    ModeOpt,
     OutputFormat,
     OutputOpt,
     PermissionModeOpt,
@@ -44,6 +45,7 @@ from journeyman.cli.options import (
 )
 from journeyman.cli.terminal import printable, printable_json
 from journeyman.core.errors import ConfigurationError
+from journeyman.loop.config import ModeName
 from journeyman.loop.config_file import load_config
 from journeyman.session.redact import Redactor
 
@@ -146,6 +148,7 @@ def swarm(
     max_duration: MaxDurationOpt = None,
     budget_mode: BudgetModeOpt = None,
     tool_timeout: ToolTimeoutOpt = None,
+    mode: ModeOpt = None,
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
     permission_mode: PermissionModeOpt = None,
@@ -187,6 +190,12 @@ def swarm(
         tool_timeout,
         price_per_mtok,
     )
+    if mode is ModeName.ASK:
+        fail(
+            EXIT_CONFIG,
+            "--mode ask answers questions and changes nothing; a swarm's workers "
+            "change files: use react (default), plan-solve or phased",
+        )
     root = (workspace or Path(".")).resolve()
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
@@ -195,6 +204,7 @@ def swarm(
         config = loaded.build(
             **limits,
             session_dir=session_dir,
+            mode=mode,
             permission_mode=permission_mode,
             sandbox=sandbox,
             edit_tool=edit_tool,
