@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -197,3 +199,31 @@ def test_json_output_is_the_result_alone(fake_openai: FakeOpenAIServer, tmp_path
     (worker,) = result["workers"]
     assert (worker["state"], worker["changed_files"]) == ("merged", ["a.txt"])
     assert worker["session_ids"] == [f"{result['session_id']}-w1"]
+
+
+def test_a_reader_that_goes_away_stops_the_swarm_quietly(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "line\n" * 1000})
+
+    def keep_reading(attempt: int, turn: int) -> Step:  # never finishes on its own
+        return Step(calls=[("read_file", {"path": "a.txt", "offset": turn + 1, "limit": 1})])
+
+    fake_openai.default = openai_reply(SwarmModel([subtask("a", [])], {"w1": keep_reading}))
+    env = clean_env(OPENAI_API_KEY="sk-test-swarm", OPENAI_BASE_URL=fake_openai.base_url)
+    command = [
+        sys.executable, "-m", "journeyman", "swarm", "goal", "-w", str(repo), "--yes",
+        "--verify", "true", "--sandbox", "local", "--session-dir", str(tmp_path / "s"),
+        "-o", "stream-json",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stderr is not None
+    for line in process.stdout:  # like `| head`: read until the worker is busy, then leave
+        if '"tool_result"' in line:
+            break
+    process.stdout.close()
+    assert process.wait(timeout=60) == 141
+    assert "Traceback" not in process.stderr.read()
+    assert len(git(repo, "worktree", "list").splitlines()) == 1

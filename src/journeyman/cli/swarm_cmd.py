@@ -13,9 +13,11 @@ import typer
 
 from journeyman.cli.exits import (
     EXIT_CANCELLED,
+    EXIT_CLOSED_STDOUT,
     EXIT_CONFIG,
     EXIT_FAILED,
     EXIT_OK,
+    ClosedStdoutGuard,
     fail,
 )
 from journeyman.cli.options import (
@@ -86,6 +88,10 @@ class SwarmRenderer:
     def __init__(self, fmt: OutputFormat) -> None:
         self.fmt = fmt
         self._redact = Redactor()
+
+    def write_event(self, event: Any) -> None:
+        """`__call__` for `ClosedStdoutGuard`, which passes events untyped."""
+        self(event)
 
     def __call__(self, event: SwarmEvent) -> None:
         from journeyman.swarm.progress import WorkerEvent, describe, swarm_event_to_dict
@@ -233,6 +239,8 @@ def swarm(
         output_format=output_format,
         assume_yes=yes,
     )
+    if code == EXIT_CLOSED_STDOUT:  # `| head`: nothing to say to anyone
+        raise typer.Exit(code)
     if code != EXIT_OK:
         fail(code, message)
     raise typer.Exit(EXIT_OK)
@@ -269,14 +277,16 @@ def _run(
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message
     renderer = SwarmRenderer(output_format)
+    output = ClosedStdoutGuard(renderer.write_event)
     runner = Swarm(
         provider,
         workspace=root,
         config=SwarmConfig(**swarm_settings),
-        on_event=renderer,
+        on_event=output,
         assume_yes=assume_yes,
         **config_values,
     )
+    output.on_close = runner.cancel  # nobody reads the progress any more: stop the workers
     handle_termination_as_interrupt()
     try:
         result = asyncio.run(runner.run(goal))
@@ -284,7 +294,9 @@ def _run(
         return EXIT_CANCELLED, "cancelled"
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message
-    renderer.final(result)
+    output.call(renderer.final, result)
+    if output.closed:
+        return EXIT_CLOSED_STDOUT, "the reader of the output went away"
     if result.success:
         return EXIT_OK, ""
     return EXIT_FAILED, f"the swarm did not succeed: {result.summary()}"
