@@ -596,6 +596,9 @@ class Swarm:
                 else self.agent_config.mode,
                 "system_prompt": prompt,
                 "verify": False,  # the quality gate is the check
+                # a worktree is gone after the run: snapshots for undo there would only fill
+                # the cache (the merge commits are what a user takes back)
+                "journal_commands": False,
                 "max_iterations": min(self.agent_config.max_iterations, budget.max_iterations),
                 "max_total_tokens": tokens,
                 "max_budget_usd": granted.usd,
