@@ -59,12 +59,11 @@ from journeyman.session.store import SessionStore, default_session_root
 from journeyman.swarm.merge import CheckOutcome, merge_branch, run_check
 from journeyman.swarm.planner import (
     MAX_SUBTASKS,
-    PLANNER_PROMPT,
     RETRY_NOTE,
     PlanError,
     Subtask,
     parse_plan,
-    planning_task,
+    planner_system_prompt,
 )
 from journeyman.swarm.progress import (
     SwarmEvent,
@@ -403,14 +402,14 @@ class Swarm:
     # -- planning ----------------------------------------------------------------------------
 
     async def _plan(self, goal: str, files: list[str], root: Path, root_id: str) -> list[Subtask]:
-        task = planning_task(goal, files)
-        reply = await self._planning_call(task, root, root_id, None)
+        system = planner_system_prompt(files, max_subtasks=self.config.max_subtasks)
+        reply = await self._planning_call(goal, system, root, root_id, None)
         try:
             return parse_plan(reply, max_subtasks=self.config.max_subtasks)
         except PlanError as error:
             self._emit(SwarmUpdate(SwarmStage.PLAN_RETRY, error.message))
-            retry = f"{task}\n\n{RETRY_NOTE.format(problem=error.message)}"
-        reply = await self._planning_call(retry, root, f"{root_id}-plan2", root_id)
+            retry = f"{goal}\n\n{RETRY_NOTE.format(problem=error.message)}"
+        reply = await self._planning_call(retry, system, root, f"{root_id}-plan2", root_id)
         try:
             return parse_plan(reply, max_subtasks=self.config.max_subtasks)
         except PlanError as error:
@@ -421,12 +420,12 @@ class Swarm:
             ) from None
 
     async def _planning_call(
-        self, task: str, root: Path, session_id: str, parent_id: str | None
+        self, task: str, system: str, root: Path, session_id: str, parent_id: str | None
     ) -> str:
         config = self.agent_config.model_copy(
             update={
                 "mode": ModeName.ASK,
-                "system_prompt": PLANNER_PROMPT.format(max_subtasks=self.config.max_subtasks),
+                "system_prompt": system,
                 "verify": False,
                 "max_iterations": 1,
                 "session_dir": self.session_root,

@@ -108,10 +108,10 @@ def parse_plan(text: str, *, max_subtasks: int = MAX_SUBTASKS) -> list[Subtask]:
     return subtasks
 
 
-def planning_task(goal: str, files: list[str], *, limit: int = 300) -> str:
-    """What the planner is asked: the goal and the repository's files."""
+def planner_system_prompt(files: list[str], *, max_subtasks: int, limit: int = 300) -> str:
+    """The planner's instructions and the repository's files (the task is the goal itself)."""
     shown = files[:limit]
-    listing = "\n".join(shown) + (
-        f"\n... and {len(files) - limit} more" if len(files) > limit else ""
-    )
-    return f"Goal:\n{goal}\n\nFiles in the repository:\n{listing or '(none)'}"
+    more = f"\n... and {len(files) - limit} more" if len(files) > limit else ""
+    listing = "\n".join(shown) + more
+    prompt = PLANNER_PROMPT.format(max_subtasks=max_subtasks)
+    return f"{prompt}\n\nFiles in the repository:\n{listing or '(none)'}"
