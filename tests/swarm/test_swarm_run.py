@@ -198,6 +198,7 @@ def test_gate_failure_is_retried_with_the_recorded_failure_in_the_prompt(tmp_pat
 
 def test_a_workspace_without_a_check_is_refused(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
-    swarm = Swarm(RoutedProvider(SwarmModel([], {})), workspace=repo)
+    swarm = Swarm(RoutedProvider(SwarmModel([], {})), workspace=repo, workers=2)
+    assert swarm.config.workers == 2 and swarm.config.verify_command is None
     with pytest.raises(ConfigurationError, match="--verify"):
         asyncio.run(swarm.run("goal"))

@@ -1,8 +1,7 @@
 """`Swarm`: a goal split by one planning turn into subtasks, worked on in parallel by agents in
 their own git worktrees, checked, merged back in order, and checked again as a whole.
 
-    >>> swarm = Swarm("openai:gpt-4.1-mini", workspace="repo", config=SwarmConfig(workers=3,
-    ...               verify_command="pytest -q"))
+    >>> swarm = Swarm("openai:gpt-4.1-mini", workspace="repo", workers=3, verify="pytest -q")
     >>> result = swarm.run_sync("add a --json flag to every command")
 
 How a run goes:
@@ -227,6 +226,8 @@ class Swarm:
         provider: Provider | str,
         *,
         workspace: str | Path = ".",
+        workers: int | None = None,
+        verify: str | None = None,
         config: SwarmConfig | None = None,
         agent_config: AgentConfig | None = None,
         on_event: SwarmEventHandler | None = None,
@@ -235,7 +236,10 @@ class Swarm:
         base_url: str | None = None,
         api_key: str | None = None,
     ) -> None:
-        self.config = config or SwarmConfig()
+        config = config or SwarmConfig()
+        shortcuts = {"workers": workers, "verify_command": verify}
+        self.config = config.model_copy(update={k: v for k, v in shortcuts.items() if v})
+        """`workers` and `verify` are shortcuts for the fields of `config` they name."""
         self.agent_config = agent_config or AgentConfig()
         self.provider = (
             create_provider(provider, base_url=base_url, api_key=api_key)
