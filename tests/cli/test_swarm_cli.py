@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from journeyman.cli.app import app
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.swarm import (
     Step,
@@ -171,21 +174,31 @@ def test_a_merge_conflict_is_reported_with_its_files_and_retried_on_the_merged_r
 def test_bad_input_exits_2_before_any_model_call(
     fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
+    env = {"OPENAI_API_KEY": "sk-test-swarm", "OPENAI_BASE_URL": fake_openai.base_url}
+
+    def bad(repo: Path, *args: str) -> str:
+        """The error message of a swarm that must exit 2 (run in this process: it is quick)."""
+        done = CliRunner().invoke(
+            app, ["swarm", "goal", "-w", str(repo), "--session-dir", str(tmp_path / "s"), *args],
+            env=env,
+        )  # fmt: skip
+        assert done.exit_code == 2, done.output
+        assert done.exception is None or isinstance(done.exception, SystemExit)
+        return " ".join(done.output.split())
+
     plain = tmp_path / "plain"
     plain.mkdir()
-    code, _, err = swarm(fake_openai, tmp_path, plain, "--verify", "true")
-    assert code == 2 and "git init" in err
+    assert "git init" in bad(plain, "--verify", "true")
     dirty = git_repo(tmp_path / "dirty", {"a.txt": "old\n"})
     (dirty / "a.txt").write_text("changed\n")
-    code, _, err = swarm(fake_openai, tmp_path, dirty, "--verify", "true")
-    assert code == 2 and "uncommitted changes (a.txt)" in err
-    bare = git_repo(tmp_path / "bare", {"a.txt": "old\n"})
-    code, _, err = swarm(fake_openai, tmp_path, bare)
-    assert code == 2 and "--verify" in err
-    code, _, err = swarm(fake_openai, tmp_path, bare, "--verify", "true", "--mode", "ask")
-    assert code == 2 and "--mode ask" in err
-    assert "Traceback" not in err
+    assert "uncommitted changes (a.txt)" in bad(dirty, "--verify", "true")
+    clean = git_repo(tmp_path / "clean", {"a.txt": "old\n"})
+    assert "give one with --verify CMD" in bad(clean)
+    assert "--mode ask" in bad(clean, "--verify", "true", "--mode", "ask")
     assert fake_openai.requests == []
+    # and through the real command line, without a traceback
+    code, _, err = swarm(fake_openai, tmp_path, plain, "--verify", "true")
+    assert code == 2 and err.startswith("journeyman: workspace") and "Traceback" not in err
 
 
 def test_json_output_is_the_result_alone(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:

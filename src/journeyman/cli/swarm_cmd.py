@@ -287,6 +287,10 @@ def _run(
         **config_values,
     )
     output.on_close = runner.cancel  # nobody reads the progress any more: stop the workers
+    try:
+        runner.prepare()
+    except ConfigurationError as error:
+        return EXIT_CONFIG, error.message
     handle_termination_as_interrupt()
     try:
         result = asyncio.run(runner.run(goal))

@@ -283,10 +283,10 @@ class Swarm:
     def run_sync(self, goal: str) -> SwarmResult:
         return asyncio.run(self.run(goal))
 
-    async def run(self, goal: str) -> SwarmResult:
-        """Plan, work, gate, merge and check `goal`. Raises `ConfigurationError` before any
-        model call when the workspace cannot host a swarm or no check command is known."""
-        started = time.monotonic()
+    def prepare(self) -> tuple[Repo, str]:
+        """The repository and the check command; raises `ConfigurationError` saying what to do
+        when the workspace cannot host a swarm or no check command is known (`run` calls it
+        first; call it yourself to find out before starting)."""
         repo = open_repo(self.workspace)
         verify = self.config.verify_command or runnable_test_command(detect_profile(repo.root))
         if not verify:
@@ -294,6 +294,13 @@ class Swarm:
                 "the swarm needs a check command for its quality gate and its final check, and "
                 f"none was detected in {repo.root}; give one with --verify CMD"
             )
+        return repo, verify
+
+    async def run(self, goal: str) -> SwarmResult:
+        """Plan, work, gate, merge and check `goal`. Raises `ConfigurationError` before any
+        model call when the workspace cannot host a swarm or no check command is known."""
+        started = time.monotonic()
+        repo, verify = self.prepare()
         self._verify = verify
         self.engine.goal = goal
         run_id = uuid.uuid4().hex[:8]
