@@ -15,6 +15,7 @@ from journeyman.session.store import SessionStore
 from journeyman.swarm.orchestrator import Swarm, SwarmConfig, SwarmResult
 from journeyman.swarm.planner import PlanError, parse_plan
 from journeyman.swarm.progress import SwarmEvent, WorkerState, WorkerUpdate
+from journeyman.swarm.tree import session_tree
 from journeyman.tools.sandbox import SandboxKind
 from tests.fakes.swarm import (
     RoutedProvider,
@@ -96,9 +97,11 @@ def test_worker_sessions_hang_under_the_root_record(tmp_path: Path) -> None:
             s.record.id for s in store.list_sessions() if s.record.parent_id == result.session_id
         )
         root = store.summary(result.session_id)
+        tree = [node.summary.record.id for _, node in session_tree(store, result.session_id).walk()]
     finally:
         store.close()
     assert children == [f"{result.session_id}-w1", f"{result.session_id}-w2"]
+    assert tree == [result.session_id, *children]  # workers ran in worktrees, not the workspace
     assert root.finish_reason == "completed" and "2 of 2 subtasks merged" in root.final_text
     # every worker's prompt opens with the same bytes (providers' prompt caches hit)
     first, second = {r.system for r in provider.requests if "Subtask id:" in r.system}

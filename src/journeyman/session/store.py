@@ -585,6 +585,16 @@ class SessionStore:
         ids = [r[0] for r in self._db.execute(query + " ORDER BY created_at", params)]
         return [self.summary(i) for i in ids]
 
+    def subagent_ids(self, parent_id: str) -> list[str]:
+        """Sessions started by `parent_id` as its subagents or swarm workers, whatever workspace
+        they ran in (forks are left out: they record the step they were forked at)."""
+        rows = self._db.execute(
+            "SELECT id FROM sessions WHERE parent_id = ? AND forked_at_step IS NULL "
+            "ORDER BY created_at",
+            (parent_id,),
+        )
+        return [r[0] for r in rows]
+
     def latest_session(self, workspace: str) -> SessionRecord | None:
         row = self._db.execute(
             "SELECT id FROM sessions WHERE workspace = ? ORDER BY created_at DESC LIMIT 1",

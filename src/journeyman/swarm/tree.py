@@ -34,14 +34,9 @@ class SessionNode:
 
 
 def session_tree(store: SessionStore, session_id: str) -> SessionNode:
-    """`session_id` with its subagent sessions below it (forks are not subagents: they
-    record the step they were forked at)."""
-    record = store.load_session(session_id)
-    sidechains: dict[str, list[str]] = {}
-    for summary in store.list_sessions(record.workspace):
-        child = summary.record
-        if child.parent_id is not None and child.forked_at_step is None:
-            sidechains.setdefault(child.parent_id, []).append(child.id)
+    """`session_id` with its subagent sessions (and a swarm's workers) below it; forks are
+    not subagents."""
+    store.load_session(session_id)  # a missing id fails here, with the store's message
 
     def node(sid: str) -> SessionNode:
         rows = store.usage_rows(sid)
@@ -51,7 +46,7 @@ def session_tree(store: SessionStore, session_id: str) -> SessionNode:
             summary=store.summary(sid),
             tokens=sum(row.usage.total_tokens for row in rows),
             cost_usd=cost,
-            children=[node(child) for child in sidechains.get(sid, [])],
+            children=[node(child) for child in store.subagent_ids(sid)],
         )
 
     return node(session_id)
