@@ -18,6 +18,7 @@ PATCH_PROVIDERS = frozenset({"openai"})
 """Providers (by `Provider.name`) whose models get `apply_patch` under ``auto``: the
 OpenAI-compatible adapter, whatever server it talks to."""
 
+
 def edit_tools(
     choice: EditToolChoice | str = EditToolChoice.AUTO, provider: str | None = None
 ) -> list[Tool]:
