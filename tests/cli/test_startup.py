@@ -15,7 +15,7 @@ from journeyman.cli.lazy import lazy_group
 
 HEAVY = ("journeyman.loop.agent", "journeyman.providers.factory", "journeyman.integrations.lsp")
 RUN_SETTINGS = (
-    "pydantic",  # the settings models; typer itself loads it only to check given values
+    "pydantic",  # the settings models; typer loads it too, to check the values given
     "journeyman.loop.config",
     "journeyman.loop.config_file",
     "journeyman.session.store",
@@ -83,7 +83,14 @@ def test_run_help_loads_the_run_command_but_not_its_settings_or_the_others(
     run_modules = {"journeyman.cli.run_cmd", "journeyman.cli.lsp_cmd"}  # --lsp is defined there
     assert not loaded & (COMMAND_MODULES - run_modules)
     assert not loaded & set(HEAVY)
-    assert not loaded & (set(RUN_SETTINGS) - {"pydantic"})
+    assert not loaded & set(RUN_SETTINGS)
+
+
+def test_a_bad_choice_still_exits_2_naming_the_choices() -> None:
+    done = CliRunner().invoke(app, ["run", "task", "--mode", "bogus"])
+    assert done.exit_code == 2
+    assert "--mode" in done.output and "'bogus' is not one of" in done.output
+    assert all(f"'{mode}'" in done.output for mode in ("react", "plan-solve", "phased", "ask"))
 
 
 def test_version_is_printed() -> None:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 if TYPE_CHECKING:
-    from typer._click import Command  # typer's own copy of click
+    from typer._click import Command, Context  # typer's own copy of click
 
 
 def lazy_group(targets: Mapping[str, str]) -> type[TyperGroup]:
@@ -31,6 +31,14 @@ def lazy_group(targets: Mapping[str, str]) -> type[TyperGroup]:
         def __init__(self, **attrs: Any) -> None:
             super().__init__(**attrs)
             self.commands = LazyCommands(dict(self.commands), targets, self._build)
+
+        def get_help_option(self, ctx: Context) -> TyperOption | None:
+            option = super().get_help_option(ctx)
+            if option is not None and option.default is None:
+                # typer checks an absent flag's None through pydantic (~50 ms to import) but
+                # takes a bool as it is: `journeyman run --help` then never loads pydantic
+                option.default = False
+            return option
 
         def _build(self, name: str, target: object) -> Command:
             if isinstance(target, typer.Typer):
