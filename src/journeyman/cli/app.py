@@ -10,17 +10,25 @@ from typing import Annotated
 
 import typer
 
-from journeyman import __version__
-from journeyman.cli.changes_cmd import diff, undo
 from journeyman.cli.exits import EXIT_CLOSED_STDOUT, EXIT_CONFIG, silence_stdout
-from journeyman.cli.lsp_cmd import lsp_command
-from journeyman.cli.mcp_list_cmd import mcp_list_cmd
-from journeyman.cli.rules_cmd import rules
-from journeyman.cli.run_cmd import fork, resume, run
-from journeyman.cli.sessions_cmd import sessions_app
-from journeyman.cli.swarm_cmd import swarm
-from journeyman.cli.usage_cmd import usage
-from journeyman.session.database import StoreDamagedError
+from journeyman.cli.lazy import lazy_group
+
+COMMANDS = {
+    "lsp": "journeyman.cli.lsp_cmd:lsp_command",
+    "run": "journeyman.cli.run_cmd:run",
+    "resume": "journeyman.cli.run_cmd:resume",
+    "fork": "journeyman.cli.run_cmd:fork",
+    "swarm": "journeyman.cli.swarm_cmd:swarm",
+    "undo": "journeyman.cli.changes_cmd:undo",
+    "diff": "journeyman.cli.changes_cmd:diff",
+    "usage": "journeyman.cli.usage_cmd:usage",
+    "rules": "journeyman.cli.rules_cmd:rules",
+    "sessions": "journeyman.cli.sessions_cmd:sessions_app",
+    "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
+}
+"""Every command, in the order `--help` lists them: name -> "module:function" (or a
+`typer.Typer` of subcommands). A command's module is imported only when the command line names
+it, so that one command's imports never slow the start of another: add new commands here."""
 
 app = typer.Typer(
     name="journeyman",
@@ -32,18 +40,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=lazy_group(COMMANDS),
 )
-app.add_typer(sessions_app, name="sessions")
-mcp_app = typer.Typer(
-    help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json.",
-    no_args_is_help=True,
-)
-app.add_typer(mcp_app, name="mcp")
-app.command("lsp")(lsp_command)
 
 
 def _version(value: bool) -> None:
     if value:
+        from journeyman import __version__  # read from the installed metadata: ~13 ms
+
         typer.echo(f"journeyman {__version__}")
         raise typer.Exit()
 
@@ -58,18 +62,17 @@ def main_options(
     """journeyman command line."""
 
 
-for command in (run, resume, fork, swarm, undo, diff, usage):
-    app.command()(command)
-mcp_app.command("list")(mcp_list_cmd)
-app.command()(rules)
-
-
 def main() -> None:
     try:
         app()
     except BrokenPipeError:  # `journeyman sessions export ... | head -1`
         silence_stdout()
         sys.exit(EXIT_CLOSED_STDOUT)
-    except StoreDamagedError as error:  # found by a query after the store was opened
+    except Exception as error:
+        from journeyman.session.database import StoreDamagedError
+
+        if not isinstance(error, StoreDamagedError):
+            raise
+        # found by a query after the store was opened
         sys.stderr.write(f"journeyman: {error.message}\n")
         sys.exit(EXIT_CONFIG)

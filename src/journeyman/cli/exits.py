@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from journeyman.cli.terminal import printable
-from journeyman.session.redact import Redactor
 
 if TYPE_CHECKING:
     from journeyman.core.events import Event
@@ -26,6 +25,8 @@ EXIT_CLOSED_STDOUT = 141
 
 def fail(code: int, message: str) -> NoReturn:
     """Print a one-line reason (plus any detail lines) on stderr and exit with `code`."""
+    from journeyman.session.redact import Redactor
+
     first, *rest = printable(Redactor()(message)).splitlines() or [""]
     sys.stderr.write(f"journeyman: {first}\n")
     for line in rest:

@@ -8,7 +8,6 @@ offers the LSP tools and post-edit diagnostics and shuts the servers down when t
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.loop.config_file import user_config_file
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,12 +80,14 @@ def lsp_command(
 
 
 def lsp_report(workspace: Path, *, start: bool = True, console: Console | None = None) -> int:
+    """Print the servers table (and start/stop the detected servers first when `start`)."""
+    import asyncio
+
     from rich.console import Console
     from rich.markup import escape
 
     from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH, LspManager
 
-    """Print the servers table (and start/stop the detected servers first when `start`)."""
     out = console or Console(highlight=False, soft_wrap=True)
     if not workspace.is_dir():
         out.print(f"[red]workspace {escape(str(workspace))} is not a directory[/]")
@@ -155,24 +155,26 @@ def _servers_table(statuses: list[ServerStatus]) -> Table:
 
 def user_lsp_file() -> Path:
     """The user's `lsp.toml`, beside the user's `config.toml`."""
+    from journeyman.loop.config_file import user_config_file  # loads the run settings
+
     return user_config_file().parent / "lsp.toml"
 
 
 def load_settings(workspace: Path) -> LoadedLspConfig:
+    """The user's and the workspace's LSP settings, and `JOURNEYMAN_LSP`."""
     from journeyman.integrations.lsp import load_lsp_config
 
-    """The user's and the workspace's LSP settings, and `JOURNEYMAN_LSP`."""
     return load_lsp_config(workspace, user_file=user_lsp_file())
 
 
 def lsp_for_run(workspace: Path, *, enabled: bool = True) -> LspManager | None:
-    from journeyman.integrations.lsp import LspManager
-
     """The language servers for a run in `workspace` (for `Agent(lsp=...)`); None when off.
 
     LSP stays off when `enabled` is False, when the config turns it off or cannot be read
     (a warning is printed; the run goes on), and when no language server is installed.
     """
+    from journeyman.integrations.lsp import LspManager
+
     if not enabled:
         return None
     try:

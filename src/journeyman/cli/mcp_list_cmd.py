@@ -1,4 +1,5 @@
-"""`journeyman mcp list`, apart from `mcp_cmd` so that the MCP SDK loads only when it runs."""
+"""`journeyman mcp` and `mcp list`, apart from `mcp_cmd` so that the MCP SDK loads only when
+it runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from journeyman.cli.options import (
     WorkspaceOpt,
 )
 
+mcp_app = typer.Typer(
+    help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json.",
+    no_args_is_help=True,
+)
 
+
+@mcp_app.command("list")
 def mcp_list_cmd(
     workspace: WorkspaceOpt = None,
     mcp: Annotated[

@@ -10,11 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, fail
-from journeyman.economics.budget import BudgetMode
-from journeyman.loop.config import ModeName
-from journeyman.policy.permissions import PermissionMode
-from journeyman.tools.builtin import EditToolChoice
-from journeyman.tools.sandbox import SandboxKind
+from journeyman.economics.choices import BudgetMode
+from journeyman.loop.choices import ModeName
+from journeyman.policy.choices import PermissionMode
+from journeyman.tools.choices import EditToolChoice, SandboxKind
 
 
 class OutputFormat(StrEnum):

@@ -3,7 +3,6 @@ exit with the outcome's code."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -56,33 +55,19 @@ from journeyman.cli.options import (
     YesOpt,
     given_limits,
 )
-from journeyman.cli.sessions_cmd import (
-    open_store,
-    resolve_session,
-    session_root_problem,
-)
 from journeyman.cli.signals import handle_termination_as_interrupt
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.result import FinishReason, RunResult
-from journeyman.loop.config import AgentConfig
-from journeyman.loop.config_file import load_config, user_mcp_file
-from journeyman.loop.run_options import RunOptions
-from journeyman.policy.permissions import PermissionsConfig
-from journeyman.policy.settings import IgnoredSetting, trusted_from_data
-from journeyman.session.fork import prepare_fork
-from journeyman.session.redact import MASK
-from journeyman.session.store import (
-    SessionRecord,
-    StoreFullError,
-    default_session_root,
-)
 
+# Only what the command signatures need is imported here: `run --help` must not load the run
+# settings, the session store or the agent; each command imports those when it runs.
 if TYPE_CHECKING:
     from journeyman.cli.render import Renderer
-    from journeyman.loop.agent import Agent
-
-if TYPE_CHECKING:
+    from journeyman.core.result import RunResult
     from journeyman.integrations.mcp import McpManager
+    from journeyman.loop.agent import Agent
+    from journeyman.loop.config import AgentConfig
+    from journeyman.policy.settings import IgnoredSetting
+    from journeyman.session.store import SessionRecord
 
 
 def _launch(
@@ -104,14 +89,21 @@ def _launch(
     JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
     """
     # the agent, the providers and rich load only when a run starts (start-up stays light)
+    import asyncio
+
     from journeyman.cli.approver import (
         TerminalLines,
         TerminalPermissionApprover,
         choose_approver,
     )
     from journeyman.cli.render import Renderer
+    from journeyman.cli.sessions_cmd import session_root_problem
+    from journeyman.core.result import FinishReason
     from journeyman.loop.agent import Agent
+    from journeyman.loop.run_options import RunOptions
+    from journeyman.policy.permissions import PermissionsConfig
     from journeyman.providers.factory import create_provider
+    from journeyman.session.store import StoreFullError, default_session_root
 
     if not workspace.is_dir():
         fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
@@ -192,6 +184,8 @@ def _launch(
 
 def _mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
     """The MCP servers of a run: the user's, and the workspace's only with --mcp."""
+    from journeyman.loop.config_file import user_mcp_file
+
     if mcp is None and (workspace / MCP_CONFIG).is_file():
         typer.echo(
             f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
@@ -263,6 +257,8 @@ def run(
     limit, ...), 2 configuration error, 130 cancelled, 141 the reader of the output went away
     (`| head`). Questions: --mode ask or --no-verify.
     """
+    from journeyman.loop.config_file import load_config
+
     limits = given_limits(
         max_iterations,
         max_budget_usd,
@@ -318,6 +314,8 @@ def _restorable(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSett
     approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
     were filtered.
     """
+    from journeyman.policy.settings import trusted_from_data
+
     if not record.settings.get("imported_from"):
         return record.settings, []
     return trusted_from_data(record.settings, f"session {record.id} (imported)")
@@ -327,6 +325,10 @@ def _remembered(
     settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
 ) -> tuple[dict[str, Any], AgentConfig]:
     """Provider settings and config of a stored session, with the flags given now on top."""
+    from journeyman.loop.config import AgentConfig
+    from journeyman.loop.run_options import RunOptions
+    from journeyman.session.redact import MASK
+
     try:
         options = RunOptions.from_settings(settings)
     except ConfigurationError as error:
@@ -385,6 +387,10 @@ def resume(
     """Continue a session from its last completed step, with the model-visible history, budget
     counters and settings it had. Flags given here override the remembered settings; API keys
     come from the environment again."""
+    from journeyman.cli.sessions_cmd import open_store, resolve_session
+    from journeyman.core.result import FinishReason
+    from journeyman.loop.run_options import RunOptions
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, last, workspace)
@@ -466,6 +472,10 @@ def fork(
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
+    from journeyman.cli.sessions_cmd import open_store, resolve_session
+    from journeyman.loop.run_options import RunOptions
+    from journeyman.session.fork import prepare_fork
+
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)

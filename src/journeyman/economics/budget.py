@@ -19,16 +19,8 @@ from enum import StrEnum
 from typing import Any
 
 from journeyman.core.messages import Usage
+from journeyman.economics.choices import BudgetMode as BudgetMode
 from journeyman.economics.phases import WorkPhase
-
-
-class BudgetMode(StrEnum):
-    STRICT = "strict"
-    """Stops at 100 %, text only from 95 %, fewer tool calls from 90 %, nudges from 70 %."""
-    ADVISORY = "advisory"
-    """Nudges only; never stops or restricts. Duration is ignored."""
-    SOFT = "soft"
-    """Tracks usage only."""
 
 
 class EnforcementLevel(StrEnum):

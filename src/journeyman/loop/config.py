@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -10,18 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from journeyman.context.compaction import CompactionSettings
 from journeyman.context.memory import MemorySettings
 from journeyman.context.pack import PackSettings
-from journeyman.economics.budget import BudgetMode
+from journeyman.economics.choices import BudgetMode
+from journeyman.loop.choices import ModeName as ModeName
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
-from journeyman.tools.builtin import EditToolChoice
-from journeyman.tools.sandbox import SandboxKind
-
-
-class ModeName(StrEnum):
-    REACT = "react"
-    PLAN_SOLVE = "plan-solve"
-    PHASED = "phased"
-    ASK = "ask"
+from journeyman.tools.choices import EditToolChoice, SandboxKind
 
 
 class PhasedSettings(BaseModel):

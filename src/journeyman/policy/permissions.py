@@ -107,17 +107,10 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from journeyman.core.errors import PermissionDeniedError
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.tool_kind import ToolKind
+from journeyman.policy.choices import PermissionMode as PermissionMode
 from journeyman.policy.commands import SimpleCommand, could_match, programs
 
 log = logging.getLogger(__name__)
-
-
-class PermissionMode(StrEnum):
-    PLAN = "plan"
-    DEFAULT = "default"
-    ACCEPT_EDITS = "accept_edits"
-    TRUSTED = "trusted"
-    BYPASS = "bypass"
 
 
 class DecisionKind(StrEnum):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from journeyman.tools.base import Tool
+from journeyman.tools.choices import EditToolChoice as EditToolChoice
 from journeyman.tools.edit import EditFileTool
 from journeyman.tools.finish import FinishTool
 from journeyman.tools.listing import GlobTool, ListFilesTool
@@ -15,23 +14,10 @@ from journeyman.tools.search import GrepTool
 from journeyman.tools.shell import RunCommandTool
 from journeyman.tools.write import WriteFileTool
 
-
-class EditToolChoice(StrEnum):
-    """Which tool the model edits files with (``edit_tool`` in the config)."""
-
-    AUTO = "auto"
-    """`apply_patch` for providers in `PATCH_PROVIDERS`, `edit_file` for the others."""
-    EDIT_FILE = "edit_file"
-    """Exact string replacement in one file."""
-    APPLY_PATCH = "apply_patch"
-    """Multi-file patches in the format OpenAI's models are trained on."""
-    BOTH = "both"
-    """Offer both and let the model choose."""
-
-
 PATCH_PROVIDERS = frozenset({"openai"})
 """Providers (by `Provider.name`) whose models get `apply_patch` under ``auto``: the
 OpenAI-compatible adapter, whatever server it talks to."""
+
 
 def edit_tools(
     choice: EditToolChoice | str = EditToolChoice.AUTO, provider: str | None = None

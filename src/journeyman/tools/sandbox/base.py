@@ -20,10 +20,10 @@ import subprocess
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from journeyman.tools.choices import SandboxKind as SandboxKind
 from journeyman.tools.sandbox.processes import (
     MARKER_VAR,
     group_alive,
@@ -34,13 +34,6 @@ from journeyman.tools.sandbox.processes import (
 PROBE_TIMEOUT = 10.0
 """Seconds a sandbox's trial command (or `docker version`) may take at startup."""
 GiB = 1024**3
-
-
-class SandboxKind(StrEnum):
-    AUTO = "auto"
-    LOCAL = "local"
-    BUBBLEWRAP = "bubblewrap"
-    DOCKER = "docker"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,95 @@
+"""Commands whose modules load only when a command line names them.
+
+typer builds every registered command (and so imports its module, with everything that module
+imports) before it reads the arguments. `lazy_group` gives a group class that takes its
+commands as ``"module:attribute"`` paths instead: `journeyman --version` imports no command
+module, `journeyman run --help` imports only `run`'s, and `journeyman --help` (which lists
+every command with its summary) imports them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+import typer
+from typer.core import TyperGroup, TyperOption
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # typer's own copy of click
+
+
+def lazy_group(targets: Mapping[str, str]) -> type[TyperGroup]:
+    """A `TyperGroup` class (for ``typer.Typer(cls=...)``) whose commands are `targets`: name ->
+    ``"module:attribute"``, the attribute a command function or a `typer.Typer` of
+    subcommands. Commands registered on the app the usual way are kept, listed first. The app
+    needs a callback (`@app.callback()`): without one, typer makes an app of a single registered
+    command that command itself, and no group."""
+
+    class LazyGroup(TyperGroup):
+        def __init__(self, **attrs: Any) -> None:
+            super().__init__(**attrs)
+            self.commands = LazyCommands(dict(self.commands), targets, self._build)
+
+        def get_help_option(self, ctx: Context) -> TyperOption | None:
+            option = super().get_help_option(ctx)
+            if option is not None and option.default is None:
+                # typer checks an absent flag's None through pydantic (~50 ms to import) but
+                # takes a bool as it is: `journeyman run --help` then never loads pydantic
+                option.default = False
+            return option
+
+        def _build(self, name: str, target: object) -> Command:
+            if isinstance(target, typer.Typer):
+                group = typer.main.get_group(target)
+                group.name = name
+                return group
+            if not callable(target):
+                raise TypeError(f"command {name!r}: {target!r} is not a function or a Typer")
+            single = typer.Typer(add_completion=False, rich_markup_mode=self.rich_markup_mode)
+            single.command(name)(target)
+            return typer.main.get_command(single)
+
+    return LazyGroup
+
+
+class LazyCommands(MutableMapping[str, "Command"]):
+    """The commands of a group: those already built, then those built on first lookup."""
+
+    def __init__(
+        self,
+        built: dict[str, Command],
+        targets: Mapping[str, str],
+        build: Callable[[str, object], Command],
+    ) -> None:
+        self._built = built
+        self._targets = targets
+        self._build = build
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._built:
+            path = self._targets[name]  # KeyError: no such command
+            module, _, attribute = path.partition(":")
+            self._built[name] = self._build(
+                name, getattr(importlib.import_module(module), attribute)
+            )
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._built.pop(name, None)
+        if name in self._targets:
+            self._targets = {k: v for k, v in self._targets.items() if k != name}
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._built
+        yield from (name for name in self._targets if name not in self._built)
+
+    def __len__(self) -> int:
+        return len(self._built.keys() | self._targets.keys())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._built or name in self._targets
