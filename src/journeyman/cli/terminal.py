@@ -50,7 +50,16 @@ def printable(text: str) -> str:
 def printable_json(text: str) -> str:
     """A JSON document with the characters `json.dumps` leaves raw (DEL, C1 controls, format
     characters) written as `\\uXXXX` escapes: the same JSON value, safe on a terminal."""
-    return "".join(f"\\u{ord(c):04x}" if c not in _KEPT and _is_hidden(c) else c for c in text)
+    return "".join(_json_escape(c) if c not in _KEPT and _is_hidden(c) else c for c in text)
+
+
+def _json_escape(char: str) -> str:
+    """`\\uXXXX`, or a surrogate pair of them above U+FFFF (JSON escapes have four digits)."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def command_for_approval(command: str) -> str:
