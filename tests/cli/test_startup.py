@@ -155,3 +155,14 @@ def test_a_lazy_group_builds_functions_and_subapps_and_keeps_eager_commands() ->
     assert listing.find("eager") < listing.find("greet") < listing.find("tools")
     assert "Say hello." in listing and "Tool things." in listing
     assert runner.invoke(demo, ["nope"]).exit_code == 2
+
+
+def test_help_paragraphs_wrap_to_the_terminal_not_to_the_source_file() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    resume = group.get_command(typer.Context(group), "resume")
+    swarm = group.get_command(typer.Context(group), "swarm")
+    assert resume is not None and swarm is not None and resume.help and swarm.help
+    # the source wraps these docstrings at 100 columns; the help keeps only paragraph breaks
+    assert "\n" not in resume.help.split("\n\n")[0]
+    assert "no uncommitted changes to tracked files" in swarm.help

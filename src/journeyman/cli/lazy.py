@@ -10,6 +10,8 @@ every command with its summary) imports them all.
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,16 +44,37 @@ def lazy_group(targets: Mapping[str, str]) -> type[TyperGroup]:
 
         def _build(self, name: str, target: object) -> Command:
             if isinstance(target, typer.Typer):
-                group = typer.main.get_group(target)
-                group.name = name
-                return group
-            if not callable(target):
+                command: Command = typer.main.get_group(target)
+                command.name = name
+            elif callable(target):
+                single = typer.Typer(add_completion=False, rich_markup_mode=self.rich_markup_mode)
+                single.command(name)(target)
+                command = typer.main.get_command(single)
+            else:
                 raise TypeError(f"command {name!r}: {target!r} is not a function or a Typer")
-            single = typer.Typer(add_completion=False, rich_markup_mode=self.rich_markup_mode)
-            single.command(name)(target)
-            return typer.main.get_command(single)
+            _unwrap_help(command)
+            return command
 
     return LazyGroup
+
+
+_LIST_LINE = re.compile(r"\s|[-*•]\s|\d+[.)]\s|\x08")  # \x08: click's no-rewrap mark
+
+
+def _unwrap_help(command: Command) -> None:
+    """Join the hard-wrapped lines of each help paragraph (docstrings are wrapped for the source
+    file; typer keeps their line breaks, so help printed at another width came out ragged).
+    Paragraphs holding list items or indented lines keep their breaks."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(
+            paragraph
+            if any(_LIST_LINE.match(line) for line in paragraph.splitlines()[1:])
+            else " ".join(paragraph.split("\n"))
+            for paragraph in paragraphs
+        )
+    for sub in getattr(command, "commands", {}).values():
+        _unwrap_help(sub)
 
 
 class LazyCommands(MutableMapping[str, "Command"]):
