@@ -132,8 +132,9 @@ async def test_budget_limit_stops_with_capacity_reason(tmp_path: Path) -> None:
     )
     result = await agent.run("spend")
     assert result.finish_reason is FinishReason.MAX_BUDGET_USD
-    assert result.cost_usd == pytest.approx(1.35)
-    assert result.iterations == 3  # $1.35 after three calls: the fourth turn is refused
+    # two calls: the third, priced before it is sent, could pass the cap
+    assert result.cost_usd is not None and 0.5 < result.cost_usd <= 1.0
+    assert result.iterations == 2
 
 
 async def test_unknown_price_is_none_not_zero(tmp_path: Path) -> None:

@@ -55,14 +55,14 @@ async def test_jump_past_the_limit_stops_at_the_gate(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=5000),
+        spend_turn(("echo", "b"), tokens=3000),
         spend_turn(("echo", "c"), tokens=1),
     ]
     agent, _ = make(tmp_path, script, events, max_total_tokens=1000)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.MAX_TOKENS
     assert result.iterations == 2
-    assert "5,000 of 1,000 budgeted tokens" in (result.error or "")
+    assert "3,000 of 1,000 budgeted tokens" in (result.error or "")
 
 
 async def test_extension_granted_lets_the_run_continue(tmp_path: Path) -> None:

@@ -25,12 +25,13 @@ from journeyman.swarm.tree import session_tree
 from journeyman.tools.builtin import default_tools
 
 NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
-PRICE = (1_000.0, 1_000.0)
-"""US dollars per million tokens: $0.001 a token, so costs are easy to read."""
+PRICE = (10.0, 10.0)
+"""US dollars per million tokens: $0.01 per thousand tokens, so costs are easy to read (and a
+prompt, priced before each call, stays small against the caps)."""
 
 
 def turn(*calls: ToolCall, text: str = "", usage: Usage | None = None) -> ModelResponse:
-    return ModelResponse(text=text, tool_calls=tuple(calls), usage=usage or Usage(10, 5))
+    return ModelResponse(text=text, tool_calls=tuple(calls), usage=usage or Usage(1_000, 500))
 
 
 def spawn(task: str, cid: str, **extra: Any) -> ToolCall:
@@ -97,7 +98,7 @@ async def test_child_report_returns_as_the_tool_result_and_its_session_is_a_side
 ) -> None:
     tree = make_tree(
         [turn(spawn("find the callers of f", "s1")), turn(text="f is called twice.")],
-        {"callers": [turn(text="f is called from a.py and b.py.", usage=Usage(20, 10))]},
+        {"callers": [turn(text="f is called from a.py and b.py.", usage=Usage(2_000, 1_000))]},
     )
     result = await tree.root.run("where is f used?")
     assert result.success and result.final_text == "f is called twice."
@@ -139,9 +140,9 @@ async def test_six_concurrent_children_under_a_cap_never_spend_more_than_it(
 ) -> None:
     cap = 1.0
     # every child would spend $0.05 a turn for 5 turns; its allocation stops it first
-    busy = [turn(ToolCall(f"r{i}", "list_files", {}), usage=Usage(25, 25)) for i in range(5)] + [
-        turn(text="done", usage=Usage(5, 5))
-    ]
+    listing = Usage(2_500, 2_500)
+    busy = [turn(ToolCall(f"r{i}", "list_files", {}), usage=listing) for i in range(5)]
+    busy.append(turn(text="done", usage=Usage(500, 500)))
     tree = make_tree(
         [
             turn(*(spawn(f"part {i}", f"s{i}") for i in range(6))),
@@ -271,7 +272,7 @@ async def test_a_child_past_its_time_limit_ends_and_settles_what_it_spent(
         max_budget_usd=1.0,
         price_per_mtok=PRICE,
     )
-    stalling = Stalling([turn(ToolCall("r1", "list_files", {}), usage=Usage(25, 25))])
+    stalling = Stalling([turn(ToolCall("r1", "list_files", {}), usage=Usage(2_500, 2_500))])
 
     def make_child(spec: ChildSpec) -> Agent:
         return Agent(

@@ -14,6 +14,7 @@ from journeyman.core.messages import Message, ToolSpec, Usage
 from journeyman.economics.budget import ExecutionEconomics
 from journeyman.economics.phases import WorkPhase
 from journeyman.economics.usage_log import UsageRow
+from journeyman.loop.call_budget import PromptBound, Remaining, fit_request
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState
@@ -53,6 +54,7 @@ class ModelCalls:
         self.recorder: StepRecorder | None = None
         self.compact_on_overflow: Compact | None = None
         """Shrinks the history when the provider refuses a prompt as too long."""
+        self.prompt_bound = PromptBound()
 
     def cost(self, usage: Usage) -> float | None:
         """US dollars of a call: the configured price, else the price database (None when the
@@ -78,13 +80,14 @@ class ModelCalls:
         """One model call with the current history; emits events and accounts usage/cost."""
 
         def build() -> ModelRequest:
-            return ModelRequest(
+            request = ModelRequest(
                 system=self.system_prompt,
                 messages=(*state.messages, *extra),
                 tools=self.tool_specs if tools_enabled else (),
                 max_output_tokens=self.config.max_output_tokens,
                 temperature=self.config.temperature,
             )
+            return self._fit(request, self._estimate(state, extra, request.tools))
 
         request = build()
         iteration = state.iterations + 1
@@ -140,6 +143,8 @@ class ModelCalls:
         )
         started = time.monotonic()
         try:
+            prompt = compaction.estimate_tokens(request.messages, self.fixed_tokens(()))
+            request = self._fit(request, prompt)
             response = await complete_within(
                 self.provider, request, None, deadline=self._deadline()
             )
@@ -150,14 +155,32 @@ class ModelCalls:
         self._account(state, response.usage, call_cost, time.monotonic() - started, tools=True)
         return response.text
 
+    def _estimate(
+        self, state: LoopState, extra: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> int:
+        """Estimated prompt size of the history plus `extra`, with the system prompt and
+        `tools`."""
+        return self.history_meter.tokens(
+            state.messages, compaction.estimate_tokens(extra, self.fixed_tokens(tools))
+        )
+
+    def _fit(self, request: ModelRequest, estimate: int) -> ModelRequest:
+        """`request` with a reply short enough that the call cannot overrun the run's USD limit;
+        raises when no useful reply fits. (The token limit is a graduated budget, not a cap: its
+        last call may overshoot it, as the seed's enforcement levels expect.)"""
+        limit = self.economics.limits.max_usd
+        if limit is None:
+            return request
+        left = Remaining(usd=limit - (self.economics.cost_usd or 0.0))
+        return fit_request(request, self.prompt_bound.of(estimate), left, self.cost)
+
     def _calibrate(
         self, state: LoopState, extra: Sequence[Message], request: ModelRequest, usage: Usage
     ) -> None:
         """`request` was the history plus `extra`; compare its estimated size with the report."""
         reported = usage.total_input_tokens
-        estimated = self.history_meter.tokens(
-            state.messages, compaction.estimate_tokens(extra, self.fixed_tokens(request.tools))
-        )
+        estimated = self._estimate(state, extra, request.tools)
+        self.prompt_bound.learn(estimated, reported)
         if reported > 0 and estimated > 0:
             low, high = TOKEN_RATIO_BOUNDS
             state.token_ratio = min(high, max(low, reported / estimated))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 from collections.abc import Callable, Iterable
 
 from journeyman.core.errors import AgentError, LLMError
@@ -14,6 +17,27 @@ from journeyman.providers.base import (
 
 ScriptStep = ModelResponse | AgentError | Callable[[ModelRequest], ModelResponse]
 """A canned response, an error to raise, or a function computing the response from the request."""
+
+
+PROVIDER_CHARS_PER_TOKEN = 3.0
+"""Characters per token of a real tokenizer on code and prose mixed: more tokens than the
+harness's own 4-characters-a-token estimate."""
+MESSAGE_FRAMING_TOKENS = 6
+"""Tokens a chat format adds around each message."""
+
+
+def billed_prompt_tokens(request: ModelRequest) -> int:
+    """The prompt tokens a hosted provider would bill for `request`, roughly and on the high
+    side: for scripted replies whose usage should follow what they were sent."""
+    chars = len(request.system)
+    for tool in request.tools:
+        chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+    for message in request.messages:
+        chars += len(message.content)
+        for call in message.tool_calls:
+            chars += len(call.name) + len(json.dumps(call.arguments, default=str))
+    framing = MESSAGE_FRAMING_TOKENS * (len(request.messages) + 1)
+    return math.ceil(chars / PROVIDER_CHARS_PER_TOKEN) + framing
 
 
 class ScriptedProvider:
@@ -67,6 +91,10 @@ class ScriptedProvider:
         if isinstance(step, AgentError):
             raise step
         response = step if isinstance(step, ModelResponse) else step(request)
+        if response.usage.output_tokens > request.max_output_tokens:
+            # a real model stops at the reply limit it was sent, and bills no more than that
+            usage = dataclasses.replace(response.usage, output_tokens=request.max_output_tokens)
+            response = dataclasses.replace(response, usage=usage)
         if on_text is not None and response.text:
             on_text(response.text)
         return response

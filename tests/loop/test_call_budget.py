@@ -1,0 +1,141 @@
+"""Each model call is priced before it is sent: its reply is shortened to fit what is left of the
+USD limit, or the call is not made, so a run's spending never passes its cap."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from journeyman import Agent, AgentConfig
+from journeyman.core.errors import BudgetExhaustedError
+from journeyman.core.messages import Message, ToolCall, Usage
+from journeyman.core.result import FinishReason
+from journeyman.loop.call_budget import (
+    MIN_REPLY_TOKENS,
+    PromptBound,
+    Remaining,
+    fit_request,
+)
+from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.scripted import (
+    ScriptedProvider,
+    ScriptStep,
+    billed_prompt_tokens,
+)
+from journeyman.tools.builtin import default_tools
+
+PRICE = (3.0, 15.0)
+
+
+def price(usage: Usage) -> float:
+    return (usage.input_tokens * PRICE[0] + usage.output_tokens * PRICE[1]) / 1e6
+
+
+def request(max_output_tokens: int = 4_096) -> ModelRequest:
+    return ModelRequest(
+        system="s", messages=(Message.user("hi"),), max_output_tokens=max_output_tokens
+    )
+
+
+def test_a_call_that_fits_is_sent_as_it_is() -> None:
+    sent = request()
+    assert fit_request(sent, 1_000, Remaining(usd=1.0), price) is sent
+
+
+def test_the_reply_is_shortened_to_what_is_left() -> None:
+    # $0.003 of prompt leaves $0.0045: 300 reply tokens at $15 a million
+    fitted = fit_request(request(), 1_000, Remaining(usd=0.0075), price)
+    assert fitted.max_output_tokens in (299, 300)  # float rounding may cost one token
+    assert price(Usage(1_000, fitted.max_output_tokens)) <= 0.0075
+
+
+def test_a_call_without_room_for_a_useful_reply_is_not_made() -> None:
+    left = price(Usage(1_000, MIN_REPLY_TOKENS - 1))
+    with pytest.raises(BudgetExhaustedError) as raised:
+        fit_request(request(), 1_000, Remaining(usd=left), price)
+    assert raised.value.details["finish_reason"] == "max_budget_usd"
+    assert "not made" in raised.value.message
+
+
+def test_tokens_left_bound_the_reply_too() -> None:
+    fitted = fit_request(request(), 1_000, Remaining(tokens=1_500), price)
+    assert fitted.max_output_tokens == 500
+    with pytest.raises(BudgetExhaustedError):
+        fit_request(request(), 1_000, Remaining(tokens=1_010), price)
+
+
+def test_the_prompt_bound_learns_from_the_reported_size() -> None:
+    bound = PromptBound()
+    assert bound.of(1_000) == 2_000  # nothing reported yet: twice the estimate
+    bound.learn(estimate=1_000, reported=1_300)
+    assert bound.of(1_100) == 1_300 + 200  # the report, plus twice what was added since
+    assert bound.of(500) == math.ceil(500 * 1.3 * 1.25)  # after compaction: the ratio, a margin
+
+
+def _billed_like_a_provider(calls: int, replies: list[int]) -> list[ScriptStep]:
+    """Replies that bill the prompt they were sent (more tokens than the harness estimates)
+    and a reply of the scripted size, cut at the request's limit; each reads another file."""
+
+    def step(i: int) -> ScriptStep:
+        def respond(sent: ModelRequest) -> ModelResponse:
+            usage = Usage(billed_prompt_tokens(sent), replies[i % len(replies)])
+            read = ToolCall(f"c{i}", "read_file", {"path": f"f{i % 7}.txt"})
+            return ModelResponse("", tool_calls=(read,), usage=usage)
+
+        return respond
+
+    return [step(i) for i in range(calls)]
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    cap=st.floats(min_value=0.005, max_value=0.2),
+    replies=st.lists(st.integers(min_value=1, max_value=8_000), min_size=1, max_size=6),
+)
+def test_a_run_never_spends_more_than_its_cap(
+    tmp_path_factory: pytest.TempPathFactory, cap: float, replies: list[int]
+) -> None:
+    import asyncio
+
+    root = tmp_path_factory.mktemp("run")
+    (root / "ws").mkdir()
+    for n in range(7):
+        (root / "ws" / f"f{n}.txt").write_text(f"file {n}\n" * (n * 40 + 1))
+    provider = ScriptedProvider(_billed_like_a_provider(60, replies))
+    agent = Agent(
+        provider,
+        workspace=root / "ws",
+        tools=default_tools(journal_commands=False),
+        config=AgentConfig(
+            session_dir=root / "s",
+            max_budget_usd=cap,
+            price_per_mtok=PRICE,
+            max_iterations=60,
+            sandbox="local",
+            verify=False,
+        ),
+    )
+    result = asyncio.run(agent.run("list the files, again and again"))
+    assert result.cost_usd is not None and result.cost_usd <= cap, result.error
+
+
+async def test_the_agent_reports_the_stop_before_the_call(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    provider = ScriptedProvider(_billed_like_a_provider(5, [4_000]))
+    agent = Agent(
+        provider,
+        workspace=tmp_path / "ws",
+        tools=default_tools(journal_commands=False),
+        config=AgentConfig(
+            session_dir=tmp_path / "s", max_budget_usd=0.01, price_per_mtok=PRICE, verify=False
+        ),
+    )
+    result = await agent.run("spend")
+    assert result.finish_reason is FinishReason.MAX_BUDGET_USD
+    assert result.cost_usd is not None and result.cost_usd <= 0.01
+    assert "was not made" in (result.error or "")
+    assert len(provider.requests) == result.iterations  # the refused call never reached it
