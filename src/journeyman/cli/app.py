@@ -1,6 +1,7 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
-`run_cmd` (run, resume, fork), `changes_cmd` (undo, diff), `sessions_cmd`, `usage_cmd`,
-`rules_cmd`, `lsp_cmd`, `mcp_list_cmd`; shared options in `options`, exit codes in `exits`."""
+`run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
+terminal), `changes_cmd` (undo, diff), `sessions_cmd`, `usage_cmd`, `rules_cmd`, `lsp_cmd`,
+`mcp_list_cmd`; shared options in `options`, exit codes in `exits`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import typer
 
 from journeyman import __version__
 from journeyman.cli.changes_cmd import diff, undo
+from journeyman.cli.chat_cmd import chat
 from journeyman.cli.exits import EXIT_CLOSED_STDOUT, EXIT_CONFIG, silence_stdout
 from journeyman.cli.lsp_cmd import lsp_command
 from journeyman.cli.mcp_list_cmd import mcp_list_cmd
@@ -27,7 +29,7 @@ app = typer.Typer(
         "tests until the task is done — within limits, with every step saved.\n\n"
         "Provider auto-detection: ANTHROPIC_API_KEY, then OPENAI_API_KEY (+ OPENAI_BASE_URL)."
     ),
-    no_args_is_help=True,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -48,15 +50,23 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_options(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
     """journeyman command line."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if sys.stdin.isatty() and sys.stdout.isatty():  # `journeyman` alone opens the app
+        chat()
+        raise typer.Exit()
+    typer.echo(ctx.get_help())
+    raise typer.Exit(2)  # as before the app existed: no command and no terminal is a usage error
 
 
-for command in (run, resume, fork, undo, diff, usage):
+for command in (run, resume, fork, undo, diff, usage, chat):
     app.command()(command)
 mcp_app.command("list")(mcp_list_cmd)
 app.command()(rules)
