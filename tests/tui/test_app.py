@@ -86,7 +86,7 @@ async def test_streamed_text_and_tool_cards_from_the_openai_server(
         card.collapsed = False  # expands to the diff and the full result
         await pilot.pause()
         body = str(card.body.render())
-        assert "+one" in body and "Wrote" in body or "a.txt" in body
+        assert "+one" in body and "created a.txt (1 lines)" in body
         status = str(app.status.render())
         assert "openai:gpt-4.1-mini" in status and "IDLE" in status
         assert f"session {app.results[0].session_id}" in status
