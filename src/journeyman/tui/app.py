@@ -227,6 +227,9 @@ class ChatApp(App[None]):
         return answer
 
     async def ask_extension(self, request: ExtensionRequest) -> bool:
+        status = self.agent.economics.check()  # the level that made the budget gate ask
+        self.status.facts.budget_fraction = status.fraction
+        self.status.facts.budget_level = status.level.value
         dialog = BudgetDialog(request, self.clock, self.extension_timeout_s)
         return await self._ask(dialog, False)
 

@@ -21,12 +21,12 @@ KEY_ARGUMENTS = ("command", "path", "pattern", "query", "url", "summary", "name"
 
 def key_argument(call: ToolCall) -> str:
     """The one argument that says what a call is about (its command, path, pattern...)."""
-    for name in KEY_ARGUMENTS:
-        value = call.arguments.get(name)
-        if isinstance(value, str) and value:
-            line = printable(value).splitlines()[0] if value.strip() else value
-            return line if len(line) <= 60 else line[:57] + "..."
-    return ""
+    named = (call.arguments.get(name) for name in KEY_ARGUMENTS)
+    strings = [v for v in (*named, *call.arguments.values()) if isinstance(v, str) and v.strip()]
+    if not strings:
+        return ""
+    line = printable(strings[0]).strip().splitlines()[0]
+    return line if len(line) <= 60 else line[:57] + "..."
 
 
 def styled_diff(described: str) -> Text:
