@@ -64,3 +64,17 @@ def test_an_empty_follow_up_is_refused(tmp_path: Path) -> None:
     env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"))
     done = journeyman("run", "--continue", "abc", " ", env=env)
     assert done.returncode == 2 and "follow-up message is empty" in done.stderr
+
+
+def test_chat_with_an_unknown_session_says_so(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"))
+    done = journeyman("chat", "--resume", "nope", env=env)
+    assert done.returncode == 2
+    assert "nope" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_journeyman_alone_without_a_terminal_prints_the_commands(tmp_path: Path) -> None:
+    done = journeyman(env=clean_env(), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "chat" in done.stdout and "run" in done.stdout and "Traceback" not in done.stderr
