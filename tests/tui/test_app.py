@@ -281,3 +281,15 @@ async def test_the_transcript_keeps_a_bounded_number_of_widgets(tmp_path: Path) 
         assert len(app.transcript.children) <= 21
         assert "earlier items are not shown" in notes(app)
         assert app.results[-1].final_text == "answer 29"
+
+
+async def test_a_command_card_shows_the_command_and_its_exit_code(tmp_path: Path) -> None:
+    script = [turn(call("run_command", "r1", command="echo hi; exit 3")), finish("ran it")]
+    app, _ = scripted_app(tmp_path, script, sandbox=SandboxKind.LOCAL)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "run it")
+        await finish_turn(pilot)
+        card = app.query(ToolCard).first()
+        assert str(card.title).startswith("✗ exit 3 run_command echo hi; exit 3")
+        body = str(card.body.render())
+        assert "$ echo hi; exit 3" in body and "exit code 3" in body and "hi" in body

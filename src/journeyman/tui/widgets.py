@@ -104,13 +104,15 @@ class ToolCard(Collapsible):
     def _heading(self) -> str:
         took = "" if self.duration_s is None else f" {self.duration_s:.2f}s"
         name = printable(self.call.name)
-        return f"{STATUS_MARK[self.status]} {self.status} {name} {key_argument(self.call)}{took}"
+        return f"{STATUS_MARK.get(self.status, '✗')} {self.status} {name} {key_argument(self.call)}{took}"
 
     def finished(self, result: ToolResult, duration_s: float) -> None:
+        exit_code = result.metadata.get("exit_code")
         self.status = "error" if result.is_error else "ok"
+        if not result.is_error and exit_code not in (None, 0):
+            self.status = f"exit {exit_code}"  # a failing command is a result, not an error
         self.duration_s = duration_s
         self.title = self._heading()
-        exit_code = result.metadata.get("exit_code")
         shown = printable(result.content[:RESULT_CHARS_SHOWN])
         hidden = len(result.content) - RESULT_CHARS_SHOWN
         body = self.preview.copy()
