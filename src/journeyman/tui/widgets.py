@@ -104,7 +104,8 @@ class ToolCard(Collapsible):
     def _heading(self) -> str:
         took = "" if self.duration_s is None else f" {self.duration_s:.2f}s"
         name = printable(self.call.name)
-        return f"{STATUS_MARK.get(self.status, '✗')} {self.status} {name} {key_argument(self.call)}{took}"
+        mark = STATUS_MARK.get(self.status, "✗")
+        return f"{mark} {self.status} {name} {key_argument(self.call)}{took}"
 
     def finished(self, result: ToolResult, duration_s: float) -> None:
         exit_code = result.metadata.get("exit_code")
