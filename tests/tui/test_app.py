@@ -293,3 +293,59 @@ async def test_a_command_card_shows_the_command_and_its_exit_code(tmp_path: Path
         assert str(card.title).startswith("✗ exit 3 run_command echo hi; exit 3")
         body = str(card.body.render())
         assert "$ echo hi; exit 3" in body and "exit code 3" in body and "hi" in body
+
+
+async def test_session_commands_list_resume_and_fork(tmp_path: Path) -> None:
+    script = [
+        turn(call("write_file", "w1", path="a.txt", content="one\n")),
+        finish("wrote a"),
+        finish("forked and done"),
+    ]
+    app, _ = scripted_app(tmp_path, script)
+    workspace = tmp_path / "ws"
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await finish_turn(pilot)
+        first = app.results[0].session_id
+        await submit(pilot, "/sessions")
+        assert first in notes(app)
+        await submit(pilot, "/cost")
+        assert "2 model call(s)" in notes(app)
+        await submit(pilot, "/budget")
+        assert "extensions granted 0 of 3" in notes(app)
+        await submit(pilot, "/resume nosuch")
+        assert "no session with an id starting with 'nosuch'" in notes(app)
+        await submit(pilot, f"/resume {first[:15]}")
+        assert app.conversation.session_id == first
+        assert "> write a.txt" in [str(w.render()) for w in app.query(UserMessage)]
+        await submit(pilot, "/fork 0")
+        assert "forked" in notes(app)
+        assert not (workspace / "a.txt").exists()  # rolled back to step 0
+        await submit(pilot, "again, differently")
+        await finish_turn(pilot)
+        forked = app.results[-1]
+        assert forked.session_id != first and forked.parent_session_id == first
+
+
+async def test_plan_mode_is_read_only_until_the_plan_is_approved(tmp_path: Path) -> None:
+    script = [
+        turn(call("write_file", "w1", path="a.txt", content="one\n")),
+        finish("planned"),
+        turn(call("write_file", "w2", path="a.txt", content="one\n")),
+        finish("done"),
+    ]
+    app, _ = scripted_app(
+        tmp_path, script, permissions=PermissionsConfig(mode=PermissionMode.TRUSTED)
+    )
+    workspace = tmp_path / "ws"
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/plan")
+        assert "read-only until you approve" in notes(app)
+        await submit(pilot, "plan it")
+        await finish_turn(pilot)
+        assert not (workspace / "a.txt").exists()
+        await submit(pilot, "/plan off")
+        assert "plan approved" in notes(app)
+        await submit(pilot, "now do it")
+        await finish_turn(pilot)
+    assert (workspace / "a.txt").read_text() == "one\n"
