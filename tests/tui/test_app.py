@@ -4,6 +4,8 @@ quitting and resuming."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +351,31 @@ async def test_plan_mode_is_read_only_until_the_plan_is_approved(tmp_path: Path)
         await submit(pilot, "now do it")
         await finish_turn(pilot)
     assert (workspace / "a.txt").read_text() == "one\n"
+
+
+async def test_servers_start_once_for_the_app_and_stop_when_it_quits(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [finish("one"), finish("two")])
+    log: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def connected() -> AsyncIterator[list[Any]]:
+        log.append("start")
+        app.agent._connected_registry = app.agent.registry
+        try:
+            yield []
+        finally:
+            app.agent._connected_registry = None
+            log.append("stop")
+
+    app.agent.lsp = True
+    app.agent.connected = connected  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "first")
+        await finish_turn(pilot)
+        await submit(pilot, "second")
+        await finish_turn(pilot)
+        assert log == ["start"]
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+    assert log == ["start", "stop"]
+    assert [r.final_text for r in app.results] == ["one", "two"]

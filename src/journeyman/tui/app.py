@@ -77,6 +77,8 @@ class ChatApp(App[None]):
         self._streaming: AssistantText | None = None
         self._cards: dict[str, ToolCard] = {}
         self._last_interrupt: float | None = None
+        self._servers: asyncio.Task[None] | None = None
+        self._servers_stop = asyncio.Event()
         self.results: list[RunResult] = []
         """Every finished turn's result (for tests and the ending notes)."""
 
@@ -150,6 +152,7 @@ class ChatApp(App[None]):
 
     async def _turn(self, text: str) -> RunResult | None:
         try:
+            await self._start_servers()
             result = await self.conversation.send(text)
         except Exception as error:  # shown, never a traceback; the session stays usable
             self.note(Text(f"error: {printable(str(error))}", style="bold red"))
@@ -216,7 +219,43 @@ class ChatApp(App[None]):
     async def quit_safely(self) -> None:
         """Quit; a turn in progress is cancelled first so the store holds everything."""
         await self.cancel_turn()
+        await self._stop_servers()
         self.exit()
+
+    # --- language and MCP servers: started with the first message, kept for the app's life --
+
+    async def _start_servers(self) -> None:
+        if self._servers is not None or not (self.agent.lsp or self.agent.mcp):
+            return
+        ready = asyncio.Event()
+        self._servers_stop = asyncio.Event()
+
+        async def keep_servers() -> None:
+            # one task enters and leaves `connected()` (the servers' task groups need that)
+            try:
+                async with self.agent.connected() as statuses:
+                    for status in statuses:
+                        if status.error:
+                            self.note(
+                                f"MCP server {printable(status.name)} did not start: "
+                                f"{printable(status.error)}"
+                            )
+                    ready.set()
+                    await self._servers_stop.wait()
+            except Exception as error:  # the runs go on without the servers' tools
+                self.note(f"language/MCP servers could not start: {printable(str(error))}")
+            finally:
+                ready.set()
+
+        self._servers = asyncio.create_task(keep_servers())
+        await ready.wait()
+
+    async def _stop_servers(self) -> None:
+        if self._servers is None:
+            return
+        self._servers_stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._servers, timeout=10)
 
     # --- the agent's questions ------------------------------------------------------------
 
