@@ -33,7 +33,9 @@ class Tmux:
         return done.stdout
 
     def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "jm")
+        return self("capture-pane", "-p", "-t", self.target)
+
+    target = "jm"
 
     def wait_for(self, text: str, timeout_s: float = 60) -> float:
         """Seconds until `text` is on screen; fails with the screen when it never shows."""
@@ -61,13 +63,17 @@ def test_the_binary_opens_the_app_answers_and_quits(
         TERM="xterm-256color",
     )
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = (
-        f"cd {shlex.quote(str(workspace))} && env -i {exports} {shlex.quote(sys.executable)} "
-        "-m journeyman; echo JM-EXITED-$?; sleep 60"
-    )
+
+    def command(*args: str) -> str:
+        return (
+            f"cd {shlex.quote(str(workspace))} && env -i {exports} "
+            f"{shlex.quote(sys.executable)} -m journeyman {' '.join(args)}; "
+            "echo JM-EXITED-$?; sleep 60"
+        )
+
     tmux = Tmux()
     try:
-        tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command)
+        tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command())
         seconds = tmux.wait_for("Ask journeyman")
         print(f"journeyman -> interactive prompt: {seconds:.2f} s")
         tmux("send-keys", "-t", "jm", "-l", "say hello")
@@ -75,6 +81,15 @@ def test_the_binary_opens_the_app_answers_and_quits(
         tmux.wait_for("hello from the fake model")
         assert "session 2" in tmux.screen()  # the status bar names the session
         tmux("send-keys", "-t", "jm", "C-d")
+        tmux.wait_for("JM-EXITED-0")
+        # `journeyman chat --last` reopens the session with its history on screen
+        tmux("new-session", "-d", "-s", "again", "-x", "100", "-y", "30", command("chat", "--last"))
+        tmux.target = "again"
+        tmux.wait_for("Ask journeyman")
+        screen = tmux.screen()
+        assert "> say hello" in screen and "hello from the fake model" in screen
+        tmux("send-keys", "-t", "again", "C-c")
+        tmux("send-keys", "-t", "again", "C-c")
         tmux.wait_for("JM-EXITED-0")
     finally:
         tmux.kill()

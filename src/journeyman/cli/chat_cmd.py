@@ -74,8 +74,15 @@ def chat(
         config = loaded.build(
             session_dir=session_dir, stream=True, permission_mode=permission_mode, mode=mode
         )
-        if settings.get("config"):
+        if settings.get("config"):  # a resumed session keeps its settings, flags on top
             stored = {**settings["config"], "session_dir": session_dir, "stream": True}
+            if mode is not None:
+                stored["mode"] = mode
+            if permission_mode is not None:
+                stored["permissions"] = {
+                    **(stored.get("permissions") or {}),
+                    "mode": permission_mode,
+                }
             config = AgentConfig(**stored)
     except (ConfigurationError, ValueError) as error:
         fail(EXIT_CONFIG, getattr(error, "message", str(error)))
