@@ -379,3 +379,17 @@ async def test_servers_start_once_for_the_app_and_stop_when_it_quits(tmp_path: P
         await pilot.pause()
     assert log == ["start", "stop"]
     assert [r.final_text for r in app.results] == ["one", "two"]
+
+
+async def test_always_allows_the_same_call_without_asking_again(tmp_path: Path) -> None:
+    write = call("write_file", "w1", path="a.txt", content="one\n")
+    again = call("write_file", "w2", path="a.txt", content="two\n")
+    app, _ = scripted_app(tmp_path, [turn(write), turn(again), finish()], permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt twice")
+        await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.press("a")
+        await finish_turn(pilot)
+        assert notes(app).count("write_file: always") == 1
+        assert "write_file: allow" not in notes(app)  # the second write was not asked about
+    assert (tmp_path / "ws" / "a.txt").read_text() == "two\n"
