@@ -1,7 +1,7 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
-`run_cmd` (run, resume, fork), `changes_cmd` (undo, diff), `sessions_cmd`, `usage_cmd`,
-`rules_cmd`, `lsp_cmd`, `mcp_list_cmd`, `swarm_cmd`; shared options in `options`, exit codes in
-`exits`."""
+`run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
+terminal), `swarm_cmd`, `changes_cmd` (undo, diff), `sessions_cmd`, `usage_cmd`, `rules_cmd`,
+`lsp_cmd`, `mcp_list_cmd`; shared options in `options`, exit codes in `exits`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ COMMANDS = {
     "run": "journeyman.cli.run_cmd:run",
     "resume": "journeyman.cli.run_cmd:resume",
     "fork": "journeyman.cli.run_cmd:fork",
+    "chat": "journeyman.cli.chat_cmd:chat",
     "swarm": "journeyman.cli.swarm_cmd:swarm",
     "undo": "journeyman.cli.changes_cmd:undo",
     "diff": "journeyman.cli.changes_cmd:diff",
@@ -37,7 +38,7 @@ app = typer.Typer(
         "tests until the task is done — within limits, with every step saved.\n\n"
         "Provider auto-detection: ANTHROPIC_API_KEY, then OPENAI_API_KEY (+ OPENAI_BASE_URL)."
     ),
-    no_args_is_help=True,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=lazy_group(COMMANDS),
@@ -54,12 +55,22 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_options(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
     """journeyman command line."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if sys.stdin.isatty() and sys.stdout.isatty():  # `journeyman` alone opens the app
+        from journeyman.cli.chat_cmd import chat
+
+        chat()
+        raise typer.Exit()
+    typer.echo(ctx.get_help())
+    raise typer.Exit(2)  # as before the app existed: no command and no terminal is a usage error
 
 
 def main() -> None:

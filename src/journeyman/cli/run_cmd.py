@@ -243,6 +243,15 @@ def run(
     mcp: McpOpt = None,
     project_hooks: ProjectHooksOpt = False,
     subagents: SubagentsOpt = False,
+    continue_session: Annotated[
+        str | None,
+        typer.Option(
+            "--continue",
+            metavar="SESSION",
+            help="Send TASK as a follow-up message to this session (id or unique prefix): the "
+            "agent goes on with its history, budgets and undo journal and its stored settings.",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -268,6 +277,26 @@ def run(
         tool_timeout,
         price_per_mtok,
     )
+    if continue_session is not None:
+        _continue(
+            continue_session,
+            task,
+            {
+                "provider": provider,
+                "model": model,
+                "base_url": base_url,
+                "tool_format": tool_format,
+                "limits": limits,
+                "permission_mode": permission_mode,
+            },
+            workspace=workspace,
+            output_format=output_format,
+            auto_extend=auto_extend,
+            session_dir=session_dir,
+            stream=stream,
+            yes=yes,
+            mcp=mcp,
+        )
     root = workspace or Path(".")
     try:
         loaded = load_config(root, project_hooks=project_hooks)
@@ -389,7 +418,6 @@ def resume(
     come from the environment again."""
     from journeyman.cli.sessions_cmd import open_store, resolve_session
     from journeyman.core.result import FinishReason
-    from journeyman.loop.run_options import RunOptions
 
     store = open_store(session_dir)
     try:
@@ -406,14 +434,46 @@ def resume(
     limits = given_limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
     )
-    overrides = {
-        "provider": provider,
-        "model": model,
-        "base_url": base_url,
-        "tool_format": tool_format,
-        "limits": limits,
-        "permission_mode": permission_mode,
-    }
+    _reopen(
+        record,
+        {
+            "provider": provider,
+            "model": model,
+            "base_url": base_url,
+            "tool_format": tool_format,
+            "limits": limits,
+            "permission_mode": permission_mode,
+        },
+        workspace=workspace,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        session_dir=session_dir,
+        stream=stream,
+        yes=yes,
+        mcp=mcp,
+        action=lambda agent: _restore_subagents(agent, record.settings).resume(
+            record.id, override_limits=bool(limits)
+        ),
+    )
+
+
+def _reopen(
+    record: SessionRecord,
+    overrides: dict[str, Any],
+    *,
+    workspace: Path | None,
+    output_format: OutputFormat,
+    auto_extend: int,
+    session_dir: Path | None,
+    stream: bool,
+    yes: bool | None,
+    mcp: bool | None,
+    action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
+) -> NoReturn:
+    """Launch `action` on an agent built from a stored session's settings (`resume`,
+    `run --continue`), with the flags given now on top."""
+    from journeyman.loop.run_options import RunOptions
+
     settings, ignored = _restorable(record)
     provider_settings, config = _remembered(
         settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
@@ -424,12 +484,49 @@ def resume(
         config=config,
         output_format=output_format,
         auto_extend=auto_extend,
-        action=lambda agent: _restore_subagents(agent, record.settings).resume(
-            record.id, override_limits=bool(limits)
-        ),
+        action=action,
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
         mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
+    )
+
+
+def _continue(
+    session: str,
+    message: str,
+    overrides: dict[str, Any],
+    *,
+    workspace: Path | None,
+    output_format: OutputFormat,
+    auto_extend: int,
+    session_dir: Path | None,
+    stream: bool,
+    yes: bool | None,
+    mcp: bool | None,
+) -> NoReturn:
+    """`journeyman run --continue ID "follow-up"`: the session goes on with a new message."""
+    from journeyman.cli.sessions_cmd import open_store, resolve_session
+
+    if not message.strip():
+        fail(EXIT_CONFIG, "the follow-up message is empty; say what the agent should do next")
+    store = open_store(session_dir)
+    try:
+        record = resolve_session(store, session, False, None)
+    finally:
+        store.close()
+    _reopen(
+        record,
+        overrides,
+        workspace=workspace,
+        output_format=output_format,
+        auto_extend=auto_extend,
+        session_dir=session_dir,
+        stream=stream,
+        yes=yes,
+        mcp=mcp,
+        action=lambda agent: _restore_subagents(agent, record.settings).send(
+            record.id, message, override_limits=bool(overrides["limits"])
+        ),
     )
 
 

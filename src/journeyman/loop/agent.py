@@ -23,6 +23,7 @@ from journeyman.loop.modes.phased import PhasedMode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
 from journeyman.loop.run_options import RunOptions
+from journeyman.loop.state import LoopState
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
 from journeyman.policy.permissions import (
     ApprovalAnswer,
@@ -255,11 +256,35 @@ class Agent:
 
         With `override_limits`, this agent's configured limits replace the stored ones.
         """
-        async with self._kernel() as kernel:
+        return await self._continue(session_id, override_limits=override_limits)
+
+    async def send(
+        self, session_id: str, message: str, *, override_limits: bool = False
+    ) -> RunResult:
+        """Continue a session, finished or not, with a new user message ("now add a test").
+
+        The model sees the session's whole history, then `message`; token, cost and time
+        budgets go on from what the session spent, its undo journal keeps growing, and the
+        iteration limit counts the turns spent on this message.
+        """
+        if not message.strip():
+            raise ConfigurationError("a follow-up message needs some text")
+        return await self._continue(session_id, override_limits=override_limits, follow_up=message)
+
+    async def _continue(
+        self, session_id: str, *, override_limits: bool, follow_up: str | None = None
+    ) -> RunResult:
+        def restored(state: LoopState) -> None:
             if override_limits:
-                kernel.on_restore = lambda: setattr(
-                    self.economics, "limits", economics_for(self.config).limits
-                )
+                self.economics.limits = economics_for(self.config).limits
+            if follow_up is not None:
+                # a new list: the stored history ends before the message, which the next
+                # step stores
+                state.messages = [*state.messages, Message.user(follow_up)]
+                self.economics.iterations = 0
+
+        async with self._kernel() as kernel:
+            kernel.on_restore = restored
             return await kernel.resume(session_id)
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:

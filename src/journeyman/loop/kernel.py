@@ -107,8 +107,8 @@ class Kernel:
         self.tools = ToolRunner(registry, workspace, config, self.hooks, permissions, self.emit)
         self._on_event = on_event
         self._recorder: StepRecorder | None = None
-        self.on_restore: Callable[[], object] | None = None
-        """Called after a resumed session's state is loaded (e.g. to apply new limits)."""
+        self.on_restore: Callable[[LoopState], object] | None = None
+        """Called with a resumed run's state once loaded (new limits, a follow-up message)."""
         self._unlisten = self.lifecycle.on_transition(
             lambda a, b, _meta: self.emit(ev.StateChanged(a.value, b.value))
         )
@@ -219,7 +219,7 @@ class Kernel:
             self.economics.start()
             self.economics.set_baseline(self.model.fixed_tokens())
         if self.on_restore is not None:
-            self.on_restore()
+            self.on_restore(state)
         self.observer.replay(messages)
         self.store.clear_outcome(session_id)
         recorder = StepRecorder(self.store, session_id, len(messages), history_start)

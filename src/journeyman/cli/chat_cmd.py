@@ -1,0 +1,135 @@
+"""`journeyman chat` (and `journeyman` alone on a terminal): the interactive app. Textual and
+the agent load only when the app starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from journeyman.cli.exits import EXIT_CONFIG, fail
+from journeyman.cli.options import (
+    BaseUrlOpt,
+    ModelOpt,
+    ModeOpt,
+    PermissionModeOpt,
+    ProviderOpt,
+    SessionDirOpt,
+    WorkspaceOpt,
+    YesOpt,
+)
+from journeyman.cli.sessions_cmd import open_store, resolve_session, session_root_problem
+from journeyman.core.errors import ConfigurationError
+from journeyman.loop.config import AgentConfig
+from journeyman.loop.config_file import load_config
+from journeyman.loop.run_options import RunOptions
+from journeyman.policy.permissions import PermissionsConfig
+from journeyman.session.store import default_session_root
+
+if TYPE_CHECKING:
+    from journeyman.loop.agent import Agent
+    from journeyman.tui.conversation import AgentHooks
+
+
+def chat(
+    workspace: WorkspaceOpt = None,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", metavar="SESSION", help="Reopen this session (id or prefix)."),
+    ] = None,
+    last: Annotated[
+        bool, typer.Option("--last", help="Reopen the most recent session of the workspace.")
+    ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    mode: ModeOpt = None,
+    session_dir: SessionDirOpt = None,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
+) -> None:
+    """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
+    and commands, undo; /help lists the commands."""
+    root = (workspace or Path(".")).resolve()
+    session_id = None
+    settings: dict[str, Any] = {}
+    if resume or last:
+        from journeyman.cli.run_cmd import _restorable
+
+        store = open_store(session_dir)
+        try:
+            record = resolve_session(store, resume, last, workspace)
+        finally:
+            store.close()
+        session_id, root = record.id, Path(record.workspace)
+        settings, _ignored = _restorable(record)
+    if not root.is_dir():
+        fail(EXIT_CONFIG, f"workspace {root} is not a directory")
+    problem = session_root_problem(session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
+    try:
+        loaded = load_config(root)
+        config = loaded.build(
+            session_dir=session_dir, stream=True, permission_mode=permission_mode, mode=mode
+        )
+        if settings.get("config"):  # a resumed session keeps its settings, flags on top
+            stored = {**settings["config"], "session_dir": session_dir, "stream": True}
+            if mode is not None:
+                stored["mode"] = mode
+            if permission_mode is not None:
+                stored["permissions"] = {
+                    **(stored.get("permissions") or {}),
+                    "mode": permission_mode,
+                }
+            config = AgentConfig(**stored)
+    except (ConfigurationError, ValueError) as error:
+        fail(EXIT_CONFIG, getattr(error, "message", str(error)))
+    if config.permissions is None:
+        config = config.model_copy(update={"permissions": PermissionsConfig()})
+    options = RunOptions(base_url=base_url or settings.get("base_url"))
+    spec = {
+        "provider": provider or settings.get("provider"),
+        "model": model or settings.get("model"),
+    }
+    open_app(root, config, options, spec, session_id=session_id, assume_yes=bool(yes))
+
+
+def open_app(
+    workspace: Path,
+    config: AgentConfig,
+    options: RunOptions,
+    spec: dict[str, Any],
+    *,
+    session_id: str | None = None,
+    assume_yes: bool = False,
+) -> None:
+    from journeyman.cli.lsp_cmd import lsp_for_run
+    from journeyman.loop.agent import Agent
+    from journeyman.providers.factory import create_provider
+    from journeyman.tui.app import ChatApp
+
+    try:
+        provider = create_provider(spec["provider"], spec["model"], options.base_url)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+
+    def build(hooks: AgentHooks) -> Agent:
+        return Agent(
+            provider,
+            workspace=workspace,
+            config=config,
+            on_event=hooks.on_event,
+            approver=hooks.extension_approver,
+            options=options,
+            permission_approver=hooks.permission_approver,
+            assume_yes=assume_yes,
+            lsp=lsp_for_run(workspace, enabled=True),
+        )
+
+    try:
+        app = ChatApp(build, session_id=session_id)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    app.run()

@@ -1,0 +1,1 @@
+"""The interactive terminal app (`journeyman`, `journeyman chat`); Textual loads only here."""

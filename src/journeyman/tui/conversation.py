@@ -1,0 +1,148 @@
+"""One session the user talks to, without any widget: the first message starts the session,
+each later one continues it (`Agent.send`), and the session's store answers /undo, /diff,
+/sessions and the history shown on --resume."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from journeyman.core.events import EventHandler
+from journeyman.core.messages import Message, Role
+from journeyman.core.result import RunResult
+from journeyman.economics.approval import ExtensionApprover
+from journeyman.loop.agent import Agent
+from journeyman.policy.permissions import Approver
+from journeyman.session.fork import prepare_fork
+from journeyman.session.store import SessionStore, SessionSummary, new_session_id
+from journeyman.session.undo import FileChangeTracker, UndoResult
+
+
+@dataclass(frozen=True)
+class AgentHooks:
+    """What the app lends the agent: its event sink and its two dialogs."""
+
+    on_event: EventHandler
+    extension_approver: ExtensionApprover
+    permission_approver: Approver
+
+
+AgentFactory = Callable[[AgentHooks], Agent]
+"""Builds the agent of a conversation around the app's hooks (the CLI's, or a test's)."""
+
+
+@dataclass
+class PendingFork:
+    """A `/fork STEP` waiting for the next message, which starts the forked session."""
+
+    parent_id: str
+    step: int
+    history: list[Message]
+
+
+class Conversation:
+    def __init__(self, agent: Agent, session_id: str | None = None) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        """The session being talked to; None until the first message."""
+        self.fork: PendingFork | None = None
+        self.last_result: RunResult | None = None
+
+    def _store(self) -> SessionStore:
+        return SessionStore(self.agent.session_root)
+
+    async def send(self, text: str) -> RunResult:
+        """The agent works on `text` in this session (a new one for the first message)."""
+        fork, self.fork = self.fork, None
+        if fork is not None:
+            self.session_id = new_session_id()
+            result = await self.agent.run(
+                text,
+                session_id=self.session_id,
+                history=fork.history,
+                parent_session_id=fork.parent_id,
+                forked_at_step=fork.step,
+            )
+        elif self.session_id is None:
+            self.session_id = new_session_id()  # known before the first step, for the status bar
+            result = await self.agent.run(text, session_id=self.session_id)
+        else:
+            result = await self.agent.send(self.session_id, text)
+        self.last_result = result
+        return result
+
+    def resolve(self, prefix: str) -> str:
+        """The id of the stored session starting with `prefix` (ValueError when none or many)."""
+        store = self._store()
+        try:
+            ids = [
+                s.record.id for s in store.list_sessions() if s.record.id.startswith(prefix.strip())
+            ]
+        finally:
+            store.close()
+        if len(ids) != 1:
+            found = "no session" if not ids else f"{len(ids)} sessions"
+            raise ValueError(f"{found} with an id starting with {prefix!r}; see /sessions")
+        return ids[0]
+
+    def transcript(self) -> list[Message]:
+        """The stored user and assistant messages of the session (for a resumed session)."""
+        if self.session_id is None:
+            return []
+        store = self._store()
+        try:
+            messages = store.messages(self.session_id)
+        finally:
+            store.close()
+        return [m for m in messages if m.role in (Role.USER, Role.ASSISTANT)]
+
+    def sessions(self) -> list[SessionSummary]:
+        """The stored sessions of this workspace, newest first."""
+        store = self._store()
+        try:
+            return store.list_sessions(str(self.agent.workspace))
+        finally:
+            store.close()
+
+    def undo(self, what: str = "", path: str = "") -> UndoResult:
+        """Undo the last change, the last turn's (`what="turn"`) or a file's last change."""
+        store = self._store()
+        try:
+            tracker = FileChangeTracker(store, self._require_session(), self.agent.workspace)
+            if what == "turn":
+                return tracker.undo_turn()
+            if what == "file":
+                return tracker.undo_file(path)
+            return tracker.undo_last()
+        finally:
+            store.close()
+
+    def diff(self) -> str:
+        """The pending (not undone) changes of the session as one unified diff."""
+        store = self._store()
+        try:
+            return FileChangeTracker(store, self._require_session(), self.agent.workspace).diff()
+        finally:
+            store.close()
+
+    def prepare_fork(self, step: int) -> PendingFork:
+        """Roll the workspace back to `step` of this session; the next message starts a new
+        session from the first `step` steps."""
+        store = self._store()
+        try:
+            parent = self._require_session()
+            plan = prepare_fork(store, parent, step, into=None, in_place=True, force=False)
+        finally:
+            store.close()
+        self.fork = PendingFork(parent, step, list(plan.history))
+        return self.fork
+
+    def _require_session(self) -> str:
+        if self.session_id is None:
+            raise ValueError("no session yet: send a message first")
+        return self.session_id
+
+    @property
+    def workspace(self) -> Path:
+        return self.agent.workspace

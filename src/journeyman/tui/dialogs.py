@@ -1,0 +1,153 @@
+"""The two questions the agent asks the user: may this call run (yes / no / always), and may the
+budget grow (Y / N, no answer in 60 s denies). Each is a modal screen; the agent waits on the
+answer through an asyncio future while its lifecycle is PAUSED."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from journeyman.cli.approver import describe_call
+from journeyman.cli.terminal import printable
+from journeyman.economics.budget import ExtensionRequest
+from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
+from journeyman.tui.widgets import styled_diff
+
+EXTENSION_TIMEOUT_S = 60.0
+"""No answer to the budget extension dialog within this many seconds denies it (the seed's)."""
+
+DIALOG_CSS = """
+{name} {{ align: center middle; }}
+{name} > Vertical {{
+    width: 90%; max-width: 120; height: auto; max-height: 90%;
+    border: thick $accent; background: $surface; padding: 0 1;
+}}
+{name} VerticalScroll {{ height: auto; max-height: 16; }}
+{name} Horizontal {{ height: auto; }}
+{name} Button {{ margin: 0 1 0 0; min-width: 10; }}
+"""
+
+
+class ApprovalDialog(ModalScreen[ApprovalAnswer]):
+    """Shows the call in full (an edit as a diff, a command whole) and asks yes / no / always."""
+
+    DEFAULT_CSS = DIALOG_CSS.format(name="ApprovalDialog")
+    BINDINGS = [  # noqa: RUF012
+        Binding("y", "answer('allow')", "yes"),
+        Binding("n", "answer('deny')", "no"),
+        Binding("escape", "answer('deny')", "no"),
+        Binding("a", "answer('always')", "always"),
+    ]
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        heading = Text(
+            f"{printable(request.tool_name)} needs your approval: {printable(request.reason)}",
+            style="bold",
+        )
+        always = (
+            f"[a]lways (remembers {', '.join(printable(r) for r in request.remember_as)})"
+            if request.remember_as
+            else ""
+        )
+        with Vertical():
+            yield Static(heading)
+            with VerticalScroll():
+                yield Static(
+                    styled_diff(describe_call(request.tool_name, request.args, request.project))
+                )
+            yield Static(Text(f"Allow it? [y]es  [n]o  {always}"))
+            with Horizontal():
+                yield Button("Yes (y)", id="allow", variant="success")
+                yield Button("No (n)", id="deny", variant="error")
+                if request.remember_as:
+                    yield Button("Always (a)", id="always")
+
+    def action_answer(self, answer: str) -> None:
+        if answer == "always" and not self.request.remember_as:
+            return
+        self.dismiss(ApprovalAnswer(answer))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_answer(event.button.id or "deny")
+
+
+class BudgetDialog(ModalScreen[bool]):
+    """Y grants the extension, N denies it (the agent wraps up); silence denies after 60 s,
+    measured on `clock` (injectable, so tests need not wait)."""
+
+    DEFAULT_CSS = DIALOG_CSS.format(name="BudgetDialog")
+    BINDINGS = [  # noqa: RUF012
+        Binding("y", "answer(True)", "grant"),
+        Binding("n", "answer(False)", "deny"),
+        Binding("escape", "answer(False)", "deny"),
+    ]
+
+    def __init__(
+        self,
+        request: ExtensionRequest,
+        clock: Callable[[], float],
+        timeout_s: float = EXTENSION_TIMEOUT_S,
+        tick_s: float = 0.1,
+    ) -> None:
+        super().__init__()
+        self.request = request
+        self.clock = clock
+        self.timeout_s = timeout_s
+        self.tick_s = tick_s
+        self.opened_at = clock()
+        self.countdown = Static(self._countdown_text())
+
+    def _remaining(self) -> float:
+        return max(0.0, self.timeout_s - (self.clock() - self.opened_at))
+
+    def _countdown_text(self) -> Text:
+        return Text(f"No answer in {self._remaining():.0f} s denies the extension.")
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        extra = []
+        if request.additional_tokens:
+            extra.append(f"+{request.additional_tokens:,} tokens")
+        if request.additional_usd:
+            extra.append(f"+${request.additional_usd:.2f}")
+        by = " and ".join(extra) or "more"
+        with Vertical():
+            yield Static(Text(f"Budget: {printable(request.reason)}", style="bold"))
+            yield Static(
+                Text(
+                    f"Extend the budget by {by}? This would be extension "
+                    f"{request.extensions_granted + 1} of {request.max_extensions}."
+                )
+            )
+            yield Static(Text("[Y] grant   [N] deny (the agent wraps up)"))
+            yield self.countdown
+            with Horizontal():
+                yield Button("Grant (y)", id="grant", variant="success")
+                yield Button("Deny (n)", id="deny", variant="error")
+
+    def on_mount(self) -> None:
+        self.set_interval(self.tick_s, self._tick)
+
+    def _tick(self) -> None:
+        if self._remaining() <= 0:
+            self.action_answer(False)
+            return
+        self.countdown.update(self._countdown_text())
+
+    def action_answer(self, granted: bool) -> None:
+        if self.is_current:
+            self.dismiss(granted)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_answer(event.button.id == "grant")

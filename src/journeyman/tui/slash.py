@@ -1,0 +1,233 @@
+"""What each slash command does in the app (the table of commands is `commands.py`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from journeyman.cli.terminal import printable
+from journeyman.core.errors import AgentError
+from journeyman.loop.config import ModeName
+from journeyman.policy.permissions import PermissionMode, PermissionsConfig
+from journeyman.session.undo import UndoResult
+from journeyman.tui import commands
+from journeyman.tui.widgets import RESULT_CHARS_SHOWN, styled_diff
+
+if TYPE_CHECKING:
+    from journeyman.tui.app import ChatApp
+
+MODES = {"react": ModeName.REACT, "phased": ModeName.PHASED, "plan": ModeName.PLAN_SOLVE}
+CHANGES_STATE = frozenset({"undo", "resume", "fork", "mode", "plan", "model", "extend"})
+"""Commands refused while a turn runs (they change what the turn works with)."""
+
+
+class SlashHandler:
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+        self.plan_previous: PermissionMode | None = None
+
+    async def run(self, name: str, args: list[str]) -> None:
+        command = commands.BY_NAME.get(name)
+        if command is None:
+            self.app.note(commands.unknown(name))
+            return
+        if name in CHANGES_STATE and self.app.busy:
+            self.app.note(f"/{name} waits for the running turn: let it finish, or Ctrl-C it")
+            return
+        try:
+            await getattr(self, f"do_{name}")(args)
+        except (ValueError, AgentError) as error:
+            message = error.message if isinstance(error, AgentError) else str(error)
+            self.app.note(Text(f"/{name}: {printable(message)}", style="red"))
+
+    # --- the commands ---------------------------------------------------------------------
+
+    async def do_help(self, _args: list[str]) -> None:
+        self.app.note(commands.help_text())
+
+    async def do_quit(self, _args: list[str]) -> None:
+        await self.app.quit_safely()
+
+    async def do_undo(self, args: list[str]) -> None:
+        what = args[0] if args else ""
+        if what not in ("", "turn", "file") or (what == "file" and len(args) != 2):
+            raise ValueError("usage: /undo [turn|file PATH]")
+        result = self.app.conversation.undo(what, args[1] if what == "file" else "")
+        self.app.note(describe_undo(result))
+
+    async def do_diff(self, _args: list[str]) -> None:
+        diff = self.app.conversation.diff()
+        if not diff.strip():
+            self.app.note("no pending changes in this session")
+            return
+        shown = diff[:RESULT_CHARS_SHOWN]
+        text = styled_diff(printable(shown))
+        if len(diff) > len(shown):
+            text.append(f"... {len(diff) - len(shown):,} more characters: journeyman diff")
+        self.app.note(text)
+
+    async def do_budget(self, _args: list[str]) -> None:
+        economics = self.app.agent.economics
+        limits = economics.limits
+        facts = self.app.status.facts
+        parts = [
+            f"budget {facts.budget_fraction:.0%} used, level {facts.budget_level.upper()}, "
+            f"mode {economics.mode.value}",
+            f"tokens {economics.total_tokens:,} of {limits.max_total_tokens or 'no limit'}",
+            f"cost ${economics.cost_usd or 0:.4f} of "
+            + (f"${limits.max_usd:.2f}" if limits.max_usd else "no limit"),
+            f"turns {economics.iterations} of {limits.max_iterations or 'no limit'}",
+            f"extensions granted {economics.extensions_granted} of "
+            f"{economics.tuning.max_extensions}",
+        ]
+        self.app.note("\n".join(parts))
+
+    async def do_cost(self, _args: list[str]) -> None:
+        economics = self.app.agent.economics
+        usage = economics.usage
+        cost = "not priced" if economics.cost_usd is None else f"${economics.cost_usd:.4f}"
+        self.app.note(
+            f"{economics.calls} model call(s): {usage.total_input_tokens:,} tokens in "
+            f"({usage.cache_read_tokens:,} read from cache), {usage.output_tokens:,} out; {cost}"
+        )
+
+    async def do_extend(self, _args: list[str]) -> None:
+        economics = self.app.agent.economics
+        config = self.app.agent.config
+        add_tokens = int((config.max_total_tokens or 0) * config.extension_share)
+        add_usd = (config.max_budget_usd or 0.0) * config.extension_share
+        if not add_tokens and not add_usd:
+            raise ValueError("no token or cost limit is set: there is nothing to extend")
+        request = economics.request_extension(
+            additional_tokens=add_tokens, additional_usd=add_usd, reason="you asked for more"
+        )
+        if not request.can_request:
+            raise ValueError(request.refusal or "no extension can be granted now")
+        if await self.app.ask_extension(request):
+            economics.record_extension(add_tokens, add_usd)
+            self.app.note("budget extension granted")
+        else:
+            self.app.note("budget extension denied")
+
+    async def do_mode(self, args: list[str]) -> None:
+        if len(args) != 1 or args[0] not in MODES:
+            raise ValueError("usage: /mode react|phased|plan")
+        agent = self.app.agent
+        agent.config = agent.config.model_copy(update={"mode": MODES[args[0]]})
+        if agent.config.mode is ModeName.PHASED:
+            from journeyman.tools.notes import NoteTool
+
+            if agent.registry.get(NoteTool.name) is None:
+                agent.registry.register(NoteTool())
+        self.app.status.facts.mode = agent.config.mode.value
+        self.app.refresh_usage()
+        self.app.note(f"mode {agent.config.mode.value} from the next message on")
+
+    async def do_plan(self, args: list[str]) -> None:
+        agent = self.app.agent
+        permissions = agent.config.permissions or PermissionsConfig()
+        if args and args[0] == "off":
+            if self.plan_previous is None:
+                raise ValueError("plan mode is not on")
+            mode, self.plan_previous = self.plan_previous, None
+            note = f"plan approved: edits and commands are allowed again ({mode.value})"
+        else:
+            if self.plan_previous is not None:
+                raise ValueError("plan mode is already on; /plan off approves the plan")
+            self.plan_previous, mode = permissions.mode, PermissionMode.PLAN
+            note = "plan mode: read-only until you approve the plan with /plan off"
+        agent.config = agent.config.model_copy(
+            update={"permissions": permissions.model_copy(update={"mode": mode})}
+        )
+        self.app.note(note)
+
+    async def do_sessions(self, _args: list[str]) -> None:
+        summaries = self.app.conversation.sessions()
+        if not summaries:
+            self.app.note("no stored sessions for this workspace")
+            return
+        lines = [
+            f"{s.record.id}  {s.steps:>3} steps  {s.finish_reason or 'unfinished':<14} "
+            f"{printable(s.record.task.splitlines()[0] if s.record.task else '')[:50]}"
+            for s in summaries[:20]
+        ]
+        self.app.note("\n".join(lines))
+
+    async def do_resume(self, args: list[str]) -> None:
+        if len(args) != 1:
+            raise ValueError("usage: /resume ID (see /sessions)")
+        session_id = self.app.conversation.resolve(args[0])
+        self.app.conversation.session_id = session_id
+        self.app.conversation.fork = None
+        self.app.status.facts.session_id = session_id
+        self.app.transcript.remove_children()
+        self.app.show_history()
+        self.app.refresh_usage()
+
+    async def do_fork(self, args: list[str]) -> None:
+        if len(args) != 1 or not args[0].isdigit():
+            raise ValueError("usage: /fork STEP (a step number of this session)")
+        fork = self.app.conversation.prepare_fork(int(args[0]))
+        self.app.note(
+            f"forked {fork.parent_id} at step {fork.step}: files rolled back; your next "
+            "message starts the new session"
+        )
+
+    async def do_rules(self, _args: list[str]) -> None:
+        sources = self.app.agent.rules.sources
+        lines = [f"{s.status.value:<9} {printable(s.display or str(s.path))}" for s in sources]
+        self.app.note("\n".join(lines) or "no rules files")
+
+    async def do_mcp(self, _args: list[str]) -> None:
+        mcp = self.app.agent.mcp
+        if mcp is None:
+            self.app.note("no MCP servers (declare them in mcp.json; `journeyman mcp list`)")
+        else:
+            self.app.note(f"MCP servers: {printable(', '.join(getattr(mcp, 'servers', {}) or []))}")
+
+    async def do_lsp(self, _args: list[str]) -> None:
+        lsp = self.app.agent.lsp
+        state = "off" if not lsp else "on (servers start with the next message)"
+        self.app.note(f"language servers: {state}; `journeyman lsp` lists them")
+
+    async def do_model(self, args: list[str]) -> None:
+        if len(args) != 1:
+            raise ValueError("usage: /model NAME")
+        from journeyman.providers.factory import create_provider
+        from journeyman.providers.resilient import ResilientProvider
+
+        agent = self.app.agent
+        current = agent.provider
+        provider = create_provider(
+            current.name,
+            args[0],
+            agent.options.base_url,
+            tool_format=agent.options.tool_format,
+        )
+        agent.provider = ResilientProvider([provider], current.policy)
+        agent.settings["model"] = args[0]
+        self.app.status.facts.model = f"{provider.name}:{provider.model}"
+        self.app.refresh_usage()
+        self.app.note(f"model {provider.name}:{provider.model} from the next message on")
+
+    async def do_compact(self, _args: list[str]) -> None:
+        self.app.note(
+            "compaction runs by itself when the context nears its limit; "
+            "forcing it from here is not available yet"
+        )
+
+
+def describe_undo(result: UndoResult) -> str:
+    if result.nothing_to_undo:
+        return "nothing to undo"
+    lines = []
+    for change in result.undone:
+        action = {"created": "deleted", "deleted": "restored", "modified": "reverted"}[change.kind]
+        lines.append(f"{action} {printable(change.path)} (step {change.step}, {change.tool})")
+    for conflict in result.conflicts:
+        lines.append(
+            f"{printable(conflict.change.path)} changed on disk after the agent wrote it; "
+            "not undone (`journeyman undo --force` undoes it anyway)"
+        )
+    return "\n".join(lines)

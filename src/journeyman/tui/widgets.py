@@ -1,0 +1,190 @@
+"""The pieces of the conversation screen: messages, tool cards, the status bar. Model and tool
+text is always shown as plain `Text`, never parsed as markup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Collapsible, Static
+
+from journeyman.cli.approver import describe_call
+from journeyman.cli.terminal import printable
+from journeyman.core.messages import ToolCall, ToolResult
+
+RESULT_CHARS_SHOWN = 20_000
+"""Characters of a tool result an expanded card shows; the rest is counted, not rendered."""
+KEY_ARGUMENTS = ("command", "path", "pattern", "query", "url", "summary", "name")
+
+
+def key_argument(call: ToolCall) -> str:
+    """The one argument that says what a call is about (its command, path, pattern...)."""
+    named = (call.arguments.get(name) for name in KEY_ARGUMENTS)
+    strings = [v for v in (*named, *call.arguments.values()) if isinstance(v, str) and v.strip()]
+    if not strings:
+        return ""
+    line = printable(strings[0]).strip().splitlines()[0]
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def styled_diff(described: str) -> Text:
+    """`describe_call`'s text with added lines green, removed red (the +/- stay visible)."""
+    text = Text()
+    for line in described.splitlines():
+        body = line.removeprefix("  │ ")
+        style = ""
+        if body.startswith("+") and not body.startswith("+++"):
+            style = "green"
+        elif body.startswith("-") and not body.startswith("---"):
+            style = "red"
+        elif body.startswith("@@"):
+            style = "cyan"
+        text.append(body + "\n", style=style)
+    return text
+
+
+class UserMessage(Static):
+    DEFAULT_CSS = "UserMessage { margin: 1 0 0 0; color: $text; text-style: bold; }"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(Text("> " + printable(text)))
+
+
+class Note(Static):
+    """A line from journeyman itself (command output, a run's ending, an error)."""
+
+    DEFAULT_CSS = "Note { color: $text-muted; }"
+
+    def __init__(self, text: str | Text) -> None:
+        super().__init__(text if isinstance(text, Text) else Text(text))
+
+
+class AssistantText(Static):
+    """The model's text, growing as it streams."""
+
+    DEFAULT_CSS = "AssistantText { margin: 1 0 0 0; }"
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
+        super().__init__(Text(printable(text)))
+
+    def append(self, delta: str) -> None:
+        self.text += delta
+        self.update(Text(printable(self.text)))
+
+    def replace(self, text: str) -> None:
+        self.text = text
+        self.update(Text(printable(text)))
+
+
+STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗"}
+
+
+class ToolCard(Collapsible):
+    """One tool call: "✓ ok edit_file calc/stats.py 0.02s", expanding to its full result."""
+
+    DEFAULT_CSS = "ToolCard { margin: 0; padding: 0; border: none; }"
+
+    def __init__(self, call: ToolCall, workspace: str) -> None:
+        self.call = call
+        self.status = "running"
+        self.duration_s: float | None = None
+        self.preview = self._preview(workspace)
+        self.body = Static(self.preview)
+        super().__init__(self.body, title=self._heading(), collapsed=True)
+
+    def _preview(self, workspace: str) -> Text:
+        args = self.call.arguments
+        if "old_string" in args or "content" in args or "patch" in args or "command" in args:
+            return styled_diff(describe_call(self.call.name, args, workspace))
+        return Text("")
+
+    def _heading(self) -> str:
+        took = "" if self.duration_s is None else f" {self.duration_s:.2f}s"
+        name = printable(self.call.name)
+        mark = STATUS_MARK.get(self.status, "✗")
+        return f"{mark} {self.status} {name} {key_argument(self.call)}{took}"
+
+    def finished(self, result: ToolResult, duration_s: float) -> None:
+        exit_code = result.metadata.get("exit_code")
+        self.status = "error" if result.is_error else "ok"
+        if not result.is_error and exit_code not in (None, 0):
+            self.status = f"exit {exit_code}"  # a failing command is a result, not an error
+        self.duration_s = duration_s
+        self.title = self._heading()
+        shown = printable(result.content[:RESULT_CHARS_SHOWN])
+        hidden = len(result.content) - RESULT_CHARS_SHOWN
+        body = self.preview.copy()
+        if exit_code is not None:
+            body.append(f"exit code {exit_code}\n", style="bold")
+        body.append(shown)
+        if hidden > 0:
+            body.append(f"\n... {hidden:,} more characters not shown")
+        self.body.update(body)
+
+
+class Transcript(VerticalScroll):
+    """The conversation; only the last `max_items` widgets stay mounted, so a long session
+    does not grow memory without bound (the whole history stays in the session store)."""
+
+    def __init__(self, max_items: int = 200) -> None:
+        super().__init__(id="transcript")
+        self.max_items = max_items
+        self.dropped = 0
+        self._dropped_note: Note | None = None
+
+    def add(self, widget: Widget) -> None:
+        self.mount(widget)
+        excess = len(self.children) + 1 - self.max_items
+        if excess > 0:
+            old = [c for c in self.children if c is not self._dropped_note][:excess]
+            self.dropped += len(old)
+            for child in old:
+                child.remove()
+            note = f"({self.dropped} earlier items are not shown; the session store keeps them)"
+            if self._dropped_note is None:
+                self._dropped_note = Note(note)
+                self.mount(self._dropped_note, before=0)
+            else:
+                self._dropped_note.update(Text(note))
+        self.scroll_end(animate=False)
+
+
+@dataclass
+class StatusFacts:
+    """What the status bar says, all of it as text."""
+
+    model: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_read: int = 0
+    cost_usd: float | None = 0.0
+    budget_fraction: float = 0.0
+    budget_level: str = "none"
+    phase: str = "exploration"
+    state: str = "idle"
+    session_id: str = ""
+    mode: str = ""
+
+    def render(self) -> str:
+        cost = "cost n/a" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        session = f"session {self.session_id}" if self.session_id else "new session"
+        return (
+            f"{self.model} | in {self.tokens_in:,} out {self.tokens_out:,} "
+            f"cache {self.cache_read:,} | {cost} | budget {self.budget_fraction:.0%} "
+            f"{self.budget_level.upper()} | phase {self.phase} | {self.state.upper()} | "
+            f"{self.mode} | {session}"
+        )
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = "StatusBar { dock: bottom; height: auto; background: $panel; }"
+
+    def __init__(self) -> None:
+        self.facts = StatusFacts()
+        super().__init__(Text(self.facts.render()), id="status")
+
+    def refresh_facts(self) -> None:
+        self.update(Text(self.facts.render()))

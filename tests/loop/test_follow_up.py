@@ -1,0 +1,78 @@
+"""`Agent.send`: a session, finished or not, continues with a new user message, keeping its
+history, budgets and undo journal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from journeyman import ConfigurationError, FinishReason
+from journeyman.core.messages import Role
+from journeyman.session.store import SessionStore
+from tests.fakes.agents import call, finish, make_agent, turn, user_texts
+
+
+async def test_a_finished_session_continues_with_the_whole_history(tmp_path: Path) -> None:
+    write_a = call("write_file", "w1", path="a.txt", content="one\n")
+    write_b = call("write_file", "w2", path="b.txt", content="two\n")
+    script = [turn(write_a), finish("wrote a"), turn(write_b), finish("wrote b")]
+    agent, provider = make_agent(tmp_path, script, verify=False)
+
+    first = await agent.run("write a.txt")
+    second = await agent.send(first.session_id, "now write b.txt")
+
+    assert first.finish_reason is FinishReason.COMPLETED
+    assert second.finish_reason is FinishReason.COMPLETED
+    assert second.session_id == first.session_id
+    assert second.final_text == "wrote b"
+    follow_up_request = provider.requests[2]
+    asked = [text for text in user_texts(follow_up_request) if not text.startswith("[journeyman]")]
+    assert asked == ["write a.txt", "now write b.txt"]
+    assert any(m.role is Role.TOOL for m in follow_up_request.messages)  # the first turn's work
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = [
+            m.content
+            for m in store.messages(first.session_id)
+            if m.role is Role.USER and not m.content.startswith("[journeyman]")
+        ]
+        changed = [change.path for change in store.file_changes(first.session_id)]
+        steps = [change.step for change in store.file_changes(first.session_id)]
+    finally:
+        store.close()
+    assert stored == ["write a.txt", "now write b.txt"]
+    assert changed == ["a.txt", "b.txt"]  # one undo journal for both messages
+    assert steps == [1, 3]  # step numbers go on from the first message's
+
+
+async def test_budgets_go_on_from_what_the_session_spent(tmp_path: Path) -> None:
+    script = [finish("first"), finish("second")]
+    agent, _ = make_agent(tmp_path, script, verify=False, max_iterations=1)
+
+    first = await agent.run("one")
+    second = await agent.send(first.session_id, "two")
+
+    # the iteration limit counts the turns of each message; tokens are the session's
+    assert second.finish_reason is FinishReason.COMPLETED
+    assert agent.economics.calls == 2
+    assert agent.economics.usage.output_tokens == 10
+
+
+async def test_a_new_agent_continues_a_stored_session(tmp_path: Path) -> None:
+    agent, _ = make_agent(tmp_path, [finish("first")], verify=False)
+    first = await agent.run("one")
+    other, provider = make_agent(tmp_path, [finish("second")], verify=False)
+
+    second = await other.send(first.session_id, "two")
+
+    assert second.final_text == "second"
+    assert user_texts(provider.requests[0]) == ["one", "two"]
+    assert other.economics.usage.output_tokens == 10  # the session's first call, restored
+
+
+async def test_an_empty_follow_up_is_refused(tmp_path: Path) -> None:
+    agent, _ = make_agent(tmp_path, [finish("first")], verify=False)
+    first = await agent.run("one")
+    with pytest.raises(ConfigurationError, match="needs some text"):
+        await agent.send(first.session_id, "  ")

@@ -1,0 +1,395 @@
+"""The interactive app driven by Textual's Pilot: a conversation against the fake OpenAI server
+and against scripted agents — streaming, tool cards, both dialogs, slash commands, Ctrl-C,
+quitting and resuming."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from journeyman import Agent, AgentConfig
+from journeyman.core import events as ev
+from journeyman.core.lifecycle import AgentState
+from journeyman.core.result import FinishReason
+from journeyman.policy.permissions import PermissionMode, PermissionsConfig
+from journeyman.providers.factory import create_provider
+from journeyman.tools.sandbox import SandboxKind
+from journeyman.tui.app import ChatApp
+from journeyman.tui.conversation import AgentHooks
+from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
+from journeyman.tui.widgets import AssistantText, Note, ToolCard, UserMessage
+from tests.fakes.agents import Probe, call, finish, spend_turn, turn
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+from tests.tui.harness import ManualClock, finish_turn, scripted_app, submit
+
+ASK = PermissionsConfig(mode=PermissionMode.DEFAULT)
+
+
+def notes(app: ChatApp) -> str:
+    return "\n".join(str(note.render()) for note in app.query(Note))
+
+
+async def wait_for_screen(pilot: Any, kind: type) -> Any:
+    for _ in range(500):
+        if isinstance(pilot.app.screen, kind):
+            return pilot.app.screen
+        await pilot.pause(0.01)
+    raise AssertionError(f"no {kind.__name__} opened")
+
+
+async def test_streamed_text_and_tool_cards_from_the_openai_server(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fake_openai.enqueue(
+        reply(
+            "I will write the file now.",
+            tool_calls=[("write_file", {"path": "a.txt", "content": "one\n"})],
+            chunk_size=3,
+        ),
+        reply(tool_calls=[("finish", {"summary": "a.txt written"})]),
+    )
+    seen: list[ev.Event] = []
+
+    def build(hooks: AgentHooks) -> Agent:
+        def on_event(event: ev.Event) -> None:
+            seen.append(event)
+            hooks.on_event(event)
+
+        provider = create_provider("openai", "gpt-4.1-mini", fake_openai.base_url, api_key="sk-t")
+        return Agent(
+            provider,
+            workspace=workspace,
+            config=AgentConfig(
+                session_dir=tmp_path / "s", stream=True, verify=False, sandbox=SandboxKind.LOCAL
+            ),
+            on_event=on_event,
+            approver=hooks.extension_approver,
+            permission_approver=hooks.permission_approver,
+        )
+
+    app = ChatApp(build, clock=ManualClock())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await finish_turn(pilot)
+        deltas = [e for e in seen if isinstance(e, ev.TextDelta)]
+        assert len(deltas) > 1  # the text arrived in pieces
+        texts = [w.text for w in app.query(AssistantText)]
+        assert texts[0] == "I will write the file now."
+        titles = [str(card.title) for card in app.query(ToolCard)]
+        assert titles[0].startswith("✓ ok write_file a.txt")
+        assert titles[1].startswith("✓ ok finish")
+        card = app.query(ToolCard).first()
+        assert card.collapsed
+        card.collapsed = False  # expands to the diff and the full result
+        await pilot.pause()
+        body = str(card.body.render())
+        assert "+one" in body and "created a.txt (1 lines)" in body
+        status = str(app.status.render())
+        assert "openai:gpt-4.1-mini" in status and "IDLE" in status
+        assert f"session {app.results[0].session_id}" in status
+    assert (workspace / "a.txt").read_text() == "one\n"
+
+
+async def test_an_edit_is_approved_and_another_denied(tmp_path: Path) -> None:
+    script = [
+        turn(call("write_file", "w1", path="a.txt", content="one\n")),
+        turn(call("write_file", "w2", path="b.txt", content="two\n")),
+        finish("tried both"),
+    ]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write two files")
+        dialog = await wait_for_screen(pilot, ApprovalDialog)
+        assert app.agent.lifecycle.state is AgentState.PAUSED
+        assert dialog.request.tool_name == "write_file"
+        shown = "\n".join(str(s.render()) for s in dialog.query("Static"))
+        assert "+one" in shown and "create a.txt" in shown
+        await pilot.press("y")
+        dialog = await wait_for_screen(pilot, ApprovalDialog)
+        assert dialog.request.args["path"] == "b.txt"
+        await pilot.press("n")
+        await finish_turn(pilot)
+        assert "write_file: allow" in notes(app) and "write_file: deny" in notes(app)
+    workspace = tmp_path / "ws"
+    assert (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
+
+
+def budget_script() -> list[Any]:
+    return [
+        spend_turn(("echo", "a"), tokens=0),
+        spend_turn(("echo", "b"), tokens=990),  # 99 %: the extension question
+        spend_turn(("echo", "c"), tokens=10),
+        turn(text="wrapping up"),
+    ]
+
+
+def budget_app(tmp_path: Path, clock: ManualClock) -> ChatApp:
+    from tests.fakes.agents import echo, fake_read
+
+    app, _ = scripted_app(
+        tmp_path, budget_script(), clock=clock, tools=[echo, fake_read], max_total_tokens=1000
+    )
+    return app
+
+
+async def test_the_budget_dialog_denies_when_nobody_answers_in_60_seconds(tmp_path: Path) -> None:
+    clock = ManualClock()
+    app = budget_app(tmp_path, clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "spend")
+        dialog = await wait_for_screen(pilot, BudgetDialog)
+        assert app.agent.lifecycle.state is AgentState.PAUSED
+        clock.advance(59)
+        await pilot.pause(0.3)
+        assert app.screen is dialog  # still waiting at 59 s
+        clock.advance(2)
+        await pilot.pause(0.3)
+        assert app.screen is not dialog
+        await finish_turn(pilot)
+        assert "budget extension denied" in notes(app)
+    assert app.agent.economics.extensions_granted == 0
+    assert app.agent.economics.limits.max_total_tokens == 1000
+
+
+async def test_y_grants_the_budget_extension(tmp_path: Path) -> None:
+    app = budget_app(tmp_path, ManualClock())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "spend")
+        await wait_for_screen(pilot, BudgetDialog)
+        await pilot.press("y")
+        await finish_turn(pilot)
+        assert "budget extension granted" in notes(app)
+    assert app.agent.economics.extensions_granted == 1
+    assert app.agent.economics.limits.max_total_tokens == 1500
+
+
+async def test_diff_undo_and_a_follow_up_in_the_same_session(tmp_path: Path) -> None:
+    script = [
+        turn(call("write_file", "w1", path="a.txt", content="one\n")),
+        finish("wrote a"),
+        finish("nothing more to do"),
+    ]
+    app, providers = scripted_app(tmp_path, script)
+    workspace = tmp_path / "ws"
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await finish_turn(pilot)
+        await submit(pilot, "/diff")
+        assert "+one" in notes(app)
+        await submit(pilot, "/undo")
+        assert "deleted a.txt" in notes(app)
+        assert not (workspace / "a.txt").exists()
+        await submit(pilot, "anything else?")
+        await finish_turn(pilot)
+        first, second = app.results
+        assert second.session_id == first.session_id
+        assert second.final_text == "nothing more to do"
+        users = [m.content for m in providers[0].requests[-1].messages if m.role.value == "user"]
+        assert users[0] == "write a.txt" and users[-1] == "anything else?"
+
+
+async def test_unknown_commands_say_what_exists_and_commands_complete(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/frobnicate")
+        assert "unknown command /frobnicate" in notes(app) and "/undo" in notes(app)
+        await pilot.press("/", "u", "n", "d")
+        await pilot.pause()
+        await pilot.press("right")  # accepts the suggestion
+        assert app.query_one("#prompt").value == "/undo"
+        app.query_one("#prompt").value = ""
+        await submit(pilot, "/help")
+        assert "/fork STEP" in notes(app)
+        await submit(pilot, "/mode phased")
+        assert app.agent.config.mode.value == "phased"
+        await submit(pilot, "/undo")
+        assert "no session yet" in notes(app)
+
+
+async def test_ctrl_c_cancels_the_turn_and_the_session_goes_on(tmp_path: Path) -> None:
+    script = [turn(call("slow", "s1", text="x")), finish("after the cancel")]
+    clock = ManualClock()
+    app, _ = scripted_app(tmp_path, script, clock=clock, tools=Probe().tools())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "be slow")
+        for _ in range(200):
+            if app.query(ToolCard):
+                break
+            await pilot.pause(0.01)
+        await pilot.press("ctrl+c")
+        await finish_turn(pilot)
+        assert app.results[0].finish_reason is FinishReason.CANCELLED
+        assert "cancelled; the session is saved" in notes(app)
+        clock.advance(5)  # a later Ctrl-C is a new first press
+        await submit(pilot, "go on")
+        await finish_turn(pilot)
+        assert app.results[1].final_text == "after the cancel"
+        assert app.results[1].session_id == app.results[0].session_id
+        await pilot.press("ctrl+c")
+        assert app.is_running
+        await pilot.press("ctrl+c")  # the second within 2 s quits
+        await pilot.pause()
+    assert not app.is_running
+
+
+async def test_quitting_mid_turn_loses_nothing_and_resume_shows_the_history(
+    tmp_path: Path,
+) -> None:
+    script = [
+        turn(call("echo", "e1", text="first"), text="Echoing."),
+        turn(call("slow", "s1", text="x")),
+    ]
+    app, _ = scripted_app(tmp_path, script, tools=Probe().tools())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "start something long")
+        for _ in range(300):
+            if any(card.call.name == "slow" for card in app.query(ToolCard)):
+                break
+            await pilot.pause(0.01)
+        await pilot.press("ctrl+d")  # empty prompt: quit, mid-turn
+        await pilot.pause()
+    session = app.conversation.session_id
+    assert session is not None and app.results[0].finish_reason is FinishReason.CANCELLED
+
+    again, providers = scripted_app(
+        tmp_path, [finish("picked up")], session_id=session, tools=Probe().tools()
+    )
+    async with again.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        shown = [w.render() for w in again.query(UserMessage)]
+        assert "> start something long" in [str(s) for s in shown]
+        assert "Echoing." in [w.text for w in again.query(AssistantText)]
+        await submit(pilot, "finish it")
+        await finish_turn(pilot)
+        assert again.results[0].session_id == session
+        assert again.results[0].final_text == "picked up"
+    contents = [m.content for m in providers[0].requests[0].messages]
+    assert "start something long" in contents and "finish it" in contents
+
+
+async def test_the_transcript_keeps_a_bounded_number_of_widgets(tmp_path: Path) -> None:
+    script = [finish(f"answer {n}", cid=f"f{n}") for n in range(30)]
+    app, _ = scripted_app(tmp_path, script)
+    app.transcript.max_items = 20
+    async with app.run_test(size=(100, 30)) as pilot:
+        for n in range(30):
+            await submit(pilot, f"question {n}")
+            await finish_turn(pilot)
+        assert len(app.transcript.children) <= 21
+        assert "earlier items are not shown" in notes(app)
+        assert app.results[-1].final_text == "answer 29"
+
+
+async def test_a_command_card_shows_the_command_and_its_exit_code(tmp_path: Path) -> None:
+    script = [turn(call("run_command", "r1", command="echo hi; exit 3")), finish("ran it")]
+    app, _ = scripted_app(tmp_path, script, sandbox=SandboxKind.LOCAL)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "run it")
+        await finish_turn(pilot)
+        card = app.query(ToolCard).first()
+        assert str(card.title).startswith("✗ exit 3 run_command echo hi; exit 3")
+        body = str(card.body.render())
+        assert "$ echo hi; exit 3" in body and "exit code 3" in body and "hi" in body
+
+
+async def test_session_commands_list_resume_and_fork(tmp_path: Path) -> None:
+    script = [
+        turn(call("write_file", "w1", path="a.txt", content="one\n")),
+        finish("wrote a"),
+        finish("forked and done"),
+    ]
+    app, _ = scripted_app(tmp_path, script)
+    workspace = tmp_path / "ws"
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await finish_turn(pilot)
+        first = app.results[0].session_id
+        await submit(pilot, "/sessions")
+        assert first in notes(app)
+        await submit(pilot, "/cost")
+        assert "2 model call(s)" in notes(app)
+        await submit(pilot, "/budget")
+        assert "extensions granted 0 of 3" in notes(app)
+        await submit(pilot, "/resume nosuch")
+        assert "no session with an id starting with 'nosuch'" in notes(app)
+        await submit(pilot, f"/resume {first[:15]}")
+        assert app.conversation.session_id == first
+        assert "> write a.txt" in [str(w.render()) for w in app.query(UserMessage)]
+        await submit(pilot, "/fork 0")
+        assert "forked" in notes(app)
+        assert not (workspace / "a.txt").exists()  # rolled back to step 0
+        await submit(pilot, "again, differently")
+        await finish_turn(pilot)
+        forked = app.results[-1]
+        assert forked.session_id != first and forked.parent_session_id == first
+
+
+async def test_plan_mode_is_read_only_until_the_plan_is_approved(tmp_path: Path) -> None:
+    script = [
+        turn(call("write_file", "w1", path="a.txt", content="one\n")),
+        finish("planned"),
+        turn(call("write_file", "w2", path="a.txt", content="one\n")),
+        finish("done"),
+    ]
+    app, _ = scripted_app(
+        tmp_path, script, permissions=PermissionsConfig(mode=PermissionMode.TRUSTED)
+    )
+    workspace = tmp_path / "ws"
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/plan")
+        assert "read-only until you approve" in notes(app)
+        await submit(pilot, "plan it")
+        await finish_turn(pilot)
+        assert not (workspace / "a.txt").exists()
+        await submit(pilot, "/plan off")
+        assert "plan approved" in notes(app)
+        await submit(pilot, "now do it")
+        await finish_turn(pilot)
+    assert (workspace / "a.txt").read_text() == "one\n"
+
+
+async def test_servers_start_once_for_the_app_and_stop_when_it_quits(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [finish("one"), finish("two")])
+    log: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def connected() -> AsyncIterator[list[Any]]:
+        log.append("start")
+        app.agent._connected_registry = app.agent.registry
+        try:
+            yield []
+        finally:
+            app.agent._connected_registry = None
+            log.append("stop")
+
+    app.agent.lsp = True
+    app.agent.connected = connected  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "first")
+        await finish_turn(pilot)
+        await submit(pilot, "second")
+        await finish_turn(pilot)
+        assert log == ["start"]
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+    assert log == ["start", "stop"]
+    assert [r.final_text for r in app.results] == ["one", "two"]
+
+
+async def test_always_allows_the_same_call_without_asking_again(tmp_path: Path) -> None:
+    write = call("write_file", "w1", path="a.txt", content="one\n")
+    again = call("write_file", "w2", path="a.txt", content="two\n")
+    app, _ = scripted_app(tmp_path, [turn(write), turn(again), finish()], permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt twice")
+        await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.press("a")
+        await finish_turn(pilot)
+        assert notes(app).count("write_file: always") == 1
+        assert "write_file: allow" not in notes(app)  # the second write was not asked about
+    assert (tmp_path / "ws" / "a.txt").read_text() == "two\n"

@@ -1,0 +1,96 @@
+"""The real `journeyman` binary in a real terminal (tmux): it opens the app, a message gets the
+model's answer on screen, Ctrl-D quits with status 0."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+from tests.support.cli import clean_env
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (Debian package tmux)"
+)
+
+
+class Tmux:
+    def __init__(self) -> None:
+        self.socket = f"jm-test-{uuid.uuid4().hex[:8]}"
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", self.target)
+
+    target = "jm"
+
+    def wait_for(self, text: str, timeout_s: float = 60) -> float:
+        """Seconds until `text` is on screen; fails with the screen when it never shows."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout_s:
+            if text in self.screen():
+                return time.monotonic() - start
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
+
+    def kill(self) -> None:
+        self("kill-server")
+
+
+def test_the_binary_opens_the_app_answers_and_quits(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fake_openai.enqueue(reply("hello from the fake model"))
+    env = clean_env(
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"),
+        TERM="xterm-256color",
+    )
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+
+    def command(*args: str) -> str:
+        return (
+            f"cd {shlex.quote(str(workspace))} && env -i {exports} "
+            f"{shlex.quote(sys.executable)} -m journeyman {' '.join(args)}; "
+            "echo JM-EXITED-$?; sleep 60"
+        )
+
+    tmux = Tmux()
+    try:
+        tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command())
+        seconds = tmux.wait_for("Ask journeyman")
+        print(f"journeyman -> interactive prompt: {seconds:.2f} s")
+        tmux("send-keys", "-t", "jm", "-l", "say hello")
+        tmux("send-keys", "-t", "jm", "Enter")
+        tmux.wait_for("hello from the fake model")
+        assert "session 2" in tmux.screen()  # the status bar names the session
+        tmux("send-keys", "-t", "jm", "C-d")
+        tmux.wait_for("JM-EXITED-0")
+        # `journeyman chat --last` reopens the session with its history on screen
+        tmux("new-session", "-d", "-s", "again", "-x", "100", "-y", "30", command("chat", "--last"))
+        tmux.target = "again"
+        tmux.wait_for("Ask journeyman")
+        screen = tmux.screen()
+        assert "> say hello" in screen and "hello from the fake model" in screen
+        tmux("send-keys", "-t", "again", "C-c")
+        tmux("send-keys", "-t", "again", "C-c")
+        tmux.wait_for("JM-EXITED-0")
+    finally:
+        tmux.kill()
+    assert fake_openai.requests[0].json["messages"][-1]["content"] == "say hello"
