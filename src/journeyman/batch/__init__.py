@@ -1,0 +1,1 @@
+"""Batch runs and evaluation: many tasks under one global budget, suites and grading."""
