@@ -1,1 +1,1 @@
-"""Batch runs and evaluation: many tasks under one global budget, suites and grading."""
+"""Batch runs: many tasks under one global budget, on this machine or a Ray cluster."""
