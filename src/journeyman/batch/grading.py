@@ -22,9 +22,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -64,6 +64,8 @@ class GradingSpec(BaseModel):
     """pytest node ids that pass before the fix and must still pass after it."""
     timeout_s: float = DEFAULT_GRADE_TIMEOUT
     """Seconds the test command may run before it is killed (counted as failed tests)."""
+    base_commit: str | None = None
+    """With a git workspace: the agent's diff against this commit is kept as `model_patch`."""
 
 
 @dataclass
@@ -78,11 +80,29 @@ class GradeResult:
     timed_out: bool = False
     error: str | None = None
     tests_seen: dict[str, bool] = field(default_factory=dict)
+    model_patch: str | None = None
+    """The agent's changes against `base_commit` (taken before the hidden tests went in)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (for results.jsonl)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
+        """The result a `to_dict` wrote (unknown keys ignored)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
 
 
 def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
     """Install the hidden tests in `workspace`, run `spec.test_cmd` there and judge the outcome."""
     workspace = workspace.resolve()
+    model_patch = None
+    if spec.base_commit:
+        try:
+            model_patch = workspace_diff(workspace, spec.base_commit)
+        except GradingError as error:
+            return _unresolved(spec, str(error))
     try:
         if spec.test_patch:
             apply_test_patch(spec.test_patch, workspace)
@@ -107,6 +127,7 @@ def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
         timed_out=timed_out,
         error=f"the tests ran past {spec.timeout_s:g} s and were stopped" if timed_out else None,
         tests_seen=seen,
+        model_patch=model_patch,
     )
 
 
@@ -305,3 +326,42 @@ def copy_hidden_tests(source: Path, workspace: Path) -> None:
                 target.unlink()
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(file, target)
+
+
+_NOT_CHANGES = (
+    ":(exclude,glob)**/__pycache__/**",
+    ":(exclude,glob)**/*.pyc",
+    ":(exclude,glob)**/.pytest_cache/**",
+)
+"""Byproducts of running the code, never part of the agent's patch (even without .gitignore)."""
+
+
+def workspace_diff(workspace: Path, base_commit: str) -> str:
+    """Every change in `workspace` against `base_commit` as a git diff, new files included.
+
+    Uses a throwaway index, so the workspace's own index and history are left alone and
+    commits the agent made are part of the diff.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {
+            **os.environ,
+            "GIT_INDEX_FILE": str(Path(scratch) / "index"),
+            "GIT_CEILING_DIRECTORIES": str(workspace.parent),
+        }
+        steps = (
+            ["git", "read-tree", base_commit],
+            ["git", "add", "--all", "--", ".", *_NOT_CHANGES],
+            ["git", "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base_commit],
+        )
+        output = ""
+        for step in steps:
+            result = subprocess.run(
+                step, cwd=workspace, env=env, capture_output=True, text=True, check=False
+            )
+            if result.returncode != 0:
+                detail = result.stderr.strip().splitlines()[:1]
+                raise GradingError(
+                    f"cannot diff {workspace} against {base_commit}: {' '.join(detail)}"
+                )
+            output = result.stdout
+    return output
