@@ -36,6 +36,7 @@ RunsArg = Annotated[
     list[str] | None,
     typer.Argument(
         help="With `compare`: the --out folders of run A and run B.",
+        metavar="[RUN_A RUN_B]",
         show_default=False,
     ),
 ]
@@ -106,13 +107,14 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     from journeyman.cli.batch_cmd import batch
     from journeyman.cli.options import OutputFormat
 
-    try:
-        tasks = load_suite(suite)
-    except SuiteError as error:
-        fail(EXIT_CONFIG, error.message)
     out: Path = options.pop("out", None) or Path(f"{_suite_name(suite)}.eval")
     if out.exists() and not out.is_dir():
         fail(EXIT_CONFIG, f"--out {out} is a file; give a folder")
+    try:
+        # Exercise folders are split into the agent's copy and the hidden tests inside --out.
+        tasks = load_suite(suite, staging=out.resolve() / "exercises")
+    except SuiteError as error:
+        fail(EXIT_CONFIG, error.message)
     try:
         out.mkdir(parents=True, exist_ok=True)
         suite_file = out / SUITE_FILE
