@@ -25,6 +25,7 @@ FIXES = {
         "return self.quantity <= self.reorder_level",
     ),
 }
+SWE_FIX = ("calc.py", "return a - b", "return a + b")
 MARKERS = {"url-join": "api.example.com", "inventory-reorder": "reorder level"}
 
 
@@ -47,7 +48,7 @@ class Model:
         task = _task_of(request)
         tool_results = sum(1 for m in request.json.get("messages", []) if m.get("role") == "tool")
         if task in self.fixing and tool_results == 0:
-            path, old, new = FIXES[task] if task in FIXES else SWE_FIX
+            path, old, new = FIXES.get(task, SWE_FIX)
             edit = {"path": path, "old_string": old, "new_string": new}
             return reply(tool_calls=[("edit_file", edit)], output_tokens=50)
         return reply(tool_calls=[("finish", {"summary": "done"})], output_tokens=20)
@@ -127,8 +128,6 @@ def _git(cwd: Path, *args: str) -> str:
     )
     return done.stdout.strip()
 
-
-SWE_FIX = ("calc.py", "return a - b", "return a + b")
 
 
 def test_eval_on_a_swebench_file_writes_preds_json(
