@@ -234,3 +234,15 @@ def test_parse_rA_summary() -> None:
         "tests/test_b.py": False,
         "tests/test_a.py::test_five": True,
     }
+
+
+def test_a_missing_workspace_is_not_resolved_and_says_why(tmp_path: Path) -> None:
+    result = grade(GradingSpec(test_cmd="true", fail_to_pass=["t.py::x"]), tmp_path / "gone")
+    assert not result.resolved and result.error and "does not exist" in result.error
+    assert result.fail_to_pass == {"t.py::x": False}
+
+
+def test_listed_ids_do_not_keep_every_test_outcome(tmp_path: Path) -> None:
+    workspace = _project(tmp_path / "ws", fixed=True)
+    result = grade(_spec(_hidden(tmp_path / "hidden")), workspace)
+    assert result.resolved and result.tests_seen == {}

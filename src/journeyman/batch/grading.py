@@ -36,6 +36,8 @@ DEFAULT_GRADE_TIMEOUT = 900.0
 """Seconds the test command may run before its process group is killed."""
 KILL_GRACE = 3.0
 """Seconds between SIGTERM and SIGKILL when the test command overruns."""
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+"""Bytes read back from the end of the test output (a runaway test may print gigabytes)."""
 TAIL_CHARS = 4_000
 """Characters of test output kept in a `GradeResult`."""
 
@@ -97,6 +99,8 @@ class GradeResult:
 def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
     """Install the hidden tests in `workspace`, run `spec.test_cmd` there and judge the outcome."""
     workspace = workspace.resolve()
+    if not workspace.is_dir():
+        return _unresolved(spec, f"workspace {workspace} does not exist")
     model_patch = None
     if spec.base_commit:
         try:
@@ -108,7 +112,7 @@ def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
             apply_test_patch(spec.test_patch, workspace)
         if spec.hidden_tests_dir:
             copy_hidden_tests(Path(spec.hidden_tests_dir), workspace)
-    except GradingError as error:
+    except (GradingError, OSError) as error:
         return _unresolved(spec, f"hidden tests not installed: {error}")
     output, exit_code, timed_out = run_tests(spec.test_cmd, workspace, spec.timeout_s)
     seen = parse_pytest_results(output)
@@ -126,7 +130,9 @@ def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
         exit_code=exit_code,
         timed_out=timed_out,
         error=f"the tests ran past {spec.timeout_s:g} s and were stopped" if timed_out else None,
-        tests_seen=seen,
+        # Every test's outcome is kept only when it is what decided (no ids given): a big
+        # repository's full list would bloat each results row.
+        tests_seen={} if spec.fail_to_pass or spec.pass_to_pass else seen,
         model_patch=model_patch,
     )
 
@@ -195,7 +201,8 @@ def run_tests(command: str, workspace: Path, timeout_s: float) -> tuple[str, int
         except subprocess.TimeoutExpired:
             timed_out = True
         _stop_group(process)
-        sink.seek(0)
+        size = sink.seek(0, os.SEEK_END)
+        sink.seek(max(0, size - MAX_OUTPUT_BYTES))  # the -rA summary is at the end
         output = sink.read().decode("utf-8", errors="replace")
     return output, (None if timed_out else process.returncode), timed_out
 
