@@ -316,9 +316,7 @@ def _grade(job: TaskJob) -> Any:
         from journeyman.batch import grading  # type: ignore[import-not-found,attr-defined,unused-ignore]
     except ImportError:
         return None
-    spec = job.task.grading
-    if isinstance(spec, dict):
-        spec = grading.GradingSpec.model_validate(spec)
+    spec = grading.GradingSpec.model_validate(job.task.grading)
     return grading.grade(spec, Path(job.workspace_dir))
 
 
