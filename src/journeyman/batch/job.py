@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 
 Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
 
-INFRA_REASONS = frozenset({FinishReason.PROVIDER_UNAVAILABLE, FinishReason.INTERNAL_ERROR})
-"""Finish reasons that say the infrastructure failed, not the agent: another attempt may pass."""
+INFRA_REASONS = frozenset(
+    {FinishReason.PROVIDER_UNAVAILABLE, FinishReason.INTERNAL_ERROR, FinishReason.CANCELLED}
+)
+"""Finish reasons that say the infrastructure failed, not the agent: another attempt may pass.
+A batch task is only ever cancelled by its batch being interrupted (Ctrl-C, SIGTERM), so a
+cancelled session continues when the batch does."""
 
 
 def session_id_for(batch_id: str, task_id: str, attempt: int) -> str:
