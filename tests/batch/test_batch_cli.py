@@ -94,7 +94,14 @@ def test_a_bad_tasks_line_exits_2_naming_the_line(
     tasks_file.write_text(json.dumps({"id": "a", "task": "x"}) + "\n")
     missing = journeyman(*batch_args(tmp_path, tasks_file), env=env_for(fake_openai))
     assert missing.returncode == 2 and "workspace: missing" in missing.stderr
-    assert not fake_openai.requests
+    tasks_file.write_text(json.dumps({"id": "a", "task": "x", "workspace": str(tmp_path)}) + "\n")
+    unknown = journeyman(
+        *batch_args(tmp_path, tasks_file, "--executor", "spark"), env=env_for(fake_openai)
+    )
+    assert unknown.returncode == 2 and "unknown executor 'spark'" in unknown.stderr
+    nothing = journeyman(*batch_args(tmp_path, tasks_file, "--resume"), env=env_for(fake_openai))
+    assert nothing.returncode == 2 and "nothing to resume" in nothing.stderr
+    assert not (tmp_path / "out").exists() and not fake_openai.requests
 
 
 def test_budget_exhaustion_ends_the_batch_with_exit_1_and_says_so(

@@ -184,8 +184,8 @@ def batch(
     from journeyman.batch.scheduler import BatchSettings
 
     try:
-        identity = batch_identity(out_dir, str(tasks), must_exist=resume)
         chosen = make_executor(executor, max_parallel=max_parallel, ray_address=ray_address)
+        identity = batch_identity(out_dir, str(tasks), must_exist=resume)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     except OSError as error:
