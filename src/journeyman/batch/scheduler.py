@@ -23,7 +23,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -489,6 +489,12 @@ class Scheduler:
             outcome = await self.executor.run(job)
         except WorkspaceError as error:
             outcome = _failed_outright(task.id, session_id, "setup_failed", error.message)
+        except Exception as error:  # one task's trouble never ends the batch
+            outcome = replace(
+                _failed_outright(task.id, session_id, FinishReason.INTERNAL_ERROR.value, ""),
+                status="infra_error",
+                error=f"task {task.id} could not run: {type(error).__name__}: {error}",
+            )
         finally:
             after = await asyncio.to_thread(self._spending, session_id)
             used_tokens = max(0, after.tokens - before.tokens)
@@ -645,8 +651,6 @@ def _failed_outright(task_id: str, session_id: str, reason: str, error: str) -> 
 
 
 def _as_infra(outcome: TaskOutcome, why: str) -> TaskOutcome:
-    from dataclasses import replace
-
     return replace(outcome, status="infra_error", error=f"{outcome.error or ''} ({why})".strip())
 
 

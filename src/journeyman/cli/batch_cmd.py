@@ -227,6 +227,13 @@ def batch(
     except ConfigurationError as error:
         progress.close()
         fail(EXIT_CONFIG, error.message)
+    except Exception as error:  # never a traceback: say what stopped it and how to go on
+        progress.close()
+        fail(
+            EXIT_FAILED,
+            f"batch {identity.batch_id} stopped: {type(error).__name__}: {error}; finished "
+            "tasks are kept — run the same command again to continue",
+        )
     progress.close()
     if output_format is OutputFormat.JSON:
         sys.stdout.write(printable_json(json.dumps(summary_json(summary, settings))) + "\n")
