@@ -14,7 +14,8 @@ What runs
       job to a worker and the outcome back, appending its results row. At parallel 4 the
       wall time per task is printed (the machine's cores bound it).
     * resume: ``--trials`` runs of the ``journeyman batch`` command (8 tasks, 3 at a time) killed
-      with SIGKILL after a random 3-13 s, then run again; printed: tasks lost, finished tasks
+      with SIGKILL at a random moment (0-0.4 s after a task starts, once 0-6 have finished),
+      then run again; printed: tasks lost, finished tasks
       run again, model calls repeated (a call the kill cut off is made again), and the gap
       between what the resumed batch reports spent and what the store holds.
     * cap: 100 random batches (1-8 tasks of 0-5 steps, 5-120 output tokens a reply, a random
@@ -183,10 +184,23 @@ def resume(trials: int, workdir: Path, seed: int) -> dict[str, Any]:
                 "--sandbox", "local", "--max-parallel", "3", "--global-budget-usd", "5",
                 "-o", "json",
             ]  # fmt: skip
+            # killed once a random number of tasks (0-6) has finished, a random moment later
+            target = rng.randint(0, 6)
             process = subprocess.Popen(
-                args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                [*args[:-1], "stream-json"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
             )
-            time.sleep(rng.uniform(3.0, 13.0))
+            assert process.stdout is not None
+            finished = 0
+            for line in process.stdout:
+                event = json.loads(line)
+                finished += event["type"] == "task_finished"
+                if event["type"] == "task_started" and finished >= target:
+                    break
+            time.sleep(rng.uniform(0.0, 0.4))
             process.send_signal(signal.SIGKILL)
             process.wait()
             time.sleep(1.0)  # its workers notice and stop
