@@ -368,6 +368,7 @@ class Progress:
 
     def _update_bar(self, event: dict[str, Any], text: str) -> None:
         if self._bar is None:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self._bar = Progress(
@@ -375,7 +376,7 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.description}"),
-                transient=False,
+                console=Console(stderr=True),
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=event.get("total") or 0)
