@@ -254,6 +254,17 @@ def resume_state(
     return states
 
 
+def batch_spending(store: SessionStore, batch_id: str) -> Amount:
+    """What every session of the batch spent, tasks since removed from its file included."""
+    prefix = f"{batch_id}-t"  # the shape of `session_id_for`
+    tokens, usd = 0, 0.0
+    for row in store.usage_rows():
+        if row.session_id.startswith(prefix):
+            tokens += row.usage.total_tokens
+            usd += row.cost_usd or 0.0
+    return Amount(tokens, usd)
+
+
 def _reason(value: str | None) -> FinishReason | None:
     if value is None:
         return None
@@ -338,11 +349,9 @@ class Scheduler:
         store = SessionStore(settings.store_path)
         try:
             self.states = resume_state(self.tasks, settings, store, read_results(settings.out))
+            already = batch_spending(store, settings.batch_id)
         finally:
             store.close()
-        already = Amount(
-            sum(s.spent.tokens for s in self.states), sum(s.spent.usd for s in self.states)
-        )
         if already.tokens or already.usd:
             self.ledger.charge(already)  # what earlier runs of the batch spent
         pending = deque(s for s in self.states if s.result is None)
