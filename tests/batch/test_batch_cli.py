@@ -79,6 +79,11 @@ def test_a_batch_runs_every_task_and_writes_results_and_reports(
     batch_id = store.load_session(results[0]["session_id"]).parent_id
     assert batch_id is not None and store.summary(batch_id).finish_reason == "completed"
     store.close()
+    for command in (["resume", batch_id], ["fork", batch_id, "--at-step", "0"]):
+        refused = journeyman(
+            *command, "--session-dir", str(tmp_path / "sessions"), env=env_for(fake_openai)
+        )
+        assert refused.returncode == 2 and "is a batch, not a run" in refused.stderr
 
 
 def test_a_bad_tasks_line_exits_2_naming_the_line(
