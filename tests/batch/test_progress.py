@@ -31,7 +31,7 @@ EVENTS = [
         "pause_s": 1.5,
         **COUNTS,
     },
-    {"type": "budget_exhausted", "task_id": "c", "not_started": 0, **COUNTS},
+    {"type": "budget_exhausted", "task_id": "c", "not_started": 1, **COUNTS},
 ]
 
 

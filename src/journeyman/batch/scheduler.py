@@ -407,7 +407,7 @@ class Scheduler:
                     self._emit(
                         "budget_exhausted",
                         task_id=state.task.id,
-                        not_started=len(pending),
+                        not_started=len(pending),  # this one included
                         **self._spend(),
                     )
                     break

@@ -355,7 +355,7 @@ class Progress:
                 f"{state} {event['task_id']} infrastructure error, retrying: {event.get('error')}"
             )
         if kind == "budget_exhausted":
-            return f"{state} budget exhausted: {event['not_started'] + 1} tasks will not start"
+            return f"{state} budget exhausted: {event['not_started']} tasks will not start"
         return ""
 
     @staticmethod
