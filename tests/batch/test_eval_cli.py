@@ -129,7 +129,6 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-
 def test_eval_on_a_swebench_file_writes_preds_json(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
