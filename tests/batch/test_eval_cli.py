@@ -182,9 +182,13 @@ def test_bad_suites_and_compare_arguments_exit_2_without_a_traceback(tmp_path: P
     assert one.returncode == 2 and "two run folders" in one.stderr
     not_runs = journeyman("eval", "compare", str(tmp_path), str(tmp_path), env=env)
     assert not_runs.returncode == 2 and "holds no results.jsonl" in not_runs.stderr
+    bad_map = tmp_path / "cmds.json"
+    bad_map.write_text('{"repo": 3}')
+    refused_map = journeyman("eval", "micro", "--test-cmds", str(bad_map), env=env)
+    assert refused_map.returncode == 2 and "expected an object" in refused_map.stderr
     extra = journeyman("eval", "micro", "surplus", env=env)
     assert extra.returncode == 2 and "unexpected argument" in extra.stderr
-    for done in (missing, refused, one, not_runs, extra):
+    for done in (missing, refused, one, not_runs, refused_map, extra):
         assert "Traceback" not in done.stderr
 
 
