@@ -26,7 +26,12 @@ FIXES = {
     ),
 }
 SWE_FIX = ("calc.py", "return a - b", "return a + b")
-MARKERS = {"url-join": "api.example.com", "inventory-reorder": "reorder level"}
+MARKERS = {
+    "url-join": "api.example.com",
+    "inventory-reorder": "reorder level",
+    "square": "square of n",
+}
+FIXES["square"] = ("square.py", "    pass", "    return n * n")
 
 
 def _task_of(request: RecordedRequest) -> str:
@@ -56,7 +61,7 @@ class Model:
 
 def _suite(tmp_path: Path) -> Path:
     suite = tmp_path / "suite"
-    for task in FIXES:
+    for task in ("url-join", "inventory-reorder"):
         shutil.copytree(micro_root() / task, suite / task)
     return suite
 
@@ -116,6 +121,28 @@ def test_eval_grades_a_two_task_suite_and_compare_tells_the_runs_apart(
     assert "1 won, 0 lost" in compared.stdout
     assert "won by B: inventory-reorder" in compared.stdout
     assert "1/2 resolved (50.0 %" in compared.stdout and "2/2 resolved (100.0 %" in compared.stdout
+
+
+def test_eval_on_exercise_folders_grades_with_their_tests(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    exercise = tmp_path / "exercises" / "square"
+    (exercise / ".docs").mkdir(parents=True)
+    (exercise / ".docs" / "instructions.md").write_text("Return the square of n.\n")
+    (exercise / "square.py").write_text("def square(n):\n    pass\n")
+    (exercise / "square_test.py").write_text(
+        "from square import square\n\n\ndef test_square():\n    assert square(4) == 16\n"
+    )
+    fake_openai.default = Model({"square"})
+    done = _eval(tmp_path, fake_openai, str(tmp_path / "exercises"), "--out", str(tmp_path / "o"))
+    assert done.returncode == 0, done.stderr
+    assert "eval: resolved 1/1" in done.stdout
+    # what the model was shown: the instructions, never the test's text
+    shown = json.dumps(fake_openai.requests[0].json["messages"])
+    assert "Return the square of n." in shown and "square(4) == 16" not in shown
+    staged = tmp_path / "o" / "exercises" / "square"
+    assert (staged / "hidden" / "square_test.py").is_file()
+    assert not (staged / "start" / "square_test.py").exists()  # the copy the agent starts from
 
 
 def _git(cwd: Path, *args: str) -> str:
