@@ -131,6 +131,7 @@ def test_429s_slow_the_batch_down_instead_of_failing_tasks(
     args = batch_args(tmp_path, tasks_file, "--max-parallel", "4", "-o", "stream-json")
     done = journeyman(*args, env=env_for(fake_openai))
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     requeued = [e for e in events if e["type"] == "task_requeued"]
     assert len(requeued) == 4 and {e["reason"] for e in requeued} == {"rate_limited"}
@@ -184,6 +185,7 @@ def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
     requests_at_kill = len(fake_openai.requests)
     again = journeyman(*args[:-2], "--resume", env=env_for(fake_openai))
     assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr
     results = rows(tmp_path)
     assert sorted(r["id"] for r in results) == [t.id for t in tasks]  # each exactly once
     assert all(r["status"] == "succeeded" for r in results)
