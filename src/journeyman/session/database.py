@@ -13,6 +13,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -162,12 +163,33 @@ def check_file(path: Path) -> None:
         raise damaged(path, "is not a SQLite database (its first bytes are not a SQLite header)")
     if len(header) < 100:
         raise damaged(path, f"is truncated ({size} bytes, shorter than a SQLite header)")
+    declared = _declared_size(header)
+    for _ in range(TRUNCATION_RECHECKS):
+        if size >= declared:
+            return
+        # Another process may be checkpointing: it writes the header's new page count before
+        # the pages that extend the file. Truncation that lasts is damage; a moment's is not.
+        time.sleep(TRUNCATION_RECHECK_S)
+        with path.open("rb") as handle:
+            declared = _declared_size(handle.read(100))
+        size = path.stat().st_size
+    if size < declared:
+        raise damaged(path, f"is truncated ({size:,} bytes; its header says {declared:,})")
+
+
+TRUNCATION_RECHECKS = 10
+TRUNCATION_RECHECK_S = 0.02
+
+
+def _declared_size(header: bytes) -> int:
+    """The file size a SQLite header gives (0 when its page count is not kept up to date)."""
+    if len(header) < 100:
+        return 0
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
     header_valid = header[24:28] == header[92:96]  # the page count is kept up to date
-    if header_valid and pages and size < pages * page_size:
-        raise damaged(path, f"is truncated ({size:,} bytes; its header says {pages * page_size:,})")
+    return pages * page_size if header_valid else 0
 
 
 _OPEN_IN_PROCESS: Counter[str] = Counter()
