@@ -20,6 +20,8 @@ COMMANDS = {
     "fork": "journeyman.cli.run_cmd:fork",
     "chat": "journeyman.cli.chat_cmd:chat",
     "swarm": "journeyman.cli.swarm_cmd:swarm",
+    "batch": "journeyman.cli.batch_cmd:batch",
+    "eval": "journeyman.cli.eval_cmd:eval_command",
     "undo": "journeyman.cli.changes_cmd:undo",
     "diff": "journeyman.cli.changes_cmd:diff",
     "usage": "journeyman.cli.usage_cmd:usage",

@@ -12,6 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +85,14 @@ class StoreConnection(sqlite3.Connection):
     it."""
 
     store_path: Path = Path()
+    open_key: str | None = None
+
+    def close(self) -> None:
+        with _OPEN_LOCK:
+            if self.open_key is not None:
+                _OPEN_IN_PROCESS[self.open_key] -= 1
+                self.open_key = None
+        super().close()
 
     def cursor(self, factory: Any = None) -> Any:
         cursor = super().cursor(factory or StoreCursor)
@@ -152,25 +163,59 @@ def check_file(path: Path) -> None:
         raise damaged(path, "is not a SQLite database (its first bytes are not a SQLite header)")
     if len(header) < 100:
         raise damaged(path, f"is truncated ({size} bytes, shorter than a SQLite header)")
+    declared = _declared_size(header)
+    for _ in range(TRUNCATION_RECHECKS):
+        if size >= declared:
+            return
+        # Another process may be checkpointing: it writes the header's new page count before
+        # the pages that extend the file. Truncation that lasts is damage; a moment's is not.
+        time.sleep(TRUNCATION_RECHECK_S)
+        with path.open("rb") as handle:
+            declared = _declared_size(handle.read(100))
+        size = path.stat().st_size
+    if size < declared:
+        raise damaged(path, f"is truncated ({size:,} bytes; its header says {declared:,})")
+
+
+TRUNCATION_RECHECKS = 10
+TRUNCATION_RECHECK_S = 0.02
+
+
+def _declared_size(header: bytes) -> int:
+    """The file size a SQLite header gives (0 when its page count is not kept up to date)."""
+    if len(header) < 100:
+        return 0
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
     header_valid = header[24:28] == header[92:96]  # the page count is kept up to date
-    if header_valid and pages and size < pages * page_size:
-        raise damaged(path, f"is truncated ({size:,} bytes; its header says {pages * page_size:,})")
+    return pages * page_size if header_valid else 0
+
+
+_OPEN_IN_PROCESS: Counter[str] = Counter()
+"""Connections of this process to each database file. Closing any descriptor of a file drops
+every POSIX lock the process holds on it — SQLite's included — so `check_file` must not open
+a file this process already has a connection to: another process would then take the store
+for unused, checkpoint it and remove its WAL under the live connection ("malformed")."""
+_OPEN_LOCK = threading.Lock()
 
 
 def connect(path: Path) -> StoreConnection:
     """Open the database after `check_file` (and `private_database_files`); SQLite's own
     refusals become `StoreDamagedError`."""
-    check_file(path)
-    private_database_files(path)
-    try:
-        connection = sqlite3.connect(
-            path, timeout=10.0, isolation_level=None, factory=StoreConnection
-        )
-    except sqlite3.OperationalError as error:
-        raise damaged(path, f"cannot be opened ({error})") from error
+    key = str(path.resolve())
+    with _OPEN_LOCK:
+        if not _OPEN_IN_PROCESS[key]:  # already open here: it was checked then
+            check_file(path)
+        private_database_files(path)  # opens only a file that does not exist yet
+        try:
+            connection = sqlite3.connect(
+                path, timeout=10.0, isolation_level=None, factory=StoreConnection
+            )
+        except sqlite3.OperationalError as error:
+            raise damaged(path, f"cannot be opened ({error})") from error
+        _OPEN_IN_PROCESS[key] += 1
+        connection.open_key = key
     connection.store_path = path
     try:
         connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
