@@ -1,0 +1,1 @@
+"""Batch runs: many tasks under one global budget, on this machine or a Ray cluster."""

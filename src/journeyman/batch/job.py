@@ -1,0 +1,332 @@
+"""One task attempt as a worker runs it: `TaskJob` in, `TaskOutcome` out, `run_job` between.
+
+Both records are plain picklable values (no API keys: a worker reads them from its own
+environment), so a job runs the same in a thread, a subprocess or a Ray worker. `run_job`
+starts the task's session, or resumes it when the store holds it unfinished, with the
+batch's allocation as its limits (never more than the task's own), and reports what the
+attempt spent as the store counts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from journeyman.batch.tasks import BatchTask
+from journeyman.core.errors import AgentError, ConfigurationError
+from journeyman.core.messages import Usage
+from journeyman.core.result import FinishCategory, FinishReason, RunResult
+
+if TYPE_CHECKING:
+    from journeyman.batch.guard import GrantGuard
+    from journeyman.loop.config import AgentConfig
+    from journeyman.session.store import SessionStore
+
+Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
+
+INFRA_REASONS = frozenset({FinishReason.PROVIDER_UNAVAILABLE, FinishReason.INTERNAL_ERROR})
+"""Finish reasons that say the infrastructure failed, not the agent: another attempt may pass."""
+
+
+def session_id_for(batch_id: str, task_id: str, attempt: int) -> str:
+    """The session of a task's attempt: the same on every resume of the batch."""
+    digest = hashlib.sha256(f"{batch_id}\x00{task_id}\x00{attempt}".encode()).hexdigest()[:10]
+    return f"{batch_id}-t{digest}-a{attempt}"
+
+
+@dataclass(frozen=True)
+class TaskJob:
+    """Everything a worker needs to run one attempt of one task."""
+
+    batch_id: str
+    task: BatchTask
+    workspace_dir: str
+    """The task's own copy of its workspace (prepared by the batch, never the original)."""
+    store_path: str
+    """The session store's folder (the batch's sessions live there)."""
+    session_id: str
+    model: str | None
+    base_url: str | None
+    provider: str | None
+    mode: str
+    verify: str | None
+    """The check command (the task's own, else the batch's); None detects one."""
+    granted_tokens: int | None
+    """Tokens this attempt may spend (the batch's reservation); None: not limited."""
+    granted_usd: float | None
+    """US dollars this attempt may spend (the batch's reservation); None: not limited."""
+    attempt: int
+    resume: bool
+    """Resume `session_id` when the store holds it unfinished (else it is started)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Further `AgentConfig` fields the user set for the batch (JSON values)."""
+    parent_session_id: str | None = None
+    """The batch's own record in the store."""
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How one attempt ended."""
+
+    task_id: str
+    session_id: str
+    status: Status
+    finish_reason: str
+    cost_usd: float
+    """What this attempt spent (the store's usage rows of the session, this attempt only)."""
+    tokens: int
+    """Tokens this attempt spent."""
+    duration_s: float
+    iterations: int
+    verify_passed: bool | None
+    error: str | None
+    grade: Any = None
+    """`journeyman.batch.grading.GradeResult` when the task has a grading spec."""
+    retry_after_s: float | None = None
+    """With `rate_limited`: how long the provider asked to wait, when it said."""
+    files_changed: tuple[str, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        """The attempt ended for a reason another attempt would not change by itself."""
+        return self.status in ("succeeded", "failed")
+
+
+def status_for(reason: FinishReason, *, rate_limited: bool = False) -> Status:
+    if rate_limited:
+        return "rate_limited"
+    if reason.category is FinishCategory.SUCCESS:
+        return "succeeded"
+    if reason in INFRA_REASONS:
+        return "infra_error"
+    return "failed"
+
+
+def run_job(job: TaskJob) -> TaskOutcome:
+    """Run one attempt to its end (synchronous; safe in any thread or process)."""
+    started = time.monotonic()
+    try:
+        return asyncio.run(_run(job, started))
+    except ConfigurationError as error:
+        return _ended(job, "failed", FinishReason.CONFIGURATION_ERROR, error.message, started)
+    except AgentError as error:
+        return _ended(job, "infra_error", FinishReason.INTERNAL_ERROR, error.message, started)
+    except Exception as error:  # a worker must report, whatever happened
+        message = f"{type(error).__name__}: {error}"
+        return _ended(job, "infra_error", FinishReason.INTERNAL_ERROR, message, started)
+
+
+def _ended(
+    job: TaskJob, status: Status, reason: FinishReason, error: str, started: float
+) -> TaskOutcome:
+    return TaskOutcome(
+        task_id=job.task.id,
+        session_id=job.session_id,
+        status=status,
+        finish_reason=reason.value,
+        cost_usd=0.0,
+        tokens=0,
+        duration_s=time.monotonic() - started,
+        iterations=0,
+        verify_passed=None,
+        error=error,
+    )
+
+
+async def _run(job: TaskJob, started: float) -> TaskOutcome:
+    from journeyman.loop.agent import Agent
+    from journeyman.session.store import SessionStore
+
+    store = SessionStore(Path(job.store_path))
+    try:
+        before = session_spending(store, job.session_id)
+        existing = _unfinished(store, job.session_id) if job.resume else None
+    finally:
+        store.close()
+    config = build_config(job, before)
+    guard = _guarded_provider(job, config)
+    workspace = Path(job.workspace_dir)
+    agent = Agent(guard, workspace=workspace, config=config, assume_yes=True)
+    agent.settings["batch"] = {"batch_id": job.batch_id, "task_id": job.task.id}
+    if existing is True:
+        result = await agent.resume(job.session_id, override_limits=True)
+    elif existing is False:  # it already ended: nothing to run again
+        return _stored_outcome(job, started)
+    else:
+        result = await agent.run(
+            job.task.task, session_id=job.session_id, parent_session_id=job.parent_session_id
+        )
+    store = SessionStore(Path(job.store_path))
+    try:
+        after = session_spending(store, job.session_id)
+    finally:
+        store.close()
+    grade = None
+    if job.task.grading is not None:
+        grade = _grade(job)
+    retry_after = None
+    if guard.rate_limited is not None:
+        retry_after = guard.rate_limited.retry_after
+    return TaskOutcome(
+        task_id=job.task.id,
+        session_id=job.session_id,
+        status=status_for(result.finish_reason, rate_limited=guard.rate_limited is not None),
+        finish_reason=result.finish_reason.value,
+        cost_usd=max(0.0, after.usd - before.usd),
+        tokens=max(0, after.tokens - before.tokens),
+        duration_s=time.monotonic() - started,
+        iterations=result.iterations,
+        verify_passed=_verify_passed(result),
+        error=result.error,
+        grade=grade,
+        retry_after_s=retry_after,
+        files_changed=tuple(result.files_changed),
+    )
+
+
+@dataclass(frozen=True)
+class Spending:
+    usd: float
+    tokens: int
+
+
+def session_spending(store: SessionStore, session_id: str) -> Spending:
+    """What the store's usage rows say a session spent (0 when it has none)."""
+    usd = 0.0
+    tokens = 0
+    for row in store.usage_rows(session_id):
+        usd += row.cost_usd or 0.0
+        tokens += row.usage.total_tokens
+    return Spending(usd, tokens)
+
+
+def _unfinished(store: SessionStore, session_id: str) -> bool | None:
+    """None: no such session; True: stored and not ended (or ended by the infrastructure, so
+    it continues); False: it ended for good."""
+    from journeyman.session.store import SessionNotFoundError
+
+    try:
+        summary = store.summary(session_id)
+    except SessionNotFoundError:
+        return None
+    if summary.finish_reason is None:
+        return True
+    try:
+        reason = FinishReason(summary.finish_reason)
+    except ValueError:
+        return True
+    return reason in INFRA_REASONS
+
+
+def build_config(job: TaskJob, before: Spending) -> AgentConfig:
+    """The attempt's settings: the user's config, the batch's flags, and limits no larger than
+    the grant (counted on top of what the session spent before) or the task's own."""
+    from journeyman.loop.config_file import load_config
+
+    limits = job.task.limits
+    flags: dict[str, Any] = dict(job.config)
+    flags["mode"] = job.mode
+    flags["verify_command"] = job.verify
+    flags["session_dir"] = Path(job.store_path)
+    flags["max_iterations"] = _least(limits.max_iterations, flags.get("max_iterations"))
+    flags["max_duration_s"] = _least(limits.max_duration_s, flags.get("max_duration_s"))
+    usd = _least(limits.max_budget_usd, job.granted_usd, flags.get("max_budget_usd"))
+    tokens = _least(limits.max_total_tokens, job.granted_tokens, flags.get("max_total_tokens"))
+    flags["max_budget_usd"] = None if usd is None else before.usd + usd
+    flags["max_total_tokens"] = None if tokens is None else before.tokens + int(tokens)
+    loaded = load_config(Path(job.workspace_dir))
+    return loaded.build(**flags)
+
+
+def _least(*values: Any) -> Any:
+    given = [v for v in values if v is not None]
+    return min(given) if given else None
+
+
+def _guarded_provider(job: TaskJob, config: AgentConfig) -> GrantGuard:
+    from journeyman.batch.guard import GrantGuard
+    from journeyman.providers.factory import create_provider
+    from journeyman.providers.pricing import cost_usd
+
+    tool_format = job.config.get("tool_format", "native")
+    inner = create_provider(
+        job.provider,
+        job.model,
+        job.base_url,
+        tool_format="text" if tool_format == "text" else "native",
+    )
+    price = config.price_per_mtok
+
+    def priced(usage: Usage) -> float | None:
+        if price is not None:
+            return (usage.total_input_tokens * price[0] + usage.output_tokens * price[1]) / 1e6
+        return cost_usd(inner.name, inner.model, usage)
+
+    limits = job.task.limits
+    return GrantGuard(
+        inner,
+        usd=_least(job.granted_usd, limits.max_budget_usd),
+        tokens=_least(job.granted_tokens, limits.max_total_tokens),
+        price=priced,
+    )
+
+
+def _verify_passed(result: RunResult) -> bool | None:
+    check = result.verification
+    if check is None:
+        return None
+    return bool(check.passed and check.after_last_change)
+
+
+def _stored_outcome(job: TaskJob, started: float) -> TaskOutcome:
+    """The outcome of a session that already ended (a resumed batch found it finished)."""
+    from journeyman.session.store import SessionStore
+
+    store = SessionStore(Path(job.store_path))
+    try:
+        summary = store.summary(job.session_id)
+    finally:
+        store.close()
+    reason = FinishReason(summary.finish_reason or FinishReason.INTERNAL_ERROR.value)
+    return TaskOutcome(
+        task_id=job.task.id,
+        session_id=job.session_id,
+        status=status_for(reason),
+        finish_reason=reason.value,
+        cost_usd=0.0,
+        tokens=0,
+        duration_s=time.monotonic() - started,
+        iterations=summary.steps,
+        verify_passed=None,
+        error=summary.error,
+    )
+
+
+def _grade(job: TaskJob) -> Any:
+    """The eval's grade of the workspace as the agent left it (None when grading fails)."""
+    try:
+        from journeyman.batch import grading  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    spec = job.task.grading
+    if isinstance(spec, dict):
+        spec = grading.GradingSpec.model_validate(spec)
+    return grading.grade(spec, Path(job.workspace_dir))
+
+
+__all__ = [
+    "INFRA_REASONS",
+    "Spending",
+    "Status",
+    "TaskJob",
+    "TaskOutcome",
+    "build_config",
+    "run_job",
+    "session_id_for",
+    "session_spending",
+    "status_for",
+]

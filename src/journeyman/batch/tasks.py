@@ -1,0 +1,149 @@
+"""The tasks of a batch: one JSONL line each (or an eval suite's folder), validated up front.
+
+A line holds `id`, `task`, `workspace` (a local folder, or a git repository used with
+`base_commit`), and optionally `verify`, `setup`, `limits` and `grading`. A bad line is refused
+with its line number before anything runs, so a batch never dies half-way over a typo.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from journeyman.core.errors import ConfigurationError
+
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
+"""What a task id may look like: it names a folder and goes into a session id."""
+
+
+class TaskLimits(BaseModel):
+    """A task's own limits; the batch's allocation may lower them, never raise them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_iterations: int | None = Field(default=None, ge=1)
+    """Model turns the task may take."""
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    """US dollars the task may spend."""
+    max_total_tokens: int | None = Field(default=None, gt=0)
+    """Tokens (input + output) the task may consume."""
+    max_duration_s: float | None = Field(default=None, gt=0)
+    """Wall-clock seconds one attempt of the task may last."""
+
+
+class BatchTask(BaseModel):
+    """One unit of work of a batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    """Unique within the batch; letters, digits and `._:@+-` (it names the task's folder)."""
+    task: str = Field(min_length=1)
+    """What the agent should do, in plain words."""
+    workspace: str = Field(min_length=1)
+    """A local folder (copied for the task), or a git repository (a worktree at `base_commit`)."""
+    base_commit: str | None = None
+    """With a git repository: the commit the task's worktree starts from."""
+    verify: str | None = None
+    """Shell command whose exit code 0 means the task is done (overrides the batch's --verify)."""
+    setup: str | None = None
+    """Shell command run in the fresh workspace before the agent starts (e.g. install deps)."""
+    limits: TaskLimits = Field(default_factory=TaskLimits)
+    """The task's own limits."""
+    grading: dict[str, Any] | None = None
+    """How an eval grades the task after the agent stops (see `journeyman.batch.grading`)."""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not TASK_ID.match(value):
+            raise ValueError(
+                "must be 1-200 letters, digits or ._:@+- and start with a letter or digit"
+            )
+        return value
+
+
+class TaskFileError(ConfigurationError):
+    """The tasks file (or folder) cannot be used as given."""
+
+
+def load_tasks(path: Path) -> list[BatchTask]:
+    """The tasks of `path`: a JSONL file, or a folder an eval suite loader understands.
+
+    Raises `TaskFileError` naming the file, the line and the problem."""
+    if path.is_dir():
+        return _load_suite(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TaskFileError(f"tasks file {path} does not exist") from None
+    except UnicodeDecodeError as error:
+        raise TaskFileError(f"tasks file {path} is not UTF-8 text ({error.reason})") from None
+    except OSError as error:
+        raise TaskFileError(f"cannot read tasks file {path} ({error.strerror})") from None
+    tasks: list[BatchTask] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        task = _parse_line(path, number, line)
+        if task.id in seen:
+            raise TaskFileError(
+                f"{path}:{number}: task id {task.id!r} is already used on line {seen[task.id]}; "
+                "give every task its own id"
+            )
+        seen[task.id] = number
+        tasks.append(task)
+    if not tasks:
+        raise TaskFileError(f"tasks file {path} holds no task (one JSON object per line)")
+    return tasks
+
+
+def _parse_line(path: Path, number: int, line: str) -> BatchTask:
+    where = f"{path}:{number}"
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise TaskFileError(
+            f"{where}: not valid JSON ({error.msg} at column {error.colno}); "
+            "each line must be one JSON object"
+        ) from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    try:
+        return BatchTask.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {_message(e)}" for e in error.errors()
+        )
+        raise TaskFileError(f"{where}: {problems}") from None
+
+
+def _message(error: Any) -> str:
+    if error.get("type") == "extra_forbidden":
+        return "unknown field (expected id, task, workspace, base_commit, verify, setup, limits)"
+    if error.get("type") == "missing":
+        return "missing"
+    return str(error.get("msg", "invalid"))
+
+
+def _load_suite(path: Path) -> list[BatchTask]:
+    try:
+        from journeyman.batch.suites import load_suite  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise TaskFileError(
+            f"{path} is a folder, and this journeyman has no eval suite loader; "
+            "give a JSONL tasks file"
+        ) from None
+    try:
+        tasks: list[BatchTask] = load_suite(path)
+    except ConfigurationError as error:
+        raise TaskFileError(error.message) from None
+    return tasks
+
+
+__all__ = ["BatchTask", "TaskFileError", "TaskLimits", "load_tasks"]
