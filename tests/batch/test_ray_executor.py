@@ -1,0 +1,224 @@
+"""The Ray executor on a real local cluster: a batch of 8 tasks on the fake OpenAI server, one
+worker process killed mid-task, against the same batch on the local executor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from journeyman.batch.executor import LocalExecutor  # noqa: E402
+from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for  # noqa: E402
+from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger  # noqa: E402
+from journeyman.batch.tasks import BatchTask  # noqa: E402
+from journeyman.economics.ledger import Amount, LedgerPolicy  # noqa: E402
+from journeyman.session.store import SessionStore  # noqa: E402
+from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from tests.fakes.script import RecordedRequest, ScriptItem, hang, reply  # noqa: E402
+from tests.support.cli import clean_env  # noqa: E402
+from tests.support.ray_cluster import LocalRayCluster  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+KEY = "sk-test-ray-workers"
+PRICE = (0.0, 1000.0)
+"""USD per million input and output tokens: each of the fake's 12 + 7 token replies costs $0.007."""
+TASKS = 8
+CAP_USD = 1.0
+TASK_MARK = re.compile(r"\[task (t\d+)\]")
+
+
+@pytest.fixture(scope="module")
+def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("worker-pids")
+
+
+@pytest.fixture(scope="module")
+def cluster(pid_dir: Path) -> Iterator[LocalRayCluster]:
+    """The workers find the API key in their own environment, as on a real node."""
+    with LocalRayCluster(clean_env(OPENAI_API_KEY=KEY, **{PID_DIR_ENV: str(pid_dir)})) as running:
+        ray.init(address=running.address, log_to_driver=False, include_dashboard=False)
+        try:
+            yield running
+        finally:
+            ray.shutdown()
+
+
+class Model:
+    """Answers every task alike, whatever order their requests interleave in: first a
+    write_file call, then finish. With `victim`, the worker running that task is killed
+    (SIGKILL) when its second request arrives, after its first step was persisted."""
+
+    def __init__(self, pid_dir: Path, victim: str | None = None) -> None:
+        self.pid_dir = pid_dir
+        self.victim = victim
+        self.killed: int | None = None
+        self.requests: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        messages = request.json["messages"]
+        users = [m for m in messages if m["role"] == "user"]
+        found = TASK_MARK.search(json.dumps(users[0]["content"]))
+        assert found, "the task's marker should be in its first user message"
+        task_id = found.group(1)
+        results = sum(1 for m in messages if m["role"] == "tool")
+        with self._lock:
+            self.requests[task_id] = self.requests.get(task_id, 0) + 1
+            kill = task_id == self.victim and results == 1 and self.killed is None
+            if kill:
+                pid_file = self.pid_dir / f"{session_id_for('b1', task_id, 1)}.pid"
+                self.killed = int(pid_file.read_text())
+                os.kill(self.killed, signal.SIGKILL)
+        if kill:
+            return hang(5)  # nobody is left to read the answer
+        if results == 0:
+            return reply(tool_calls=[("write_file", {"path": "out.txt", "content": task_id})])
+        return reply(tool_calls=[("finish", {"summary": f"wrote out.txt for {task_id}"})])
+
+
+def jobs(root: Path, server: FakeOpenAIServer) -> list[TaskJob]:
+    made = []
+    for index in range(TASKS):
+        task_id = f"t{index}"
+        workspace = root / "ws" / task_id
+        workspace.mkdir(parents=True)
+        task = BatchTask(id=task_id, task=f"[task {task_id}] write out.txt", workspace=".")
+        made.append(
+            TaskJob(
+                batch_id="b1",
+                task=task,
+                workspace_dir=str(workspace),
+                store_path=str(root / "sessions"),
+                session_id=session_id_for("b1", task_id, 1),
+                model="gpt-4.1-mini",
+                base_url=server.base_url,
+                provider="openai",
+                mode="react",
+                verify=None,
+                granted_tokens=None,
+                granted_usd=None,
+                attempt=1,
+                resume=True,
+                config={"price_per_mtok": PRICE, "verify": False, "sandbox": "local"},
+            )
+        )
+    return made
+
+
+async def run_batch(
+    executor: RayExecutor | LocalExecutor, batch: list[TaskJob], ledger: RayLedger
+) -> list[TaskOutcome]:
+    """What the scheduler does around the executor: reserve, run with the grant, settle."""
+
+    async def one(job: TaskJob, left: int) -> TaskOutcome:
+        reservation = ledger.reserve(job.task.id, sharers=left, request=Amount(usd=0.1))
+        granted = replace(job, granted_usd=reservation.granted.usd)
+        outcome = await executor.run(granted)
+        ledger.settle(reservation, Amount(tokens=outcome.tokens, usd=outcome.cost_usd))
+        return outcome
+
+    try:
+        outcomes = await asyncio.gather(
+            *(one(job, len(batch) - i) for i, job in enumerate(batch))
+        )
+    finally:
+        await executor.close()
+    return sorted(outcomes, key=lambda o: o.task_id)
+
+
+def store_spending(root: Path) -> tuple[float, dict[str, str | None]]:
+    store = SessionStore(root / "sessions")
+    try:
+        usd = sum(row.cost_usd or 0.0 for row in store.usage_rows())
+        reasons = {s.record.id: s.finish_reason for s in store.list_sessions()}
+    finally:
+        store.close()
+    return usd, reasons
+
+
+def test_a_batch_survives_a_killed_worker_and_matches_the_local_executor(
+    cluster: LocalRayCluster,
+    pid_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    on_ray = Model(pid_dir, victim="t3")
+    with FakeOpenAIServer(default=on_ray) as server:
+        ledger = RayLedger.start(Amount(usd=CAP_USD), LedgerPolicy(reserve_share=0.0))
+        executor = RayExecutor(cluster.address, max_parallel=2)
+        ray_outcomes = asyncio.run(run_batch(executor, jobs(tmp_path / "ray", server), ledger))
+    assert on_ray.killed is not None, "the victim's worker should have been killed"
+    assert executor.worker_deaths == 1
+
+    # every task finished exactly once: one session each, completed, its file written once
+    spent_usd, reasons = store_spending(tmp_path / "ray")
+    assert sorted(reasons.values()) == ["completed"] * TASKS
+    assert [o.status for o in ray_outcomes] == ["succeeded"] * TASKS
+    for outcome in ray_outcomes:
+        written = tmp_path / "ray" / "ws" / outcome.task_id / "out.txt"
+        assert written.read_text() == outcome.task_id
+    expected_requests = {f"t{i}": 2 for i in range(TASKS)} | {"t3": 3}  # + the one cut short
+    assert on_ray.requests == expected_requests
+
+    # spend: under the cap, and what the ledger counted is what the store holds, once
+    stats = ledger.stats()
+    assert stats.open_reservations == 0 and stats.overspend == Amount(tokens=0, usd=0.0)
+    assert stats.spent.usd is not None and stats.spent.usd <= CAP_USD
+    assert stats.spent.usd == pytest.approx(spent_usd)
+    assert sum(o.cost_usd for o in ray_outcomes) == pytest.approx(spent_usd)
+
+    # the same batch on the local executor ends the same way, at the same cost
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer(default=Model(pid_dir)) as server:
+        local_ledger = RayLedger.start(Amount(usd=CAP_USD), LedgerPolicy(reserve_share=0.0))
+        local = asyncio.run(
+            run_batch(LocalExecutor(2), jobs(tmp_path / "local", server), local_ledger)
+        )
+
+    def summary(outcomes: list[TaskOutcome]) -> list[tuple[object, ...]]:
+        return [
+            (o.task_id, o.status, o.finish_reason, round(o.cost_usd, 9), o.tokens, o.error)
+            for o in outcomes
+        ]
+
+    assert summary(ray_outcomes) == summary(local)
+    assert local_ledger.stats().spent.usd == pytest.approx(stats.spent.usd)
+
+
+def test_a_task_whose_worker_dies_twice_ends_as_an_infrastructure_error(
+    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+) -> None:
+    class KillEveryTime(Model):
+        def __call__(self, request: RecordedRequest) -> ScriptItem:
+            self.killed = None  # kill again on the retry's first request
+            return super().__call__(request)
+
+    model = KillEveryTime(pid_dir, victim="t0")
+    with FakeOpenAIServer(default=model) as server:
+        job = jobs(tmp_path, server)[0]
+        # the first attempt dies after one step; the retry resumes and dies at its first call
+        executor = RayExecutor(cluster.address, max_parallel=1, worker_retries=1)
+
+        async def go() -> TaskOutcome:
+            try:
+                return await executor.run(job)
+            finally:
+                await executor.close()
+
+        outcome = asyncio.run(go())
+    assert outcome.status == "infra_error"
+    assert outcome.error is not None and "died 2 times" in outcome.error
+    assert "--resume" in outcome.error
+    assert outcome.cost_usd == pytest.approx(0.007)  # the one step that was persisted
+    assert executor.worker_deaths == 2
