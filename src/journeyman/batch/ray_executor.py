@@ -49,6 +49,8 @@ from journeyman.economics.ledger import (
     Reservation,
 )
 
+_log = logging.getLogger("journeyman.batch.ray")
+
 PID_DIR_ENV = "JOURNEYMAN_RAY_PID_DIR"
 """When set in a worker's environment, the worker writes `<session id>.pid` (its process id)
 into that folder while it runs a task, so an operator can see which process runs which task."""
@@ -304,7 +306,22 @@ def _connect(address: str | None) -> bool:
             "with `ray start --head` and pass its address with --ray-address "
             "(see docs/distributed.md)"
         ) from None
+    _quiet_cluster_messages()
     return True
+
+
+def _quiet_cluster_messages() -> None:
+    """Ray's driver prints the cluster's error messages ("a worker died ...") straight to
+    stdout, even with `log_to_driver=False`; that would break the CLI's JSON output. They go
+    to the `journeyman.batch.ray` logger instead (the task's outcome says what happened)."""
+    from ray._private import worker as ray_worker
+
+    def to_logger(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines", ()):
+            _log.info("ray %s: %s", data.get("pid", "cluster"), line)
+
+    if hasattr(ray_worker, "print_to_stdstream"):
+        ray_worker.print_to_stdstream = to_logger
 
 
 def _require_connection() -> None:
