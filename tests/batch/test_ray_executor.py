@@ -14,19 +14,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray")
-
-from journeyman.batch.executor import LocalExecutor  # noqa: E402
-from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for  # noqa: E402
-from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger  # noqa: E402
-from journeyman.batch.tasks import BatchTask  # noqa: E402
-from journeyman.economics.ledger import Amount, LedgerPolicy  # noqa: E402
-from journeyman.session.store import SessionStore  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
-from tests.fakes.script import RecordedRequest, ScriptItem, hang, reply  # noqa: E402
-from tests.support.cli import clean_env  # noqa: E402
-from tests.support.ray_cluster import LocalRayCluster  # noqa: E402
+from journeyman.batch.executor import LocalExecutor
+from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for
+from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger
+from journeyman.batch.tasks import BatchTask
+from journeyman.economics.ledger import Amount, LedgerPolicy
+from journeyman.session.store import SessionStore
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, ScriptItem, hang, reply
+from tests.support.cli import clean_env
+from tests.support.ray_cluster import LocalRayCluster
 
 pytestmark = pytest.mark.slow
 
@@ -129,9 +128,7 @@ async def run_batch(
         return outcome
 
     try:
-        outcomes = await asyncio.gather(
-            *(one(job, len(batch) - i) for i, job in enumerate(batch))
-        )
+        outcomes = await asyncio.gather(*(one(job, len(batch) - i) for i, job in enumerate(batch)))
     finally:
         await executor.close()
     return sorted(outcomes, key=lambda o: o.task_id)

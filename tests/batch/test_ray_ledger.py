@@ -6,13 +6,12 @@ import random
 from collections.abc import Iterator
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray")
-
-from journeyman.batch.ray_executor import RayLedger  # noqa: E402
-from journeyman.economics.ledger import AllocationRefused, Amount, LedgerPolicy  # noqa: E402
-from tests.support.cli import clean_env  # noqa: E402
-from tests.support.ray_cluster import LocalRayCluster  # noqa: E402
+from journeyman.batch.ray_executor import RayLedger
+from journeyman.economics.ledger import AllocationRefused, Amount, LedgerPolicy
+from tests.support.cli import clean_env
+from tests.support.ray_cluster import LocalRayCluster
 
 pytestmark = pytest.mark.slow
 

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -54,6 +55,9 @@ _log = logging.getLogger("journeyman.batch.ray")
 PID_DIR_ENV = "JOURNEYMAN_RAY_PID_DIR"
 """When set in a worker's environment, the worker writes `<session id>.pid` (its process id)
 into that folder while it runs a task, so an operator can see which process runs which task."""
+
+PROBE_TIMEOUT_S = 5.0
+"""How long to wait for the head node to accept a connection before refusing its address."""
 
 WORKER_RETRIES = 1
 """Times a task is submitted again after its worker died (the issue: retried once)."""
@@ -296,6 +300,8 @@ def _connect(address: str | None) -> bool:
         # a private instance for this batch, never a cluster that happens to run here
         address = "local"
         options["include_dashboard"] = False
+    if address not in (None, "local", "auto"):
+        _probe(address)
     try:
         ray.init(address=address, **options)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
@@ -322,6 +328,21 @@ def _quiet_cluster_messages() -> None:
 
     if hasattr(ray_worker, "print_to_stdstream"):
         ray_worker.print_to_stdstream = to_logger
+
+
+def _probe(address: str) -> None:
+    """Refuse at once an address nothing listens on (Ray itself retries for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in host:
+        return  # not host:port (e.g. a ray:// client address): let Ray judge it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as error:
+        raise ConfigurationError(
+            f"cannot reach the Ray cluster at {address} ({error.strerror or error}); check "
+            "--ray-address (the head node's `ray start --head` prints it) and that this "
+            "machine can reach that port"
+        ) from None
 
 
 def _require_connection() -> None:
