@@ -168,6 +168,11 @@ def test_a_batch_survives_a_killed_worker_and_matches_the_local_executor(
     expected_requests = {f"t{i}": 2 for i in range(TASKS)} | {"t3": 3}  # + the one cut short
     assert on_ray.requests == expected_requests
 
+    # the key came from the workers' environment, and went nowhere else
+    assert KEY not in repr(ray_outcomes)
+    stored = [p for p in (tmp_path / "ray").rglob("*") if p.is_file()]
+    assert stored and not [p for p in stored if KEY.encode() in p.read_bytes()]
+
     # spend: under the cap, and what the ledger counted is what the store holds, once
     stats = ledger.stats()
     assert stats.open_reservations == 0 and stats.overspend == Amount(tokens=0, usd=0.0)
