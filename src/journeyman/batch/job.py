@@ -109,8 +109,12 @@ def status_for(reason: FinishReason, *, rate_limited: bool = False) -> Status:
 def run_job(job: TaskJob) -> TaskOutcome:
     """Run one attempt to its end (synchronous; safe in any thread or process)."""
     started = time.monotonic()
+    from journeyman.session.lock import SessionBusyError
+
     try:
         return asyncio.run(_run(job, started))
+    except SessionBusyError as error:  # e.g. a worker of a killed batch not yet gone
+        return _ended(job, "infra_error", FinishReason.INTERNAL_ERROR, error.message, started)
     except ConfigurationError as error:
         return _ended(job, "failed", FinishReason.CONFIGURATION_ERROR, error.message, started)
     except AgentError as error:
@@ -309,7 +313,7 @@ def _stored_outcome(job: TaskJob, started: float) -> TaskOutcome:
 def _grade(job: TaskJob) -> Any:
     """The eval's grade of the workspace as the agent left it (None when grading fails)."""
     try:
-        from journeyman.batch import grading  # type: ignore[attr-defined,unused-ignore]
+        from journeyman.batch import grading  # type: ignore[import-not-found,attr-defined,unused-ignore]
     except ImportError:
         return None
     spec = job.task.grading

@@ -1,0 +1,109 @@
+"""`results.jsonl`: one row per task, appended (and synced) the moment a task ends, so a batch
+killed at any point keeps every finished task; rewritten whole, in task order, at the end.
+
+Also the hook for `preds.json`: an eval registers a writer (`journeyman.batch.suites.preds`
+when it exists) that turns the rows into the file its harness reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+RESULTS_FILE = "results.jsonl"
+ResultStatus = Literal["succeeded", "failed", "infra_error", "not_run"]
+
+
+@dataclass
+class TaskResult:
+    """The final state of one task of a batch."""
+
+    id: str
+    status: ResultStatus
+    finish_reason: str | None
+    """The run's finish reason; `budget_exhausted` for a task never started for lack of budget."""
+    cost_usd: float
+    """All attempts together."""
+    tokens: int
+    duration_s: float
+    iterations: int
+    verify_passed: bool | None
+    session_id: str | None
+    attempts: int = 0
+    error: str | None = None
+    workspace: str | None = None
+    task: str = ""
+    """The task's text (shortened), for the reports."""
+    grade: dict[str, Any] | None = None
+    files_changed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, default=str)
+
+
+def append_result(out: Path, result: TaskResult) -> None:
+    """Append one row and sync it to disk."""
+    with (out / RESULTS_FILE).open("a", encoding="utf-8") as handle:
+        handle.write(result.to_json() + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_results(out: Path) -> dict[str, TaskResult]:
+    """The last row of each task in `out`'s results (a line cut by a kill is skipped)."""
+    path = out / RESULTS_FILE
+    rows: dict[str, TaskResult] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return rows
+    known = set(TaskResult.__dataclass_fields__)
+    for line in lines:
+        try:
+            data = json.loads(line)
+            row = TaskResult(**{k: v for k, v in data.items() if k in known})
+        except (ValueError, TypeError):
+            continue
+        rows[row.id] = row
+    return rows
+
+
+def write_results(out: Path, results: Sequence[TaskResult]) -> Path:
+    """Replace the results file with exactly these rows (atomically)."""
+    path = out / RESULTS_FILE
+    partial = path.with_suffix(".jsonl.partial")
+    with partial.open("w", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(result.to_json() + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    partial.replace(path)
+    return path
+
+
+def write_preds(out: Path, results: Iterable[TaskResult], model: str | None) -> Path | None:
+    """`preds.json` through the eval's writer, when this journeyman has one; else None."""
+    try:
+        from journeyman.batch.suites import preds  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    writer = getattr(preds, "write_preds", None)
+    if writer is None:
+        return None
+    written: Path | None = writer(out, list(results), model)
+    return written
+
+
+__all__ = [
+    "RESULTS_FILE",
+    "ResultStatus",
+    "TaskResult",
+    "append_result",
+    "read_results",
+    "write_preds",
+    "write_results",
+]

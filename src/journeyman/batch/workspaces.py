@@ -1,0 +1,100 @@
+"""Each task's own workspace: a fresh copy of its folder, or a clone of its repository at
+`base_commit` — never the original — with its `setup` command run once."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from journeyman.batch.tasks import BatchTask
+from journeyman.core.errors import AgentError
+
+SETUP_TIMEOUT_S = 1800.0
+"""Longest a task's setup command may run."""
+SETUP_DONE = ".setup-done"
+"""Marker (beside the workspaces, not in them) that a workspace's setup already ran."""
+
+
+class WorkspaceError(AgentError):
+    """A task's workspace could not be prepared; the task fails without running."""
+
+
+def workspace_path(task: BatchTask, under: Path, attempt: int = 1) -> Path:
+    """Where `task`'s workspace for `attempt` lives (attempts after the first start afresh)."""
+    return under / (task.id if attempt == 1 else f"{task.id}.attempt{attempt}")
+
+
+def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
+    """The task's workspace for `attempt`: made on first use, reused as it is afterwards (a
+    resumed task continues on the files its session left)."""
+    target = workspace_path(task, under, attempt)
+    marker = under / ".state" / f"{target.name}{SETUP_DONE}"
+    if target.is_dir() and (task.setup is None or marker.exists()):
+        return target
+    source = Path(task.workspace).expanduser()
+    if not source.is_dir():
+        raise WorkspaceError(f"task {task.id}: its workspace {source} is not a folder")
+    if target.exists():  # an earlier preparation was cut off: start it again
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    if task.base_commit:
+        _clone_at(source, partial, task.base_commit, task.id)
+    else:
+        try:
+            shutil.copytree(source, partial, symlinks=True)
+        except (OSError, shutil.Error) as error:
+            raise WorkspaceError(f"task {task.id}: cannot copy {source}: {error}") from None
+    partial.rename(target)  # whole or absent: a kill mid-copy never leaves half a workspace
+    if task.setup:
+        _setup(task, target)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    return target
+
+
+def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
+    """A clone sharing the repository's objects (the original is never written to)."""
+    steps = [
+        ["git", "clone", "--quiet", "--shared", "--no-checkout", str(source), str(target)],
+        ["git", "-C", str(target), "checkout", "--quiet", "--detach", commit],
+    ]
+    for step in steps:
+        try:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise WorkspaceError(f"task {task_id}: {' '.join(step[:3])} failed: {error}") from None
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise WorkspaceError(
+                f"task {task_id}: cannot check out {commit} of {source}: {detail[0]}"
+            )
+
+
+def _setup(task: BatchTask, workspace: Path) -> None:
+    assert task.setup is not None
+    try:
+        done = subprocess.run(
+            task.setup,
+            shell=True,
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=SETUP_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise WorkspaceError(
+            f"task {task.id}: setup {task.setup!r} ran past {SETUP_TIMEOUT_S:g} s"
+        ) from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise WorkspaceError(
+            f"task {task.id}: setup {task.setup!r} exited {done.returncode}: "
+            + (" | ".join(tail) or "no output")
+        )
+
+
+__all__ = ["WorkspaceError", "prepare_workspace", "workspace_path"]

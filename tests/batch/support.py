@@ -1,0 +1,93 @@
+"""What the batch tests share: a fake model that plays each task's part from the task text,
+tasks files, and a scheduler on the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from journeyman.batch.executor import LocalExecutor
+from journeyman.batch.scheduler import BatchSettings, Scheduler
+from journeyman.batch.tasks import BatchTask
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, Reply, ScriptItem, error, reply
+
+PRICE = (0.0, 1000.0)
+"""USD per million input and output tokens: only replies cost, $0.001 a token."""
+PLAN = re.compile(r"\[steps=(\d+) out=(\d+)(?: fail=(\w+))?(?: r429=(\d+))?\]")
+
+
+def task_text(steps: int = 1, out: int = 7, *, fail: bool = False, name: str = "") -> str:
+    """A task the fake model works through: `steps` file writes then finish (or, with `fail`,
+    a text answer while a failing check waits), each reply costing `out` output tokens."""
+    flag = " fail=yes" if fail else ""
+    return f"{name} do the thing [steps={steps} out={out}{flag}]".strip()
+
+
+def model(request: RecordedRequest) -> ScriptItem:
+    """Replies from the plan in the task text and the number of tool results so far."""
+    body = request.json
+    messages = body.get("messages", [])
+    first_user = next((m for m in messages if m.get("role") == "user"), {})
+    content = first_user.get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    match = PLAN.search(text)
+    steps, out = (int(match.group(1)), int(match.group(2))) if match else (0, 7)
+    done = sum(1 for m in messages if m.get("role") == "tool")
+    if done < steps:
+        call = ("write_file", {"path": f"step{done + 1}.txt", "content": f"step {done + 1}\n"})
+        return reply(tool_calls=[call], output_tokens=out)
+    return reply(tool_calls=[("finish", {"summary": "done"})], output_tokens=out)
+
+
+class RateLimitOnce:
+    """429 for the first `count` requests, then the model."""
+
+    def __init__(self, count: int, retry_after: float = 0.05) -> None:
+        self.left = count
+        self.retry_after = retry_after
+
+    def __call__(self, request: RecordedRequest) -> Reply | Any:
+        if self.left > 0:
+            self.left -= 1
+            return error(429, retry_after=self.retry_after)
+        return model(request)
+
+
+def tasks_for(tmp_path: Path, texts: list[str], *, verify: str | None = None) -> list[BatchTask]:
+    source = tmp_path / "project"
+    source.mkdir(exist_ok=True)
+    (source / "README.md").write_text("a project\n")
+    return [
+        BatchTask(id=f"task-{i}", task=text, workspace=str(source), verify=verify)
+        for i, text in enumerate(texts, start=1)
+    ]
+
+
+def write_tasks_file(path: Path, tasks: list[BatchTask]) -> Path:
+    path.write_text("".join(t.model_dump_json(exclude_defaults=True) + "\n" for t in tasks))
+    return path
+
+
+def settings_for(tmp_path: Path, server: FakeOpenAIServer, **fields: Any) -> BatchSettings:
+    config = {"price_per_mtok": PRICE, "verify": False, "sandbox": "local"}
+    config.update(fields.pop("config", {}))
+    return BatchSettings(
+        batch_id=fields.pop("batch_id", "batch-test"),
+        out=tmp_path / "out",
+        store_path=tmp_path / "sessions",
+        model="gpt-4.1-mini",
+        provider="openai",
+        base_url=server.base_url,
+        config=config,
+        rate_limit_backoff_s=fields.pop("rate_limit_backoff_s", 0.05),
+        **fields,
+    )
+
+
+def scheduler(
+    tasks: list[BatchTask], settings: BatchSettings, parallel: int = 2, **kwargs: Any
+) -> Scheduler:
+    return Scheduler(tasks, settings, LocalExecutor(parallel, processes=False), **kwargs)

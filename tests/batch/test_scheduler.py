@@ -1,0 +1,97 @@
+"""The scheduler over real runs (threads) against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from journeyman.batch.results import read_results
+from journeyman.session.store import SessionStore
+from tests.batch.support import (
+    RateLimitOnce,
+    model,
+    scheduler,
+    settings_for,
+    task_text,
+    tasks_for,
+)
+from tests.fakes.openai_server import FakeOpenAIServer
+
+
+@pytest.fixture(autouse=True)
+def provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")
+    monkeypatch.setenv("JOURNEYMAN_EDIT_TOOL", "edit_file")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def test_every_task_runs_in_its_own_copy_as_a_session_of_the_batch(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    tasks = tasks_for(tmp_path, [task_text(2), task_text(1), task_text(0)])
+    events: list[dict] = []
+    summary = asyncio.run(
+        scheduler(tasks, settings_for(tmp_path, fake_openai), on_event=events.append).run()
+    )
+    assert summary.all_succeeded and summary.count("succeeded") == 3
+    assert not (tmp_path / "project" / "step1.txt").exists()  # never the original
+    assert (tmp_path / "out" / "workspaces" / "task-1" / "step2.txt").exists()
+    rows = read_results(tmp_path / "out")
+    assert [rows[t.id].status for t in tasks] == ["succeeded"] * 3
+    assert rows["task-1"].iterations == 3 and rows["task-1"].tokens == 3 * 19
+    store = SessionStore(tmp_path / "sessions")
+    for row in rows.values():
+        assert row.session_id is not None
+        assert store.load_session(row.session_id).parent_id == "batch-test"
+    store.close()
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "batch_started" and kinds[-1] == "batch_finished"
+    assert kinds.count("task_started") == 3 and kinds.count("task_finished") == 3
+
+
+def test_agent_failures_are_final_and_counted(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    tasks = tasks_for(tmp_path, [task_text(1), task_text(1)])
+    tasks[1] = tasks[1].model_copy(update={"verify": "exit 1"})
+    settings = settings_for(tmp_path, fake_openai, config={"verify": True, "max_verify_rounds": 1})
+    summary = asyncio.run(scheduler(tasks, settings).run())
+    assert summary.count("succeeded") == 1 and summary.count("failed") == 1
+    failed = read_results(tmp_path / "out")["task-2"]
+    assert failed.finish_reason == "verification_failed" and failed.verify_passed is False
+    assert not summary.all_succeeded
+
+
+def test_the_global_cap_stops_new_tasks_and_is_never_passed(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    tasks = tasks_for(tmp_path, [task_text(3, out=50) for _ in range(6)])
+    settings = settings_for(tmp_path, fake_openai, global_usd=0.5, per_task_usd=0.3)
+    summary = asyncio.run(scheduler(tasks, settings).run())
+    assert summary.budget_exhausted
+    assert summary.spent.usd is not None and summary.spent.usd <= 0.5
+    assert summary.overspend.usd == 0
+    # each task costs $0.20 of its $0.30: two fit, the third's $0.30 does not
+    assert summary.count("succeeded") == 2 and summary.count("not_run") == 4
+    assert "budget exhausted after" in summary.line()
+
+
+def test_a_429_lowers_concurrency_and_requeues_instead_of_failing(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = RateLimitOnce(3)
+    tasks = tasks_for(tmp_path, [task_text(1) for _ in range(4)])
+    events: list[dict] = []
+    run = scheduler(tasks, settings_for(tmp_path, fake_openai), parallel=3, on_event=events.append)
+    summary = asyncio.run(run.run())
+    assert summary.all_succeeded
+    requeued = [e for e in events if e["type"] == "task_requeued"]
+    assert len(requeued) == 3 and all(e["reason"] == "rate_limited" for e in requeued)
+    assert min(e["concurrency"] for e in requeued) == 1
+    assert json.dumps(events)  # every event is JSON-ready
