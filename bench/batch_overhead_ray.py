@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.support.cli import clean_env
-from tests.support.ray_cluster import LocalRayCluster
+from tests.support.ray_cluster import RAY_ENV, LocalRayCluster
 
 from journeyman.batch.executor import Executor, LocalExecutor
 from journeyman.batch.job import TaskJob, session_id_for
@@ -111,7 +111,7 @@ def main() -> int:
     args = parser.parse_args()
 
     os.environ["OPENAI_API_KEY"] = KEY  # the local workers' environment
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ.update(RAY_ENV)
     results: dict[str, Any] = {"tasks": args.tasks, "parallel": args.parallel}
     finish = reply(tool_calls=[("finish", {"summary": "done"})])
     with (

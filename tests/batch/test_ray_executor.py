@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -19,13 +20,16 @@ import ray
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for
 from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger
+from journeyman.batch.scheduler import Scheduler, open_ledger
 from journeyman.batch.tasks import BatchTask
 from journeyman.economics.ledger import Amount, LedgerPolicy
 from journeyman.session.store import SessionStore
+from tests.batch.support import model as batch_model
+from tests.batch.support import settings_for, task_text, tasks_for
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem, hang, reply
 from tests.support.cli import clean_env
-from tests.support.ray_cluster import LocalRayCluster
+from tests.support.ray_cluster import LocalRayCluster, ray_environment
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +49,8 @@ def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cluster(pid_dir: Path) -> Iterator[LocalRayCluster]:
     """The workers find the API key in their own environment, as on a real node."""
-    with LocalRayCluster(clean_env(OPENAI_API_KEY=KEY, **{PID_DIR_ENV: str(pid_dir)})) as running:
+    env = clean_env(OPENAI_API_KEY=KEY, **{PID_DIR_ENV: str(pid_dir)})
+    with LocalRayCluster(env) as running, ray_environment():
         ray.init(address=running.address, log_to_driver=False, include_dashboard=False)
         try:
             yield running
@@ -224,3 +229,75 @@ def test_a_task_whose_worker_dies_twice_ends_as_an_infrastructure_error(
     assert "--resume" in outcome.error
     assert outcome.cost_usd == pytest.approx(0.007)  # the one step that was persisted
     assert executor.worker_deaths == 2
+
+
+class KillOnce:
+    """The batch tests' model (each task's plan in its text), which also kills, once, the Ray
+    worker running `victim` when that task's second request arrives."""
+
+    def __init__(self, pid_dir: Path, batch_id: str, victim: str) -> None:
+        self.pid_file = pid_dir / f"{session_id_for(batch_id, victim, 1)}.pid"
+        self.victim = victim
+        self.killed: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        messages = request.json["messages"]
+        first = json.dumps(next(m for m in messages if m["role"] == "user")["content"])
+        results = sum(1 for m in messages if m["role"] == "tool")
+        with self._lock:
+            if f"[{self.victim}]" in first and results == 1 and self.killed is None:
+                self.killed = int(self.pid_file.read_text())
+                os.kill(self.killed, signal.SIGKILL)
+                return hang(5)
+        return batch_model(request)
+
+
+def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
+    cluster: LocalRayCluster,
+    pid_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = [task_text(steps=1 + i % 3, out=5 + i, name=f"[task-{i + 1}]") for i in range(TASKS)]
+
+    def run(executor: RayExecutor | LocalExecutor, root: Path, server: FakeOpenAIServer) -> Any:
+        root.mkdir()
+        tasks = tasks_for(root, texts)
+        settings = settings_for(root, server, global_usd=CAP_USD, per_task_usd=0.1)
+        ledger = None
+        if isinstance(executor, RayExecutor):
+            template = open_ledger(settings, len(tasks))
+            ledger = executor.ledger(template.total, template.policy)
+
+        async def go() -> Any:
+            try:
+                return await Scheduler(tasks, settings, executor, ledger=ledger).run()
+            finally:
+                await executor.close()
+
+        return asyncio.run(go())
+
+    killer = KillOnce(pid_dir, "batch-test", victim="task-3")
+    with FakeOpenAIServer(default=killer) as server:
+        executor = RayExecutor(cluster.address, max_parallel=2)
+        on_ray = run(executor, tmp_path / "ray", server)
+    assert killer.killed is not None and executor.worker_deaths == 1
+    assert on_ray.all_succeeded and len(on_ray.results) == TASKS
+    assert on_ray.spent.usd is not None and on_ray.spent.usd <= CAP_USD
+    assert on_ray.overspend.usd == 0
+    rows = (tmp_path / "ray" / "out" / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(row)["id"] for row in rows) == sorted(r.id for r in on_ray.results)
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer(default=batch_model) as server:
+        local = run(LocalExecutor(2), tmp_path / "local", server)
+
+    def outline(summary: Any) -> list[tuple[object, ...]]:
+        return sorted(
+            (r.id, r.status, r.finish_reason, round(r.cost_usd, 9), r.tokens, r.attempts)
+            for r in summary.results
+        )
+
+    assert outline(on_ray) == outline(local)
+    assert on_ray.spent == local.spent

@@ -11,14 +11,14 @@ import ray
 from journeyman.batch.ray_executor import RayLedger
 from journeyman.economics.ledger import AllocationRefused, Amount, LedgerPolicy
 from tests.support.cli import clean_env
-from tests.support.ray_cluster import LocalRayCluster
+from tests.support.ray_cluster import LocalRayCluster, ray_environment
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalRayCluster]:
-    with LocalRayCluster(clean_env()) as running:
+    with LocalRayCluster(clean_env()) as running, ray_environment():
         ray.init(address=running.address, log_to_driver=False, include_dashboard=False)
         try:
             yield running

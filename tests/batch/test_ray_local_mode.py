@@ -16,6 +16,7 @@ from journeyman.batch.ray_executor import RayExecutor
 from journeyman.batch.tasks import BatchTask
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.support.ray_cluster import RAY_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,8 @@ def test_without_an_address_a_private_instance_runs_the_batch_and_stops_with_it(
 ) -> None:
     ray_tmp = Path(tempfile.mkdtemp(prefix="jmray", dir="/tmp"))  # short: Ray's socket paths
     monkeypatch.setenv("RAY_TMPDIR", str(ray_tmp))
-    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    for name, value in RAY_ENV.items():  # no token written into the home folder
+        monkeypatch.setenv(name, value)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-mode")  # the workers inherit it
     fake_openai.default = reply(tool_calls=[("finish", {"summary": "done"})])

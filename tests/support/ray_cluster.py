@@ -5,6 +5,11 @@ its temporary folder (sessions, sockets, logs) in a short private folder, never 
 every port chosen free. Workers inherit the environment given to it (that is where a real
 node's workers find their API keys too). `stop()` ends the whole process group — the head's
 services and every worker — and removes the folder.
+
+Ray's token authentication is turned off for these clusters (`RAY_AUTH_MODE=disabled`, in the
+cluster's environment and, with `ray_environment()`, in the test process): otherwise a Ray
+instance started without a mode writes a token into the user's home (~/.ray/auth_token) and
+every later cluster on the machine requires it.
 """
 
 from __future__ import annotations
@@ -18,12 +23,30 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 START_TIMEOUT_S = 90.0
 READY_MARK = "Ray runtime started"
+
+
+@contextlib.contextmanager
+def ray_environment(**extra: str) -> Iterator[None]:
+    """This process's environment with `RAY_ENV` and `extra` set, put back afterwards."""
+    changes = {**RAY_ENV, **extra}
+    previous = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def free_port() -> int:
@@ -36,7 +59,7 @@ class LocalRayCluster:
     """A one-node Ray cluster: `start()`, use `address`, `stop()` (or use it as a context)."""
 
     def __init__(self, env: dict[str, str], *, num_cpus: int = 2) -> None:
-        self.env = {**env, "RAY_USAGE_STATS_ENABLED": "0"}
+        self.env = {**env, **RAY_ENV}
         self.num_cpus = num_cpus
         self.port = free_port()
         self.temp_dir = Path(tempfile.mkdtemp(prefix="jmray", dir="/tmp"))
