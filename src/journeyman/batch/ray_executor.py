@@ -39,7 +39,7 @@ import ray
 from ray import exceptions as ray_errors
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from journeyman.batch.job import TaskJob, TaskOutcome, run_job, session_spending
+from journeyman.batch.job import Spending, TaskJob, TaskOutcome, run_job, session_spending
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.result import FinishReason
 from journeyman.economics.ledger import (
@@ -218,27 +218,37 @@ class RayExecutor:
 
     async def _run(self, job: TaskJob) -> TaskOutcome:
         started = time.monotonic()
-        baseline = _spent(job)
+        baseline = await asyncio.to_thread(_spent, job)
         attempt_job = job
         deaths: list[str] = []
         while True:
             ref = self._remote.remote(attempt_job)
             try:
                 outcome: TaskOutcome = await ref
+            except asyncio.CancelledError:
+                ray.cancel(ref, force=True)  # the batch is stopping: free the session at once
+                raise
             except _DIED as died:
                 self.worker_deaths += 1
                 deaths.append(_first_line(died))
                 if len(deaths) > self.worker_retries:
-                    return self._died(job, baseline, deaths, started)
+                    message = (
+                        f"the Ray worker running task {job.task.id} died {len(deaths)} times "
+                        f"(last: {deaths[-1]}); rerun the batch with --resume to try it again"
+                    )
+                    return await self._lost(job, baseline, message, started)
                 attempt_job = replace(job, resume=True)
                 continue
             except ray_errors.RayError as error:
-                return self._lost(
-                    job, baseline, f"Ray could not run the task: {_first_line(error)}", started
+                cause = error.cause if isinstance(error, ray_errors.RayTaskError) else error
+                message = (
+                    f"Ray could not run task {job.task.id}: {_first_line(cause)} (is journeyman, "
+                    "at the driver's version, installed on every node? see docs/distributed.md)"
                 )
+                return await self._lost(job, baseline, message, started)
             if deaths:
                 # the dead attempt's persisted steps count too, once: read both from the store
-                spent = _spent(job)
+                spent = await asyncio.to_thread(_spent, job)
                 outcome = replace(
                     outcome,
                     cost_usd=max(0.0, spent.usd - baseline.usd),
@@ -247,15 +257,11 @@ class RayExecutor:
                 )
             return outcome
 
-    def _died(self, job: TaskJob, baseline: Any, deaths: list[str], started: float) -> TaskOutcome:
-        message = (
-            f"the Ray worker running task {job.task.id} died {len(deaths)} times "
-            f"(last: {deaths[-1]}); rerun the batch with --resume to try it again"
-        )
-        return self._lost(job, baseline, message, started)
-
-    def _lost(self, job: TaskJob, baseline: Any, message: str, started: float) -> TaskOutcome:
-        spent = _spent(job)
+    async def _lost(
+        self, job: TaskJob, baseline: Spending, message: str, started: float
+    ) -> TaskOutcome:
+        """The outcome of a task Ray could not bring to its end, with what it spent."""
+        spent = await asyncio.to_thread(_spent, job)
         return TaskOutcome(
             task_id=job.task.id,
             session_id=job.session_id,
@@ -275,7 +281,7 @@ class RayExecutor:
             self._owns_connection = False
 
 
-def _spent(job: TaskJob) -> Any:
+def _spent(job: TaskJob) -> Spending:
     """What the store says the job's session spent so far (zero before it exists)."""
     from journeyman.session.store import SessionStore
 
