@@ -49,7 +49,9 @@ def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cluster(pid_dir: Path) -> Iterator[LocalRayCluster]:
     """The workers find the API key in their own environment, as on a real node."""
-    env = clean_env(OPENAI_API_KEY=KEY, **{PID_DIR_ENV: str(pid_dir)})
+    # a call the test forgot to point at its fake server fails fast, never leaves the machine
+    nowhere = "http://127.0.0.1:9/v1"
+    env = clean_env(OPENAI_API_KEY=KEY, OPENAI_BASE_URL=nowhere, **{PID_DIR_ENV: str(pid_dir)})
     with LocalRayCluster(env) as running, ray_environment():
         ray.init(address=running.address, log_to_driver=False, include_dashboard=False)
         try:
@@ -82,7 +84,7 @@ class Model:
             kill = task_id == self.victim and results == 1 and self.killed is None
             if kill:
                 pid_file = self.pid_dir / f"{session_id_for('b1', task_id, 1)}.pid"
-                self.killed = int(pid_file.read_text())
+                self.killed = int(pid_file.read_text().split()[0])
                 os.kill(self.killed, signal.SIGKILL)
         if kill:
             return hang(5)  # nobody is left to read the answer
@@ -247,7 +249,7 @@ class KillOnce:
         results = sum(1 for m in messages if m["role"] == "tool")
         with self._lock:
             if f"[{self.victim}]" in first and results == 1 and self.killed is None:
-                self.killed = int(self.pid_file.read_text())
+                self.killed = int(self.pid_file.read_text().split()[0])
                 os.kill(self.killed, signal.SIGKILL)
                 return hang(5)
         return batch_model(request)

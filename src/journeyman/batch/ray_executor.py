@@ -53,8 +53,9 @@ from journeyman.economics.ledger import (
 _log = logging.getLogger("journeyman.batch.ray")
 
 PID_DIR_ENV = "JOURNEYMAN_RAY_PID_DIR"
-"""When set in a worker's environment, the worker writes `<session id>.pid` (its process id)
-into that folder while it runs a task, so an operator can see which process runs which task."""
+"""When set in a worker's environment, the worker writes `<session id>.pid` (its process id,
+then the task id, one a line) into that folder while it runs a task, so an operator can see
+which process runs which task."""
 
 PROBE_TIMEOUT_S = 5.0
 """How long to wait for the head node to accept a connection before refusing its address."""
@@ -171,7 +172,7 @@ def _run_on_worker(job: TaskJob) -> TaskOutcome:
     pid_file = Path(pid_dir) / f"{job.session_id}.pid" if pid_dir else None
     if pid_file is not None:
         pid_file.parent.mkdir(parents=True, exist_ok=True)
-        pid_file.write_text(f"{os.getpid()}\n")
+        pid_file.write_text(f"{os.getpid()}\n{job.task.id}\n")
     try:
         return run_job(job)
     finally:
