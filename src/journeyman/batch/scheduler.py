@@ -96,6 +96,8 @@ class BatchSettings:
     """Give tasks that failed (the agent's failure, not the infrastructure's) a fresh attempt."""
     max_infra_retries: int = 2
     """Retries of a task whose attempt ended with an infrastructure error, per run of the batch."""
+    infra_retry_delay_s: float = 1.0
+    """Pause before the first retry after an infrastructure error; doubled for each next one."""
     max_rate_limit_requeues: int = 20
     """Times one task may be put back after a 429 before it counts as an infrastructure error."""
     rate_limit_backoff_s: float = 2.0
@@ -119,6 +121,8 @@ class TaskState:
     duration_s: float = 0.0
     resumed: bool = False
     """An earlier run of the batch left its session unfinished."""
+    retry_delay_s: float = 0.0
+    """Pause before the next attempt (after an infrastructure error)."""
 
 
 @dataclass
@@ -447,6 +451,8 @@ class Scheduler:
         settings = self.settings
         task = state.task
         session_id = session_id_for(settings.batch_id, task.id, state.attempt)
+        if state.retry_delay_s:  # an infrastructure error: give it a moment to clear
+            await asyncio.sleep(state.retry_delay_s)
         before = await asyncio.to_thread(self._spending, session_id)
         outcome: TaskOutcome | None = None
         try:
@@ -515,6 +521,9 @@ class Scheduler:
             outcome = _as_infra(outcome, "rate-limited on every try")
         elif outcome.status == "infra_error":
             state.infra_retries += 1
+            state.retry_delay_s = min(
+                30.0, settings.infra_retry_delay_s * 2 ** (state.infra_retries - 1)
+            )
             if state.infra_retries <= settings.max_infra_retries:
                 pending.appendleft(state)
                 self._emit(

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from journeyman import __version__
+from journeyman.cli.batch_cmd import batch
 from journeyman.cli.changes_cmd import diff, undo
 from journeyman.cli.exits import EXIT_CLOSED_STDOUT, EXIT_CONFIG, silence_stdout
 from journeyman.cli.lsp_cmd import lsp_command
@@ -60,6 +61,7 @@ for command in (run, resume, fork, undo, diff, usage):
     app.command()(command)
 mcp_app.command("list")(mcp_list_cmd)
 app.command()(rules)
+app.command()(batch)
 
 
 def main() -> None:

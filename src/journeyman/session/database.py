@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,14 @@ class StoreConnection(sqlite3.Connection):
     it."""
 
     store_path: Path = Path()
+    open_key: str | None = None
+
+    def close(self) -> None:
+        with _OPEN_LOCK:
+            if self.open_key is not None:
+                _OPEN_IN_PROCESS[self.open_key] -= 1
+                self.open_key = None
+        super().close()
 
     def cursor(self, factory: Any = None) -> Any:
         cursor = super().cursor(factory or StoreCursor)
@@ -160,17 +170,30 @@ def check_file(path: Path) -> None:
         raise damaged(path, f"is truncated ({size:,} bytes; its header says {pages * page_size:,})")
 
 
+_OPEN_IN_PROCESS: Counter[str] = Counter()
+"""Connections of this process to each database file. Closing any descriptor of a file drops
+every POSIX lock the process holds on it — SQLite's included — so `check_file` must not open
+a file this process already has a connection to: another process would then take the store
+for unused, checkpoint it and remove its WAL under the live connection ("malformed")."""
+_OPEN_LOCK = threading.Lock()
+
+
 def connect(path: Path) -> StoreConnection:
     """Open the database after `check_file` (and `private_database_files`); SQLite's own
     refusals become `StoreDamagedError`."""
-    check_file(path)
-    private_database_files(path)
-    try:
-        connection = sqlite3.connect(
-            path, timeout=10.0, isolation_level=None, factory=StoreConnection
-        )
-    except sqlite3.OperationalError as error:
-        raise damaged(path, f"cannot be opened ({error})") from error
+    key = str(path.resolve())
+    with _OPEN_LOCK:
+        if not _OPEN_IN_PROCESS[key]:  # already open here: it was checked then
+            check_file(path)
+        private_database_files(path)  # opens only a file that does not exist yet
+        try:
+            connection = sqlite3.connect(
+                path, timeout=10.0, isolation_level=None, factory=StoreConnection
+            )
+        except sqlite3.OperationalError as error:
+            raise damaged(path, f"cannot be opened ({error})") from error
+        _OPEN_IN_PROCESS[key] += 1
+        connection.open_key = key
     connection.store_path = path
     try:
         connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()

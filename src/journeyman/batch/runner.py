@@ -1,0 +1,199 @@
+"""A whole batch from start to report: its identity in `--out`, its record in the session
+store, the scheduler, then results, reports and preds (the CLI and `journeyman eval` call it).
+
+`--out/batch.json` names the batch; running again on the same `--out` resumes it. The batch's
+record in the store (a session that runs no model; every task session points to it as its
+parent) is claimed for the length of the run, so two processes never run one batch at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from journeyman.batch.executor import Executor
+from journeyman.batch.report import ReportInput, write_reports
+from journeyman.batch.results import write_preds, write_results
+from journeyman.batch.scheduler import (
+    BatchEventHandler,
+    BatchSettings,
+    BatchSummary,
+    LedgerClient,
+    Scheduler,
+)
+from journeyman.batch.tasks import BatchTask
+from journeyman.core.errors import ConfigurationError
+from journeyman.session.lock import SessionBusyError
+from journeyman.session.store import SessionNotFoundError, SessionRecord, SessionStore
+
+BATCH_FILE = "batch.json"
+
+
+@dataclass(frozen=True)
+class BatchIdentity:
+    batch_id: str
+    created_at: float
+    resumed: bool
+    """An earlier run of this batch wrote `--out`."""
+
+
+class BatchBusyError(ConfigurationError):
+    """Another process is running this batch."""
+
+
+def batch_identity(out: Path, tasks_file: str, *, must_exist: bool = False) -> BatchIdentity:
+    """The batch of `out`: the one recorded there, or a new one (recorded now)."""
+    path = out / BATCH_FILE
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return BatchIdentity(str(data["batch_id"]), float(data["created_at"]), True)
+        except (ValueError, KeyError, TypeError) as error:
+            raise ConfigurationError(
+                f"{path} is damaged ({error}); remove it to start a new batch in {out}"
+            ) from None
+    if must_exist:
+        raise ConfigurationError(
+            f"nothing to resume: {out} holds no batch ({BATCH_FILE} is missing); "
+            "run without --resume to start one"
+        )
+    identity = BatchIdentity(
+        f"batch-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}", time.time(), False
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(BATCH_FILE + ".partial")
+    partial.write_text(
+        json.dumps(
+            {
+                "batch_id": identity.batch_id,
+                "created_at": identity.created_at,
+                "tasks_file": tasks_file,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    partial.replace(path)
+    return identity
+
+
+def claim_batch_record(
+    store: SessionStore, settings: BatchSettings, tasks: list[BatchTask], tasks_file: str
+) -> None:
+    """Create the batch's record in the store, or claim the existing one."""
+    try:
+        store.load_session(settings.batch_id)
+    except SessionNotFoundError:
+        record = SessionRecord(
+            id=settings.batch_id,
+            task=f"batch of {len(tasks)} tasks from {tasks_file}",
+            workspace=str(settings.out.resolve()),
+            settings={
+                "kind": "batch",
+                "provider": settings.provider,
+                "model": settings.model,
+                "base_url": settings.base_url,
+                "tasks_file": tasks_file,
+                "out": str(settings.out.resolve()),
+                "mode": settings.mode,
+            },
+            system_prompt="",
+        )
+        try:
+            store.create_session(record)
+        except SessionBusyError:
+            raise _busy(settings) from None
+        return
+    try:
+        store.clear_outcome(settings.batch_id)
+    except SessionBusyError:
+        raise _busy(settings) from None
+
+
+def _busy(settings: BatchSettings) -> BatchBusyError:
+    return BatchBusyError(
+        f"batch {settings.batch_id} in {settings.out} is running in another process; wait for "
+        "it to end (or stop it) before running it again"
+    )
+
+
+async def run_batch(
+    tasks: list[BatchTask],
+    settings: BatchSettings,
+    executor: Executor,
+    *,
+    tasks_file: str,
+    ledger: LedgerClient | None = None,
+    on_event: BatchEventHandler | None = None,
+) -> BatchSummary:
+    """Run (or resume) the batch and write its results, reports and preds in `settings.out`."""
+    store = SessionStore(settings.store_path)
+    try:
+        claim_batch_record(store, settings, tasks, tasks_file)
+        scheduler = Scheduler(tasks, settings, executor, ledger=ledger, on_event=on_event)
+        try:
+            summary = await scheduler.run()
+        finally:
+            await executor.close()
+        finish_files(settings, summary)
+        store.record_outcome(
+            settings.batch_id,
+            "completed" if summary.all_succeeded else "batch_incomplete",
+            summary.line(),
+            None if summary.all_succeeded else summary.line(),
+        )
+        return summary
+    finally:
+        store.close()
+
+
+def finish_files(settings: BatchSettings, summary: BatchSummary) -> None:
+    write_results(settings.out, summary.results)
+    info = ReportInput(
+        batch_id=summary.batch_id,
+        model=settings.model,
+        spent=summary.spent,
+        cap=summary.cap,
+        budget_exhausted=summary.budget_exhausted,
+        started_tasks=summary.started_tasks,
+    )
+    write_reports(settings.out, summary.results, info)
+    write_preds(settings.out, summary.results, settings.model)
+
+
+def summary_json(summary: BatchSummary, settings: BatchSettings) -> dict[str, Any]:
+    return {
+        "batch_id": summary.batch_id,
+        "success": summary.all_succeeded,
+        "tasks": len(summary.results),
+        "succeeded": summary.count("succeeded"),
+        "failed": summary.count("failed"),
+        "infra_error": summary.count("infra_error"),
+        "not_run": summary.count("not_run"),
+        "budget_exhausted": summary.budget_exhausted,
+        "spent_usd": summary.spent.usd,
+        "spent_tokens": summary.spent.tokens,
+        "cap_usd": summary.cap.usd,
+        "cap_tokens": summary.cap.tokens,
+        "overspend_usd": summary.overspend.usd,
+        "out": str(settings.out),
+        "results": str(settings.out / "results.jsonl"),
+        "summary": summary.line(),
+    }
+
+
+__all__ = [
+    "BATCH_FILE",
+    "BatchBusyError",
+    "BatchIdentity",
+    "batch_identity",
+    "claim_batch_record",
+    "finish_files",
+    "run_batch",
+    "summary_json",
+]

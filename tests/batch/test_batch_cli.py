@@ -1,0 +1,200 @@
+"""`journeyman batch` as a user runs it: a subprocess against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from journeyman.batch.job import session_spending
+from journeyman.session.store import SessionStore
+from tests.batch.support import RateLimitOnce, model, task_text, tasks_for, write_tasks_file
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, ScriptItem
+from tests.support.cli import clean_env, journeyman
+
+
+def env_for(server: FakeOpenAIServer) -> dict[str, str]:
+    return clean_env(OPENAI_API_KEY="sk-test-batch", OPENAI_BASE_URL=server.base_url)
+
+
+def batch_args(tmp_path: Path, tasks_file: Path, *extra: str) -> list[str]:
+    return [
+        "batch",
+        str(tasks_file),
+        "--out",
+        str(tmp_path / "out"),
+        "--session-dir",
+        str(tmp_path / "sessions"),
+        "--model",
+        "gpt-4.1-mini",
+        "--price-per-mtok",
+        "0,1000",
+        "--no-verify",
+        "--sandbox",
+        "local",
+        *extra,
+    ]
+
+
+def rows(tmp_path: Path) -> list[dict]:
+    text = (tmp_path / "out" / "results.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_a_batch_runs_every_task_and_writes_results_and_reports(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    texts = [task_text(1), task_text(2, name="<script>alert(1)</script>"), task_text(0)]
+    tasks_file = write_tasks_file(tmp_path / "tasks.jsonl", tasks_for(tmp_path, texts))
+    done = journeyman(*batch_args(tmp_path, tasks_file), env=env_for(fake_openai))
+    assert done.returncode == 0, done.stderr
+    assert "3 succeeded, 0 failed" in done.stdout and "Traceback" not in done.stderr
+    results = rows(tmp_path)
+    assert [r["id"] for r in results] == ["task-1", "task-2", "task-3"]
+    assert all(r["status"] == "succeeded" and r["session_id"] for r in results)
+    assert results[1]["iterations"] == 3 and results[1]["cost_usd"] == pytest.approx(0.021)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<svg" in page and "<script>" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Pass rate: 100.0%" in report and "Most expensive tasks" in report
+    shown = journeyman(
+        "sessions",
+        "show",
+        results[0]["session_id"],
+        "--session-dir",
+        str(tmp_path / "sessions"),
+        env=env_for(fake_openai),
+    )
+    assert shown.returncode == 0, shown.stderr
+    store = SessionStore(tmp_path / "sessions")
+    batch_id = store.load_session(results[0]["session_id"]).parent_id
+    assert batch_id is not None and store.summary(batch_id).finish_reason == "completed"
+    store.close()
+
+
+def test_a_bad_tasks_line_exits_2_naming_the_line(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(
+        json.dumps({"id": "a", "task": "x", "workspace": str(tmp_path)}) + "\n{not json\n"
+    )
+    done = journeyman(*batch_args(tmp_path, tasks_file), env=env_for(fake_openai))
+    assert done.returncode == 2
+    assert f"{tasks_file}:2" in done.stderr and "Traceback" not in done.stderr
+    tasks_file.write_text(json.dumps({"id": "a", "task": "x"}) + "\n")
+    missing = journeyman(*batch_args(tmp_path, tasks_file), env=env_for(fake_openai))
+    assert missing.returncode == 2 and "workspace: missing" in missing.stderr
+    assert not fake_openai.requests
+
+
+def test_budget_exhaustion_ends_the_batch_with_exit_1_and_says_so(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    tasks = tasks_for(tmp_path, [task_text(3, out=50) for _ in range(5)])
+    tasks_file = write_tasks_file(tmp_path / "tasks.jsonl", tasks)
+    args = batch_args(
+        tmp_path,
+        tasks_file,
+        "--global-budget-usd",
+        "0.5",
+        "--per-task-budget-usd",
+        "0.3",
+        "--output-format",
+        "json",
+    )
+    done = journeyman(*args, env=env_for(fake_openai))
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["budget_exhausted"] and summary["spent_usd"] <= 0.5
+    assert summary["overspend_usd"] == 0 and summary["not_run"] == 3
+    assert "budget exhausted after 2 of 5 tasks" in summary["summary"]
+
+
+def test_429s_slow_the_batch_down_instead_of_failing_tasks(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = RateLimitOnce(4, retry_after=0.1)
+    tasks_file = write_tasks_file(
+        tmp_path / "tasks.jsonl", tasks_for(tmp_path, [task_text(1) for _ in range(4)])
+    )
+    args = batch_args(tmp_path, tasks_file, "--max-parallel", "4", "-o", "stream-json")
+    done = journeyman(*args, env=env_for(fake_openai))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    requeued = [e for e in events if e["type"] == "task_requeued"]
+    assert len(requeued) == 4 and {e["reason"] for e in requeued} == {"rate_limited"}
+    assert min(e["concurrency"] for e in requeued) < 4
+    assert [e["type"] for e in events].count("task_finished") == 4
+
+
+def slow_model(request: RecordedRequest) -> ScriptItem:
+    time.sleep(0.25)
+    return model(request)
+
+
+def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = slow_model
+    tasks = tasks_for(tmp_path, [task_text(3, out=20) for _ in range(6)])
+    tasks_file = write_tasks_file(tmp_path / "tasks.jsonl", tasks)
+    args = batch_args(
+        tmp_path,
+        tasks_file,
+        "--max-parallel",
+        "2",
+        "--global-budget-usd",
+        "5",
+        "--per-task-budget-usd",
+        "0.5",
+        "-o",
+        "stream-json",
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "journeyman", *args],
+        env=env_for(fake_openai),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    finished_before: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        event = json.loads(line)
+        if event["type"] == "task_finished":
+            finished_before.append(event["task_id"])
+            if len(finished_before) == 2:
+                os.kill(process.pid, signal.SIGKILL)
+                break
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(1.0)  # its workers notice and stop
+    requests_at_kill = len(fake_openai.requests)
+    again = journeyman(*args[:-2], "--resume", env=env_for(fake_openai))
+    assert again.returncode == 0, again.stderr
+    results = rows(tmp_path)
+    assert sorted(r["id"] for r in results) == [t.id for t in tasks]  # each exactly once
+    assert all(r["status"] == "succeeded" for r in results)
+    # the tasks finished before the kill were not run again
+    resumed_requests = fake_openai.requests[requests_at_kill:]
+    texts = {t.id: t.task for t in tasks}
+    for task_id in finished_before:
+        assert not any(texts[task_id] in r.raw_body.decode() for r in resumed_requests)
+    # what the batch says it spent is what the store holds, once
+    store = SessionStore(tmp_path / "sessions")
+    stored = sum(session_spending(store, r["session_id"]).usd for r in results)
+    store.close()
+    assert sum(r["cost_usd"] for r in results) == pytest.approx(stored)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"${stored:.4f} of a $5.0000 cap" in report
