@@ -30,6 +30,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -59,6 +60,9 @@ which process runs which task."""
 
 PROBE_TIMEOUT_S = 5.0
 """How long to wait for the head node to accept a connection before refusing its address."""
+
+JOIN_POLL_S = 0.2
+"""How often a worker's main thread wakes while the attempt runs (to take Ray's interrupt)."""
 
 WORKER_RETRIES = 1
 """Times a task is submitted again after its worker died (the issue: retried once)."""
@@ -167,18 +171,39 @@ def _call(ref: Any) -> Any:
 
 
 def _run_on_worker(job: TaskJob) -> TaskOutcome:
-    """The Ray task: run one attempt where Ray placed it."""
+    """The Ray task: run one attempt where Ray placed it.
+
+    The attempt runs in a thread of its own. When Ray tears the task down (its batch process
+    died or stopped it), it interrupts the worker's main thread; the worker then exits at once,
+    leaving the session as its last persisted step left it, so that a resumed batch continues
+    it. Letting the interrupt reach the agent would record the task as cancelled by a user,
+    which a resumed batch rightly never runs again."""
     pid_dir = os.environ.get(PID_DIR_ENV)
     pid_file = Path(pid_dir) / f"{job.session_id}.pid" if pid_dir else None
     if pid_file is not None:
         pid_file.parent.mkdir(parents=True, exist_ok=True)
         pid_file.write_text(f"{os.getpid()}\n{job.task.id}\n")
+    ended: list[TaskOutcome] = []
+    attempt = threading.Thread(
+        target=lambda: ended.append(run_job(job)), name=f"task-{job.task.id}", daemon=True
+    )
     try:
-        return run_job(job)
-    finally:
-        if pid_file is not None:
-            with contextlib.suppress(OSError):
-                pid_file.unlink()
+        attempt.start()
+        while attempt.is_alive():
+            attempt.join(JOIN_POLL_S)  # a timed wait lets Ray's interrupt through
+    except BaseException:
+        _forget(pid_file)
+        os._exit(1)
+    _forget(pid_file)
+    if not ended:
+        raise RuntimeError(f"task {job.task.id}: its attempt ended without an outcome")
+    return ended[0]
+
+
+def _forget(pid_file: Path | None) -> None:
+    if pid_file is not None:
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
 
 
 class RayExecutor:
