@@ -303,3 +303,32 @@ def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
 
     assert outline(on_ray) == outline(local)
     assert on_ray.spent == local.spent
+
+
+def test_a_task_ray_tears_down_is_left_to_resume_not_recorded_as_cancelled(
+    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+) -> None:
+    """Ray interrupts a task whose batch process died (or that it cancels); the session must
+    stay unfinished at its last step, not end "cancelled by the user"."""
+    second_call = threading.Event()
+
+    def stall_on_second_step(request: RecordedRequest) -> ScriptItem:
+        if any(m["role"] == "tool" for m in request.json["messages"]):
+            second_call.set()
+            return hang(30)
+        return reply(tool_calls=[("write_file", {"path": "out.txt", "content": "x"})])
+
+    with FakeOpenAIServer(default=stall_on_second_step) as server:
+        job = jobs(tmp_path, server)[0]
+        executor = RayExecutor(cluster.address, max_parallel=1)
+        ref = executor._remote.remote(job)
+        assert second_call.wait(60), "the task should have reached its second model call"
+        ray.cancel(ref)  # not forced: Ray interrupts the worker's main thread
+        with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
+            ray.get(ref, timeout=60)
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        summary = store.summary(job.session_id)
+    finally:
+        store.close()
+    assert summary.finish_reason is None and summary.steps == 1
