@@ -7,10 +7,10 @@ worker. API keys are never shipped: a worker reads them from its own environment
 `ray start` was run in on its node).
 
 Where a task's session lives: in the batch's own store (`job.store_path`), which every worker
-opens directly. This needs the batch's output folder on a filesystem all nodes share at the
-same path (the task's workspace copy is there too); it is what lets a task whose worker died
-be resumed, on any node, from the last step the dead worker persisted. Shipping the rows back
-with the result would lose exactly those steps with the dead node.
+opens directly. This needs the store and the batch's output folder (where the task's workspace
+copy is) on a filesystem all nodes share at the same path; it is what lets a task whose worker
+died be resumed, on any node, from the last step the dead worker persisted. Shipping the rows
+back with the result would lose exactly those steps with the dead node.
 
 A worker that dies mid-task (its process killed, its node lost) is detected by Ray; the task is
 submitted once more, resuming its session, and its spend is counted from the store over both
