@@ -4,6 +4,7 @@ tasks files, and a scheduler on the fake OpenAI server."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ def model(request: RecordedRequest) -> ScriptItem:
     match = PLAN.search(text)
     steps, out = (int(match.group(1)), int(match.group(2))) if match else (0, 7)
     done = sum(1 for m in messages if m.get("role") == "tool")
+    # like a real server, never more output than the request allows
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if isinstance(limit, int):
+        out = min(out, limit)
     if done < steps:
         call = ("write_file", {"path": f"step{done + 1}.txt", "content": f"step {done + 1}\n"})
         return reply(tool_calls=[call], output_tokens=out)
@@ -91,3 +96,23 @@ def scheduler(
     tasks: list[BatchTask], settings: BatchSettings, parallel: int = 2, **kwargs: Any
 ) -> Scheduler:
     return Scheduler(tasks, settings, LocalExecutor(parallel, processes=False), **kwargs)
+
+
+def random_batch(
+    rng: random.Random, tmp_path: Path, server: FakeOpenAIServer, index: int
+) -> tuple[list[BatchTask], BatchSettings, int]:
+    """A random batch: 1-8 tasks of 0-5 steps at 5-120 output tokens a reply, a random global
+    cap, per-task budgets or fair shares, 1-4 in parallel."""
+    root = tmp_path / f"b{index}"
+    root.mkdir()
+    texts = [
+        task_text(rng.randint(0, 5), rng.randint(5, 120), name=f"b{index}t{i}")
+        for i in range(rng.randint(1, 8))
+    ]
+    tasks = tasks_for(root, texts)
+    global_usd = round(rng.uniform(0.05, 1.5), 4)
+    per_task = round(rng.uniform(0.08, 0.6), 4) if rng.random() < 0.5 else None
+    settings = settings_for(
+        root, server, batch_id=f"batch-r{index}", global_usd=global_usd, per_task_usd=per_task
+    )
+    return tasks, settings, rng.randint(1, 4)

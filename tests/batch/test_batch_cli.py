@@ -131,6 +131,7 @@ def test_429s_slow_the_batch_down_instead_of_failing_tasks(
     args = batch_args(tmp_path, tasks_file, "--max-parallel", "4", "-o", "stream-json")
     done = journeyman(*args, env=env_for(fake_openai))
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     requeued = [e for e in events if e["type"] == "task_requeued"]
     assert len(requeued) == 4 and {e["reason"] for e in requeued} == {"rate_limited"}
@@ -147,7 +148,8 @@ def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     fake_openai.default = slow_model
-    tasks = tasks_for(tmp_path, [task_text(3, out=20) for _ in range(6)])
+    texts = [task_text(3, out=20, name=f"job{i}") for i in range(6)]
+    tasks = tasks_for(tmp_path, texts)
     tasks_file = write_tasks_file(tmp_path / "tasks.jsonl", tasks)
     args = batch_args(
         tmp_path,
@@ -183,6 +185,7 @@ def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
     requests_at_kill = len(fake_openai.requests)
     again = journeyman(*args[:-2], "--resume", env=env_for(fake_openai))
     assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr
     results = rows(tmp_path)
     assert sorted(r["id"] for r in results) == [t.id for t in tasks]  # each exactly once
     assert all(r["status"] == "succeeded" for r in results)
@@ -191,6 +194,11 @@ def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
     texts = {t.id: t.task for t in tasks}
     for task_id in finished_before:
         assert not any(texts[task_id] in r.raw_body.decode() for r in resumed_requests)
+    # interrupted tasks went on from their last saved step: 4 replies each, plus at most the
+    # one call the kill cut off
+    for task in tasks:
+        calls = sum(1 for r in fake_openai.requests if task.task in r.raw_body.decode())
+        assert 4 <= calls <= 5, (task.id, calls)
     # what the batch says it spent is what the store holds, once
     store = SessionStore(tmp_path / "sessions")
     stored = sum(session_spending(store, r["session_id"]).usd for r in results)

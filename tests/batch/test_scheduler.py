@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.results import read_results
+from journeyman.batch.scheduler import Scheduler
 from journeyman.session.store import SessionStore
 from tests.batch.support import (
     RateLimitOnce,
@@ -19,6 +21,7 @@ from tests.batch.support import (
     tasks_for,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, ScriptItem, reply
 
 
 @pytest.fixture(autouse=True)
@@ -95,3 +98,60 @@ def test_a_429_lowers_concurrency_and_requeues_instead_of_failing(
     assert len(requeued) == 3 and all(e["reason"] == "rate_limited" for e in requeued)
     assert min(e["concurrency"] for e in requeued) == 1
     assert json.dumps(events)  # every event is JSON-ready
+
+
+class KillsItsWorkerOnce:
+    """The first task's second reply runs `kill -9 $PPID` (its worker process); then the
+    ordinary model."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        messages = request.json.get("messages", [])
+        answered = any(m.get("role") == "tool" for m in messages)
+        if "victim" in request.raw_body.decode() and answered and not self.marker.exists():
+            self.marker.write_text("killed")
+            return reply(tool_calls=[("run_command", {"command": "kill -9 $PPID"})])
+        return model(request)
+
+
+def test_a_task_whose_worker_dies_is_retried_from_its_last_step(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = KillsItsWorkerOnce(tmp_path / "killed")
+    tasks = tasks_for(tmp_path, [task_text(2, name="victim"), task_text(1), task_text(1)])
+    settings = settings_for(tmp_path, fake_openai, infra_retry_delay_s=0.05)
+    events: list[dict] = []
+    run = Scheduler(tasks, settings, LocalExecutor(2), on_event=events.append)
+    summary = asyncio.run(run.run())
+    asyncio.run(run.executor.close())
+    assert (tmp_path / "killed").exists()
+    assert summary.all_succeeded, summary.line()
+    retried = [e for e in events if e["type"] == "task_requeued"]
+    # the pool breaks: the task that ran beside the victim is retried too, from its last step
+    assert {e["reason"] for e in retried} == {"infra_error"}
+    assert "task-1" in {e["task_id"] for e in retried} and len(retried) <= 2
+    victim = read_results(tmp_path / "out")["task-1"]
+    assert victim.attempts == 1 and victim.iterations == 3  # the same session, continued
+
+
+def test_agent_failures_are_retried_only_when_asked(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    ok = tmp_path / "ok"
+    tasks = tasks_for(tmp_path, [task_text(1)], verify=f"test -f {ok}")
+    settings = settings_for(tmp_path, fake_openai, config={"verify": True, "max_verify_rounds": 1})
+    first = asyncio.run(scheduler(tasks, settings).run())
+    assert first.count("failed") == 1
+    ok.write_text("")
+    calls = len(fake_openai.requests)
+    again = asyncio.run(scheduler(tasks, settings).run())  # a resume: the failure stands
+    assert again.count("failed") == 1 and len(fake_openai.requests) == calls
+    settings.retry_failed = True
+    retried = asyncio.run(scheduler(tasks, settings).run())
+    assert retried.all_succeeded
+    row = read_results(tmp_path / "out")["task-1"]
+    assert row.attempts == 2 and row.workspace is not None and row.workspace.endswith("attempt2")
+    assert row.cost_usd == pytest.approx(first.spent.usd + 2 * 0.007)  # both attempts count

@@ -11,6 +11,7 @@ the batch scheduler can lower its concurrency and requeue the task.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 
@@ -72,6 +73,13 @@ class GrantGuard:
     @property
     def capabilities(self) -> Capabilities:
         return self.inner.capabilities
+
+    async def aclose(self) -> None:
+        """Close the wrapped provider's client, when it has one to close."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
 
     async def complete(
         self, request: ModelRequest, on_text: TextCallback | None = None

@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 
 Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
 
-INFRA_REASONS = frozenset({FinishReason.PROVIDER_UNAVAILABLE, FinishReason.INTERNAL_ERROR})
-"""Finish reasons that say the infrastructure failed, not the agent: another attempt may pass."""
+INFRA_REASONS = frozenset(
+    {FinishReason.PROVIDER_UNAVAILABLE, FinishReason.INTERNAL_ERROR, FinishReason.CANCELLED}
+)
+"""Finish reasons that say the infrastructure failed, not the agent: another attempt may pass.
+A batch task is only ever cancelled by its batch being interrupted (Ctrl-C, SIGTERM), so a
+cancelled session continues when the batch does."""
 
 
 def session_id_for(batch_id: str, task_id: str, attempt: int) -> str:
@@ -156,14 +160,17 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     workspace = Path(job.workspace_dir)
     agent = Agent(guard, workspace=workspace, config=config, assume_yes=True)
     agent.settings["batch"] = {"batch_id": job.batch_id, "task_id": job.task.id}
-    if existing is True:
-        result = await agent.resume(job.session_id, override_limits=True)
-    elif existing is False:  # it already ended: nothing to run again
-        return _stored_outcome(job, started)
-    else:
-        result = await agent.run(
-            job.task.task, session_id=job.session_id, parent_session_id=job.parent_session_id
-        )
+    try:
+        if existing is True:
+            result = await agent.resume(job.session_id, override_limits=True)
+        elif existing is False:  # it already ended: nothing to run again
+            return _stored_outcome(job, started)
+        else:
+            result = await agent.run(
+                job.task.task, session_id=job.session_id, parent_session_id=job.parent_session_id
+            )
+    finally:
+        await guard.aclose()  # its HTTP client belongs to this event loop, which ends here
     store = SessionStore(Path(job.store_path))
     try:
         after = session_spending(store, job.session_id)
@@ -311,14 +318,10 @@ def _stored_outcome(job: TaskJob, started: float) -> TaskOutcome:
 
 
 def _grade(job: TaskJob) -> Any:
-    """The eval's grade of the workspace as the agent left it (None when grading fails)."""
-    try:
-        from journeyman.batch import grading  # type: ignore[import-not-found,attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    spec = job.task.grading
-    if isinstance(spec, dict):
-        spec = grading.GradingSpec.model_validate(spec)
+    """The eval's grade of the workspace as the agent left it."""
+    from journeyman.batch import grading
+
+    spec = grading.GradingSpec.model_validate(job.task.grading)
     return grading.grade(spec, Path(job.workspace_dir))
 
 

@@ -86,16 +86,10 @@ def write_results(out: Path, results: Sequence[TaskResult]) -> Path:
 
 
 def write_preds(out: Path, results: Iterable[TaskResult], model: str | None) -> Path | None:
-    """`preds.json` through the eval's writer, when this journeyman has one; else None."""
-    try:
-        from journeyman.batch.suites import preds  # type: ignore[import-not-found,attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    writer = getattr(preds, "write_preds", None)
-    if writer is None:
-        return None
-    written: Path | None = writer(out, list(results), model)
-    return written
+    """`preds.json` through the eval's writer (None when no task produced a prediction)."""
+    from journeyman.batch.suites import preds
+
+    return preds.write_preds(out, list(results), model)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from journeyman.batch.grading import GradingSpec
 from journeyman.core.errors import ConfigurationError
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
@@ -54,7 +55,7 @@ class BatchTask(BaseModel):
     """Shell command run in the fresh workspace before the agent starts (e.g. install deps)."""
     limits: TaskLimits = Field(default_factory=TaskLimits)
     """The task's own limits."""
-    grading: dict[str, Any] | None = None
+    grading: GradingSpec | None = None
     """How an eval grades the task after the agent stops (see `journeyman.batch.grading`)."""
 
     @field_validator("id")
@@ -125,20 +126,18 @@ def _parse_line(path: Path, number: int, line: str) -> BatchTask:
 
 def _message(error: Any) -> str:
     if error.get("type") == "extra_forbidden":
-        return "unknown field (expected id, task, workspace, base_commit, verify, setup, limits)"
+        return (
+            "unknown field (expected id, task, workspace, base_commit, verify, setup, limits, "
+            "grading)"
+        )
     if error.get("type") == "missing":
         return "missing"
     return str(error.get("msg", "invalid"))
 
 
 def _load_suite(path: Path) -> list[BatchTask]:
-    try:
-        from journeyman.batch.suites import load_suite  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise TaskFileError(
-            f"{path} is a folder, and this journeyman has no eval suite loader; "
-            "give a JSONL tasks file"
-        ) from None
+    from journeyman.batch.suites import load_suite  # it imports this module
+
     try:
         tasks: list[BatchTask] = load_suite(path)
     except ConfigurationError as error:

@@ -12,6 +12,7 @@ import typer
 from journeyman import __version__
 from journeyman.cli.batch_cmd import batch
 from journeyman.cli.changes_cmd import diff, undo
+from journeyman.cli.eval_cmd import eval_command
 from journeyman.cli.exits import EXIT_CLOSED_STDOUT, EXIT_CONFIG, silence_stdout
 from journeyman.cli.lsp_cmd import lsp_command
 from journeyman.cli.mcp_list_cmd import mcp_list_cmd
@@ -62,6 +63,7 @@ for command in (run, resume, fork, undo, diff, usage):
 mcp_app.command("list")(mcp_list_cmd)
 app.command()(rules)
 app.command()(batch)
+app.command("eval")(eval_command)
 
 
 def main() -> None:

@@ -1,0 +1,175 @@
+"""The eval's view of a batch: which tasks were resolved, at what rate, for what cost.
+
+Reads the batch's `results.jsonl` (the last row of each task wins, as in the batch) and writes
+`eval.md` and `eval.json` next to it: the resolved rate with its Wilson 95 % interval, and the
+US dollars and tokens spent per resolved task (everything spent, divided by the tasks resolved).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from journeyman.batch.stats import wilson_interval
+
+RESULTS_FILE = "results.jsonl"
+EVAL_MD = "eval.md"
+EVAL_JSON = "eval.json"
+
+
+class EvalInputError(ValueError):
+    """A run folder cannot be read as an eval's output."""
+
+
+@dataclass(frozen=True)
+class GradedTask:
+    """One task of an eval run, as the report needs it."""
+
+    id: str
+    status: str
+    resolved: bool
+    cost_usd: float
+    tokens: int
+    graded: bool
+    """False when the task never reached grading (not run, or grading failed)."""
+
+
+@dataclass(frozen=True)
+class EvalSummary:
+    """The figures of one eval run."""
+
+    tasks: int
+    resolved: int
+    graded: int
+    rate: float
+    low: float
+    high: float
+    cost_usd: float
+    tokens: int
+    usd_per_resolved: float | None
+    tokens_per_resolved: float | None
+
+    def line(self) -> str:
+        """One line: "resolved 7/12 (58.3 %, 95 % CI 32.0-80.7 %), $0.84, $0.12 per resolved"."""
+        per = (
+            f"${self.usd_per_resolved:.4f} and {self.tokens_per_resolved:,.0f} tokens per resolved"
+            if self.usd_per_resolved is not None and self.tokens_per_resolved is not None
+            else "nothing resolved"
+        )
+        return (
+            f"resolved {self.resolved}/{self.tasks} ({self.rate * 100:.1f} %, 95 % CI "
+            f"{self.low * 100:.1f}-{self.high * 100:.1f} %); spent ${self.cost_usd:.4f} and "
+            f"{self.tokens:,} tokens; {per}"
+        )
+
+
+def read_graded(out: Path) -> dict[str, GradedTask]:
+    """The tasks of the run in `out`, by id; `EvalInputError` when it holds no results."""
+    path = out / RESULTS_FILE
+    if not out.is_dir():
+        raise EvalInputError(f"{out} is not a folder; give the --out folder of an eval run")
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        raise EvalInputError(f"{out} holds no {RESULTS_FILE}; is it the --out of a run?") from None
+    tasks: dict[str, GradedTask] = {}
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a kill
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
+            tasks[row["id"]] = _graded(row)
+    if not tasks:
+        raise EvalInputError(f"{path} holds no task row")
+    return tasks
+
+
+def _graded(row: dict[str, Any]) -> GradedTask:
+    grade = row.get("grade")
+    graded = isinstance(grade, dict) and "resolved" in grade
+    return GradedTask(
+        id=row["id"],
+        status=str(row.get("status", "")),
+        resolved=isinstance(grade, dict) and bool(grade.get("resolved")),
+        cost_usd=float(row.get("cost_usd") or 0.0),
+        tokens=int(row.get("tokens") or 0),
+        graded=graded,
+    )
+
+
+def summarize(tasks: dict[str, GradedTask]) -> EvalSummary:
+    """Resolved rate, its interval and the cost per resolved task."""
+    total = len(tasks)
+    resolved = sum(task.resolved for task in tasks.values())
+    cost = sum(task.cost_usd for task in tasks.values())
+    tokens = sum(task.tokens for task in tasks.values())
+    low, high = wilson_interval(resolved, total)
+    return EvalSummary(
+        tasks=total,
+        resolved=resolved,
+        graded=sum(task.graded for task in tasks.values()),
+        rate=resolved / total if total else 0.0,
+        low=low,
+        high=high,
+        cost_usd=cost,
+        tokens=tokens,
+        usd_per_resolved=cost / resolved if resolved else None,
+        tokens_per_resolved=tokens / resolved if resolved else None,
+    )
+
+
+def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
+    """Write `eval.md` and `eval.json` for the run in `out`; returns its summary."""
+    tasks = read_graded(out)
+    summary = summarize(tasks)
+    data = {
+        "suite": suite,
+        "model": model,
+        "summary": asdict(summary),
+        "tasks": {task_id: asdict(task) for task_id, task in sorted(tasks.items())},
+    }
+    _write(out / EVAL_JSON, json.dumps(data, indent=2) + "\n")
+    _write(out / EVAL_MD, render_markdown(summary, tasks, suite, model))
+    return summary
+
+
+def render_markdown(
+    summary: EvalSummary, tasks: dict[str, GradedTask], suite: str, model: str | None
+) -> str:
+    """The eval report as Markdown."""
+    lines = [
+        f"# Eval: {suite}",
+        "",
+        f"Model: {model or '(default)'}",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Resolved | {summary.resolved} of {summary.tasks} ({summary.rate * 100:.1f} %) |",
+        f"| 95 % interval (Wilson) | {summary.low * 100:.1f} % - {summary.high * 100:.1f} % |",
+        f"| Graded | {summary.graded} of {summary.tasks} |",
+        f"| Spent | ${summary.cost_usd:.4f}, {summary.tokens:,} tokens |",
+    ]
+    if summary.usd_per_resolved is not None and summary.tokens_per_resolved is not None:
+        lines.append(
+            f"| Per resolved task | ${summary.usd_per_resolved:.4f}, "
+            f"{summary.tokens_per_resolved:,.0f} tokens |"
+        )
+    else:
+        lines.append("| Per resolved task | - (nothing resolved) |")
+    lines += ["", "| Task | Resolved | Status | Cost ($) | Tokens |", "|---|---|---|---:|---:|"]
+    for task_id, task in sorted(tasks.items()):
+        mark = "yes" if task.resolved else ("no" if task.graded else "not graded")
+        lines.append(
+            f"| {task_id} | {mark} | {task.status} | {task.cost_usd:.4f} | {task.tokens:,} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)

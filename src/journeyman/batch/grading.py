@@ -1,0 +1,374 @@
+"""Grading: run a task's hidden tests in its workspace after the agent has stopped.
+
+The hidden tests (a folder of files laid over the workspace, and/or a unified diff such as a
+SWE-bench `test_patch`) never exist in the workspace while the agent runs: `grade` puts them
+there, runs the test command in its own process group under a timeout, and reads the outcome of
+every test id from pytest's `-rA` summary ("PASSED tests/test_x.py::test_y").
+
+A task is resolved when every FAIL_TO_PASS test passes and every PASS_TO_PASS test still
+passes. A test that does not appear in the output (not collected, collection error, the run
+timed out) counts as failed. When a spec lists no test ids at all (exercise folders: "the tests
+are the grader"), every test the command reports must pass, at least one must, and the command
+must exit 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from journeyman.tools.shell import scrub_env
+
+GradingKind = Literal["swebench", "exercise", "micro"]
+
+DEFAULT_GRADE_TIMEOUT = 900.0
+"""Seconds the test command may run before its process group is killed."""
+KILL_GRACE = 3.0
+"""Seconds between SIGTERM and SIGKILL when the test command overruns."""
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+"""Bytes read back from the end of the test output (a runaway test may print gigabytes)."""
+TAIL_CHARS = 4_000
+"""Characters of test output kept in a `GradeResult`."""
+
+_PASSING = frozenset({"PASSED", "XFAIL", "XPASS"})
+_STATUS_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS)\s+(\S.*?)\s*$")
+
+
+class GradingError(Exception):
+    """A grading spec or its hidden tests cannot be used (bad path, patch that does not apply)."""
+
+
+class GradingSpec(BaseModel):
+    """How to decide whether a task was resolved, once the agent has stopped."""
+
+    kind: GradingKind = "micro"
+    """Where the task came from: a SWE-bench instance, an exercise folder, the micro-suite."""
+    test_cmd: str
+    """Shell command run in the workspace; `{python}` stands for journeyman's own interpreter."""
+    hidden_tests_dir: str | None = None
+    """Folder whose files are copied over the workspace before the tests run (absolute path)."""
+    test_patch: str | None = None
+    """Unified diff applied to the workspace before the tests run (SWE-bench `test_patch`)."""
+    fail_to_pass: list[str] = Field(default_factory=list)
+    """pytest node ids that fail before the fix and must pass after it."""
+    pass_to_pass: list[str] = Field(default_factory=list)
+    """pytest node ids that pass before the fix and must still pass after it."""
+    timeout_s: float = DEFAULT_GRADE_TIMEOUT
+    """Seconds the test command may run before it is killed (counted as failed tests)."""
+    base_commit: str | None = None
+    """With a git workspace: the agent's diff against this commit is kept as `model_patch`."""
+
+
+@dataclass
+class GradeResult:
+    """The outcome of grading one task."""
+
+    resolved: bool
+    fail_to_pass: dict[str, bool]
+    pass_to_pass: dict[str, bool]
+    output_tail: str
+    exit_code: int | None = None
+    timed_out: bool = False
+    error: str | None = None
+    tests_seen: dict[str, bool] = field(default_factory=dict)
+    model_patch: str | None = None
+    """The agent's changes against `base_commit` (taken before the hidden tests went in)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (for results.jsonl)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
+        """The result a `to_dict` wrote (unknown keys ignored)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
+    """Install the hidden tests in `workspace`, run `spec.test_cmd` there and judge the outcome."""
+    workspace = workspace.resolve()
+    if not workspace.is_dir():
+        return _unresolved(spec, f"workspace {workspace} does not exist")
+    model_patch = None
+    if spec.base_commit:
+        try:
+            model_patch = workspace_diff(workspace, spec.base_commit)
+        except GradingError as error:
+            return _unresolved(spec, str(error))
+    try:
+        if spec.test_patch:
+            apply_test_patch(spec.test_patch, workspace)
+        if spec.hidden_tests_dir:
+            copy_hidden_tests(Path(spec.hidden_tests_dir), workspace)
+    except (GradingError, OSError) as error:
+        return _unresolved(spec, f"hidden tests not installed: {error}")
+    output, exit_code, timed_out = run_tests(spec.test_cmd, workspace, spec.timeout_s)
+    seen = parse_pytest_results(output)
+    fail_to_pass = {test: _passed(test, seen) for test in spec.fail_to_pass}
+    pass_to_pass = {test: _passed(test, seen) for test in spec.pass_to_pass}
+    if spec.fail_to_pass or spec.pass_to_pass:
+        resolved = all(fail_to_pass.values()) and all(pass_to_pass.values())
+    else:
+        resolved = exit_code == 0 and bool(seen) and all(seen.values())
+    return GradeResult(
+        resolved=resolved and not timed_out,
+        fail_to_pass=fail_to_pass,
+        pass_to_pass=pass_to_pass,
+        output_tail=output[-TAIL_CHARS:],
+        exit_code=exit_code,
+        timed_out=timed_out,
+        error=f"the tests ran past {spec.timeout_s:g} s and were stopped" if timed_out else None,
+        # Every test's outcome is kept only when it is what decided (no ids given): a big
+        # repository's full list would bloat each results row.
+        tests_seen={} if spec.fail_to_pass or spec.pass_to_pass else seen,
+        model_patch=model_patch,
+    )
+
+
+def _unresolved(spec: GradingSpec, error: str) -> GradeResult:
+    return GradeResult(
+        resolved=False,
+        fail_to_pass=dict.fromkeys(spec.fail_to_pass, False),
+        pass_to_pass=dict.fromkeys(spec.pass_to_pass, False),
+        output_tail="",
+        error=error,
+    )
+
+
+def _passed(test: str, seen: dict[str, bool]) -> bool:
+    if test in seen:
+        return seen[test]
+    # A FAILED line may carry " - message" that the plain split could not tell from the id.
+    matches = [ok for reported, ok in seen.items() if reported.startswith(test + " - ")]
+    return bool(matches) and all(matches)
+
+
+def parse_pytest_results(output: str) -> dict[str, bool]:
+    """Each test id in pytest's `-rA` summary mapped to whether it passed.
+
+    A test reported several times (several pytest runs, a setup error after a pass) counts as
+    passed only when every report says so.
+    """
+    seen: dict[str, bool] = {}
+    for line in output.splitlines():
+        match = _STATUS_LINE.match(line.strip())
+        if match is None:
+            continue
+        status, rest = match.groups()
+        test = rest if status == "PASSED" else rest.split(" - ", 1)[0]
+        if "::" not in test and status != "ERROR":
+            continue
+        ok = status in _PASSING
+        seen[test] = seen.get(test, True) and ok
+    return seen
+
+
+def run_tests(command: str, workspace: Path, timeout_s: float) -> tuple[str, int | None, bool]:
+    """Run `command` in `workspace` in a new process group: (output, exit code, timed out)."""
+    env = scrub_env(os.environ)
+    # -rA makes pytest print one PASSED/FAILED line per test; no cache dir left in the workspace.
+    env["PYTEST_ADDOPTS"] = " ".join(
+        part for part in (env.get("PYTEST_ADDOPTS", ""), "-rA -p no:cacheprovider") if part
+    )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONPATH", None)
+    shell_command = command.replace("{python}", _quote(sys.executable))
+    with tempfile.TemporaryFile() as sink:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", shell_command],
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        _stop_group(process)
+        size = sink.seek(0, os.SEEK_END)
+        sink.seek(max(0, size - MAX_OUTPUT_BYTES))  # the -rA summary is at the end
+        output = sink.read().decode("utf-8", errors="replace")
+    return output, (None if timed_out else process.returncode), timed_out
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """End the command's whole process group: SIGTERM, then SIGKILL after a grace period.
+
+    Run after the command exits too, so that background processes it left behind go with it.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=KILL_GRACE)
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def safe_relative(path: str) -> PurePosixPath:
+    """`path` as a relative path that stays inside its root, or a `GradingError`."""
+    pure = PurePosixPath(path)
+    if not path or pure.is_absolute() or ".." in pure.parts or path.startswith("\\"):
+        raise GradingError(f"path {path!r} leaves the workspace")
+    return pure
+
+
+_PATCH_PATH = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|(?:---|\+\+\+) (\S+))")
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Every file path a unified diff names (without its a/ or b/ prefix, /dev/null skipped)."""
+    paths: list[str] = []
+    for line in patch.splitlines():
+        match = _PATCH_PATH.match(line)
+        if match is None:
+            continue
+        for raw in match.groups():
+            if raw is None or raw == "/dev/null":
+                continue
+            name = raw[2:] if raw[:2] in ("a/", "b/") else raw
+            paths.append(name)
+    return paths
+
+
+def check_patch_paths(patch: str) -> None:
+    """Raise `GradingError` when a patch names a path outside the workspace."""
+    for path in patch_paths(patch):
+        safe_relative(path)
+
+
+def apply_test_patch(patch: str, workspace: Path) -> None:
+    """Apply a unified diff of hidden tests to `workspace` with `git apply`."""
+    check_patch_paths(patch)
+    for path in patch_paths(patch):
+        _refuse_symlinked_parents(workspace, safe_relative(path))
+    first = _git_apply(patch, workspace)
+    if first.returncode == 0:
+        return
+    # The agent may have written to the same test files; the hidden version wins.
+    _remove_patch_targets(patch, workspace)
+    retry = _git_apply(patch, workspace)
+    if retry.returncode != 0:
+        message = (retry.stderr or first.stderr).strip().splitlines()
+        raise GradingError(f"the test patch does not apply: {' '.join(message[:3])}")
+
+
+def _git_apply(patch: str, workspace: Path) -> subprocess.CompletedProcess[str]:
+    # Without a ceiling, a workspace without .git inside another repository would make git
+    # apply the patch relative to that outer repository (and silently skip paths).
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)}
+    return subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", "-"],
+        input=patch if patch.endswith("\n") else patch + "\n",
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _remove_patch_targets(patch: str, workspace: Path) -> None:
+    """Restore the files a test patch touches to their committed state, if git knows them."""
+    paths = sorted(set(patch_paths(patch)))
+    for path in paths:
+        target = workspace / path
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+    subprocess.run(
+        ["git", "checkout", "--", *paths],
+        cwd=workspace,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)},
+        capture_output=True,
+        check=False,
+    )
+
+
+def _refuse_symlinked_parents(workspace: Path, relative: PurePosixPath) -> None:
+    """Refuse a destination whose parent folders lead out of the workspace through a symlink."""
+    parent = (workspace / relative).parent
+    try:
+        resolved = parent.resolve()
+    except OSError as error:
+        raise GradingError(f"cannot resolve {relative}: {error}") from error
+    if resolved != workspace and workspace not in resolved.parents:
+        raise GradingError(f"{relative} would be written outside the workspace (symlinked folder)")
+
+
+def copy_hidden_tests(source: Path, workspace: Path) -> None:
+    """Lay every file under `source` over `workspace`, replacing what the agent left there."""
+    if not source.is_dir():
+        raise GradingError(f"hidden tests folder {source} does not exist")
+    for file in sorted(source.rglob("*")):
+        if file.is_dir() or "__pycache__" in file.parts:
+            continue
+        if file.is_symlink():
+            raise GradingError(f"hidden test {file} is a symlink; only plain files are copied")
+        relative = safe_relative(file.relative_to(source).as_posix())
+        _refuse_symlinked_parents(workspace, relative)
+        target = workspace / relative
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file, target)
+
+
+_NOT_CHANGES = (
+    ":(exclude,glob)**/__pycache__/**",
+    ":(exclude,glob)**/*.pyc",
+    ":(exclude,glob)**/.pytest_cache/**",
+)
+"""Byproducts of running the code, never part of the agent's patch (even without .gitignore)."""
+
+
+def workspace_diff(workspace: Path, base_commit: str) -> str:
+    """Every change in `workspace` against `base_commit` as a git diff, new files included.
+
+    Uses a throwaway index, so the workspace's own index and history are left alone and
+    commits the agent made are part of the diff.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {
+            **os.environ,
+            "GIT_INDEX_FILE": str(Path(scratch) / "index"),
+            "GIT_CEILING_DIRECTORIES": str(workspace.parent),
+        }
+        steps = (
+            ["git", "read-tree", base_commit],
+            ["git", "add", "--all", "--", ".", *_NOT_CHANGES],
+            ["git", "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base_commit],
+        )
+        output = ""
+        for step in steps:
+            result = subprocess.run(
+                step, cwd=workspace, env=env, capture_output=True, text=True, check=False
+            )
+            if result.returncode != 0:
+                detail = result.stderr.strip().splitlines()[:1]
+                raise GradingError(
+                    f"cannot diff {workspace} against {base_commit}: {' '.join(detail)}"
+                )
+            output = result.stdout
+    return output

@@ -1,0 +1,1 @@
+"""Installed by the grader: replaces any conftest the run left here."""

@@ -1,0 +1,195 @@
+"""`journeyman eval` as a user runs it: a subprocess against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from journeyman.batch.suites.micro import micro_root
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, ScriptItem, reply
+from tests.support.cli import clean_env, journeyman
+
+FIXES = {
+    # task: (file, buggy text, fixed text)
+    "url-join": (
+        "apiclient/urls.py",
+        'return base + "/" + path',
+        'return base.rstrip("/") + "/" + path.lstrip("/")',
+    ),
+    "inventory-reorder": (
+        "inventory/items.py",
+        "return self.quantity < self.reorder_level",
+        "return self.quantity <= self.reorder_level",
+    ),
+}
+SWE_FIX = ("calc.py", "return a - b", "return a + b")
+MARKERS = {"url-join": "api.example.com", "inventory-reorder": "reorder level"}
+
+
+def _task_of(request: RecordedRequest) -> str:
+    messages = request.json.get("messages", [])
+    text = json.dumps([m.get("content") for m in messages if m.get("role") == "user"])
+    for task, marker in MARKERS.items():
+        if marker in text:
+            return task
+    return "swebench"
+
+
+class Model:
+    """Fixes the tasks in `fixing` with one edit, then finishes; the others it just finishes."""
+
+    def __init__(self, fixing: set[str]) -> None:
+        self.fixing = fixing
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        task = _task_of(request)
+        tool_results = sum(1 for m in request.json.get("messages", []) if m.get("role") == "tool")
+        if task in self.fixing and tool_results == 0:
+            path, old, new = FIXES.get(task, SWE_FIX)
+            edit = {"path": path, "old_string": old, "new_string": new}
+            return reply(tool_calls=[("edit_file", edit)], output_tokens=50)
+        return reply(tool_calls=[("finish", {"summary": "done"})], output_tokens=20)
+
+
+def _suite(tmp_path: Path) -> Path:
+    suite = tmp_path / "suite"
+    for task in FIXES:
+        shutil.copytree(micro_root() / task, suite / task)
+    return suite
+
+
+def _eval(tmp_path: Path, server: FakeOpenAIServer, *args: str) -> subprocess.CompletedProcess[str]:
+    env = clean_env(OPENAI_API_KEY="sk-test-eval", OPENAI_BASE_URL=server.base_url)
+    common = [
+        "--session-dir",
+        str(tmp_path / "sessions"),
+        "--model",
+        "gpt-4.1-mini",
+        "--price-per-mtok",
+        "0,1000",
+        "--no-verify",
+        "--sandbox",
+        "local",
+        "--max-parallel",
+        "2",
+    ]
+    return journeyman("eval", *args, *common, env=env)
+
+
+def test_eval_grades_a_two_task_suite_and_compare_tells_the_runs_apart(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    suite = _suite(tmp_path)
+    fake_openai.default = Model({"url-join"})
+    first = _eval(tmp_path, fake_openai, str(suite), "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    assert "Traceback" not in first.stderr
+    assert "eval: resolved 1/2 (50.0 %" in first.stdout
+    rows = {
+        row["id"]: row
+        for row in map(json.loads, (tmp_path / "a" / "results.jsonl").read_text().splitlines())
+    }
+    assert rows["url-join"]["grade"]["resolved"] is True
+    assert rows["inventory-reorder"]["grade"]["resolved"] is False
+    assert rows["inventory-reorder"]["grade"]["fail_to_pass"] == {
+        "tests/test_reorder.py::test_item_at_its_level_is_reordered": False,
+        "tests/test_reorder.py::test_reorder_list_after_taking_down_to_the_level": False,
+    }
+    report = (tmp_path / "a" / "eval.md").read_text()
+    assert "| Resolved | 1 of 2 (50.0 %) |" in report and "| url-join | yes |" in report
+    assert not (tmp_path / "a" / "preds.json").exists()
+    # the suite itself is untouched: the agent worked on copies, the hidden tests stayed hidden
+    assert 'return base + "/" + path' in (suite / "url-join" / "repo/apiclient/urls.py").read_text()
+
+    fake_openai.default = Model({"url-join", "inventory-reorder"})
+    second = _eval(tmp_path, fake_openai, str(suite), "--out", str(tmp_path / "b"))
+    assert second.returncode == 0, second.stderr
+    assert "eval: resolved 2/2 (100.0 %" in second.stdout
+
+    compared = journeyman(
+        "eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"), env=clean_env()
+    )
+    assert compared.returncode == 0, compared.stderr
+    assert "1 won, 0 lost" in compared.stdout
+    assert "won by B: inventory-reorder" in compared.stdout
+    assert "1/2 resolved (50.0 %" in compared.stdout and "2/2 resolved (100.0 %" in compared.stdout
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_eval_on_a_swebench_file_writes_preds_json(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_base.py").write_text("def test_base():\n    assert True\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "start")
+    commit = _git(repo, "rev-parse", "HEAD")
+    patch = (
+        "diff --git a/test_add.py b/test_add.py\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/test_add.py\n@@ -0,0 +1,4 @@\n+from calc import add\n+\n+def test_add():\n"
+        "+    assert add(2, 3) == 5\n"
+    )
+    record = {
+        "instance_id": "calc__calc-1",
+        "repo": "calc",
+        "base_commit": commit,
+        "problem_statement": "add() subtracts its arguments",
+        "FAIL_TO_PASS": '["test_add.py::test_add"]',
+        "PASS_TO_PASS": '["test_base.py::test_base"]',
+        "test_patch": patch,
+        "test_cmd": "{python} -m pytest -q test_add.py test_base.py",
+    }
+    suite = tmp_path / "swe.jsonl"
+    suite.write_text(json.dumps(record) + "\n")
+    fake_openai.default = Model({"swebench"})
+    done = _eval(tmp_path, fake_openai, str(suite), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "eval: resolved 1/1" in done.stdout
+    preds = json.loads((tmp_path / "out" / "preds.json").read_text())
+    assert [set(p) for p in preds] == [{"instance_id", "model_name_or_path", "model_patch"}]
+    assert preds[0]["instance_id"] == "calc__calc-1"
+    assert preds[0]["model_name_or_path"] == "gpt-4.1-mini"
+    assert "+    return a + b" in preds[0]["model_patch"]
+    assert "test_add.py" not in preds[0]["model_patch"]
+    assert _git(repo, "status", "--porcelain") == ""  # the original repository is untouched
+
+
+def test_bad_suites_and_compare_arguments_exit_2_without_a_traceback(tmp_path: Path) -> None:
+    env = clean_env()
+    missing = journeyman("eval", str(tmp_path / "nope.jsonl"), env=env)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(json.dumps({"instance_id": "x", "repo": "/", "base_commit": "a"}) + "\n")
+    refused = journeyman("eval", str(hostile), env=env)
+    assert refused.returncode == 2 and f"{hostile}:1: missing field(s)" in refused.stderr
+    one = journeyman("eval", "compare", str(tmp_path), env=env)
+    assert one.returncode == 2 and "two run folders" in one.stderr
+    not_runs = journeyman("eval", "compare", str(tmp_path), str(tmp_path), env=env)
+    assert not_runs.returncode == 2 and "holds no results.jsonl" in not_runs.stderr
+    extra = journeyman("eval", "micro", "surplus", env=env)
+    assert extra.returncode == 2 and "unexpected argument" in extra.stderr
+    for done in (missing, refused, one, not_runs, extra):
+        assert "Traceback" not in done.stderr
+
+
+def test_help_explains_suites_and_compare() -> None:
+    shown = journeyman("eval", "--help", env=clean_env(COLUMNS="200"))
+    assert shown.returncode == 0
+    for phrase in ("micro", "SWE-bench", "compare RUN_A RUN_B", "--global-budget-usd", "Wilson"):
+        assert phrase in shown.stdout, phrase
