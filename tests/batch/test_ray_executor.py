@@ -94,6 +94,7 @@ class Model:
 
 
 def jobs(root: Path, server: FakeOpenAIServer) -> list[TaskJob]:
+    SessionStore(root / "sessions").close()  # the batch creates its store before any task
     made = []
     for index in range(TASKS):
         task_id = f"t{index}"
