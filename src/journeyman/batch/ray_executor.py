@@ -230,7 +230,7 @@ class RayExecutor:
             num_cpus=cpus_per_task,
             max_retries=0,  # a dead worker is retried here, resuming its session
         )
-        self._slots = asyncio.Semaphore(max_parallel)
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self.worker_deaths = 0
         """Attempts lost to a worker that died (each was retried once, or ended the task)."""
 
@@ -239,7 +239,10 @@ class RayExecutor:
         return RayLedger.start(total, policy)
 
     async def run(self, job: TaskJob) -> TaskOutcome:
-        async with self._slots:
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots[0] is not loop:  # one semaphore per event loop
+            self._slots = (loop, asyncio.Semaphore(self.max_parallel))
+        async with self._slots[1]:
             return await self._run(job)
 
     async def _run(self, job: TaskJob) -> TaskOutcome:
