@@ -13,6 +13,11 @@ What runs
       allocation, copying its workspace, reading its spending back from the store, handing the
       job to a worker and the outcome back, appending its results row. At parallel 4 the
       wall time per task is printed (the machine's cores bound it).
+    * resume: ``--trials`` runs of the ``journeyman batch`` command (8 tasks, 3 at a time) killed
+      with SIGKILL at a random moment (0-0.4 s after a task starts, once 0-6 have finished),
+      then run again; printed: tasks lost, finished tasks
+      run again, model calls repeated (a call the kill cut off is made again), and the gap
+      between what the resumed batch reports spent and what the store holds.
     * cap: 100 random batches (1-8 tasks of 0-5 steps, 5-120 output tokens a reply, a random
       cap of $0.05-1.50, per-task budgets or fair shares, 1-4 in parallel; the same generator
       as the tests) on threads; printed: spend / cap (max and mean), overspend, batches that
@@ -173,12 +178,101 @@ def cap(batches: int, workdir: Path, seed: int) -> dict[str, Any]:
     }
 
 
+def resume(trials: int, workdir: Path, seed: int) -> dict[str, Any]:
+    """kill -9 of the batch command at a random moment, then the same command again."""
+    import signal
+    import subprocess
+
+    from tests.batch.support import write_tasks_file
+    from tests.support.cli import clean_env
+
+    from journeyman.batch.job import session_spending
+    from journeyman.session.store import SessionStore
+
+    rng = random.Random(seed)
+    figures = {"trials": trials, "tasks_lost": 0, "tasks_rerun_from_scratch": 0}
+    finished_at_kill: list[int] = []
+    repeated_calls: list[int] = []
+    accounting_gaps: list[float] = []
+
+    def slow(request: Any) -> Any:
+        time.sleep(0.05)
+        return model(request)
+
+    with FakeOpenAIServer(default=slow) as server:
+        env = clean_env(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=server.base_url)
+        for trial in range(trials):
+            root = workdir / f"r{trial}"
+            root.mkdir()
+            texts = [task_text(3, 20, name=f"r{trial}t{i}") for i in range(8)]
+            tasks = tasks_for(root, texts)
+            tasks_file = write_tasks_file(root / "tasks.jsonl", tasks)
+            args = [
+                sys.executable, "-m", "journeyman", "batch", str(tasks_file),
+                "--out", str(root / "out"), "--session-dir", str(root / "sessions"),
+                "--model", "gpt-4.1-mini", "--price-per-mtok", "0,1000", "--no-verify",
+                "--sandbox", "local", "--max-parallel", "3", "--global-budget-usd", "5",
+                "-o", "json",
+            ]  # fmt: skip
+            # killed once a random number of tasks (0-6) has finished, a random moment later
+            target = rng.randint(0, 6)
+            process = subprocess.Popen(
+                [*args[:-1], "stream-json"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            assert process.stdout is not None
+            finished = 0
+            for line in process.stdout:
+                event = json.loads(line)
+                finished += event["type"] == "task_finished"
+                if event["type"] == "task_started" and finished >= target:
+                    break
+            time.sleep(rng.uniform(0.0, 0.4))
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            time.sleep(1.0)  # its workers notice and stop
+            rows_path = root / "out" / "results.jsonl"
+            lines = rows_path.read_text().splitlines() if rows_path.exists() else []
+            done_before = {json.loads(line)["id"] for line in lines if line.strip()}
+            finished_at_kill.append(len(done_before))
+            calls_before = len(server.requests)
+            again = subprocess.run(args, env=env, capture_output=True, text=True)
+            summary = json.loads(again.stdout)
+            rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
+            figures["tasks_lost"] += len(tasks) - sum(r["status"] == "succeeded" for r in rows)
+            later = server.requests[calls_before:]
+            for task in tasks:
+                mine = [r for r in server.requests if task.task in r.raw_body.decode()]
+                repeated_calls.append(max(0, len(mine) - 4))  # 3 steps + finish
+                if task.id in done_before and any(task.task in r.raw_body.decode() for r in later):
+                    figures["tasks_rerun_from_scratch"] += 1
+            store = SessionStore(root / "sessions")
+            stored = sum(session_spending(store, r["session_id"]).usd for r in rows)
+            store.close()
+            accounting_gaps.append(abs(stored - (summary["spent_usd"] or 0.0)))
+    figures.update(
+        {
+            "finished_at_kill_mean": round(statistics.fmean(finished_at_kill), 2),
+            "repeated_model_calls": sum(repeated_calls),
+            "repeated_calls_per_trial_max": max(
+                sum(repeated_calls[i * 8 : (i + 1) * 8]) for i in range(trials)
+            ),
+            "max_accounting_gap_usd": max(accounting_gaps),
+        }
+    )
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=50)
     parser.add_argument("--batches", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1400)
-    parser.add_argument("--only", choices=["overhead", "cap"])
+    parser.add_argument("--trials", type=int, default=5, help="kill -9 trials of --only resume")
+    parser.add_argument("--only", choices=["overhead", "cap", "resume"])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-ray", action="store_true", help="leave out the Ray executor")
     args = parser.parse_args()
@@ -198,6 +292,9 @@ def main() -> None:
         if args.only in (None, "cap"):
             (work / "cap").mkdir()
             figures["cap"] = cap(args.batches, work / "cap", args.seed)
+        if args.only in (None, "resume"):
+            (work / "resume").mkdir()
+            figures["resume"] = resume(args.trials, work / "resume", args.seed)
     if args.json:
         print(json.dumps(figures, indent=2))
         return
@@ -219,6 +316,16 @@ def main() -> None:
             f"{c['max_spend_over_cap']}, mean {c['mean_spend_over_cap']}; batches over the cap "
             f"{c['batches_over_cap']}; overspend ${c['overspend_usd']:.6f}; "
             f"{c['budget_exhausted_batches']} ran out of budget"
+        )
+    if "resume" in figures:
+        r = figures["resume"]
+        print(
+            f"resume: {r['trials']} kill -9 trials of 8 tasks: {r['finished_at_kill_mean']} "
+            f"finished at the kill on average; after resuming, tasks lost {r['tasks_lost']}, "
+            f"finished tasks run again {r['tasks_rerun_from_scratch']}, model calls repeated "
+            f"{r['repeated_model_calls']} (at most {r['repeated_calls_per_trial_max']} in one "
+            f"trial: calls cut off by the kill); ledger vs store gap "
+            f"${r['max_accounting_gap_usd']:.6f}"
         )
 
 

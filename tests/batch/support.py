@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,13 @@ class RateLimitOnce:
     def __init__(self, count: int, retry_after: float = 0.05) -> None:
         self.left = count
         self.retry_after = retry_after
+        self._lock = threading.Lock()  # the server answers each request in its own thread
 
     def __call__(self, request: RecordedRequest) -> Reply | Any:
-        if self.left > 0:
-            self.left -= 1
+        with self._lock:
+            limited = self.left > 0
+            self.left -= limited
+        if limited:
             return error(429, retry_after=self.retry_after)
         return model(request)
 

@@ -79,6 +79,11 @@ def test_a_batch_runs_every_task_and_writes_results_and_reports(
     batch_id = store.load_session(results[0]["session_id"]).parent_id
     assert batch_id is not None and store.summary(batch_id).finish_reason == "completed"
     store.close()
+    for command in (["resume", batch_id], ["fork", batch_id, "--at-step", "0"]):
+        refused = journeyman(
+            *command, "--session-dir", str(tmp_path / "sessions"), env=env_for(fake_openai)
+        )
+        assert refused.returncode == 2 and "is a batch, not a run" in refused.stderr
 
 
 def test_a_bad_tasks_line_exits_2_naming_the_line(
@@ -94,7 +99,14 @@ def test_a_bad_tasks_line_exits_2_naming_the_line(
     tasks_file.write_text(json.dumps({"id": "a", "task": "x"}) + "\n")
     missing = journeyman(*batch_args(tmp_path, tasks_file), env=env_for(fake_openai))
     assert missing.returncode == 2 and "workspace: missing" in missing.stderr
-    assert not fake_openai.requests
+    tasks_file.write_text(json.dumps({"id": "a", "task": "x", "workspace": str(tmp_path)}) + "\n")
+    unknown = journeyman(
+        *batch_args(tmp_path, tasks_file, "--executor", "spark"), env=env_for(fake_openai)
+    )
+    assert unknown.returncode == 2 and "unknown executor 'spark'" in unknown.stderr
+    nothing = journeyman(*batch_args(tmp_path, tasks_file, "--resume"), env=env_for(fake_openai))
+    assert nothing.returncode == 2 and "nothing to resume" in nothing.stderr
+    assert not (tmp_path / "out").exists() and not fake_openai.requests
 
 
 def test_budget_exhaustion_ends_the_batch_with_exit_1_and_says_so(

@@ -26,7 +26,12 @@ FIXES = {
     ),
 }
 SWE_FIX = ("calc.py", "return a - b", "return a + b")
-MARKERS = {"url-join": "api.example.com", "inventory-reorder": "reorder level"}
+MARKERS = {
+    "url-join": "api.example.com",
+    "inventory-reorder": "reorder level",
+    "square": "square of n",
+}
+FIXES["square"] = ("square.py", "    pass", "    return n * n")
 
 
 def _task_of(request: RecordedRequest) -> str:
@@ -56,7 +61,7 @@ class Model:
 
 def _suite(tmp_path: Path) -> Path:
     suite = tmp_path / "suite"
-    for task in FIXES:
+    for task in ("url-join", "inventory-reorder"):
         shutil.copytree(micro_root() / task, suite / task)
     return suite
 
@@ -116,6 +121,28 @@ def test_eval_grades_a_two_task_suite_and_compare_tells_the_runs_apart(
     assert "1 won, 0 lost" in compared.stdout
     assert "won by B: inventory-reorder" in compared.stdout
     assert "1/2 resolved (50.0 %" in compared.stdout and "2/2 resolved (100.0 %" in compared.stdout
+
+
+def test_eval_on_exercise_folders_grades_with_their_tests(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    exercise = tmp_path / "exercises" / "square"
+    (exercise / ".docs").mkdir(parents=True)
+    (exercise / ".docs" / "instructions.md").write_text("Return the square of n.\n")
+    (exercise / "square.py").write_text("def square(n):\n    pass\n")
+    (exercise / "square_test.py").write_text(
+        "from square import square\n\n\ndef test_square():\n    assert square(4) == 16\n"
+    )
+    fake_openai.default = Model({"square"})
+    done = _eval(tmp_path, fake_openai, str(tmp_path / "exercises"), "--out", str(tmp_path / "o"))
+    assert done.returncode == 0, done.stderr
+    assert "eval: resolved 1/1" in done.stdout
+    # what the model was shown: the instructions, never the test's text
+    shown = json.dumps(fake_openai.requests[0].json["messages"])
+    assert "Return the square of n." in shown and "square(4) == 16" not in shown
+    staged = tmp_path / "o" / "exercises" / "square"
+    assert (staged / "hidden" / "square_test.py").is_file()
+    assert not (staged / "start" / "square_test.py").exists()  # the copy the agent starts from
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -182,9 +209,13 @@ def test_bad_suites_and_compare_arguments_exit_2_without_a_traceback(tmp_path: P
     assert one.returncode == 2 and "two run folders" in one.stderr
     not_runs = journeyman("eval", "compare", str(tmp_path), str(tmp_path), env=env)
     assert not_runs.returncode == 2 and "holds no results.jsonl" in not_runs.stderr
+    bad_map = tmp_path / "cmds.json"
+    bad_map.write_text('{"repo": 3}')
+    refused_map = journeyman("eval", "micro", "--test-cmds", str(bad_map), env=env)
+    assert refused_map.returncode == 2 and "expected an object" in refused_map.stderr
     extra = journeyman("eval", "micro", "surplus", env=env)
     assert extra.returncode == 2 and "unexpected argument" in extra.stderr
-    for done in (missing, refused, one, not_runs, extra):
+    for done in (missing, refused, one, not_runs, refused_map, extra):
         assert "Traceback" not in done.stderr
 
 

@@ -246,3 +246,39 @@ def test_listed_ids_do_not_keep_every_test_outcome(tmp_path: Path) -> None:
     workspace = _project(tmp_path / "ws", fixed=True)
     result = grade(_spec(_hidden(tmp_path / "hidden")), workspace)
     assert result.resolved and result.tests_seen == {}
+
+
+def test_a_test_patch_over_files_the_agent_changed_and_committed(tmp_path: Path) -> None:
+    workspace = _project(tmp_path / "ws", fixed=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=workspace, check=True)
+    subprocess.run([*git, "add", "."], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=workspace, check=True)
+    base = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # The agent rewrites the visible test (committing it) and writes a file the patch creates.
+    (workspace / "tests" / "test_neg.py").write_text("def test_neg():\n    pass\n")
+    subprocess.run([*git, "commit", "-qam", "agent"], cwd=workspace, check=True)
+    (workspace / "tests" / "test_extra.py").write_text("def test_extra():\n    pass\n")
+    patch = (
+        "diff --git a/tests/test_neg.py b/tests/test_neg.py\n"
+        "--- a/tests/test_neg.py\n+++ b/tests/test_neg.py\n"
+        "@@ -3,3 +3,7 @@\n \n def test_neg():\n     assert neg(2) == -2\n+\n+\n"
+        "+def test_neg_zero():\n+    assert neg(0) == 0\n"
+        "diff --git a/tests/test_extra.py b/tests/test_extra.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/tests/test_extra.py\n@@ -0,0 +1,4 @@\n+from calc import add\n"
+        "+\n+def test_extra():\n+    assert add(1, 2) == 3\n"
+    )
+    spec = GradingSpec(
+        kind="swebench",
+        test_cmd=PYTEST,
+        test_patch=patch,
+        base_commit=base,
+        fail_to_pass=["tests/test_extra.py::test_extra", "tests/test_neg.py::test_neg_zero"],
+        pass_to_pass=["tests/test_neg.py::test_neg"],
+    )
+    result = grade(spec, workspace)
+    assert result.resolved, (result.error, result.output_tail)
+    assert "assert neg(2) == -2" in (workspace / "tests" / "test_neg.py").read_text()
+    assert result.model_patch is not None and "tests/test_neg.py" in result.model_patch

@@ -106,6 +106,27 @@ def test_a_micro_format_folder_of_ones_own(tmp_path: Path) -> None:
     assert suite_kind(tmp_path / "suite") == "micro-folder"
 
 
+def test_a_micro_format_task_with_a_symlink_leaving_it_is_refused(tmp_path: Path) -> None:
+    task = tmp_path / "suite" / "url-join"
+    shutil.copytree(micro_root() / "url-join", task)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the agent\n")
+    (task / "repo" / "notes.txt").symlink_to(secret)
+    with pytest.raises(SuiteError, match="is a symlink"):
+        load_suite(tmp_path / "suite")
+
+
+def test_a_micro_format_task_missing_its_hidden_tests_is_refused(tmp_path: Path) -> None:
+    task = tmp_path / "suite" / "url-join"
+    shutil.copytree(micro_root() / "url-join", task)
+    shutil.rmtree(task / "hidden")
+    with pytest.raises(SuiteError, match="missing the hidden/ folder"):
+        load_suite(tmp_path / "suite")
+    (task / "task.json").write_text('{"problem": "x"}')
+    with pytest.raises(SuiteError, match="missing field 'fail_to_pass'"):
+        load_suite(tmp_path / "suite")
+
+
 # SWE-bench -------------------------------------------------------------------------------------
 
 

@@ -155,3 +155,15 @@ def test_agent_failures_are_retried_only_when_asked(
     row = read_results(tmp_path / "out")["task-1"]
     assert row.attempts == 2 and row.workspace is not None and row.workspace.endswith("attempt2")
     assert row.cost_usd == pytest.approx(first.spent.usd + 2 * 0.007)  # both attempts count
+
+
+def test_a_resumed_batch_charges_what_tasks_removed_from_its_file_spent(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    tasks = tasks_for(tmp_path, [task_text(1, out=100), task_text(1, out=100)])
+    settings = settings_for(tmp_path, fake_openai, global_usd=0.5)
+    first = asyncio.run(scheduler(tasks[:1], settings).run())
+    assert first.spent.usd == pytest.approx(0.2)
+    again = asyncio.run(scheduler(tasks[1:], settings).run())  # the first task is gone
+    assert again.spent.usd == pytest.approx(0.4)  # still counted against the cap

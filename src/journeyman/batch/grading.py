@@ -109,7 +109,7 @@ def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
             return _unresolved(spec, str(error))
     try:
         if spec.test_patch:
-            apply_test_patch(spec.test_patch, workspace)
+            apply_test_patch(spec.test_patch, workspace, spec.base_commit)
         if spec.hidden_tests_dir:
             copy_hidden_tests(Path(spec.hidden_tests_dir), workspace)
     except (GradingError, OSError) as error:
@@ -256,8 +256,11 @@ def check_patch_paths(patch: str) -> None:
         safe_relative(path)
 
 
-def apply_test_patch(patch: str, workspace: Path) -> None:
-    """Apply a unified diff of hidden tests to `workspace` with `git apply`."""
+def apply_test_patch(patch: str, workspace: Path, base_commit: str | None = None) -> None:
+    """Apply a unified diff of hidden tests to `workspace` with `git apply`.
+
+    When it does not apply as is (the agent changed a file it touches), those files are first
+    put back as they were at `base_commit` (else HEAD), or removed if they did not exist."""
     check_patch_paths(patch)
     for path in patch_paths(patch):
         _refuse_symlinked_parents(workspace, safe_relative(path))
@@ -265,7 +268,7 @@ def apply_test_patch(patch: str, workspace: Path) -> None:
     if first.returncode == 0:
         return
     # The agent may have written to the same test files; the hidden version wins.
-    _remove_patch_targets(patch, workspace)
+    _restore_patch_targets(patch, workspace, base_commit or "HEAD")
     retry = _git_apply(patch, workspace)
     if retry.returncode != 0:
         message = (retry.stderr or first.stderr).strip().splitlines()
@@ -287,20 +290,21 @@ def _git_apply(patch: str, workspace: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _remove_patch_targets(patch: str, workspace: Path) -> None:
-    """Restore the files a test patch touches to their committed state, if git knows them."""
-    paths = sorted(set(patch_paths(patch)))
-    for path in paths:
+def _restore_patch_targets(patch: str, workspace: Path, revision: str) -> None:
+    """Put the files a test patch touches back as they were at `revision` (one at a time: a
+    file the patch creates is not in `revision` and is simply removed)."""
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)}
+    for path in sorted(set(patch_paths(patch))):
         target = workspace / path
         if target.is_symlink() or target.is_file():
             target.unlink()
-    subprocess.run(
-        ["git", "checkout", "--", *paths],
-        cwd=workspace,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)},
-        capture_output=True,
-        check=False,
-    )
+        subprocess.run(
+            ["git", "checkout", revision, "--", path],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
 
 
 def _refuse_symlinked_parents(workspace: Path, relative: PurePosixPath) -> None:

@@ -116,6 +116,19 @@ def claim_batch_record(
         raise _busy(settings) from None
 
 
+def batch_record_problem(record: SessionRecord) -> str | None:
+    """Why `resume` or `fork` must not take `record` (a batch's own record, which runs no
+    model), or None."""
+    if record.settings.get("kind") != "batch":
+        return None
+    tasks_file = record.settings.get("tasks_file") or "TASKS"
+    out = record.settings.get("out") or "OUT"
+    return (
+        f"session {record.id} is a batch, not a run; continue it with: journeyman batch "
+        f"{tasks_file} --out {out} --resume (its tasks are sessions of their own)"
+    )
+
+
 def _busy(settings: BatchSettings) -> BatchBusyError:
     return BatchBusyError(
         f"batch {settings.batch_id} in {settings.out} is running in another process; wait for "
@@ -197,6 +210,7 @@ __all__ = [
     "BatchBusyError",
     "BatchIdentity",
     "batch_identity",
+    "batch_record_problem",
     "claim_batch_record",
     "finish_files",
     "run_batch",

@@ -23,7 +23,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -254,6 +254,17 @@ def resume_state(
     return states
 
 
+def batch_spending(store: SessionStore, batch_id: str) -> Amount:
+    """What every session of the batch spent, tasks since removed from its file included."""
+    prefix = f"{batch_id}-t"  # the shape of `session_id_for`
+    tokens, usd = 0, 0.0
+    for row in store.usage_rows():
+        if row.session_id.startswith(prefix):
+            tokens += row.usage.total_tokens
+            usd += row.cost_usd or 0.0
+    return Amount(tokens, usd)
+
+
 def _reason(value: str | None) -> FinishReason | None:
     if value is None:
         return None
@@ -338,11 +349,9 @@ class Scheduler:
         store = SessionStore(settings.store_path)
         try:
             self.states = resume_state(self.tasks, settings, store, read_results(settings.out))
+            already = batch_spending(store, settings.batch_id)
         finally:
             store.close()
-        already = Amount(
-            sum(s.spent.tokens for s in self.states), sum(s.spent.usd for s in self.states)
-        )
         if already.tokens or already.usd:
             self.ledger.charge(already)  # what earlier runs of the batch spent
         pending = deque(s for s in self.states if s.result is None)
@@ -398,7 +407,7 @@ class Scheduler:
                     self._emit(
                         "budget_exhausted",
                         task_id=state.task.id,
-                        not_started=len(pending),
+                        not_started=len(pending),  # this one included
                         **self._spend(),
                     )
                     break
@@ -489,6 +498,12 @@ class Scheduler:
             outcome = await self.executor.run(job)
         except WorkspaceError as error:
             outcome = _failed_outright(task.id, session_id, "setup_failed", error.message)
+        except Exception as error:  # one task's trouble never ends the batch
+            outcome = replace(
+                _failed_outright(task.id, session_id, FinishReason.INTERNAL_ERROR.value, ""),
+                status="infra_error",
+                error=f"task {task.id} could not run: {type(error).__name__}: {error}",
+            )
         finally:
             after = await asyncio.to_thread(self._spending, session_id)
             used_tokens = max(0, after.tokens - before.tokens)
@@ -645,8 +660,6 @@ def _failed_outright(task_id: str, session_id: str, reason: str, error: str) -> 
 
 
 def _as_infra(outcome: TaskOutcome, why: str) -> TaskOutcome:
-    from dataclasses import replace
-
     return replace(outcome, status="infra_error", error=f"{outcome.error or ''} ({why})".strip())
 
 

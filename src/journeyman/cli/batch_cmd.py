@@ -188,8 +188,8 @@ def batch(
     from journeyman.batch.scheduler import BatchSettings
 
     try:
-        identity = batch_identity(out_dir, str(tasks), must_exist=resume)
         chosen = make_executor(executor, max_parallel=max_parallel, ray_address=ray_address)
+        identity = batch_identity(out_dir, str(tasks), must_exist=resume)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     except OSError as error:
@@ -231,6 +231,13 @@ def batch(
     except ConfigurationError as error:
         progress.close()
         fail(EXIT_CONFIG, error.message)
+    except Exception as error:  # never a traceback: say what stopped it and how to go on
+        progress.close()
+        fail(
+            EXIT_FAILED,
+            f"batch {identity.batch_id} stopped: {type(error).__name__}: {error}; finished "
+            "tasks are kept — run the same command again to continue",
+        )
     progress.close()
     if output_format is OutputFormat.JSON:
         sys.stdout.write(printable_json(json.dumps(summary_json(summary, settings))) + "\n")
@@ -352,7 +359,7 @@ class Progress:
                 f"{state} {event['task_id']} infrastructure error, retrying: {event.get('error')}"
             )
         if kind == "budget_exhausted":
-            return f"{state} budget exhausted: {event['not_started'] + 1} tasks will not start"
+            return f"{state} budget exhausted: {event['not_started']} tasks will not start"
         return ""
 
     @staticmethod
@@ -365,6 +372,7 @@ class Progress:
 
     def _update_bar(self, event: dict[str, Any], text: str) -> None:
         if self._bar is None:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self._bar = Progress(
@@ -372,7 +380,7 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.description}"),
-                transient=False,
+                console=Console(stderr=True),
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=event.get("total") or 0)

@@ -50,6 +50,15 @@ OutOpt = Annotated[
     ),
 ]
 
+TestCmdsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--test-cmds",
+        help="SWE-bench suites: a JSON file mapping each instance's `repo` to its test command, "
+        "or to a map from `version` to command (a line's own test_cmd wins).",
+    ),
+]
+
 
 def eval_command(suite: str, runs: list[str] | None = None, **options: Any) -> None:
     """Run the agent on every task of SUITE as `journeyman batch` does, grade each task with its
@@ -110,9 +119,10 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     out: Path = options.pop("out", None) or Path(f"{_suite_name(suite)}.eval")
     if out.exists() and not out.is_dir():
         fail(EXIT_CONFIG, f"--out {out} is a file; give a folder")
+    test_cmds = _read_test_cmds(options.pop("test_cmds", None))
     try:
         # Exercise folders are split into the agent's copy and the hidden tests inside --out.
-        tasks = load_suite(suite, staging=out.resolve() / "exercises")
+        tasks = load_suite(suite, staging=out.resolve() / "exercises", test_cmds=test_cmds)
     except SuiteError as error:
         fail(EXIT_CONFIG, error.message)
     try:
@@ -146,6 +156,28 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     raise typer.Exit(code)
 
 
+def _read_test_cmds(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        fail(EXIT_CONFIG, f"--test-cmds {path}: cannot read it as JSON ({error})")
+    valid = isinstance(data, dict) and all(
+        isinstance(value, str)
+        or (isinstance(value, dict) and all(isinstance(v, str) for v in value.values()))
+        for value in data.values()
+    )
+    if not valid:
+        fail(
+            EXIT_CONFIG,
+            f"--test-cmds {path}: expected an object of repo -> command, "
+            "or repo -> {version: command}",
+        )
+    commands: dict[str, Any] = data
+    return commands
+
+
 def _suite_name(suite: str) -> str:
     path = Path(suite)
     return path.stem or path.resolve().name or "suite"
@@ -161,6 +193,7 @@ def _signature() -> inspect.Signature:
         inspect.Parameter("suite", keyword, annotation=SuiteArg),
         inspect.Parameter("runs", keyword, annotation=RunsArg, default=None),
         inspect.Parameter("out", keyword, annotation=OutOpt, default=None),
+        inspect.Parameter("test_cmds", keyword, annotation=TestCmdsOpt, default=None),
     ]
     params += [p for name, p in batch_params.items() if name not in ("tasks", "out")]
     return inspect.Signature(params)

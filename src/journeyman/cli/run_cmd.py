@@ -391,6 +391,7 @@ def resume(
         summary = store.summary(record.id)
     finally:
         store.close()
+    _refuse_batch_record(record)
     if summary.finish_reason in (FinishReason.COMPLETED.value, FinishReason.ANSWERED.value):
         fail(
             EXIT_CONFIG,
@@ -469,6 +470,7 @@ def fork(
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
+        _refuse_batch_record(record)
         plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
@@ -507,6 +509,14 @@ def fork(
         mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
     )
+
+
+def _refuse_batch_record(record: SessionRecord) -> None:
+    from journeyman.batch.runner import batch_record_problem
+
+    problem = batch_record_problem(record)
+    if problem:
+        fail(EXIT_CONFIG, problem)
 
 
 def _with_subagents(agent: Agent, enabled: bool) -> Agent:

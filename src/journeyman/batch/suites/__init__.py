@@ -84,7 +84,7 @@ def micro_tasks(root: Path | None) -> list[BatchTask]:
                 id=task.name,
                 task=task.problem,
                 workspace=str(task.repo),
-                grading=task.grading.model_dump(),  # type: ignore[arg-type,unused-ignore]
+                grading=task.grading,
             )
         )
     return tasks

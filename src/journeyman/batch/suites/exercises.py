@@ -90,11 +90,11 @@ def _exercise(folder: Path, root: Path, staging: Path) -> BatchTask:
         id=name,
         task=_instructions(folder, tests),
         workspace=str(start),
-        grading=GradingSpec(  # type: ignore[arg-type,unused-ignore]
+        grading=GradingSpec(
             kind="exercise",
             test_cmd=TEST_COMMAND,
             hidden_tests_dir=str(hidden),
-        ).model_dump(),
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from journeyman.batch.grading import GradingSpec
 from journeyman.batch.suites.errors import SuiteError
+from journeyman.batch.tasks import TASK_ID
 
 MICRO_NAME = "micro"
 
@@ -55,9 +56,16 @@ def read_micro_task(folder: Path) -> MicroTask:
     for key in ("problem", "fail_to_pass", "test_cmd"):
         if key not in meta:
             raise SuiteError(f"{meta_path}: missing field {key!r}")
+    if not TASK_ID.match(folder.name):
+        raise SuiteError(f"{folder}: the folder name cannot name a task (letters, digits, ._:@+-)")
     for sub in ("repo", "hidden"):
-        if not (folder / sub).is_dir():
+        if not (folder / sub).is_dir() or (folder / sub).is_symlink():
             raise SuiteError(f"{folder}: missing the {sub}/ folder")
+        for path in (folder / sub).rglob("*"):
+            if path.is_symlink():
+                raise SuiteError(
+                    f"{folder}: {path.relative_to(folder)} is a symlink; a task holds plain files"
+                )
     grading = GradingSpec(
         kind="micro",
         test_cmd=str(meta["test_cmd"]),

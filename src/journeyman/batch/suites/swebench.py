@@ -104,7 +104,7 @@ def _instance(record: dict[str, Any], where: str, base: Path, test_cmds: TestCom
         workspace=str(repo),
         base_commit=str(record["base_commit"]),
         setup=str(setup) if setup else None,
-        grading=grading.model_dump(),  # type: ignore[arg-type,unused-ignore]
+        grading=grading,
     )
 
 
