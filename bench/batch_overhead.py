@@ -24,6 +24,9 @@ What runs
       ran out of budget.
 
     Add an executor by adding a factory to ``EXECUTORS`` (name -> callable(max_parallel)).
+    The Ray executor is added when Ray is installed (``--no-ray`` leaves it out): it runs on a
+    real one-node cluster started for the benchmark on 127.0.0.1 with 2 CPUs (its start-up is
+    not counted), with the batch's ledger in a Ray actor as `journeyman batch` has it.
 
 Usage (from the repository root)
     .venv/bin/python bench/batch_overhead.py                  # --tasks 50 --batches 100
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -61,7 +65,7 @@ from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 
 from journeyman.batch.executor import Executor, LocalExecutor  # noqa: E402
 from journeyman.batch.job import TaskOutcome  # noqa: E402
-from journeyman.batch.scheduler import Scheduler  # noqa: E402
+from journeyman.batch.scheduler import Scheduler, open_ledger  # noqa: E402
 
 EXECUTORS: dict[str, Callable[[int], Executor]] = {
     "local (processes)": lambda parallel: LocalExecutor(parallel),
@@ -86,6 +90,30 @@ class Timed:
         await self.inner.close()
 
 
+def hosted_ledger(executor: Executor, settings: Any, tasks: int) -> Any:
+    """The ledger the executor hosts (Ray: an actor on the cluster), as the runner uses it."""
+    hosted = getattr(executor, "ledger", None)
+    if not callable(hosted):
+        return None
+    template = open_ledger(settings, tasks)
+    return hosted(template.total, template.policy)
+
+
+def add_ray_cluster(stack: contextlib.ExitStack) -> None:
+    """A real one-node Ray cluster on 127.0.0.1 (2 CPUs) and the Ray executor on it."""
+    try:
+        from journeyman.batch.ray_executor import RayExecutor
+    except ImportError:
+        print("ray is not installed: no Ray column (install journeyman[ray])", file=sys.stderr)
+        return
+    from tests.support.cli import clean_env
+    from tests.support.ray_cluster import RAY_ENV, LocalRayCluster
+
+    os.environ.update(RAY_ENV)
+    cluster = stack.enter_context(LocalRayCluster(clean_env(OPENAI_API_KEY="sk-bench")))
+    EXECUTORS["ray (1-node cluster)"] = lambda parallel: RayExecutor(cluster.address, parallel)
+
+
 def overhead(tasks: int, workdir: Path) -> list[dict[str, Any]]:
     rows = []
     with FakeOpenAIServer(default=model) as server:
@@ -96,11 +124,13 @@ def overhead(tasks: int, workdir: Path) -> list[dict[str, Any]]:
                 batch = tasks_for(root, [task_text(0, name=f"t{i}") for i in range(tasks)])
                 settings = settings_for(root, server, batch_id=f"bench-{len(rows)}")
                 warm = Timed(factory(parallel))
-                asyncio.run(Scheduler(batch[:parallel], settings, warm).run())  # start workers
+                ledger = hosted_ledger(warm.inner, settings, parallel)
+                asyncio.run(Scheduler(batch[:parallel], settings, warm, ledger=ledger).run())
                 settings.batch_id += "-timed"
                 executor = Timed(warm.inner)
+                ledger = hosted_ledger(warm.inner, settings, tasks)
                 started = time.perf_counter()
-                summary = asyncio.run(Scheduler(batch, settings, executor).run())
+                summary = asyncio.run(Scheduler(batch, settings, executor, ledger=ledger).run())
                 wall = time.perf_counter() - started
                 asyncio.run(executor.close())
                 inside = sum(o.duration_s for o in executor.outcomes)
@@ -244,6 +274,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5, help="kill -9 trials of --only resume")
     parser.add_argument("--only", choices=["overhead", "cap", "resume"])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-ray", action="store_true", help="leave out the Ray executor")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     os.environ["JOURNEYMAN_EDIT_TOOL"] = "edit_file"
@@ -254,7 +285,10 @@ def main() -> None:
         os.environ.setdefault("JOURNEYMAN_CACHE_DIR", str(work / "cache"))
         if args.only in (None, "overhead"):
             (work / "overhead").mkdir()
-            figures["overhead"] = overhead(args.tasks, work / "overhead")
+            with contextlib.ExitStack() as stack:
+                if not args.no_ray:
+                    add_ray_cluster(stack)
+                figures["overhead"] = overhead(args.tasks, work / "overhead")
         if args.only in (None, "cap"):
             (work / "cap").mkdir()
             figures["cap"] = cap(args.batches, work / "cap", args.seed)

@@ -24,6 +24,7 @@ from journeyman.batch.scheduler import (
     BatchSummary,
     LedgerClient,
     Scheduler,
+    open_ledger,
 )
 from journeyman.batch.tasks import BatchTask
 from journeyman.core.errors import ConfigurationError
@@ -148,6 +149,10 @@ async def run_batch(
     store = SessionStore(settings.store_path)
     try:
         claim_batch_record(store, settings, tasks, tasks_file)
+        hosted = getattr(executor, "ledger", None)  # the Ray executor keeps it on the cluster
+        if ledger is None and callable(hosted):
+            template = open_ledger(settings, len(tasks))
+            ledger = hosted(template.total, template.policy)
         scheduler = Scheduler(tasks, settings, executor, ledger=ledger, on_event=on_event)
         try:
             summary = await scheduler.run()

@@ -71,7 +71,11 @@ def batch(
     executor: ExecutorOpt = "local",
     ray_address: Annotated[
         str | None,
-        typer.Option(help="Address of the Ray cluster for --executor ray (default: start one)."),
+        typer.Option(
+            help="Address (host:port) of the Ray cluster for --executor ray. Without it: the "
+            "cluster in RAY_ADDRESS, else a private Ray instance started on this machine for "
+            "the batch and stopped when it ends. See docs/distributed.md."
+        ),
     ] = None,
     max_parallel: Annotated[
         int, typer.Option(min=1, help="Tasks running at the same time (default 4).")

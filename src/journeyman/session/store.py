@@ -298,6 +298,10 @@ class SessionStore:
             )
         for version in range(current + 1, SCHEMA_VERSION + 1):
             with self._transaction():
+                # another process opening the new store at the same moment may have done it
+                done = self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+                if (done[0] or 0) >= version:
+                    continue
                 for statement in _split_sql(_MIGRATIONS[version]):
                     self._db.execute(statement)
                 self._db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))

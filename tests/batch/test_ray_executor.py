@@ -1,0 +1,335 @@
+"""The Ray executor on a real local cluster: a batch of 8 tasks on the fake OpenAI server, one
+worker process killed mid-task, against the same batch on the local executor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+
+from journeyman.batch.executor import LocalExecutor
+from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for
+from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger
+from journeyman.batch.scheduler import Scheduler, open_ledger
+from journeyman.batch.tasks import BatchTask
+from journeyman.economics.ledger import Amount, LedgerPolicy
+from journeyman.session.store import SessionStore
+from tests.batch.support import model as batch_model
+from tests.batch.support import settings_for, task_text, tasks_for
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, ScriptItem, hang, reply
+from tests.support.cli import clean_env
+from tests.support.ray_cluster import LocalRayCluster, ray_environment
+
+pytestmark = pytest.mark.slow
+
+KEY = "sk-test-ray-workers"
+PRICE = (0.0, 1000.0)
+"""USD per million input and output tokens: each of the fake's 12 + 7 token replies costs $0.007."""
+TASKS = 8
+CAP_USD = 1.0
+TASK_MARK = re.compile(r"\[task (t\d+)\]")
+
+
+@pytest.fixture(scope="module")
+def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("worker-pids")
+
+
+@pytest.fixture(scope="module")
+def cluster(pid_dir: Path) -> Iterator[LocalRayCluster]:
+    """The workers find the API key in their own environment, as on a real node."""
+    # a call the test forgot to point at its fake server fails fast, never leaves the machine
+    nowhere = "http://127.0.0.1:9/v1"
+    env = clean_env(OPENAI_API_KEY=KEY, OPENAI_BASE_URL=nowhere, **{PID_DIR_ENV: str(pid_dir)})
+    with LocalRayCluster(env) as running, ray_environment():
+        ray.init(address=running.address, log_to_driver=False, include_dashboard=False)
+        try:
+            yield running
+        finally:
+            ray.shutdown()
+
+
+class Model:
+    """Answers every task alike, whatever order their requests interleave in: first a
+    write_file call, then finish. With `victim`, the worker running that task is killed
+    (SIGKILL) when its second request arrives, after its first step was persisted."""
+
+    def __init__(self, pid_dir: Path, victim: str | None = None) -> None:
+        self.pid_dir = pid_dir
+        self.victim = victim
+        self.killed: int | None = None
+        self.requests: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        messages = request.json["messages"]
+        users = [m for m in messages if m["role"] == "user"]
+        found = TASK_MARK.search(json.dumps(users[0]["content"]))
+        assert found, "the task's marker should be in its first user message"
+        task_id = found.group(1)
+        results = sum(1 for m in messages if m["role"] == "tool")
+        with self._lock:
+            self.requests[task_id] = self.requests.get(task_id, 0) + 1
+            kill = task_id == self.victim and results == 1 and self.killed is None
+            if kill:
+                pid_file = self.pid_dir / f"{session_id_for('b1', task_id, 1)}.pid"
+                self.killed = int(pid_file.read_text().split()[0])
+                os.kill(self.killed, signal.SIGKILL)
+        if kill:
+            return hang(5)  # nobody is left to read the answer
+        if results == 0:
+            return reply(tool_calls=[("write_file", {"path": "out.txt", "content": task_id})])
+        return reply(tool_calls=[("finish", {"summary": f"wrote out.txt for {task_id}"})])
+
+
+def jobs(root: Path, server: FakeOpenAIServer) -> list[TaskJob]:
+    SessionStore(root / "sessions").close()  # the batch creates its store before any task
+    made = []
+    for index in range(TASKS):
+        task_id = f"t{index}"
+        workspace = root / "ws" / task_id
+        workspace.mkdir(parents=True)
+        task = BatchTask(id=task_id, task=f"[task {task_id}] write out.txt", workspace=".")
+        made.append(
+            TaskJob(
+                batch_id="b1",
+                task=task,
+                workspace_dir=str(workspace),
+                store_path=str(root / "sessions"),
+                session_id=session_id_for("b1", task_id, 1),
+                model="gpt-4.1-mini",
+                base_url=server.base_url,
+                provider="openai",
+                mode="react",
+                verify=None,
+                granted_tokens=None,
+                granted_usd=None,
+                attempt=1,
+                resume=True,
+                config={"price_per_mtok": PRICE, "verify": False, "sandbox": "local"},
+            )
+        )
+    return made
+
+
+async def run_batch(
+    executor: RayExecutor | LocalExecutor, batch: list[TaskJob], ledger: RayLedger
+) -> list[TaskOutcome]:
+    """What the scheduler does around the executor: reserve, run with the grant, settle."""
+
+    async def one(job: TaskJob, left: int) -> TaskOutcome:
+        reservation = ledger.reserve(job.task.id, sharers=left, request=Amount(usd=0.1))
+        granted = replace(job, granted_usd=reservation.granted.usd)
+        outcome = await executor.run(granted)
+        ledger.settle(reservation, Amount(tokens=outcome.tokens, usd=outcome.cost_usd))
+        return outcome
+
+    try:
+        outcomes = await asyncio.gather(*(one(job, len(batch) - i) for i, job in enumerate(batch)))
+    finally:
+        await executor.close()
+    return sorted(outcomes, key=lambda o: o.task_id)
+
+
+def store_spending(root: Path) -> tuple[float, dict[str, str | None]]:
+    store = SessionStore(root / "sessions")
+    try:
+        usd = sum(row.cost_usd or 0.0 for row in store.usage_rows())
+        reasons = {s.record.id: s.finish_reason for s in store.list_sessions()}
+    finally:
+        store.close()
+    return usd, reasons
+
+
+def test_a_batch_survives_a_killed_worker_and_matches_the_local_executor(
+    cluster: LocalRayCluster,
+    pid_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    on_ray = Model(pid_dir, victim="t3")
+    with FakeOpenAIServer(default=on_ray) as server:
+        ledger = RayLedger.start(Amount(usd=CAP_USD), LedgerPolicy(reserve_share=0.0))
+        executor = RayExecutor(cluster.address, max_parallel=2)
+        ray_outcomes = asyncio.run(run_batch(executor, jobs(tmp_path / "ray", server), ledger))
+    assert on_ray.killed is not None, "the victim's worker should have been killed"
+    assert executor.worker_deaths == 1
+
+    # every task finished exactly once: one session each, completed, its file written once
+    spent_usd, reasons = store_spending(tmp_path / "ray")
+    assert sorted(reasons.values()) == ["completed"] * TASKS
+    assert [o.status for o in ray_outcomes] == ["succeeded"] * TASKS
+    for outcome in ray_outcomes:
+        written = tmp_path / "ray" / "ws" / outcome.task_id / "out.txt"
+        assert written.read_text() == outcome.task_id
+    expected_requests = {f"t{i}": 2 for i in range(TASKS)} | {"t3": 3}  # + the one cut short
+    assert on_ray.requests == expected_requests
+
+    # the key came from the workers' environment, and went nowhere else
+    assert KEY not in repr(ray_outcomes)
+    stored = [p for p in (tmp_path / "ray").rglob("*") if p.is_file()]
+    assert stored and not [p for p in stored if KEY.encode() in p.read_bytes()]
+
+    # spend: under the cap, and what the ledger counted is what the store holds, once
+    stats = ledger.stats()
+    assert stats.open_reservations == 0 and stats.overspend == Amount(tokens=0, usd=0.0)
+    assert stats.spent.usd is not None and stats.spent.usd <= CAP_USD
+    assert stats.spent.usd == pytest.approx(spent_usd)
+    assert sum(o.cost_usd for o in ray_outcomes) == pytest.approx(spent_usd)
+
+    # the same batch on the local executor ends the same way, at the same cost
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer(default=Model(pid_dir)) as server:
+        local_ledger = RayLedger.start(Amount(usd=CAP_USD), LedgerPolicy(reserve_share=0.0))
+        local = asyncio.run(
+            run_batch(LocalExecutor(2), jobs(tmp_path / "local", server), local_ledger)
+        )
+
+    def summary(outcomes: list[TaskOutcome]) -> list[tuple[object, ...]]:
+        return [
+            (o.task_id, o.status, o.finish_reason, round(o.cost_usd, 9), o.tokens, o.error)
+            for o in outcomes
+        ]
+
+    assert summary(ray_outcomes) == summary(local)
+    assert local_ledger.stats().spent.usd == pytest.approx(stats.spent.usd)
+
+
+def test_a_task_whose_worker_dies_twice_ends_as_an_infrastructure_error(
+    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+) -> None:
+    class KillEveryTime(Model):
+        def __call__(self, request: RecordedRequest) -> ScriptItem:
+            self.killed = None  # kill again on the retry's first request
+            return super().__call__(request)
+
+    model = KillEveryTime(pid_dir, victim="t0")
+    with FakeOpenAIServer(default=model) as server:
+        job = jobs(tmp_path, server)[0]
+        # the first attempt dies after one step; the retry resumes and dies at its first call
+        executor = RayExecutor(cluster.address, max_parallel=1, worker_retries=1)
+
+        async def go() -> TaskOutcome:
+            try:
+                return await executor.run(job)
+            finally:
+                await executor.close()
+
+        outcome = asyncio.run(go())
+    assert outcome.status == "infra_error"
+    assert outcome.error is not None and "died 2 times" in outcome.error
+    assert "--resume" in outcome.error
+    assert outcome.cost_usd == pytest.approx(0.007)  # the one step that was persisted
+    assert executor.worker_deaths == 2
+
+
+class KillOnce:
+    """The batch tests' model (each task's plan in its text), which also kills, once, the Ray
+    worker running `victim` when that task's second request arrives."""
+
+    def __init__(self, pid_dir: Path, batch_id: str, victim: str) -> None:
+        self.pid_file = pid_dir / f"{session_id_for(batch_id, victim, 1)}.pid"
+        self.victim = victim
+        self.killed: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        messages = request.json["messages"]
+        first = json.dumps(next(m for m in messages if m["role"] == "user")["content"])
+        results = sum(1 for m in messages if m["role"] == "tool")
+        with self._lock:
+            if f"[{self.victim}]" in first and results == 1 and self.killed is None:
+                self.killed = int(self.pid_file.read_text().split()[0])
+                os.kill(self.killed, signal.SIGKILL)
+                return hang(5)
+        return batch_model(request)
+
+
+def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
+    cluster: LocalRayCluster,
+    pid_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = [task_text(steps=1 + i % 3, out=5 + i, name=f"[task-{i + 1}]") for i in range(TASKS)]
+
+    def run(executor: RayExecutor | LocalExecutor, root: Path, server: FakeOpenAIServer) -> Any:
+        root.mkdir()
+        tasks = tasks_for(root, texts)
+        settings = settings_for(root, server, global_usd=CAP_USD, per_task_usd=0.1)
+        ledger = None
+        if isinstance(executor, RayExecutor):
+            template = open_ledger(settings, len(tasks))
+            ledger = executor.ledger(template.total, template.policy)
+
+        async def go() -> Any:
+            try:
+                return await Scheduler(tasks, settings, executor, ledger=ledger).run()
+            finally:
+                await executor.close()
+
+        return asyncio.run(go())
+
+    killer = KillOnce(pid_dir, "batch-test", victim="task-3")
+    with FakeOpenAIServer(default=killer) as server:
+        executor = RayExecutor(cluster.address, max_parallel=2)
+        on_ray = run(executor, tmp_path / "ray", server)
+    assert killer.killed is not None and executor.worker_deaths == 1
+    assert on_ray.all_succeeded and len(on_ray.results) == TASKS
+    assert on_ray.spent.usd is not None and on_ray.spent.usd <= CAP_USD
+    assert on_ray.overspend.usd == 0
+    rows = (tmp_path / "ray" / "out" / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(row)["id"] for row in rows) == sorted(r.id for r in on_ray.results)
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer(default=batch_model) as server:
+        local = run(LocalExecutor(2), tmp_path / "local", server)
+
+    def outline(summary: Any) -> list[tuple[object, ...]]:
+        return sorted(
+            (r.id, r.status, r.finish_reason, round(r.cost_usd, 9), r.tokens, r.attempts)
+            for r in summary.results
+        )
+
+    assert outline(on_ray) == outline(local)
+    assert on_ray.spent == local.spent
+
+
+def test_a_task_ray_tears_down_is_left_to_resume_not_recorded_as_cancelled(
+    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+) -> None:
+    """Ray interrupts a task whose batch process died (or that it cancels); the session must
+    stay unfinished at its last step, not end "cancelled by the user"."""
+    second_call = threading.Event()
+
+    def stall_on_second_step(request: RecordedRequest) -> ScriptItem:
+        if any(m["role"] == "tool" for m in request.json["messages"]):
+            second_call.set()
+            return hang(30)
+        return reply(tool_calls=[("write_file", {"path": "out.txt", "content": "x"})])
+
+    with FakeOpenAIServer(default=stall_on_second_step) as server:
+        job = jobs(tmp_path, server)[0]
+        executor = RayExecutor(cluster.address, max_parallel=1)
+        ref = executor._remote.remote(job)
+        assert second_call.wait(60), "the task should have reached its second model call"
+        ray.cancel(ref)  # not forced: Ray interrupts the worker's main thread
+        with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
+            ray.get(ref, timeout=60)
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        summary = store.summary(job.session_id)
+    finally:
+        store.close()
+    assert summary.finish_reason is None and summary.steps == 1
