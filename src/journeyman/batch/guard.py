@@ -1,22 +1,22 @@
 """`GrantGuard`: a provider wrapper that keeps one task attempt inside its allocation.
 
-The agent's own budget checks run *before* a turn, so its last call may overshoot its limit by
-that call's cost. A batch cannot afford that: the overshoots of many tasks add up past the
-global cap. The guard prices the worst case of each call before it is sent (a generous
-estimate of the prompt, plus the reply at its `max_output_tokens`), lowers `max_output_tokens`
-so the call fits what is left of the grant, and refuses the call (a budget stop) when not even
-a short reply fits. A 429 from the provider ends the attempt at once (no in-task retry), so
+The loop prices each call against the agent's own USD limit (`loop.call_budget`), but an
+agent's token limit is a graduated budget counted from a baseline, which its last call may pass.
+A batch's allocation is a hard grant of total tokens and dollars: the guard prices every call
+against what is left of it with the same fitting (a bound on the prompt plus the reply at its
+`max_output_tokens`), shortens the reply to fit, and refuses the call (a budget stop) when not
+even a short reply fits. A 429 from the provider ends the attempt at once (no in-task retry), so
 the batch scheduler can lower its concurrency and requeue the task.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable
 
 from journeyman.core.errors import BudgetExhaustedError, ProviderError
 from journeyman.core.messages import Usage
+from journeyman.loop.call_budget import PromptBound, Remaining, fit_request
 from journeyman.providers.base import (
     Capabilities,
     ModelRequest,
@@ -25,11 +25,8 @@ from journeyman.providers.base import (
     TextCallback,
 )
 
-MIN_REPLY_TOKENS = 64
-"""A call whose reply would have to be shorter than this is not worth making."""
-CHARS_PER_TOKEN_BOUND = 2
-"""Characters per token assumed when bounding a prompt's size: half the usual estimate, so the
-bound stays above what tokenizers report for code and prose."""
+CHARS_PER_ESTIMATED_TOKEN = 4
+"""The estimate the loop's prompt bound doubles (its first bound is two characters a token)."""
 
 Pricer = Callable[[Usage], float | None]
 
@@ -59,8 +56,7 @@ class GrantGuard:
         self.spent_tokens = 0
         self.rate_limited: ProviderError | None = None
         """The 429 that ended the attempt, if one did."""
-        self._last_prompt_tokens = 0
-        self._last_prompt_chars = 0
+        self._bound = PromptBound()
 
     @property
     def name(self) -> str:
@@ -102,43 +98,29 @@ class GrantGuard:
         usage = response.usage
         self.spent_tokens += usage.total_tokens
         self.spent_usd += self.price(usage) or 0.0
-        self._last_prompt_tokens = usage.total_input_tokens
-        self._last_prompt_chars = _prompt_chars(request)
+        estimate = -(-_prompt_chars(request) // CHARS_PER_ESTIMATED_TOKEN)
+        self._bound.learn(estimate, usage.total_input_tokens)
         return response
 
     def _fit(self, request: ModelRequest) -> ModelRequest:
         """`request` with a reply short enough to fit the grant; raises when none fits."""
         if self.usd is None and self.tokens is None:
             return request
-        prompt = self._prompt_bound(request)
-        reply = request.max_output_tokens
-        if self.tokens is not None:
-            reply = min(reply, self.tokens - self.spent_tokens - prompt)
-            if reply < MIN_REPLY_TOKENS:
-                raise _exhausted("tokens", "max_tokens", self.tokens, self.spent_tokens)
-        if self.usd is not None:
-            left = self.usd - self.spent_usd
-            prompt_cost = self.price(Usage(prompt, 0)) or 0.0
-            per_reply_token = self.price(Usage(0, 1)) or 0.0
-            if per_reply_token > 0:
-                reply = min(reply, int((left - prompt_cost) / per_reply_token))
-            elif prompt_cost > left:
-                reply = 0
-            if reply < MIN_REPLY_TOKENS:
-                raise _exhausted("USD", "max_budget_usd", self.usd, self.spent_usd)
-        if reply == request.max_output_tokens:
-            return request
-        return dataclasses.replace(request, max_output_tokens=reply)
+        left = Remaining(
+            tokens=None if self.tokens is None else self.tokens - self.spent_tokens,
+            usd=None if self.usd is None else self.usd - self.spent_usd,
+        )
+        try:
+            return fit_request(request, self._prompt_bound(request), left, self.price)
+        except BudgetExhaustedError as error:
+            what = "USD" if error.details.get("finish_reason") == "max_budget_usd" else "tokens"
+            limit = self.usd if what == "USD" else self.tokens
+            spent = self.spent_usd if what == "USD" else self.spent_tokens
+            raise _exhausted(what, str(error.details["finish_reason"]), limit or 0, spent) from None
 
     def _prompt_bound(self, request: ModelRequest) -> int:
-        """More tokens than the prompt can hold: its characters at two a token, and never less
-        than the last reported prompt plus what was added since."""
-        chars = _prompt_chars(request)
-        bound = -(-chars // CHARS_PER_TOKEN_BOUND)
-        if self._last_prompt_tokens:
-            grown = max(0, chars - self._last_prompt_chars)
-            bound = max(bound, self._last_prompt_tokens + -(-grown // CHARS_PER_TOKEN_BOUND))
-        return bound
+        """More tokens than the prompt can hold (the loop's bound, on this request's size)."""
+        return self._bound.of(-(-_prompt_chars(request) // CHARS_PER_ESTIMATED_TOKEN))
 
 
 def _prompt_chars(request: ModelRequest) -> int:
