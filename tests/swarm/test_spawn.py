@@ -22,7 +22,9 @@ from journeyman.session.store import SessionStore
 from journeyman.swarm import SubagentConfig, enable_subagents
 from journeyman.swarm.spawn import ChildSpec
 from journeyman.swarm.tree import session_tree
+from journeyman.tools.base import ToolArgs, tool
 from journeyman.tools.builtin import default_tools
+from journeyman.tools.context import ToolContext
 
 NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
 PRICE = (10.0, 10.0)
@@ -348,3 +350,31 @@ async def test_children_of_one_turn_run_concurrently_up_to_the_bound(
     assert [
         r.content.endswith(f"job {i} done") for i, r in enumerate(results_of(tree.root_provider, 1))
     ] == [True] * 3
+
+
+class _NoArgs(ToolArgs):
+    pass
+
+
+async def test_tools_see_their_own_session_id_distinct_from_the_run_s(
+    make_tree: Callable[..., Tree],
+) -> None:
+    seen: list[tuple[str, str]] = []
+
+    @tool(args=_NoArgs, read_only=True)
+    def whoami(args: _NoArgs, ctx: ToolContext) -> str:
+        """Say which session ids a tool is given."""
+        seen.append((ctx.session_id, ctx.run_session_id))
+        return "noted"
+
+    tree = make_tree(
+        [turn(ToolCall("w0", "whoami", {})), turn(spawn("ask who", "s1")), turn(text="ok")],
+        {"who": [turn(ToolCall("w1", "whoami", {})), turn(text="asked")]},
+    )
+    tree.root.registry.register(whoami)
+    result = await tree.root.run("who am I?")
+    assert result.success
+    (root_tool_id, root_run_id), (child_tool_id, child_run_id) = seen
+    assert root_run_id == result.session_id and root_tool_id != root_run_id
+    assert child_run_id != root_run_id and child_tool_id not in (child_run_id, root_tool_id)
+    assert tree.store().load_session(child_run_id).parent_id == root_run_id

@@ -291,7 +291,7 @@ def test_the_next_command_journals_an_interrupted_one_if_resume_did_not(
     snaps.begin("echo lost > lost.txt")
     (ws / "lost.txt").write_text("lost\n")  # then the process died
     ctx_changes: list[FileChangeIntent] = []
-    ctx = ToolContext(workspace=ws, session_id=session, journal=ctx_changes.append)
+    ctx = ToolContext(workspace=ws, run_session_id=session, journal=ctx_changes.append)
     result = asyncio.run(RunCommandTool().execute(RunCommandArgs(command="true"), ctx))
     assert [(c.path, c.after) for c in ctx_changes] == [("lost.txt", "lost\n")]
     assert "interrupted" in result.content and "lost.txt" in result.content

@@ -17,7 +17,7 @@ from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState
 from journeyman.policy.hooks import HookEvent
 from journeyman.policy.permissions import PermissionGate
-from journeyman.tools.context import ToolContext
+from journeyman.tools.context import ToolContext, tool_session_id
 from journeyman.tools.registry import ToolRegistry
 
 UNLIMITED_CALLS = 1_000_000
@@ -47,7 +47,8 @@ class ToolRunner:
         one at a time, keeping the model's order in the returned results."""
         ctx = ToolContext(
             self.workspace,
-            session_id=state.session_id,
+            session_id=tool_session_id(state.session_id),
+            run_session_id=state.session_id,
             iteration=state.iterations,
             journal=self.recorder.journal if self.recorder else None,
         )

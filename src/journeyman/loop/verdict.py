@@ -63,7 +63,7 @@ from journeyman.policy.permissions import (
 )
 from journeyman.session.store import SessionStore
 from journeyman.tools.base import ToolKind
-from journeyman.tools.context import ToolContext
+from journeyman.tools.context import ToolContext, tool_session_id
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 
@@ -332,7 +332,8 @@ class Verdict:
         runner = self._command_runner(timeout)
         ctx = ToolContext(
             self.workspace,
-            session_id=state.session_id,
+            session_id=tool_session_id(state.session_id),
+            run_session_id=state.session_id,
             iteration=state.iterations,
             journal=self.journal(),
         )

@@ -258,7 +258,7 @@ class SpawnAgentTool:
 
     async def execute(self, args: SpawnAgentArgs, ctx: ToolContext) -> ToolResult:
         runtime = self.runtime
-        turn = (ctx.session_id, ctx.iteration)
+        turn = (ctx.run_session_id, ctx.iteration)
         runtime._per_turn[turn] += 1
         if runtime._per_turn[turn] > runtime.config.max_children_per_turn:
             return fail(
@@ -311,7 +311,7 @@ class SpawnAgentTool:
             session_id=child_id,
             cwd=str(parent.workspace),
             prompt=args.task,
-            parent_session_id=ctx.session_id,
+            parent_session_id=ctx.run_session_id,
             extra={
                 "depth": runtime.depth + 1,
                 "write": args.write,
@@ -331,14 +331,13 @@ class SpawnAgentTool:
                     error="hook",
                 )
             child = self._build_child(args, granted)
+            parent_id = ctx.run_session_id
             async with runtime.parallel:
                 if args.write:
                     async with runtime.writer:
-                        result = await self._drive(
-                            child, args.task, child_id, ctx.session_id, store
-                        )
+                        result = await self._drive(child, args.task, child_id, parent_id, store)
                 else:
-                    result = await self._drive(child, args.task, child_id, ctx.session_id, store)
+                    result = await self._drive(child, args.task, child_id, parent_id, store)
             spent = _tree_spending(child)  # settled in `finally` too, when cut off
             await parent.hooks.run(
                 HookEvent.SUBAGENT_STOP,
@@ -399,12 +398,12 @@ class SpawnAgentTool:
         """Stable across a resume: the parent, its turn, and the call (task and options, and
         which occurrence of that same call in the turn)."""
         call = f"{args.task}\x00{args.write}\x00{args.mode.value}"
-        key = (ctx.session_id, ctx.iteration, call)
+        key = (ctx.run_session_id, ctx.iteration, call)
         self.runtime._same_task[key] += 1
         digest = hashlib.sha256(
-            f"{ctx.session_id}\x00{ctx.iteration}\x00{call}\x00{self.runtime._same_task[key]}".encode()
+            f"{ctx.run_session_id}\x00{ctx.iteration}\x00{call}\x00{self.runtime._same_task[key]}".encode()
         ).hexdigest()[:8]
-        return f"{ctx.session_id}-sub{ctx.iteration}-{digest}"
+        return f"{ctx.run_session_id}-sub{ctx.iteration}-{digest}"
 
 
 def _tree_spending(child: Agent) -> Amount:

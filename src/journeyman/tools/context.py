@@ -66,10 +66,21 @@ caches): left out of the workspace index and of command snapshots even when no .
 names them."""
 
 
+def tool_session_id(run_session_id: str) -> str:
+    """The session id tools see for the run `run_session_id`: stable across resumes, and never
+    the run's own id (the seed keeps the two apart, so that a tool keying its own state on it
+    holds no handle on the session store)."""
+    return f"{run_session_id}.tools" if run_session_id else ""
+
+
 @dataclass
 class ToolContext:
     workspace: Path
     session_id: str = ""
+    """The id tools see (`tool_session_id` of the run): key a tool's own state on it."""
+    run_session_id: str = ""
+    """The run's id in the session store, as the loop, hooks and storage use it; the harness's
+    own tools (the command journal, spawn_agent) key on it."""
     iteration: int = 0
     env_passthrough: tuple[str, ...] = ()
     """Environment variables passed to commands even though they look secret."""

@@ -282,9 +282,9 @@ class RunCommandTool(BaseTool):
         the run keeps no journal (or journaling is off, or impossible: then `notes` says so)."""
         if not self.journal_changes or ctx.journal is None:
             return None
-        key = (ctx.workspace, ctx.session_id)
+        key = (ctx.workspace, ctx.run_session_id)
         if key not in self._snapshots:
-            self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.session_id)
+            self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.run_session_id)
         snapshots = self._snapshots[key]
         try:
             # a command of this session killed with an earlier process, never reconciled
