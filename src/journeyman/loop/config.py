@@ -68,6 +68,10 @@ class AgentConfig(BaseModel):
     know or to override it; None uses the database."""
     max_total_tokens: int | None = Field(default=None, gt=0)
     """Token budget of the session (input + output since the baseline); None means none."""
+    hard_token_limit: bool = False
+    """Make `max_total_tokens` a cap on every token billed (no baseline), with each call priced
+    before it is sent so the cap is never passed: how subagents, swarm workers and batch tasks
+    run on an allocation granted from a shared pool."""
     max_duration_s: float | None = Field(default=None, gt=0)
     """Wall-clock seconds one run may last; None means no time limit."""
     budget_mode: BudgetMode = BudgetMode.STRICT

@@ -165,13 +165,18 @@ class ModelCalls:
         )
 
     def _fit(self, request: ModelRequest, estimate: int) -> ModelRequest:
-        """`request` with a reply short enough that the call cannot overrun the run's USD limit;
-        raises when no useful reply fits. (The token limit is a graduated budget, not a cap: its
-        last call may overshoot it, as the seed's enforcement levels expect.)"""
-        limit = self.economics.limits.max_usd
-        if limit is None:
+        """`request` with a reply short enough that the call cannot overrun the run's USD limit
+        (or its token limit, when that is a hard cap on a granted allocation); raises when no
+        useful reply fits. Otherwise the token limit is a graduated budget, not a cap: its last
+        call may pass it, as the seed's enforcement levels expect."""
+        limits, economics = self.economics.limits, self.economics
+        usd_left = None if limits.max_usd is None else limits.max_usd - (economics.cost_usd or 0)
+        tokens_left = None
+        if self.config.hard_token_limit and limits.max_total_tokens is not None:
+            tokens_left = limits.max_total_tokens - economics.total_tokens
+        if usd_left is None and tokens_left is None:
             return request
-        left = Remaining(usd=limit - (self.economics.cost_usd or 0.0))
+        left = Remaining(tokens=tokens_left, usd=usd_left)
         return fit_request(request, self.prompt_bound.of(estimate), left, self.cost)
 
     def _calibrate(

@@ -611,6 +611,7 @@ class Swarm:
                 "journal_commands": False,
                 "max_iterations": min(self.agent_config.max_iterations, budget.max_iterations),
                 "max_total_tokens": tokens,
+                "hard_token_limit": True,  # an allocation from the swarm's pool: never passed
                 "max_budget_usd": granted.usd,
                 "session_dir": self.session_root,
             }

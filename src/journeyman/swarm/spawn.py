@@ -378,6 +378,7 @@ class SpawnAgentTool:
                 if granted.tokens is not None
                 else limits.max_total_tokens,
                 "max_budget_usd": granted.usd if granted.usd is not None else limits.max_usd,
+                "hard_token_limit": True,  # an allocation from the pool: never passed
                 "session_dir": parent.session_root,
                 "max_duration_s": min(
                     runtime.config.child_timeout_s,
