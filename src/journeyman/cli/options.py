@@ -43,7 +43,12 @@ BaseUrlOpt = Annotated[
 ]
 ToolFormatOpt = Annotated[
     str | None,
-    typer.Option(help="native (default), or text for models without tool calling."),
+    typer.Option(
+        "--tool-format",
+        "--tool-mode",
+        help="How tools reach the model: auto (default: detected and recorded per server and "
+        "model), native, json_schema, grammar, or text.",
+    ),
 ]
 MaxIterationsOpt = Annotated[
     int | None, typer.Option(min=1, help="Stop after N model turns (default 50).")

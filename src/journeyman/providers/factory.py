@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.redact import remember_secret, remember_url_credentials
 from journeyman.providers.base import Provider
+from journeyman.providers.tool_modes import ToolModeChoice
 
 ProviderName = Literal["anthropic", "openai"]
 
@@ -52,9 +53,10 @@ def create_provider(
     base_url: str | None = None,
     *,
     api_key: str | None = None,
-    tool_format: Literal["native", "text"] = "native",
+    tool_format: ToolModeChoice = "auto",
     timeout_s: float = 120.0,
     env: Mapping[str, str] | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> Provider:
     """Build a provider from a "provider:model" spec, a provider name, or the environment.
 
@@ -64,8 +66,9 @@ def create_provider(
     `spec` None picks the provider from the environment (see `detect_provider`); a model in
     the spec and `model` must agree. `api_key` defaults to the provider's environment
     variable; `timeout_s` bounds each network read (the whole call is bounded by the
-    resilient wrapper). Raises `ConfigurationError` saying what to set when something is
-    missing or unknown.
+    resilient wrapper). `tool_format` says how tools reach an OpenAI-compatible model ("auto"
+    detects it; see `tool_modes`), and `on_notice` hears what detection found. Raises
+    `ConfigurationError` saying what to set when something is missing or unknown.
     """
     env = os.environ if env is None else env
     remember_url_credentials(base_url)  # never shown to the model in tool output
@@ -117,6 +120,7 @@ def create_provider(
             base_url=url,
             timeout=timeout_s,
             tool_format=tool_format,
+            on_notice=on_notice,
         )
     known = ", ".join(sorted(DEFAULT_MODELS))
     raise ConfigurationError(
