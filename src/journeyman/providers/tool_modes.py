@@ -150,8 +150,19 @@ def grammar_for(schema: dict[str, Any]) -> str:
     return str(json_schema_to_gbnf(json.dumps(schema)))
 
 
+def _first_sentence(text: str) -> str:
+    line = text.strip().split("\n\n")[0].replace("\n", " ")
+    head, dot, _ = line.partition(". ")
+    return f"{head}." if dot else line
+
+
 def render_instructions(tools: Sequence[ToolSpec]) -> str:
-    """The system-prompt appendix of the constrained modes: the reply shapes and the tools."""
+    """The system-prompt appendix of the constrained modes: the reply shapes and the tools.
+
+    Each tool gets one line (its arguments, `?` marking optional ones, and the first sentence
+    of its description): the constraint already holds the full schemas, and a small model's
+    prompt stays short.
+    """
     lines = [
         "# Tools",
         "",
@@ -160,11 +171,13 @@ def render_instructions(tools: Sequence[ToolSpec]) -> str:
         "and its result arrives in the next message. When the task is done, write",
         f'{{"{ANSWER_KEY}": "<what you did and found>"}}.',
         "",
-        "## Available tools",
+        "Tools:",
     ]
     for tool in tools:
-        schema = json.dumps(tool.parameters, ensure_ascii=False, sort_keys=True)
-        lines += ["", f"### {tool.name}", tool.description.strip(), f"Arguments schema: {schema}"]
+        properties = tool.parameters.get("properties") or {}
+        required = set(tool.parameters.get("required") or ())
+        names = ", ".join(n if n in required else f"{n}?" for n in properties)
+        lines.append(f"- {tool.name}({names}): {_first_sentence(tool.description)}")
     return "\n".join(lines)
 
 
