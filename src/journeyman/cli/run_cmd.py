@@ -136,6 +136,7 @@ def _launch(
             options.base_url,
             tool_format=options.tool_format,
             on_notice=lambda text: typer.echo(f"journeyman: note: {text}", err=True),
+            discover_local=True,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

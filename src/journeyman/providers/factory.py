@@ -37,6 +37,24 @@ def detect_provider(env: Mapping[str, str] | None = None) -> ProviderName | None
     return None
 
 
+def _local_server(
+    env: Mapping[str, str], model: str | None, on_notice: Callable[[str], None] | None
+) -> tuple[str, str]:
+    """(base URL, model) of the local server found, or the configuration help."""
+    from journeyman.providers.local_servers import find_local_server, pick_model, ports_tried
+
+    server = find_local_server(env)
+    if server is None:
+        raise ConfigurationError(
+            f"{HOW_TO_CONFIGURE}\n(No local OpenAI-compatible server answered on 127.0.0.1: "
+            f"{ports_tried(env)}.)"
+        )
+    chosen = pick_model(server, model or env.get("JOURNEYMAN_MODEL"))
+    if on_notice is not None:
+        on_notice(f"using the {server.name} server found at {server.base_url}, model {chosen}")
+    return server.base_url, chosen
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split "provider:model" (or just "provider") into its parts.
 
@@ -57,6 +75,7 @@ def create_provider(
     timeout_s: float = 120.0,
     env: Mapping[str, str] | None = None,
     on_notice: Callable[[str], None] | None = None,
+    discover_local: bool = False,
 ) -> Provider:
     """Build a provider from a "provider:model" spec, a provider name, or the environment.
 
@@ -67,7 +86,9 @@ def create_provider(
     the spec and `model` must agree. `api_key` defaults to the provider's environment
     variable; `timeout_s` bounds each network read (the whole call is bounded by the
     resilient wrapper). `tool_format` says how tools reach an OpenAI-compatible model ("auto"
-    detects it; see `tool_modes`), and `on_notice` hears what detection found. Raises
+    detects it; see `tool_modes`), and `on_notice` hears what detection found. With
+    `discover_local`, when nothing is configured, a server on the usual local ports is used
+    (see `local_servers`). Raises
     `ConfigurationError` saying what to set when something is missing or unknown.
     """
     env = os.environ if env is None else env
@@ -84,6 +105,8 @@ def create_provider(
     if chosen is None:
         if base_url:
             chosen = "openai"
+        elif discover_local:
+            chosen, base_url, model = "openai", *_local_server(env, model, on_notice)
         else:
             raise ConfigurationError(HOW_TO_CONFIGURE)
     if chosen == "anthropic":
