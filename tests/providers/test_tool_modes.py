@@ -242,3 +242,24 @@ def test_the_record_lives_in_the_user_config_dir_not_the_workspace(tmp_path: Pat
     assert tool_modes.records_path({"JOURNEYMAN_CONFIG_DIR": str(tmp_path)}) == (
         tmp_path / "tool_modes.json"
     )
+
+
+def test_optional_arguments_with_number_bounds_are_left_out_of_the_constraint() -> None:
+    """llama.cpp's grammars cannot keep `offset` at 1 or more: the tool's default is used."""
+    paged = ToolSpec(
+        "read_file",
+        "Read a file.",
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 1},
+                "limit": {"anyOf": [{"type": "integer", "maximum": 9}, {"type": "null"}]},
+                "count": {"type": "integer", "minimum": 0},
+            },
+            "required": ["path", "count"],
+        },
+    )
+    arguments = tool_modes.call_shape(paged)["properties"]["arguments"]
+    assert list(arguments["properties"]) == ["path", "count"]
+    assert "- read_file(path, count): Read a file." in tool_modes.render_instructions((paged,))

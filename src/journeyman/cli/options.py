@@ -34,7 +34,10 @@ WorkspaceOpt = Annotated[
 ]
 ProviderOpt = Annotated[
     str | None,
-    typer.Option(help="anthropic or openai; auto-detected from the environment if omitted."),
+    typer.Option(
+        help="anthropic, openai (any OpenAI-compatible server) or local (an embedded .gguf "
+        "model); detected from the environment or a local server if omitted."
+    ),
 ]
 ModelOpt = Annotated[str | None, typer.Option(help="Model name (provider default if omitted).")]
 BaseUrlOpt = Annotated[

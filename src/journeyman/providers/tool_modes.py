@@ -89,9 +89,39 @@ def tools_were_dropped(
 # --------------------------------------------------------------------------- constrained replies
 
 
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+"""Number bounds, which llama.cpp's schema-to-grammar converter does not enforce."""
+
+
+def _has_bounds(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    options = [*schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    return any(key in schema for key in BOUNDS) or any(_has_bounds(o) for o in options)
+
+
+def constrained_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's argument schema as a constrained reply can keep to it.
+
+    Optional arguments with number bounds are left out: the grammar could not keep a model
+    inside the bounds (a small model writes `"offset": 0` where 1 is the least), and without
+    them the tool uses its defaults.
+    """
+    shaped = dict(parameters) or {"type": "object"}
+    properties = shaped.get("properties")
+    if isinstance(properties, dict):
+        required = set(shaped.get("required") or ())
+        shaped["properties"] = {
+            name: schema
+            for name, schema in properties.items()
+            if name in required or not _has_bounds(schema)
+        }
+    return shaped
+
+
 def call_shape(tool: ToolSpec) -> dict[str, Any]:
     """The JSON schema of one call of `tool`: `{"tool": <its name>, "arguments": {...}}`."""
-    parameters = dict(tool.parameters) or {"type": "object"}
+    parameters = constrained_parameters(tool.parameters)
     return {
         "type": "object",
         "properties": {"tool": {"type": "string", "enum": [tool.name]}, "arguments": parameters},
@@ -174,8 +204,9 @@ def render_instructions(tools: Sequence[ToolSpec]) -> str:
         "Tools:",
     ]
     for tool in tools:
-        properties = tool.parameters.get("properties") or {}
-        required = set(tool.parameters.get("required") or ())
+        parameters = constrained_parameters(tool.parameters)
+        properties = parameters.get("properties") or {}
+        required = set(parameters.get("required") or ())
         names = ", ".join(n if n in required else f"{n}?" for n in properties)
         lines.append(f"- {tool.name}({names}): {_first_sentence(tool.description)}")
     return "\n".join(lines)
