@@ -263,3 +263,24 @@ def test_optional_arguments_with_number_bounds_are_left_out_of_the_constraint() 
     arguments = tool_modes.call_shape(paged)["properties"]["arguments"]
     assert list(arguments["properties"]) == ["path", "count"]
     assert "- read_file(path, count): Read a file." in tool_modes.render_instructions((paged,))
+
+
+def test_references_of_a_tool_schema_are_inlined_in_the_reply_schema() -> None:
+    """Inside the reply schema, a tool's `#/$defs/...` would point at the wrong root."""
+    noting = ToolSpec(
+        "note",
+        "Keep a note.",
+        {
+            "$defs": {"Kind": {"enum": ["plan", "task"], "type": "string"}},
+            "type": "object",
+            "properties": {"kind": {"$ref": "#/$defs/Kind", "description": "which"}},
+            "required": ["kind"],
+        },
+    )
+    arguments = tool_modes.call_shape(noting)["properties"]["arguments"]
+    assert "$defs" not in arguments
+    assert arguments["properties"]["kind"] == {
+        "enum": ["plan", "task"],
+        "type": "string",
+        "description": "which",
+    }

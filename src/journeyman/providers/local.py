@@ -177,15 +177,17 @@ class LocalProvider:
         }
         if request.temperature is not None:
             arguments["temperature"] = request.temperature
-        if request.tools:
-            arguments["grammar"] = self._grammar(request)
         async with self._lock:  # one llama.cpp context: one generation at a time
             try:
+                if request.tools:
+                    arguments["grammar"] = self._grammar(request)
                 completion = await asyncio.to_thread(
                     self._llama.create_chat_completion, **arguments
                 )
-            except (ValueError, RuntimeError) as error:
-                raise LLMError(f"local: llama.cpp failed on {self._path.name}: {error}") from error
+            except Exception as error:  # llama.cpp's bindings raise all kinds; none is ours
+                raise LLMError(
+                    f"local: llama.cpp failed on {self._path.name}: {type(error).__name__}: {error}"
+                ) from error
         choice = completion["choices"][0]
         text = choice["message"].get("content") or ""
         usage = completion.get("usage") or {}

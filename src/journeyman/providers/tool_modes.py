@@ -100,6 +100,26 @@ def _has_bounds(schema: Any) -> bool:
     return any(key in schema for key in BOUNDS) or any(_has_bounds(o) for o in options)
 
 
+def _inline_refs(schema: Any, defs: Mapping[str, Any], depth: int) -> Any:
+    """`schema` with its local `#/$defs/...` references replaced by what they name.
+
+    A tool's schema sits inside the reply schema, where its references would no longer
+    resolve. A reference nested deeper than a few levels (a recursive type) becomes "any".
+    """
+    if isinstance(schema, list):
+        return [_inline_refs(item, defs, depth) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    reference = schema.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/$defs/"):
+        target = defs.get(reference.removeprefix("#/$defs/"))
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        if not isinstance(target, dict) or depth > 5:
+            return rest
+        return _inline_refs({**target, **rest}, defs, depth + 1)
+    return {k: _inline_refs(v, defs, depth) for k, v in schema.items() if k != "$defs"}
+
+
 def constrained_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     """A tool's argument schema as a constrained reply can keep to it.
 
@@ -107,7 +127,8 @@ def constrained_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     inside the bounds (a small model writes `"offset": 0` where 1 is the least), and without
     them the tool uses its defaults.
     """
-    shaped = dict(parameters) or {"type": "object"}
+    shaped = _inline_refs(dict(parameters), parameters.get("$defs") or {}, depth=0)
+    shaped = shaped or {"type": "object"}
     properties = shaped.get("properties")
     if isinstance(properties, dict):
         required = set(shaped.get("required") or ())
@@ -177,7 +198,12 @@ def grammar_for(schema: dict[str, Any]) -> str:
             "the grammar tool format needs llama-cpp-python: pip install 'journeyman[local]' "
             "(or use --tool-format json_schema or text)"
         ) from error
-    return str(json_schema_to_gbnf(json.dumps(schema)))
+    try:
+        return str(json_schema_to_gbnf(json.dumps(schema)))
+    except Exception:  # a schema the converter cannot read: any JSON, checked on arrival
+        from llama_cpp.llama_grammar import JSON_GBNF
+
+        return str(JSON_GBNF)
 
 
 def _first_sentence(text: str) -> str:
