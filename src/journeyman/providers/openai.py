@@ -129,6 +129,11 @@ class _StreamState:
             self.finish = choice.finish_reason or self.finish
 
 
+def _can_build_grammars() -> bool:
+    """GBNF grammars are built by llama-cpp-python's converter (the `local` extra)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
 def _is_openai_host(base_url: str | None) -> bool:
     return base_url is None or (urlsplit(base_url).hostname or "").endswith("openai.com")
 
@@ -199,7 +204,7 @@ class OpenAIProvider:
             if tool_format == "json_schema" and not _is_openai_host(resolved_url):
                 # llama.cpp's servers read this shape; OpenAI-style servers the other one
                 self.response_format_style = "json_object"
-        if self.tool_format == "grammar" and importlib.util.find_spec("llama_cpp") is None:
+        if self.tool_format == "grammar" and not _can_build_grammars():
             raise ConfigurationError(
                 f"{name}: the grammar tool format builds its grammars with llama-cpp-python, "
                 "which is not installed; pip install 'journeyman[local]', or use "
@@ -211,6 +216,8 @@ class OpenAIProvider:
             self.tool_mode_reason = "OpenAI's API has native tool calls"
             return
         record = self._mode_records().get(self._base_url, self._model)
+        if record is not None and record.mode == "grammar" and not _can_build_grammars():
+            record = None  # found when llama-cpp-python was installed: look again
         if record is None:
             self._detect_pending = True
             self.tool_mode_reason = "checked on the first reply"
@@ -344,7 +351,7 @@ class OpenAIProvider:
             body = {"response_format": tool_modes.response_format(PROBE_SCHEMA, style)}
             if await self._probe_answers(body):
                 return ToolModeRecord("json_schema", style, f"{why}; response_format works")
-        if importlib.util.find_spec("llama_cpp") is not None and await self._probe_answers(
+        if _can_build_grammars() and await self._probe_answers(
             {"grammar": PROBE_GRAMMAR}
         ):
             return ToolModeRecord("grammar", None, f"{why}; GBNF grammars work")
