@@ -284,3 +284,12 @@ def test_references_of_a_tool_schema_are_inlined_in_the_reply_schema() -> None:
         "type": "string",
         "description": "which",
     }
+
+
+async def test_the_seed_goes_with_every_request(
+    fake_openai: FakeOpenAIServer, records: ToolModeRecords
+) -> None:
+    fake_openai.enqueue(reply("Done.", input_tokens=900))
+    model = provider(fake_openai, records, seed=7)
+    await model.complete(request())
+    assert bodies(fake_openai)[0]["seed"] == 7

@@ -19,7 +19,7 @@ DEFAULT_MODELS: dict[str, str] = {
     "local": "smollm2-135m",
 }
 SEED_ENV = "JOURNEYMAN_SEED"
-"""Sampling seed of the embedded model (runs repeat exactly with the same seed)."""
+"""Sampling seed of the embedded model and of OpenAI-compatible requests (`seed`)."""
 
 HOW_TO_CONFIGURE = """\
 No model provider is configured. Pick one:
@@ -58,6 +58,15 @@ def _local_server(
     if on_notice is not None:
         on_notice(f"using the {server.name} server found at {server.base_url}, model {chosen}")
     return server.base_url, chosen
+
+
+def _seed(env: Mapping[str, str]) -> int | None:
+    seed = env.get(SEED_ENV)
+    if seed is None or not seed.strip():
+        return None
+    if not seed.strip().lstrip("-").isdigit():
+        raise ConfigurationError(f"{SEED_ENV}={seed!r} is not a whole number")
+    return int(seed)
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -149,16 +158,13 @@ def create_provider(
             timeout=timeout_s,
             tool_format=tool_format,
             on_notice=on_notice,
+            seed=_seed(env),
         )
     if chosen == "local":
         from journeyman.providers.local import LocalProvider
 
-        seed = env.get(SEED_ENV)
-        if seed is not None and not seed.strip().lstrip("-").isdigit():
-            raise ConfigurationError(f"{SEED_ENV}={seed!r} is not a whole number")
         return LocalProvider(
-            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["local"],
-            seed=int(seed) if seed is not None else None,
+            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["local"], seed=_seed(env)
         )
     known = ", ".join(sorted(DEFAULT_MODELS))
     raise ConfigurationError(

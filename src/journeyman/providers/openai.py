@@ -84,6 +84,7 @@ class _ChatParams(TypedDict):
     temperature: float | Omit
     max_tokens: int | Omit
     max_completion_tokens: int | Omit
+    seed: int | Omit
     extra_body: dict[str, Any] | None
 
 
@@ -154,12 +155,14 @@ class OpenAIProvider:
         name: str = "openai",
         mode_records: ToolModeRecords | None = None,
         on_notice: Callable[[str], None] | None = None,
+        seed: int | None = None,
     ) -> None:
         """`api_key`/`base_url` default to OPENAI_API_KEY/OPENAI_BASE_URL. A server other than
         OpenAI's may need no key. `max_output_tokens` overrides the request's limit.
 
         `tool_format` "auto" reads and writes the detected mode in `mode_records` (default: the
-        user's config directory); `on_notice` is told when detection changes the mode."""
+        user's config directory); `on_notice` is told when detection changes the mode. `seed`
+        is sent with every request (servers that sample with it repeat their replies)."""
         resolved_url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
@@ -188,6 +191,7 @@ class OpenAIProvider:
         self._calls_made = 0
         """Numbers generated call ids (text tool calls, calls a server sent without an id)."""
         self._records = mode_records
+        self.seed = seed
         self._on_notice = on_notice
         self._last_prompt_tokens: int | None = None
         """The prompt size the server reported for the last reply (None: not reported)."""
@@ -351,9 +355,7 @@ class OpenAIProvider:
             body = {"response_format": tool_modes.response_format(PROBE_SCHEMA, style)}
             if await self._probe_answers(body):
                 return ToolModeRecord("json_schema", style, f"{why}; response_format works")
-        if _can_build_grammars() and await self._probe_answers(
-            {"grammar": PROBE_GRAMMAR}
-        ):
+        if _can_build_grammars() and await self._probe_answers({"grammar": PROBE_GRAMMAR}):
             return ToolModeRecord("grammar", None, f"{why}; GBNF grammars work")
         return ToolModeRecord("text", None, f"{why}; no constrained output works")
 
@@ -403,6 +405,7 @@ class OpenAIProvider:
             ),
             tools=[to_openai_tool(t) for t in request.tools] if native and request.tools else omit,
             temperature=omit if request.temperature is None else request.temperature,
+            seed=omit if self.seed is None else self.seed,
             max_completion_tokens=limit if self._uses_completion_tokens_field else omit,
             max_tokens=omit if self._uses_completion_tokens_field else limit,
             extra_body=extra_body,
