@@ -20,7 +20,7 @@ def open_store(root: str, start: object) -> str:
 def test_a_new_store_opened_by_several_processes_at_once_is_created_once(
     tmp_path: Path,
 ) -> None:
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")  # no threads of the suite inherited
     failures = []
     with context.Manager() as manager, context.Pool(4) as pool:
         for trial in range(8):

@@ -150,6 +150,9 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "max_consecutive_mistakes": not_above,
     "max_budget_usd": not_above,
     "max_total_tokens": not_above,
+    "hard_token_limit": only(
+        True, f"a workspace may make the token limit a hard cap, not a softer one; {USER_ONLY}"
+    ),
     "max_duration_s": not_above,
     "extension_share": not_above,
     "exploration_saturation": not_above,

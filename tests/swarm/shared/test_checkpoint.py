@@ -63,7 +63,7 @@ def test_nodes_share_what_they_learned_through_redis(redis_url: str) -> None:
 def test_processes_syncing_through_one_sqlite_file_learn_everything(tmp_path: Path) -> None:
     path = str(tmp_path / "swarm.db")
     nodes, failures = 3, 12
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")  # no threads of the suite inherited
     processes = [
         context.Process(target=node_learns, args=(path, n, failures)) for n in range(nodes)
     ]

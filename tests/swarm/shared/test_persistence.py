@@ -115,7 +115,7 @@ def test_a_damaged_json_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_concurrent_json_writers_leave_one_whole_file(tmp_path: Path) -> None:
     directory = tmp_path / "state"
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")  # no threads of the suite inherited
     processes = [
         context.Process(target=json_writer, args=(str(directory), n, 40)) for n in range(3)
     ]
@@ -160,7 +160,7 @@ def test_sqlite_update_reads_changes_and_writes_one_key(tmp_path: Path) -> None:
 def test_several_processes_writing_one_sqlite_file_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.db")
     writers, keys, increments = 4, 200, 50
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")  # no threads of the suite inherited
     processes = [
         context.Process(target=sqlite_writer, args=(path, n, keys, increments))
         for n in range(writers)
