@@ -33,7 +33,7 @@ from journeyman.cli.options import (
     parse_price,
 )
 from journeyman.cli.sessions_cmd import session_root_problem
-from journeyman.cli.terminal import printable, printable_json
+from journeyman.core.display import printable, printable_json
 from journeyman.core.errors import ConfigurationError
 from journeyman.session.redact import Redactor
 from journeyman.session.store import default_session_root

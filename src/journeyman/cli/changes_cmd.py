@@ -21,7 +21,7 @@ from journeyman.cli.sessions_cmd import (
     open_store,
     resolve_session,
 )
-from journeyman.cli.terminal import printable
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.session.undo import FileChangeTracker, UndoResult
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
-from journeyman.cli.terminal import printable, printable_json
+from journeyman.core.display import printable, printable_json
 
 SUITE_FILE = "suite.jsonl"
 COMPARE = "compare"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from journeyman.cli.terminal import printable
+from journeyman.core.display import printable
 
 if TYPE_CHECKING:
     from journeyman.core.events import Event

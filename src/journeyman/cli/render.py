@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from journeyman.cli.options import OutputFormat
-from journeyman.cli.terminal import printable, printable_json
 from journeyman.core import events as ev
+from journeyman.core.display import printable, printable_json
 from journeyman.core.events import event_to_dict
 from journeyman.core.result import RunResult
 from journeyman.core.text import one_line

@@ -9,7 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from journeyman.cli.terminal import printable
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.text import clip
 from journeyman.policy.settings import trusted_from_data

@@ -45,7 +45,7 @@ from journeyman.cli.options import (
     WorkspaceOpt,
     given_limits,
 )
-from journeyman.cli.terminal import printable, printable_json
+from journeyman.core.display import printable, printable_json
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config import ModeName
 from journeyman.loop.config_file import load_config

@@ -15,8 +15,8 @@ from textual.binding import Binding
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
-from journeyman.cli.terminal import printable
 from journeyman.core import events as ev
+from journeyman.core.display import printable
 from journeyman.core.messages import Role
 from journeyman.core.result import RunResult
 from journeyman.economics.budget import ExtensionRequest

@@ -13,9 +13,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from journeyman.cli.approver import describe_call
-from journeyman.cli.terminal import printable
+from journeyman.core.display import printable
 from journeyman.economics.budget import ExtensionRequest
+from journeyman.policy.call_description import describe_call
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
 from journeyman.tui.widgets import styled_diff
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from journeyman.cli.terminal import printable
+from journeyman.core.display import printable
 from journeyman.core.errors import AgentError
 from journeyman.loop.config import ModeName
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig

@@ -10,9 +10,9 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
-from journeyman.cli.approver import describe_call
-from journeyman.cli.terminal import printable
+from journeyman.core.display import printable
 from journeyman.core.messages import ToolCall, ToolResult
+from journeyman.policy.call_description import describe_call
 
 RESULT_CHARS_SHOWN = 20_000
 """Characters of a tool result an expanded card shows; the rest is counted, not rendered."""

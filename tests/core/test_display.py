@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from journeyman.cli.terminal import printable, printable_json
+from journeyman.core.display import printable, printable_json
 
 OSC52_CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x1b\\"
 TITLE = "\x1b]0;innocent\x07"

@@ -1,0 +1,72 @@
+"""A tool call as a person approving it must see it: a command whole and escaped, an edit as a
+diff against the file as it is now, anything else as its arguments. Shared by every surface that
+asks (the command line's prompt, the terminal app's dialog)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from journeyman.core.display import command_for_approval, printable
+
+DIFF_LINES_SHOWN = 400
+"""Lines of an edit's diff shown in an approval question; the rest is counted, not shown."""
+
+
+def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") -> str:
+    """What the user approves, in full: a command whole and escaped, an edit as a diff, any
+    other call as its arguments in JSON. Nothing from the model reaches the terminal raw."""
+    if isinstance(args.get("command"), str):
+        return _indent("$ " + command_for_approval(args["command"]))
+    path = args.get("path")
+    if isinstance(path, str) and isinstance(args.get("old_string"), str):
+        diff = _diff(path, args["old_string"], str(args.get("new_string", "")))
+        every = " (every occurrence)" if args.get("replace_all") else ""
+        return _indent(f"edit {printable(path)}{every}:\n{diff}")
+    if isinstance(path, str) and isinstance(args.get("content"), str):
+        exists, before = _current_text(workspace, path)
+        verb = "overwrite" if exists else "create"
+        unseen = " (its current content cannot be shown)" if exists and before is None else ""
+        diff = _diff(path, before or "", args["content"])
+        return _indent(f"{verb} {printable(path)}{unseen}:\n{diff}")
+    if isinstance(args.get("patch"), str):
+        return _indent("patch:\n" + _capped(printable(args["patch"]).splitlines()))
+    return _indent(printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str)))
+
+
+def _diff(path: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=2
+    )
+    return _capped([printable(line) for line in lines]) or "(no change)"
+
+
+def _capped(lines: list[str]) -> str:
+    if len(lines) <= DIFF_LINES_SHOWN:
+        return "\n".join(lines)
+    hidden = len(lines) - DIFF_LINES_SHOWN
+    return "\n".join(
+        [*lines[:DIFF_LINES_SHOWN], f"... {hidden} more lines not shown; answer no if unsure"]
+    )
+
+
+def _current_text(workspace: str, path: str) -> tuple[bool, str | None]:
+    """Whether the file exists, and its text when it is a small readable text file inside the
+    workspace."""
+    root = Path(workspace or ".").resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root) or not target.exists():
+        return False, None
+    try:
+        if not target.is_file() or target.stat().st_size > 2_000_000:
+            return True, None
+        return True, target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True, None
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  │ " + line for line in text.splitlines() or [""])
