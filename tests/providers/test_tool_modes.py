@@ -293,3 +293,63 @@ async def test_the_seed_goes_with_every_request(
     model = provider(fake_openai, records, seed=7)
     await model.complete(request())
     assert bodies(fake_openai)[0]["seed"] == 7
+
+
+def test_a_raw_newline_inside_a_string_is_read_as_written() -> None:
+    """A 135M model wrote this three times in a row; strict JSON refuses the bare newline,
+    which left the run without a single call."""
+    text = '{ "tool": "read_file", "arguments": { "path" : "calc/ops.py\n# the file" }}'
+    _, calls, format_error = tool_modes.parse_reply(text, (READ,), "call-1")
+    assert format_error is None
+    assert calls == [ToolCall("call-1", "read_file", {"path": "calc/ops.py\n# the file"})]
+
+
+EDIT = ToolSpec(
+    "edit_file",
+    "Replace text in a file.",
+    {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "maxLength": 50},
+            "old": {"type": "string"},
+            "new": {"type": "string"},
+            "count": {"type": "integer"},
+        },
+        "required": ["path", "old", "new"],
+    },
+)
+
+
+def test_strings_of_a_constrained_reply_are_bounded_to_fit_its_token_limit() -> None:
+    """A model that rambles inside a string would be cut off mid-JSON at the token limit: the
+    bound makes the grammar close every string in time."""
+    schema = tool_modes.reply_schema((EDIT, FINISH), require_call=False, reply_tokens=256)
+    edit, finish, answer = schema["anyOf"]
+    strings = edit["properties"]["arguments"]["properties"]
+    limits = {name: s.get("maxLength") for name, s in strings.items()}
+    assert limits["count"] is None  # only strings are bounded
+    assert limits["path"] == 50  # a tighter bound of the tool's own is kept
+    assert limits["old"] == limits["new"] == (256 - tool_modes.REPLY_OVERHEAD_TOKENS) // 3
+    assert finish["properties"]["arguments"]["properties"]["summary"]["maxLength"] == 208
+    assert answer["properties"]["answer"]["maxLength"] == 208
+    unbounded = tool_modes.reply_schema((EDIT,), require_call=True)
+    assert "maxLength" not in unbounded["properties"]["arguments"]["properties"]["old"]
+
+
+async def test_the_constrained_request_bounds_its_strings_by_the_output_limit(
+    fake_openai: FakeOpenAIServer, records: ToolModeRecords
+) -> None:
+    fake_openai.enqueue(reply('{"tool": "read_file", "arguments": {"path": "a.py"}}'))
+    model = provider(fake_openai, records, tool_format="json_schema", max_output_tokens=128)
+    await model.complete(request())
+    response_format = bodies(fake_openai)[0]["response_format"]
+    schema = response_format.get("json_schema", response_format)["schema"]
+    assert schema["properties"]["arguments"]["properties"]["path"]["maxLength"] == 80
+
+
+def test_the_grammar_keeps_a_bounded_string_within_its_length() -> None:
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python")
+    schema = tool_modes.reply_schema((READ,), require_call=True, reply_tokens=64)
+    grammar = tool_modes.grammar_for(schema)
+    assert grammar == str(llama_grammar.json_schema_to_gbnf(json.dumps(schema)))
+    assert "{0,16}" in grammar or grammar.count("char") >= 16

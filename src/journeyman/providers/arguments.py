@@ -41,9 +41,13 @@ def nesting_depth(value: Any, limit: int = MAX_NESTING) -> int:
 
 
 def decode_json(text: str) -> tuple[Any, str | None]:
-    """(value, None) for JSON text of bounded nesting, else (None, what is wrong with it)."""
+    """(value, None) for JSON text of bounded nesting, else (None, what is wrong with it).
+
+    A raw newline or tab inside a string is taken as written: strict JSON wants it escaped,
+    but the meaning is plain, and small local models often write one.
+    """
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except RecursionError:
         return None, TOO_DEEP
     except ValueError as exc:

@@ -157,9 +157,12 @@ class LocalProvider:
 
     def _grammar(self, request: ModelRequest) -> Any:
         required = tool_modes.call_required(request.messages)
-        key = (str(required), *(t.name for t in request.tools))
+        limit = self.max_output_tokens or request.max_output_tokens
+        key = (str(required), str(limit), *(t.name for t in request.tools))
         if key not in self._grammars:
-            schema = tool_modes.reply_schema(request.tools, require_call=required)
+            schema = tool_modes.reply_schema(
+                request.tools, require_call=required, reply_tokens=limit
+            )
             text = tool_modes.grammar_for(schema)
             self._grammars[key] = self._llama_cpp.LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[key]

@@ -387,7 +387,9 @@ class OpenAIProvider:
         self._current_tools = request.tools
         if self.tool_format in tool_modes.CONSTRAINED_MODES and request.tools:
             schema = tool_modes.reply_schema(
-                request.tools, require_call=tool_modes.call_required(request.messages)
+                request.tools,
+                require_call=tool_modes.call_required(request.messages),
+                reply_tokens=limit,
             )
             extra_body = (
                 {"grammar": tool_modes.grammar_for(schema)}

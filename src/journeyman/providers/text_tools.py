@@ -167,7 +167,7 @@ def parse_tool_calls(
                 problems.append(f"block {number} is not closed with ``` (was the reply cut off?)")
             continue
         try:
-            value = json.loads(block.body)
+            value = json.loads(block.body, strict=False)
             too_deep = nesting_depth(value) > MAX_NESTING
         except RecursionError:
             too_deep = True

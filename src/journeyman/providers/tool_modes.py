@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from journeyman.core.messages import Message, Role, ToolCall, ToolSpec
+from journeyman.providers.arguments import decode_json
 
 ToolMode = Literal["native", "json_schema", "grammar", "text"]
 ToolModeChoice = Literal["auto", "native", "json_schema", "grammar", "text"]
@@ -140,9 +141,42 @@ def constrained_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     return shaped
 
 
-def call_shape(tool: ToolSpec) -> dict[str, Any]:
-    """The JSON schema of one call of `tool`: `{"tool": <its name>, "arguments": {...}}`."""
+REPLY_OVERHEAD_TOKENS = 48
+"""What a reply's JSON around its strings takes: braces, keys, the tool's name."""
+
+
+def _bound_strings(arguments: dict[str, Any], reply_tokens: int) -> dict[str, Any]:
+    """`arguments` with each top-level string argument given a `maxLength`, so that together
+    they fit in a reply of `reply_tokens`.
+
+    A constrained reply cut at the token limit is unusable JSON. Small models do ramble inside
+    a string (a command that never closes its quote), and nothing else makes them stop: with
+    the bound the grammar closes the string in time. A token is at least one character, so a
+    bound in characters is a bound in tokens.
+    """
+    properties = arguments.get("properties")
+    if not isinstance(properties, dict):
+        return arguments
+    strings = [
+        n for n, s in properties.items() if isinstance(s, dict) and s.get("type") == "string"
+    ]
+    if not strings:
+        return arguments
+    share = max(16, (reply_tokens - REPLY_OVERHEAD_TOKENS) // len(strings))
+    bounded = dict(properties)
+    for name in strings:
+        schema = bounded[name]
+        limit = min(share, schema.get("maxLength", share))
+        bounded[name] = {**schema, "maxLength": limit}
+    return {**arguments, "properties": bounded}
+
+
+def call_shape(tool: ToolSpec, reply_tokens: int | None = None) -> dict[str, Any]:
+    """The JSON schema of one call of `tool`: `{"tool": <its name>, "arguments": {...}}`,
+    its strings bounded to fit a reply of `reply_tokens` when that is given."""
     parameters = constrained_parameters(tool.parameters)
+    if reply_tokens is not None:
+        parameters = _bound_strings(parameters, reply_tokens)
     return {
         "type": "object",
         "properties": {"tool": {"type": "string", "enum": [tool.name]}, "arguments": parameters},
@@ -154,16 +188,22 @@ ENDING_TOOLS = frozenset({"finish"})
 """Tools that end a run (`tools.finish`): not offered while a call is required."""
 
 
-def reply_schema(tools: Sequence[ToolSpec], *, require_call: bool) -> dict[str, Any]:
+def reply_schema(
+    tools: Sequence[ToolSpec], *, require_call: bool, reply_tokens: int | None = None
+) -> dict[str, Any]:
     """The union of the tool-call shapes, plus the final-answer shape unless a call is required
-    (then the tools that end the run are left out too, when other tools remain)."""
+    (then the tools that end the run are left out too, when other tools remain). With
+    `reply_tokens`, every string is bounded so that a reply fits in that many tokens."""
     offered = [t for t in tools if not (require_call and t.name in ENDING_TOOLS)] or list(tools)
-    shapes = [call_shape(tool) for tool in offered]
+    shapes = [call_shape(tool, reply_tokens) for tool in offered]
     if not require_call or not shapes:
+        answer: dict[str, Any] = {"type": "string"}
+        if reply_tokens is not None:
+            answer["maxLength"] = max(16, reply_tokens - REPLY_OVERHEAD_TOKENS)
         shapes.append(
             {
                 "type": "object",
-                "properties": {ANSWER_KEY: {"type": "string"}},
+                "properties": {ANSWER_KEY: answer},
                 "required": [ANSWER_KEY],
             }
         )
@@ -252,9 +292,8 @@ def parse_reply(
         'Reply with one JSON object: {"tool": "<tool name>", "arguments": {...}} to call a '
         f'tool, or {{"{ANSWER_KEY}": "..."}} when you are done.'
     )
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+    value, problem = decode_json(text)
+    if problem is not None:
         cut = " (it looks cut off: the output token limit?)" if text.strip() else ""
         return text, [], f"Your reply was not one complete JSON object{cut}. {expected}"
     if not isinstance(value, dict):
