@@ -219,3 +219,24 @@ def test_an_unreachable_collector_is_one_warning_and_the_run_still_succeeds(
     assert len(warnings) == 1
     assert warnings[0].startswith(f"journeyman: warning: traces could not be sent to {endpoint}")
     assert json.loads(done.stdout)["success"]
+
+
+def test_a_continued_session_is_traced_under_the_same_conversation_id(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    root = workspace(tmp_path)
+    fake_openai.enqueue(reply("Hello."), reply("Still here."))
+    env = otel_free_env(OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=fake_openai.base_url)
+    first = journeyman(*run_args(root, tmp_path), env=env)
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session_id"]
+    with OtlpReceiver() as receiver:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        follow_up = run_args(root, tmp_path, "--otel", "--continue", session)
+        follow_up[follow_up.index("read notes.txt")] = "are you there?"
+        done = journeyman(*follow_up, env=env)
+    assert done.returncode == 0, done.stderr
+    (run,) = named(receiver.spans, "invoke_agent journeyman")
+    assert run.attributes["gen_ai.conversation.id"] == session
+    assert run.attributes["journeyman.resumed_at_step"] == 1
+    assert len(named(receiver.spans, "chat gpt-4.1-mini")) == 1

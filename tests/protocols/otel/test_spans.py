@@ -280,3 +280,27 @@ async def test_detach_gives_the_agent_its_own_handler_back(
     await agent.run("greet again")
     assert len(exporter.get_finished_spans()) == traced
     assert seen.count("run_started") == 2
+
+
+async def test_a_run_inside_the_callers_span_becomes_its_child(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent, _ = make_agent(tmp_path, [turn(text="hello")], verify=False)
+    with (
+        trace_agent(agent, tracer_provider=provider),
+        provider.get_tracer("app").start_as_current_span("nightly job") as job,
+    ):
+        await agent.run("greet")
+    spans = exporter.get_finished_spans()
+    (run,) = by_name(spans, "invoke_agent journeyman")
+    assert parent_of(run) == job.get_span_context().span_id
+
+
+def test_without_the_extra_the_library_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import journeyman.protocols.otel as otel
+
+    monkeypatch.setattr(otel, "otel_installed", lambda: False)
+    with pytest.raises(ImportError, match=r"pip install 'journeyman\[otel\]'"):
+        otel.trace_agent  # noqa: B018
