@@ -39,10 +39,10 @@ def tracing_for_run(explicit: bool, *, note: Note, warn: Note) -> AgentTracing |
             raise ConfigurationError(f"--otel: {EXTRA_MISSING}")
         note(f"{endpoint_variable()} is set, but no traces are sent: {EXTRA_MISSING}")
         return None
-    from journeyman.protocols.otel.tracing import AgentTracing, otlp_tracer_provider
+    from journeyman.protocols.otel.tracing import AgentTracing
 
     _report_export_failures(warn)
-    return AgentTracing(otlp_tracer_provider())
+    return AgentTracing()  # OTLP/HTTP per the OTEL_* variables, unless a global provider is set
 
 
 class _ExportFailures(logging.Handler):

@@ -132,6 +132,8 @@ class AgentTracing:
     def close(self) -> None:
         """Detach, then flush and shut down the provider if it was made here."""
         self.detach()
+        self._tracers.clear()
+        self._claimed.clear()
         if self._owned:
             shutdown = getattr(self.provider, "shutdown", None)
             if callable(shutdown):
