@@ -240,3 +240,30 @@ def test_a_continued_session_is_traced_under_the_same_conversation_id(
     assert run.attributes["gen_ai.conversation.id"] == session
     assert run.attributes["journeyman.resumed_at_step"] == 1
     assert len(named(receiver.spans, "chat gpt-4.1-mini")) == 1
+
+
+def test_subagent_runs_nest_under_their_spawn_call_from_the_command_line(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    root = workspace(tmp_path)
+    fake_openai.enqueue(
+        reply(tool_calls=[("spawn_agent", {"task": "list the files"})]),
+        reply("Only notes.txt."),  # the subagent's answer
+        reply("The workspace holds notes.txt."),
+    )
+    with OtlpReceiver() as receiver:
+        env = otel_free_env(
+            OPENAI_API_KEY=API_KEY,
+            OPENAI_BASE_URL=fake_openai.base_url,
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+        )
+        done = journeyman(*run_args(root, tmp_path, "--otel", "--subagents"), env=env)
+    assert done.returncode == 0, done.stderr
+    runs = named(receiver.spans, "invoke_agent journeyman")
+    (parent,) = [r for r in runs if not r.parent_span_id]
+    (spawn,) = named(receiver.spans, "execute_tool spawn_agent")
+    (child,) = [r for r in runs if r.parent_span_id]
+    assert spawn.parent_span_id == parent.span_id
+    assert child.parent_span_id == spawn.span_id
+    assert child.trace_id == parent.trace_id
+    assert child.attributes["journeyman.parent_session_id"] == json.loads(done.stdout)["session_id"]
