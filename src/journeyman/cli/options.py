@@ -228,6 +228,17 @@ YesOpt = Annotated[
     ),
 ]
 
+OtelOpt = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Send OpenTelemetry traces of the run (a span per run, model call and tool call) "
+        "over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318); on "
+        "without this flag whenever that variable is set. Needs journeyman[otel]. See "
+        "docs/otel.md.",
+    ),
+]
+
 
 def given_limits(
     max_iterations: int | None,

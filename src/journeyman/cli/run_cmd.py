@@ -36,6 +36,7 @@ from journeyman.cli.options import (
     ModelOpt,
     ModeOpt,
     NoVerifyOpt,
+    OtelOpt,
     OutputFormat,
     OutputOpt,
     PermissionModeOpt,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from journeyman.loop.agent import Agent
     from journeyman.loop.config import AgentConfig
     from journeyman.policy.settings import IgnoredSetting
+    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.session.store import SessionRecord
 
 
@@ -82,6 +84,7 @@ def _launch(
     lsp: bool = True,
     mcp: bool | None = None,
     ignored: Sequence[IgnoredSetting] = (),
+    otel: bool = False,
 ) -> NoReturn:
     """Build the provider and agent, run `action`, print the result and exit accordingly.
 
@@ -111,6 +114,7 @@ def _launch(
     problem = session_root_problem(config.session_dir or default_session_root())
     if problem:
         fail(EXIT_CONFIG, problem)
+    tracing = _tracing(otel)
     try:
         tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
     except ValueError as error:
@@ -157,6 +161,8 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
+    if tracing is not None:
+        tracing.attach(agent)
 
     async def work() -> RunResult:
         async with agent.connected() as statuses:
@@ -175,6 +181,9 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     except StoreFullError as error:
         fail(EXIT_FAILED, error.message)
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the last spans
     output.call(renderer.final, result)
     if output.closed:
         raise typer.Exit(EXIT_CLOSED_STDOUT)
@@ -202,6 +211,20 @@ def _mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
     from journeyman.cli.mcp_cmd import mcp_for_run  # the MCP SDK loads only when used
 
     return mcp_for_run(workspace, include_workspace=bool(mcp))
+
+
+def _tracing(explicit: bool) -> AgentTracing | None:
+    """OpenTelemetry tracing of the run: with --otel or an OTLP endpoint in the environment."""
+    from journeyman.protocols.otel.command_line import tracing_for_run
+
+    try:
+        return tracing_for_run(
+            explicit,
+            note=lambda text: typer.echo(f"journeyman: note: {text}", err=True),
+            warn=lambda text: typer.echo(f"journeyman: warning: {text}", err=True),
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
 
 
 def _report_ignored(ignored: Sequence[IgnoredSetting], renderer: Renderer) -> None:
@@ -248,6 +271,7 @@ def run(
     mcp: McpOpt = None,
     project_hooks: ProjectHooksOpt = False,
     subagents: SubagentsOpt = False,
+    otel: OtelOpt = False,
     continue_session: Annotated[
         str | None,
         typer.Option(
@@ -301,6 +325,7 @@ def run(
             stream=stream,
             yes=yes,
             mcp=mcp,
+            otel=otel,
         )
     root = workspace or Path(".")
     try:
@@ -337,6 +362,7 @@ def run(
         action=lambda agent: _with_subagents(agent, subagents).run(task),
         lsp=lsp,
         mcp=mcp,
+        otel=otel,
     )
 
 
@@ -417,6 +443,7 @@ def resume(
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mcp: McpOpt = None,
+    otel: OtelOpt = False,
 ) -> None:
     """Continue a session from its last completed step, with the model-visible history, budget
     counters and settings it had. Flags given here override the remembered settings; API keys
@@ -460,6 +487,7 @@ def resume(
         action=lambda agent: _restore_subagents(agent, record.settings).resume(
             record.id, override_limits=bool(limits)
         ),
+        otel=otel,
     )
 
 
@@ -475,6 +503,7 @@ def _reopen(
     yes: bool | None,
     mcp: bool | None,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
+    otel: bool = False,
 ) -> NoReturn:
     """Launch `action` on an agent built from a stored session's settings (`resume`,
     `run --continue`), with the flags given now on top."""
@@ -494,6 +523,7 @@ def _reopen(
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
         mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
+        otel=otel,
     )
 
 
@@ -509,6 +539,7 @@ def _continue(
     stream: bool,
     yes: bool | None,
     mcp: bool | None,
+    otel: bool = False,
 ) -> NoReturn:
     """`journeyman run --continue ID "follow-up"`: the session goes on with a new message."""
     from journeyman.cli.sessions_cmd import open_store, resolve_session
@@ -533,6 +564,7 @@ def _continue(
         action=lambda agent: _restore_subagents(agent, record.settings).send(
             record.id, message, override_limits=bool(overrides["limits"])
         ),
+        otel=otel,
     )
 
 
@@ -572,6 +604,7 @@ def fork(
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mcp: McpOpt = None,
+    otel: OtelOpt = False,
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
@@ -620,6 +653,7 @@ def fork(
         assume_yes=settings.get("assume_yes", False) if yes is None else yes,
         mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
         ignored=ignored,
+        otel=otel,
     )
 
 

@@ -1,0 +1,80 @@
+"""Tracing for a run of the command line: on with `--otel` or an OTLP endpoint in the
+environment; a missing extra or a collector that cannot be reached is one line on stderr,
+never a traceback."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.core.redact import Redactor
+from journeyman.protocols.otel.availability import (
+    EXTRA_MISSING,
+    enabled_by_environment,
+    endpoint_variable,
+    otel_installed,
+    traces_endpoint,
+)
+
+if TYPE_CHECKING:
+    from journeyman.protocols.otel.tracing import AgentTracing
+
+Note = Callable[[str], None]
+"""Prints a line for the user (the CLI adds `journeyman: note:` or `warning:`)."""
+
+
+def tracing_for_run(explicit: bool, *, note: Note, warn: Note) -> AgentTracing | None:
+    """The tracing of one CLI run, or None when it is off.
+
+    `explicit` is `--otel`: without the extra it is a configuration error (exit 2). An endpoint
+    variable alone only gets a note that traces are off until the extra is installed.
+    """
+    if not (explicit or enabled_by_environment()):
+        return None
+    if not otel_installed():
+        if explicit:
+            raise ConfigurationError(f"--otel: {EXTRA_MISSING}")
+        note(f"{endpoint_variable()} is set, but no traces are sent: {EXTRA_MISSING}")
+        return None
+    from journeyman.protocols.otel.tracing import AgentTracing
+
+    _report_export_failures(warn)
+    return AgentTracing()  # OTLP/HTTP per the OTEL_* variables, unless a global provider is set
+
+
+class _ExportFailures(logging.Handler):
+    """Turns OpenTelemetry's log records (export retries, failures, tracebacks) into one line
+    each of a kind, once."""
+
+    EXPORT_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk.trace.export")
+
+    def __init__(self, warn: Note) -> None:
+        super().__init__(logging.WARNING)
+        self.warn = warn
+        self._told: set[bool] = set()
+        self._lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        export = record.name.startswith(self.EXPORT_LOGGERS)
+        with self._lock:
+            if export in self._told:
+                return
+            self._told.add(export)
+        redact = Redactor()
+        reason = " ".join(redact(record.getMessage()).split())[:200]
+        if export:
+            endpoint = redact(traces_endpoint())
+            self.warn(f"traces could not be sent to {endpoint}: {reason}")
+        else:
+            self.warn(f"OpenTelemetry: {reason}")
+
+
+def _report_export_failures(warn: Note) -> None:
+    logger = logging.getLogger("opentelemetry")
+    for handler in [h for h in logger.handlers if isinstance(h, _ExportFailures)]:
+        logger.removeHandler(handler)
+    logger.addHandler(_ExportFailures(warn))
+    logger.propagate = False  # nothing reaches Python's last-resort handler (tracebacks)

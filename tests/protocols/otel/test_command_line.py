@@ -1,0 +1,94 @@
+"""When the command line traces a run, and how OpenTelemetry's own log lines reach the user."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+
+from journeyman.core.errors import ConfigurationError
+from journeyman.protocols.otel import availability, command_line
+from journeyman.protocols.otel.tracing import AgentTracing
+
+
+@pytest.fixture(autouse=True)
+def opentelemetry_logger_restored() -> Iterator[None]:
+    logger = logging.getLogger("opentelemetry")
+    handlers, propagate = list(logger.handlers), logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.propagate = propagate
+
+
+@pytest.fixture(autouse=True)
+def no_otel_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+
+
+def test_off_without_the_flag_or_an_endpoint() -> None:
+    lines: list[str] = []
+    assert command_line.tracing_for_run(False, note=lines.append, warn=lines.append) is None
+    assert lines == []
+
+
+@pytest.mark.parametrize(
+    ("env", "on"),
+    [
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, True),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, True),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}, False),
+    ],
+)
+def test_an_endpoint_variable_turns_it_on(env: dict[str, str], on: bool) -> None:
+    assert availability.enabled_by_environment(env) is on
+
+
+def test_the_traces_endpoint_is_worked_out_as_the_exporter_does() -> None:
+    assert availability.traces_endpoint({}) == "http://localhost:4318/v1/traces"
+    assert availability.traces_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:1/"}) == (
+        "http://c:1/v1/traces"
+    )
+    specific = {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:2/x",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "y",
+    }
+    assert availability.traces_endpoint(specific) == "http://t:2/x"
+
+
+def test_the_flag_builds_a_tracing_that_owns_its_provider() -> None:
+    tracing = command_line.tracing_for_run(True, note=print, warn=print)
+    assert isinstance(tracing, AgentTracing)
+    tracing.close()
+
+
+def test_the_flag_without_the_extra_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(command_line, "otel_installed", lambda: False)
+    with pytest.raises(ConfigurationError, match=r"--otel: .*pip install 'journeyman\[otel\]'"):
+        command_line.tracing_for_run(True, note=print, warn=print)
+
+
+def test_export_failures_are_one_redacted_warning_each_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://user:hunter2hunter2@collector:4318")
+    warnings: list[str] = []
+    command_line._report_export_failures(warnings.append)
+    exporter = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    for attempt in range(3):
+        exporter.warning("Transient error %s encountered, retrying", attempt)
+    logging.getLogger("opentelemetry.sdk.trace.export").exception("Exception while exporting")
+    logging.getLogger("opentelemetry.trace").warning("Overriding of current TracerProvider")
+    assert len(warnings) == 2
+    assert warnings[0] == (
+        "traces could not be sent to https://user:[REDACTED]@collector:4318/v1/traces: "
+        "Transient error 0 encountered, retrying"
+    )
+    assert warnings[1] == "OpenTelemetry: Overriding of current TracerProvider"
