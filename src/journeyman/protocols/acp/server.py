@@ -138,8 +138,10 @@ class AcpSession:
                 title=updates.title_of(call),
                 kind=updates.acp_kind(kind),
                 status="pending",
-                content=updates.proposed_content(call, kind, self._current_text(call)),
-                locations=updates.locations_of(call),
+                content=updates.proposed_content(
+                    self.workspace, call, kind, self._current_text(call)
+                ),
+                locations=updates.locations_of(self.workspace, call),
                 raw_input=call.arguments,
             )
         )
@@ -154,8 +156,8 @@ class AcpSession:
                 session_update="tool_call_update",
                 tool_call_id=call.id,
                 status=updates.result_status(result),
-                content=updates.result_content(result, changes),
-                locations=updates.locations_of(call, [c.path for c in changes]),
+                content=updates.result_content(self.workspace, result, changes),
+                locations=updates.locations_of(self.workspace, call, [c.path for c in changes]),
             )
         )
 
@@ -230,8 +232,8 @@ class AcpSession:
             title=updates.title_of(call),
             kind=updates.acp_kind(kind),
             status="pending",
-            content=updates.proposed_content(call, kind, self._current_text(call)),
-            locations=updates.locations_of(call),
+            content=updates.proposed_content(self.workspace, call, kind, self._current_text(call)),
+            locations=updates.locations_of(self.workspace, call),
             raw_input=dict(request.args),
         )
         options = [schema.PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once")]
@@ -364,7 +366,7 @@ class JourneymanAcpAgent:
         self._attach(session, record)
         self.sessions[session.id] = session
         assert session.agent is not None
-        for update in updates.replay(messages, session.agent.registry.kind_of):
+        for update in updates.replay(workspace, messages, session.agent.registry.kind_of):
             session.send(update)
         await session.flush()
         return schema.LoadSessionResponse()

@@ -7,6 +7,7 @@ build."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from acp import schema
@@ -94,14 +95,19 @@ def _clip(text: str) -> str:
     return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
 
+def absolute(root: Path, path: str) -> str:
+    """A workspace path as the protocol wants file paths: absolute."""
+    return str(root / path)
+
+
 def locations_of(
-    call: ToolCall, paths: Sequence[str] | None = None
+    root: Path, call: ToolCall, paths: Sequence[str] | None = None
 ) -> list[schema.ToolCallLocation]:
     found = list(paths or ())
     path = call.arguments.get("path")
     if isinstance(path, str) and path not in found:
         found.insert(0, path)
-    return [schema.ToolCallLocation(path=p) for p in found]
+    return [schema.ToolCallLocation(path=absolute(root, p)) for p in found]
 
 
 def _text(text: str) -> schema.ContentToolCallContent:
@@ -111,7 +117,7 @@ def _text(text: str) -> schema.ContentToolCallContent:
 
 
 def proposed_content(
-    call: ToolCall, kind: ToolKind | None, current: str | None
+    root: Path, call: ToolCall, kind: ToolKind | None, current: str | None
 ) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
     """What a call is about to do, as the client shows it before (and while asking about) it:
     the command for a command, the edit as a diff for a file edit (`current` is the file's text
@@ -126,7 +132,7 @@ def proposed_content(
             return [
                 schema.FileEditToolCallContent(
                     type="diff",
-                    path=path,
+                    path=absolute(root, path),
                     old_text=str(args["old_string"]),
                     new_text=str(args.get("new_string", "")),
                 )
@@ -134,7 +140,10 @@ def proposed_content(
         if isinstance(args.get("content"), str):
             return [
                 schema.FileEditToolCallContent(
-                    type="diff", path=path, old_text=current, new_text=str(args["content"])
+                    type="diff",
+                    path=absolute(root, path),
+                    old_text=current,
+                    new_text=str(args["content"]),
                 )
             ]
     patch = args.get("patch")
@@ -143,22 +152,25 @@ def proposed_content(
     return []
 
 
-def change_diffs(changes: Sequence[FileChange]) -> list[schema.FileEditToolCallContent]:
+def change_diffs(root: Path, changes: Sequence[FileChange]) -> list[schema.FileEditToolCallContent]:
     """The file changes a call made, from the undo journal, as whole-file diffs."""
     return [
         schema.FileEditToolCallContent(
-            type="diff", path=change.path, old_text=change.before, new_text=change.after or ""
+            type="diff",
+            path=absolute(root, change.path),
+            old_text=change.before,
+            new_text=change.after or "",
         )
         for change in changes
     ]
 
 
 def result_content(
-    result: ToolResult, changes: Sequence[FileChange]
+    root: Path, result: ToolResult, changes: Sequence[FileChange]
 ) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
     """What a finished call shows: the diffs of the files it changed, else its output."""
     if changes and not result.is_error:
-        return [*change_diffs(changes)]
+        return [*change_diffs(root, changes)]
     if not result.content:
         return []
     return [_text(clip_noted(result.content, RESULT_CHARS_SHOWN, "{cut:,} more characters"))]
@@ -193,7 +205,7 @@ def plan_update(entries: Sequence[schema.PlanEntry]) -> schema.AgentPlanUpdate:
 
 
 def replay(
-    messages: Sequence[Message], kind_of: Callable[[ToolCall], ToolKind | None]
+    root: Path, messages: Sequence[Message], kind_of: Callable[[ToolCall], ToolKind | None]
 ) -> list[Any]:
     """A stored conversation as the updates that show it again (`session/load`): the user's
     messages, the model's text, and each tool call with what it did and its outcome. The
@@ -212,18 +224,20 @@ def replay(
             if message.content.strip():
                 updates.append(agent_text(message.content))
             for call in message.tool_calls:
-                updates.extend(_replayed_call(call, kind_of(call), results.get(call.id)))
+                updates.extend(_replayed_call(root, call, kind_of(call), results.get(call.id)))
     return updates
 
 
-def _replayed_call(call: ToolCall, kind: ToolKind | None, result: ToolResult | None) -> list[Any]:
+def _replayed_call(
+    root: Path, call: ToolCall, kind: ToolKind | None, result: ToolResult | None
+) -> list[Any]:
     if kind is ToolKind.FINISH:
         summary = call.arguments.get("summary")
         return [agent_text(summary)] if isinstance(summary, str) and summary.strip() else []
     content: list[schema.ContentToolCallContent | schema.FileEditToolCallContent]
-    content = proposed_content(call, kind, None)
+    content = proposed_content(root, call, kind, None)
     if result is not None and (result.is_error or not content):
-        content += result_content(result, ())
+        content += result_content(root, result, ())
     return [
         schema.ToolCallStart(
             session_update="tool_call",
@@ -232,7 +246,7 @@ def _replayed_call(call: ToolCall, kind: ToolKind | None, result: ToolResult | N
             kind=acp_kind(kind),
             status=result_status(result) if result is not None else "failed",
             content=content,
-            locations=locations_of(call),
+            locations=locations_of(root, call),
             raw_input=call.arguments,
         )
     ]
