@@ -49,7 +49,9 @@ class EditorClient:
         self.questions.append((tool_call, options))
         chosen = self.answer(tool_call, options)
         if chosen is None:
-            return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
+            return schema.RequestPermissionResponse(
+                outcome=schema.DeniedOutcome(outcome="cancelled")
+            )
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=chosen)
         )
@@ -94,9 +96,7 @@ class EditorLauncher:
     workspace: Path
 
     @asynccontextmanager
-    async def start(
-        self, *flags: str, client: EditorClient | None = None
-    ) -> AsyncIterator[Editor]:
+    async def start(self, *flags: str, client: EditorClient | None = None) -> AsyncIterator[Editor]:
         client = client or EditorClient()
         env = clean_env(
             OPENAI_API_KEY="sk-test",

@@ -21,6 +21,7 @@ from tests.support.cli import clean_env
 FIX_ADD = {"path": "calc/__init__.py", "old_string": "a - b", "new_string": "a + b"}
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_fix_task_streams_text_and_tool_calls_and_edits_the_file(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -57,6 +58,7 @@ async def test_a_fix_task_streams_text_and_tool_calls_and_edits_the_file(
     assert "Traceback" not in editor.stderr()
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_shell_call_shows_its_command_and_output(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer
 ) -> None:
@@ -75,6 +77,7 @@ async def test_a_shell_call_shows_its_command_and_output(
     assert "hello from the tool" in done.content[0].content.text
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -98,6 +101,7 @@ async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
     assert "[journeyman stopped: refused]" in client.agent_text()  # the user is told why
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_cancel_mid_turn_ends_the_prompt_and_the_session_goes_on(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer
 ) -> None:
@@ -121,11 +125,15 @@ async def test_cancel_mid_turn_ends_the_prompt_and_the_session_goes_on(
     assert "Traceback" not in editor.stderr()
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_session_loaded_after_a_restart_replays_its_history_and_continues(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     fake_openai.enqueue(
-        reply("Writing the notes.", tool_calls=[("write_file", {"path": "notes.txt", "content": "one\n"})]),
+        reply(
+            "Writing the notes.",
+            tool_calls=[("write_file", {"path": "notes.txt", "content": "one\n"})],
+        ),
         reply(tool_calls=[("finish", {"summary": "notes written"})]),
     )
     async with editor.start("--no-verify") as first:
@@ -139,14 +147,18 @@ async def test_a_session_loaded_after_a_restart_replays_its_history_and_continue
     )
     sent_before = len(fake_openai.requests)
     async with editor.start("--no-verify") as second:
-        await second.conn.load_session(cwd=str(second.workspace), session_id=session, mcp_servers=[])
+        await second.conn.load_session(
+            cwd=str(second.workspace), session_id=session, mcp_servers=[]
+        )
         replayed = second.client.take()
         stop = await second.prompt(session, "now write more.txt")
 
     kinds = [u.session_update for u in replayed]
     assert kinds[0] == "user_message_chunk" and replayed[0].content.text == "write notes.txt"
     [call] = [u for u in replayed if u.session_update == "tool_call"]
-    assert call.kind == "edit" and call.status == "completed" and call.title == "write_file notes.txt"
+    assert (
+        call.kind == "edit" and call.status == "completed" and call.title == "write_file notes.txt"
+    )
     assert "Writing the notes." in "".join(
         u.content.text for u in replayed if u.session_update == "agent_message_chunk"
     )
@@ -166,6 +178,7 @@ async def test_a_session_loaded_after_a_restart_replays_its_history_and_continue
         store.close()
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_the_phased_mode_shows_its_workflow_as_the_plan(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -188,6 +201,7 @@ async def test_the_phased_mode_shows_its_workflow_as_the_plan(
     assert all(e.status == "completed" for e in plans[-1].entries)
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_prompt_to_an_unknown_session_is_an_error_not_a_crash(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer
 ) -> None:
