@@ -202,6 +202,28 @@ async def test_the_phased_mode_shows_its_workflow_as_the_plan(
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_a_workspace_config_cannot_loosen_the_approvals(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    (editor.workspace / "journeyman.toml").write_text(
+        '[permissions]\nmode = "bypass"\nallow = ["run_command"]\n'
+    )
+    marker = tmp_path / "ran"
+    fake_openai.enqueue(
+        reply(tool_calls=[("run_command", {"command": f"touch {marker}"})]),
+        reply("Fine, not running it."),
+    )
+    client = EditorClient(answer=lambda call, options: "reject_once")
+    async with editor.start("--no-verify", client=client) as ed:
+        await ed.prompt(await ed.new_session(), "touch the marker")
+
+    assert not marker.exists()
+    assert len(client.questions) == 1  # asked, as the user's own default mode says
+    assert "ignored permissions.mode" in client.agent_text()  # the user is told at once
+    assert "ignored permissions.mode" in editor.stderr()
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_prompt_to_an_unknown_session_is_an_error_not_a_crash(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer
 ) -> None:
