@@ -29,7 +29,7 @@ import acp
 from acp import schema
 
 from journeyman.core import events as ev
-from journeyman.core.errors import ConfigurationError
+from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import ToolCall
 from journeyman.core.result import RunResult
 from journeyman.core.tool_kind import ToolKind
@@ -83,7 +83,8 @@ class AcpSession:
     workspace: Path
     client: acp.Client
     started: bool = False
-    """Whether the journeyman session exists in the store (after the first prompt or a load)."""
+    """Whether the journeyman session exists in the store (after a first prompt or a load):
+    the next prompt continues it."""
     agent: Agent | None = None
     notes: list[str] = field(default_factory=list)
     running: asyncio.Task[RunResult] | None = None
@@ -96,6 +97,8 @@ class AcpSession:
     sent_text: list[str] = field(default_factory=list)
     seen_changes: set[int] = field(default_factory=set)
     pump: asyncio.Task[None] | None = None
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    """The loop the session serves on (events from another thread are handed to it)."""
 
     # --- the agent's events -> session updates --------------------------------------------
 
@@ -164,7 +167,7 @@ class AcpSession:
     def _new_changes(self) -> list[Any]:
         """The file changes journaled since the last call finished (the undo journal is
         written before each change, so they are this call's)."""
-        if self.agent is None or not self.started:
+        if self.agent is None:
             return []
         store = SessionStore(self.agent.session_root)
         try:
@@ -194,8 +197,15 @@ class AcpSession:
     # --- sending, in order ----------------------------------------------------------------
 
     def send(self, update: Any) -> None:
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if not on_loop:  # an event emitted from a worker thread
+            self.loop.call_soon_threadsafe(self.send, update)
+            return
         if self.pump is None or self.pump.done():
-            self.pump = asyncio.get_running_loop().create_task(self._pump())
+            self.pump = self.loop.create_task(self._pump())
         self.outbox.put_nowait(update)
 
     async def _pump(self) -> None:
@@ -404,18 +414,18 @@ class JourneymanAcpAgent:
             work = agent.send(session.id, text)
         else:
             work = agent.run(text, session_id=session.id)
-            session.started = True
         session.running = asyncio.get_running_loop().create_task(work)
         await asyncio.wait({session.running})
+        session.open_calls.clear()
+        session.started = session.started or _stored(agent.session_root, session.id)
         if session.running.cancelled():
             await session.flush()
             return schema.PromptResponse(stop_reason="cancelled")
         try:
             result = session.running.result()
-        except ConfigurationError as error:
+        except AgentError as error:  # e.g. the store is full, or the session vanished
             await session.flush()
-            raise acp.RequestError.invalid_params({"details": error.message}) from None
-        session.open_calls.clear()
+            raise acp.RequestError.internal_error({"details": error.message}) from None
         final = result.final_text.strip()
         if final and final not in "".join(session.sent_text):
             session.send(updates.agent_text(("\n\n" if session.sent_text else "") + final))
@@ -450,6 +460,17 @@ class JourneymanAcpAgent:
     async def close(self) -> None:
         for session in list(self.sessions.values()):
             await session.close()
+
+
+def _stored(session_root: Path, session_id: str) -> bool:
+    store = SessionStore(session_root)
+    try:
+        store.load_session(session_id)
+    except SessionNotFoundError:
+        return False
+    finally:
+        store.close()
+    return True
 
 
 def _workspace(cwd: str) -> Path:
