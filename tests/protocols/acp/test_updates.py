@@ -15,7 +15,7 @@ from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishReason
 from journeyman.core.tool_kind import ToolKind
 from journeyman.protocols.acp import updates
-from journeyman.protocols.acp.server import prompt_text
+from journeyman.protocols.acp.server import _answer, prompt_text
 
 ROOT = Path("/repo")
 KINDS = {
@@ -126,3 +126,21 @@ def test_a_prompt_reads_as_one_message() -> None:
     text = prompt_text(blocks)
     assert text.startswith("explain this")
     assert "[file: file:///repo/a.py]" in text and "print(1)" in text
+
+
+@pytest.mark.parametrize(
+    ("outcome", "always_offered", "expected"),
+    [
+        (schema.AllowedOutcome(outcome="selected", option_id="allow_once"), True, "allow"),
+        (schema.AllowedOutcome(outcome="selected", option_id="allow_always"), True, "always"),
+        (schema.AllowedOutcome(outcome="selected", option_id="allow_always"), False, "deny"),
+        (schema.AllowedOutcome(outcome="selected", option_id="reject_once"), True, "deny"),
+        (schema.AllowedOutcome(outcome="selected", option_id="made-up"), True, "deny"),
+        (schema.DeniedOutcome(outcome="cancelled"), True, "deny"),
+    ],
+)
+def test_the_clients_answer_is_the_approval(
+    outcome: schema.AllowedOutcome | schema.DeniedOutcome, always_offered: bool, expected: str
+) -> None:
+    response = schema.RequestPermissionResponse(outcome=outcome)
+    assert _answer(response, always_offered).value == expected
