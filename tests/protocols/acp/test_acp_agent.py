@@ -237,6 +237,20 @@ async def test_a_prompt_to_an_unknown_session_is_an_error_not_a_crash(
     assert "no such session" in str(raised.value.data)
 
 
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_a_session_that_cannot_start_says_why_and_the_agent_stays_up(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer
+) -> None:
+    async with editor.start("--provider", "anthropic") as ed:  # and no ANTHROPIC_API_KEY
+        with pytest.raises(acp.RequestError) as raised:
+            await ed.new_session()
+        with pytest.raises(acp.RequestError):
+            await ed.conn.new_session(cwd="relative/path", mcp_servers=[])
+        assert ed.process.returncode is None
+    assert "ANTHROPIC_API_KEY" in str(raised.value.data)
+    assert "Traceback" not in editor.stderr()
+
+
 def test_without_the_protocol_package_it_says_how_to_install_it(tmp_path: Path) -> None:
     hide_package = (
         "import sys; sys.modules['acp'] = None; sys.argv = ['journeyman', 'acp']; "
