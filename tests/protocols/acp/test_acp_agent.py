@@ -102,6 +102,24 @@ async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_allow_always_is_remembered_for_the_same_call(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    write = {"path": "notes.txt", "content": "first\n"}
+    fake_openai.enqueue(
+        reply(tool_calls=[("write_file", write)]),
+        reply(tool_calls=[("write_file", {**write, "content": "second\n"})]),
+        reply("Both written."),
+    )
+    client = EditorClient(answer=lambda call, options: "allow_always")
+    async with editor.start("--no-verify", client=client) as ed:
+        assert await ed.prompt(await ed.new_session(), "write the notes twice") == "end_turn"
+
+    assert len(client.questions) == 1  # the second write was allowed by the remembered rule
+    assert (tmp_path / "ws/notes.txt").read_text() == "second\n"
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_cancel_mid_turn_ends_the_prompt_and_the_session_goes_on(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer
 ) -> None:
