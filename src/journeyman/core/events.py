@@ -156,6 +156,18 @@ class ContextCompacted:
 
 
 @dataclass(frozen=True)
+class PhaseChanged:
+    """The phased mode's workflow moved (DISCOVER -> PLAN -> ACT -> VERIFY -> DONE or FAIL)."""
+
+    from_phase: str
+    to_phase: str
+    edge: str
+    """Why: "next" (the normal order), "recover", "unchanged", "intervene" or "restart"."""
+    timestamp: float = field(default_factory=_now)
+    type: Literal["phase_change"] = "phase_change"
+
+
+@dataclass(frozen=True)
 class RunFinished:
     result: RunResult
     timestamp: float = field(default_factory=_now)
@@ -176,6 +188,7 @@ Event = (
     | ExtensionDecided
     | ErrorOccurred
     | ContextCompacted
+    | PhaseChanged
     | RunFinished
 )
 

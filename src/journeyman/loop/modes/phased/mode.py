@@ -32,7 +32,7 @@ stopped in: with the tool calls still to run (ACT) or the check still to make (V
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -140,6 +140,8 @@ class PhasedMode:
         """The next DISCOVER is one forced by a loop intervention."""
         self._formatter = MemoryFormatter(self.settings.memory)
         self.knowledge = WorkspaceKnowledge(verify_command, self.settings.pack, self._formatter)
+        self.emit: Callable[[ev.Event], None] | None = None
+        """Where phase changes are reported (the port's `emit`, taken at each turn)."""
 
     @property
     def phase(self) -> WorkflowPhase:
@@ -149,6 +151,8 @@ class PhasedMode:
         source = self.phase
         self.agent_state.phase = transition(source, phase, edge).value
         self._log(f"{source.value} -> {phase.value} ({edge.value})")
+        if self.emit is not None:
+            self.emit(ev.PhaseChanged(source.value, phase.value, edge.value))
 
     def _log(self, decision: str) -> None:
         log_decision(self.agent_state, decision, self.settings.memory)
@@ -165,11 +169,14 @@ class PhasedMode:
     def _start_over(self, phase: WorkflowPhase) -> None:
         """A new attempt after a finished workflow (a resumed session, a Stop hook that asks
         for more work) starts a new workflow; a terminal phase is never left."""
-        self.agent_state.phase = phase.value
+        source, self.agent_state.phase = self.phase, phase.value
+        if self.emit is not None:
+            self.emit(ev.PhaseChanged(source.value, phase.value, "restart"))
 
     # --- the state machine ----------------------------------------------------------------
 
     async def iterate(self, state: LoopState, port: TurnPort) -> TurnOutcome:
+        self.emit = port.emit
         self.agent_state.advance()
         if self.phase is WorkflowPhase.DONE:  # a Stop hook asked for more work
             self._start_over(WorkflowPhase.PLAN)

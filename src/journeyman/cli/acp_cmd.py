@@ -1,0 +1,107 @@
+"""`journeyman acp`: serve the Agent Client Protocol on stdio, for editors such as Zed. The
+protocol package and the agent load only when the command runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+import typer
+
+from journeyman.cli.exits import EXIT_CANCELLED, EXIT_CONFIG, EXIT_OK, fail
+from journeyman.cli.lsp_cmd import LspOpt
+from journeyman.cli.options import (
+    BaseUrlOpt,
+    MaxBudgetOpt,
+    MaxDurationOpt,
+    MaxIterationsOpt,
+    MaxTokensOpt,
+    McpOpt,
+    ModelOpt,
+    ModeOpt,
+    NoVerifyOpt,
+    PermissionModeOpt,
+    ProviderOpt,
+    SandboxOpt,
+    SessionDirOpt,
+    ToolFormatOpt,
+    VerifyOpt,
+    YesOpt,
+    given_limits,
+)
+
+INSTALL_HINT = (
+    "`journeyman acp` needs the Agent Client Protocol package, which is not installed; "
+    "install it with: pip install 'journeyman[acp]'  (or: pip install agent-client-protocol)"
+)
+
+
+def acp_command(
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    session_dir: SessionDirOpt = None,
+    permission_mode: PermissionModeOpt = None,
+    yes: YesOpt = None,
+    mode: ModeOpt = None,
+    verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    sandbox: SandboxOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    lsp: LspOpt = True,
+    mcp: McpOpt = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim
+    plugins): the editor opens sessions on a folder, sends prompts, answers permission
+    questions, cancels, and reopens stored sessions.
+
+    Settings work as for `run`: the user config, the workspace's file (which may only
+    tighten), JOURNEYMAN_* variables, then these flags; the editor chooses only the folder.
+    Calls that need approval (default permission mode: edits and commands) are asked in the
+    editor. Logs go to stderr; stdout carries only the protocol. See docs/acp.md.
+    """
+    if importlib.util.find_spec("acp") is None:
+        fail(EXIT_CONFIG, INSTALL_HINT)
+    import asyncio
+
+    from journeyman import __version__
+    from journeyman.cli.sessions_cmd import session_root_problem
+    from journeyman.protocols.acp.launch import LaunchOptions
+    from journeyman.protocols.acp.stdio import configure_logging, serve, take_stdout
+    from journeyman.session.store import default_session_root
+
+    problem = session_root_problem(session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
+    settings: dict[str, Any] = {
+        **given_limits(max_iterations, max_budget_usd, max_total_tokens, max_duration, None, None),
+        "permission_mode": permission_mode,
+        "mode": mode,
+        "verify_command": verify,
+        "verify": False if no_verify else None,
+        "sandbox": sandbox,
+    }
+    options = LaunchOptions(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        tool_format=tool_format,
+        session_dir=session_dir,
+        settings={k: v for k, v in settings.items() if v is not None},
+        assume_yes=yes,
+        lsp=lsp,
+        mcp=mcp,
+    )
+    configure_logging()
+    protocol_fd = take_stdout()
+    try:
+        asyncio.run(serve(options, __version__, protocol_fd))
+    except KeyboardInterrupt:
+        sys.stderr.write("journeyman acp: interrupted\n")
+        raise typer.Exit(EXIT_CANCELLED) from None
+    raise typer.Exit(EXIT_OK)
