@@ -64,8 +64,9 @@ def http_server(
 ) -> Iterator[tuple[str, list[str]]]:
     """A `journeyman mcp serve --transport http --port 0` subprocess: (its URL, its stderr
     lines so far). Stopped with SIGTERM, then SIGKILL, on the way out."""
+    args = serve_args(workspace, fake, "--transport", "http", "--port", "0", *extra)
     proc = subprocess.Popen(
-        [sys.executable, *serve_args(workspace, fake, "--transport", "http", "--port", "0", *extra)],
+        [sys.executable, *args],
         env=server_env(tmp_path),
         cwd=REPO,
         stdin=subprocess.DEVNULL,

@@ -74,9 +74,7 @@ async def fix_continue_undo(client: Client, fake: FakeOpenAIServer, workspace: P
         reply(tool_calls=[("finish", {"summary": "noted"})]),
     )
     follow = answer(
-        await client.call_tool(
-            "send_message", {"session_id": session, "message": "write NOTES.md"}
-        )
+        await client.call_tool("send_message", {"session_id": session, "message": "write NOTES.md"})
     )
     assert follow["session_id"] == session and follow["finish_reason"] == "completed"
     assert (workspace / "NOTES.md").read_text() == "add fixed\n"
