@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.projects import BUGGY_ADD, calc_package
@@ -258,3 +258,41 @@ async def test_a_background_run_reports_progress_and_can_be_cancelled(
         done = answer(await client.call_tool("get_status", {"session_id": session, "wait_s": 60}))
     assert done["status"] == "finished" and done["finish_reason"] == "cancelled", done
     assert len(fake_openai.requests) == 1  # stopped before the next turn
+
+
+async def test_a_new_server_reads_the_sessions_of_an_earlier_one(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = calc_package(tmp_path)
+    fake_openai.enqueue(FIX, reply(tool_calls=[("finish", {"summary": "fixed"})]))
+    async with in_process_client(tmp_path, workspace, fake_openai, monkeypatch) as client:
+        session = answer(await client.call_tool("start_run", {"task": "fix"}))["session_id"]
+    async with in_process_client(tmp_path, workspace, fake_openai, monkeypatch) as client:
+        status = answer(await client.call_tool("get_status", {"session_id": session}))
+        diff = await client.call_tool("get_diff", {"session_id": session})
+    assert status["status"] == "finished" and status["finish_reason"] == "completed"
+    assert status["summary"] == "fixed" and status["iterations"] == 2
+    assert status["tokens"]["total"] == 38 and status["cost_usd"] > 0
+    assert status["files_changed"] == ["calc/__init__.py"]
+    assert "+    return a + b" in diff.content[0].text
+
+
+@pytest.mark.slow  # the run's command sleeps after the client gave up waiting (about 2 s)
+async def test_a_run_goes_on_when_the_client_stops_waiting(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = calc_package(tmp_path)
+    fake_openai.enqueue(
+        reply(tool_calls=[("run_command", {"command": "sleep 2"})]),
+        FIX,
+        reply(tool_calls=[("finish", {"summary": "fixed"})]),
+    )
+    async with in_process_client(tmp_path, workspace, fake_openai, monkeypatch) as client:
+        with pytest.raises(MCPError):
+            await client.call_tool("start_run", {"task": "fix"}, read_timeout_seconds=0.5)
+        (row,) = answer(await client.call_tool("list_sessions", {}))["sessions"]
+        done = answer(
+            await client.call_tool("get_status", {"session_id": row["session_id"], "wait_s": 60})
+        )
+    assert done["finish_reason"] == "completed", done
+    assert (workspace / "calc" / "__init__.py").read_text() != BUGGY_ADD

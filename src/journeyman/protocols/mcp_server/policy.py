@@ -33,6 +33,7 @@ from journeyman.policy.settings import (
     ranked,
     sandbox_not_weaker,
 )
+from journeyman.providers.tool_modes import ToolModeChoice
 from journeyman.tools.choices import SandboxKind
 
 
@@ -50,7 +51,7 @@ class ServerPolicy(BaseModel):
     """Model name; None takes the provider's default."""
     base_url: str | None = None
     """Base URL of an OpenAI-compatible server; None for the provider's default."""
-    tool_format: str = "auto"
+    tool_format: ToolModeChoice = "auto"
     """How tools reach the model: auto, native, json_schema, grammar or text."""
     flags: dict[str, Any] = Field(default_factory=dict)
     """`AgentConfig` values given on the server's command line (limits, permission mode,

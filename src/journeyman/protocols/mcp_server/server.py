@@ -294,7 +294,7 @@ class JourneymanTools:
             "success": summary.finish_reason in ("completed", "answered"),
             "summary": summary.final_text,
             "error": summary.error,
-            "steps": summary.steps,
+            "iterations": summary.steps,
             "tokens": {**tokens, "total": sum(tokens.values())},
             "cost_usd": cost,
             "files_changed": sorted(set(pending)),
@@ -319,7 +319,18 @@ class JourneymanTools:
             for s in summaries
             if any(Path(s.record.workspace).resolve().is_relative_to(root) for root in roots)
         ]
-        rows = []
+        stored = {s.record.id for s in summaries}
+        rows: list[dict[str, Any]] = [
+            {  # started a moment ago: its first step is not stored yet
+                "session_id": run.session_id,
+                "status": "running",
+                "workspace": str(run.workspace),
+                "task": _first_line(run.task),
+                "finish_reason": None,
+            }
+            for run in self.registry.runs.values()
+            if run.session_id not in stored and not run.done
+        ]
         for summary in reversed(inside[-limit:] if limit else inside):
             run = self.registry.get(summary.record.id)
             running = run is not None and not run.done
