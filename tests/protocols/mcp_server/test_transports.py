@@ -4,8 +4,10 @@ continue with a message, undo."""
 
 from __future__ import annotations
 
+import http.client
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from mcp import Client
@@ -114,6 +116,19 @@ async def test_a_session_over_http_on_loopback(
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         async with Client(url) as client:
             await fix_continue_undo(client, fake_openai, workspace)
+        # a web page that resolves its own name to 127.0.0.1 cannot drive the server
+        parts = urlsplit(url)
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+        try:
+            conn.request(
+                "POST",
+                parts.path,
+                body=b"{}",
+                headers={"Host": "attacker.example", "Content-Type": "application/json"},
+            )
+            assert conn.getresponse().status in (403, 421)
+        finally:
+            conn.close()
 
 
 def test_the_http_transport_offers_no_host_option(tmp_path: Path) -> None:

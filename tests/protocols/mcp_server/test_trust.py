@@ -296,3 +296,37 @@ async def test_a_run_goes_on_when_the_client_stops_waiting(
         )
     assert done["finish_reason"] == "completed", done
     assert (workspace / "calc" / "__init__.py").read_text() != BUGGY_ADD
+
+
+async def test_a_follow_up_does_not_reset_the_spending(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = calc_package(tmp_path)
+    # $0.0165 a call at 3,15 per Mtok; each call is also priced before it is sent (about
+    # $0.013 for these prompts), and one that might not fit what is left is not made
+    expensive = dict(input_tokens=5000, output_tokens=100)
+    fake_openai.enqueue(
+        reply(tool_calls=[("read_file", {"path": "calc/__init__.py"})], **expensive),
+        FIX,
+        reply(tool_calls=[("finish", {"summary": "fixed"})]),
+        reply(tool_calls=[("read_file", {"path": "tests/test_calc.py"})], **expensive),
+        reply(tool_calls=[("finish", {"summary": "read the test"})]),
+    )
+    async with in_process_client(
+        tmp_path, workspace, fake_openai, monkeypatch, max_budget_usd=0.04
+    ) as client:
+        first = answer(await client.call_tool("start_run", {"task": "fix"}))
+        assert first["finish_reason"] == "completed", first
+        follow = answer(
+            await client.call_tool(
+                "send_message",
+                {
+                    "session_id": first["session_id"],
+                    "message": "read the test",
+                    "max_budget_usd": 1,
+                },
+            )
+        )
+    assert follow["finish_reason"] == "max_budget_usd", follow
+    assert "left of the run's limit" in follow["error"]  # what the first run spent counts
+    assert "max_budget_usd 1 is above this server's limit; 0.04 is used" in follow["notes"][0]
