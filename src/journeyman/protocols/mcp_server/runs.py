@@ -168,11 +168,17 @@ def _call_label(name: str, arguments: dict[str, object]) -> str:
     return name
 
 
-class RunRegistry:
-    """The runs started by this server, by session id (finished ones stay, for their results)."""
+KEPT_FINISHED_RUNS = 50
+"""Finished runs whose full result stays in memory; older ones are answered from the store."""
 
-    def __init__(self) -> None:
+
+class RunRegistry:
+    """The runs started by this server, by session id (the latest finished ones stay, for their
+    full results)."""
+
+    def __init__(self, keep_finished: int = KEPT_FINISHED_RUNS) -> None:
         self.runs: dict[str, ActiveRun] = {}
+        self.keep_finished = keep_finished
 
     def get(self, session_id: str) -> ActiveRun | None:
         return self.runs.get(session_id)
@@ -196,9 +202,16 @@ class RunRegistry:
             finally:
                 run.finished()
 
+        self._forget_old()
         run.job = asyncio.create_task(job(), name=f"journeyman-run:{run.session_id}")
         run.job.add_done_callback(_retrieve)
+        self.runs.pop(run.session_id, None)  # a follow-up: the session's newest run counts
         self.runs[run.session_id] = run
+
+    def _forget_old(self) -> None:
+        finished = [sid for sid, run in self.runs.items() if run.done]
+        for session_id in finished[: max(0, len(finished) - self.keep_finished)]:
+            del self.runs[session_id]
 
     async def aclose(self) -> None:
         """Cancel the runs still going (the server is shutting down) and wait for them."""
