@@ -195,6 +195,13 @@ def serve_command(
     for folder in roots:
         if not folder.is_dir():
             fail(EXIT_CONFIG, f"{folder} is not a directory; -w and --root take existing folders")
+        if folder.resolve() == Path(folder.resolve().anchor):
+            # a client starts the server in a folder of its choosing, often /: never all of it
+            fail(
+                EXIT_CONFIG,
+                f"{folder} is the root of the file system; pass -w (and --root) the folders "
+                "clients may work in",
+            )
     problem = session_root_problem(flags.get("session_dir") or default_session_root())
     if problem:
         fail(EXIT_CONFIG, problem)

@@ -21,6 +21,12 @@ def test_a_missing_folder_is_refused(tmp_path: Path) -> None:
     assert "nothere is not a directory" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_whole_file_system_is_not_a_workspace() -> None:
+    done = journeyman("mcp", "serve", env=clean_env(), cwd=Path("/"))
+    assert done.returncode == 2
+    assert "root of the file system" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_server_without_a_provider_says_so(tmp_path: Path) -> None:
     (tmp_path / "config").mkdir()
     env = clean_env(JOURNEYMAN_CONFIG_DIR=str(tmp_path / "config"))
