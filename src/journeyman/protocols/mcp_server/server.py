@@ -538,8 +538,7 @@ def build_server(
         sandbox: SandboxArg = None,
         wait: WaitArg = True,
     ) -> dict[str, Any]:
-        """Start the coding agent on a task in a workspace; it edits files and runs commands
-        there until the task is done and checked, within the server's limits."""
+        """Start the coding agent on a task: it edits and tests until done, within limits."""
         with _tool_errors("start_run"):
             _only_known(ctx, set(start_run.__annotations__) - {"ctx", "return"})
             limits = ClientLimits(
@@ -564,8 +563,7 @@ def build_server(
         max_duration_s: DurationArg = None,
         wait: WaitArg = True,
     ) -> dict[str, Any]:
-        """Continue a session with a new message: the agent goes on with its history, its
-        budget spent so far and its undo journal."""
+        """Continue a session with a follow-up; its history, spending and undo journal go on."""
         with _tool_errors("send_message"):
             _only_known(ctx, set(send_message.__annotations__) - {"ctx", "return"})
             limits = ClientLimits(
@@ -589,8 +587,7 @@ def build_server(
             ),
         ] = 0,
     ) -> dict[str, Any]:
-        """A session's status: running (step, tool, cost so far) or its result (finish
-        reason, summary, cost, tokens, iterations, files changed)."""
+        """A session's progress while it runs, then its result: finish reason, summary, cost."""
         with _tool_errors("get_status"):
             _only_known(ctx, {"session_id", "wait_s"})
             return await tools.get_status(ctx, session_id, wait_s)
@@ -627,8 +624,7 @@ def build_server(
             str | None, Field(description="With what='file': the file, relative to the workspace.")
         ] = None,
     ) -> dict[str, Any]:
-        """Undo a session's file changes. A file edited by someone else since the agent wrote
-        it is left alone and reported."""
+        """Undo a session's file changes (files edited since by someone else are left alone)."""
         with _tool_errors("undo"):
             _only_known(ctx, {"session_id", "what", "path"})
             return tools.undo(session_id, what, path)
