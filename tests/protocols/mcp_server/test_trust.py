@@ -330,3 +330,19 @@ async def test_a_follow_up_does_not_reset_the_spending(
     assert follow["finish_reason"] == "max_budget_usd", follow
     assert "left of the run's limit" in follow["error"]  # what the first run spent counts
     assert "max_budget_usd 1 is above this server's limit; 0.04 is used" in follow["notes"][0]
+
+
+async def test_a_run_that_breaks_is_a_tool_error_and_the_server_goes_on(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journeyman.loop.agent import Agent
+
+    async def broken(self: Agent, task: str, **kwargs: Any) -> Any:
+        raise RuntimeError("the store went away")
+
+    workspace = calc_package(tmp_path)
+    monkeypatch.setattr(Agent, "run", broken)
+    async with in_process_client(tmp_path, workspace, fake_openai, monkeypatch) as client:
+        text = refusal(await client.call_tool("start_run", {"task": "fix"}))
+        assert "could not run: RuntimeError: the store went away" in text
+        await still_serving(client)

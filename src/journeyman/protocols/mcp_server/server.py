@@ -210,6 +210,8 @@ class JourneymanTools:
         if wait:
             started = f"session {run.session_id} started in {run.workspace}"
             await run.wait(ctx.report_progress, None, preface=started)
+            if run.error is not None:
+                raise ToolError(f"session {run.session_id} could not run: {run.error}")
         return self._status(run.session_id)
 
     # --- reading sessions ----------------------------------------------------------------
