@@ -490,7 +490,7 @@ def _tool_errors(tool: str) -> Iterator[None]:
     except ToolError:
         raise
     except Exception as error:
-        logger.warning("%s failed", tool, exc_info=True)
+        logger.warning("%s failed: %s: %s", tool, type(error).__name__, _message(error))
         raise ToolError(f"{tool} failed: {type(error).__name__}: {_message(error)}") from None
 
 
