@@ -346,3 +346,23 @@ async def test_a_run_that_breaks_is_a_tool_error_and_the_server_goes_on(
         text = refusal(await client.call_tool("start_run", {"task": "fix"}))
         assert "could not run: RuntimeError: the store went away" in text
         await still_serving(client)
+
+
+async def test_sessions_are_found_where_the_user_config_stores_them(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = calc_package(tmp_path)
+    chosen = tmp_path / "my-sessions"
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text(f"session_dir = {str(chosen)!r}\n")
+    fake_openai.enqueue(FIX, reply(tool_calls=[("finish", {"summary": "fixed"})]))
+    async with in_process_client(
+        tmp_path, workspace, fake_openai, monkeypatch, session_dir=None
+    ) as client:
+        monkeypatch.delenv("JOURNEYMAN_SESSION_DIR")
+        session = answer(await client.call_tool("start_run", {"task": "fix"}))["session_id"]
+        listed = answer(await client.call_tool("list_sessions", {}))["sessions"]
+        diff = await client.call_tool("get_diff", {"session_id": session})
+    assert [row["session_id"] for row in listed] == [session]
+    assert "+    return a + b" in diff.content[0].text
+    assert (chosen / "journeyman.db").is_file()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -33,7 +34,12 @@ from journeyman.protocols.mcp_server.policy import (
     run_settings,
 )
 from journeyman.protocols.mcp_server.runs import ActiveRun, RunRegistry
-from journeyman.session.store import SessionRecord, SessionStore, new_session_id
+from journeyman.session.store import (
+    SessionRecord,
+    SessionStore,
+    default_session_root,
+    new_session_id,
+)
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.choices import SandboxKind
 
@@ -105,15 +111,22 @@ class JourneymanTools:
         """Builds the provider of a run (from the server's own settings, never the client's)."""
         self.registry = RunRegistry()
 
-    @property
-    def session_root(self) -> Path | None:
-        value = self.policy.flags.get("session_dir")
-        return Path(value) if value else None
+    @cached_property
+    def session_root(self) -> Path:
+        """Where the runs' sessions are stored: the server's --session-dir, else the user
+        config's `session_dir` (a workspace cannot choose it), else the default folder."""
+        given = self.policy.flags.get("session_dir")
+        if given:
+            return Path(given)
+        try:
+            root = self.policy.resolved_roots()[0]
+            configured = run_settings(self.policy, root, ClientLimits()).config.session_dir
+        except (ConfigurationError, ValidationError):
+            configured = None
+        return configured or default_session_root()
 
     def open_store(self) -> SessionStore:
-        from journeyman.session.store import default_session_root
-
-        return SessionStore(self.session_root or default_session_root())
+        return SessionStore(self.session_root)
 
     # --- building and starting runs ------------------------------------------------------
 
