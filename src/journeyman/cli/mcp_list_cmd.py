@@ -202,9 +202,6 @@ def serve_command(
                 f"{folder} is the root of the file system; pass -w (and --root) the folders "
                 "clients may work in",
             )
-    problem = session_root_problem(flags.get("session_dir") or default_session_root())
-    if problem:
-        fail(EXIT_CONFIG, problem)
     try:
         tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
     except ValueError as error:
@@ -235,6 +232,9 @@ def serve_command(
         provider_factory()  # a missing key or an unknown provider is said now, not per run
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    problem = session_root_problem(settings.config.session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
     for item in settings.ignored:
         note(f"warning: {item.message}")
     permissions = settings.config.permissions
