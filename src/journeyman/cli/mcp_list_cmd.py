@@ -1,20 +1,41 @@
-"""`journeyman mcp` and `mcp list`, apart from `mcp_cmd` so that the MCP SDK loads only when
-it runs."""
+"""`journeyman mcp`, `mcp list` and `mcp serve`, apart from `mcp_cmd` and the MCP server's
+package so that the MCP SDK loads only when one of them runs."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from journeyman.cli.exits import EXIT_CONFIG, fail
 from journeyman.cli.options import (
     MCP_CONFIG,
+    AllowNetworkOpt,
+    BaseUrlOpt,
+    BudgetModeOpt,
+    MaxBudgetOpt,
+    MaxDurationOpt,
+    MaxIterationsOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    NoVerifyOpt,
+    PermissionModeOpt,
+    PricePerMtokOpt,
+    ProviderOpt,
+    SandboxOpt,
+    SessionDirOpt,
+    ToolFormatOpt,
+    ToolTimeoutOpt,
+    VerifyOpt,
     WorkspaceOpt,
+    given_limits,
 )
 
 mcp_app = typer.Typer(
-    help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json.",
+    help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json, "
+    "and journeyman itself as an MCP server (`mcp serve`).",
     no_args_is_help=True,
 )
 
@@ -35,3 +56,204 @@ def mcp_list_cmd(
     from journeyman.cli.mcp_cmd import mcp_list  # the MCP SDK loads only for this command
 
     raise typer.Exit(mcp_list(workspace or Path("."), include_workspace=mcp))
+
+
+class ServeTransport(StrEnum):
+    """How `mcp serve` talks to its client."""
+
+    STDIO = "stdio"
+    HTTP = "http"
+
+
+DEFAULT_HTTP_PORT = 8765
+"""The port of `mcp serve --transport http` when none is given."""
+
+
+@mcp_app.command("serve")
+def mcp_serve_cmd(
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="The folder runs work in by default; clients may name it or folders inside it "
+            "(default: the current folder).",
+        ),
+    ] = None,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--root",
+            help="Another folder clients may name as a workspace (or any folder inside it); "
+            "repeat for more. Nothing outside these folders and -w is reachable.",
+        ),
+    ] = None,
+    transport: Annotated[
+        ServeTransport,
+        typer.Option(
+            help="stdio (default): the client starts this command and talks over its stdin "
+            "and stdout; http: streamable HTTP on 127.0.0.1 only (any local program can "
+            "connect: there is no authentication)."
+        ),
+    ] = ServeTransport.STDIO,
+    port: Annotated[
+        int,
+        typer.Option(
+            min=0, max=65535, help="With --transport http: the port (0 takes a free one)."
+        ),
+    ] = DEFAULT_HTTP_PORT,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Approve every call that would need asking (deny rules and plan mode still "
+            "refuse). Without it such calls are refused, as nobody is there to answer; use "
+            "--permission-mode accept_edits to let runs edit files while commands stay refused.",
+        ),
+    ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    tool_format: ToolFormatOpt = None,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    price_per_mtok: PricePerMtokOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    max_duration: MaxDurationOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    tool_timeout: ToolTimeoutOpt = None,
+    permission_mode: PermissionModeOpt = None,
+    sandbox: SandboxOpt = None,
+    allow_network: AllowNetworkOpt = False,
+    session_dir: SessionDirOpt = None,
+    verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    lsp: Annotated[
+        bool, typer.Option("--lsp/--no-lsp", help="Offer runs the configured language servers.")
+    ] = True,
+) -> None:
+    """Serve journeyman as an MCP server: clients start runs, continue sessions, read status
+    and diffs, and undo. Runs obey this command's limits, permission mode and sandbox (and the
+    user and workspace config files, under the same trust rules as `run`); a client may only
+    tighten them. See docs/mcp-server.md."""
+    limits = given_limits(
+        max_iterations,
+        max_budget_usd,
+        max_total_tokens,
+        max_duration,
+        budget_mode,
+        tool_timeout,
+        price_per_mtok,
+    )
+    flags = {
+        **limits,
+        "permission_mode": permission_mode,
+        "sandbox": sandbox,
+        "allow_network": True if allow_network else None,
+        "session_dir": session_dir,
+        "verify_command": verify,
+        "verify": False if no_verify else None,
+    }
+    serve_command(
+        roots=[workspace or Path("."), *(root or [])],
+        provider_settings={
+            "provider": provider,
+            "model": model,
+            "base_url": base_url,
+            "tool_format": tool_format,
+        },
+        flags={key: value for key, value in flags.items() if value is not None},
+        assume_yes=yes,
+        lsp=lsp,
+        transport=transport.value,
+        port=port,
+    )
+
+
+def serve_command(
+    *,
+    roots: list[Path],
+    provider_settings: dict[str, Any],
+    flags: dict[str, Any],
+    assume_yes: bool,
+    lsp: bool,
+    transport: str,
+    port: int,
+) -> None:
+    """Check what the user gave (folders, config files, provider), then serve until the client
+    goes away or the process is interrupted."""
+    from journeyman.cli.sessions_cmd import session_root_problem
+    from journeyman.core.errors import ConfigurationError
+    from journeyman.protocols.mcp_server import ClientLimits, ServerPolicy, serve
+    from journeyman.protocols.mcp_server.policy import run_settings
+    from journeyman.protocols.mcp_server.serve import note
+    from journeyman.providers.factory import create_provider
+    from journeyman.providers.tool_modes import parse_tool_mode
+    from journeyman.session.store import default_session_root
+
+    for folder in roots:
+        if not folder.is_dir():
+            fail(EXIT_CONFIG, f"{folder} is not a directory; -w and --root take existing folders")
+        if folder.resolve() == Path(folder.resolve().anchor):
+            # a client starts the server in a folder of its choosing, often /: never all of it
+            fail(
+                EXIT_CONFIG,
+                f"{folder} is the root of the file system; pass -w (and --root) the folders "
+                "clients may work in",
+            )
+    try:
+        tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
+    except ValueError as error:
+        fail(EXIT_CONFIG, f"--tool-format: {error}")
+    policy = ServerPolicy(
+        roots=tuple(roots),
+        provider=provider_settings.get("provider"),
+        model=provider_settings.get("model"),
+        base_url=provider_settings.get("base_url"),
+        tool_format=tool_format,
+        flags=flags,
+        assume_yes=assume_yes,
+        lsp=lsp,
+    )
+
+    def provider_factory() -> Any:
+        return create_provider(
+            policy.provider,
+            policy.model,
+            policy.base_url,
+            tool_format=tool_format,
+            on_notice=lambda text: note(f"note: {text}"),
+            discover_local=True,
+        )
+
+    try:
+        settings = run_settings(policy, policy.resolved_roots()[0], ClientLimits())
+        provider_factory()  # a missing key or an unknown provider is said now, not per run
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    problem = session_root_problem(settings.config.session_dir or default_session_root())
+    if problem:
+        fail(EXIT_CONFIG, problem)
+    for item in settings.ignored:
+        note(f"warning: {item.message}")
+    permissions = settings.config.permissions
+    mode = permissions.mode.value if permissions is not None else "default"
+    approvals = "approved (--yes)" if assume_yes else "refused (no one to ask; see --yes)"
+    note(
+        f"MCP server over {transport}; workspaces under "
+        f"{', '.join(str(root) for root in policy.resolved_roots())}; permission mode {mode}; "
+        f"calls that need approval are {approvals}"
+    )
+    try:
+        serve(
+            policy,
+            provider_factory,
+            transport="http" if transport == "http" else "stdio",
+            port=port,
+            on_listening=lambda url: note(f"listening on {url}"),
+        )
+    except OSError as error:
+        fail(EXIT_CONFIG, str(error))
+    except KeyboardInterrupt:
+        pass
