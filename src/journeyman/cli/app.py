@@ -28,6 +28,7 @@ COMMANDS = {
     "rules": "journeyman.cli.rules_cmd:rules",
     "sessions": "journeyman.cli.sessions_cmd:sessions_app",
     "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
+    "inspect": "journeyman.cli.inspect_cmd:inspect",
 }
 """Every command, in the order `--help` lists them: name -> "module:function" (or a
 `typer.Typer` of subcommands). A command's module is imported only when the command line names
