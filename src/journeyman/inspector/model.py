@@ -16,6 +16,7 @@ from typing import Any
 from journeyman.core.messages import Usage
 from journeyman.core.redact import Redactor
 from journeyman.economics.usage_log import UsageRow
+from journeyman.loop.verdict import CHECK_CALL_PREFIX
 from journeyman.session.store import FileChange, SessionRecord, SessionStore, SessionSummary
 from journeyman.swarm.tree import SessionNode, session_tree
 
@@ -50,6 +51,11 @@ class CallView:
     """A command's exit code, when the tool reported one."""
     child_session_id: str | None = None
     """The subagent session a spawn call started."""
+
+    @property
+    def by_harness(self) -> bool:
+        """The harness's own run of the check command, not a call the model made."""
+        return self.call_id.startswith(CHECK_CALL_PREFIX)
 
 
 @dataclass

@@ -392,7 +392,8 @@ def _step(step: StepView, changes: dict[int, FileChange], open_all: bool) -> str
         failed = call.is_error or bool(call.exit_code)
         state = " refused" if call.refused_by else " bad" if failed else ""
         mark = " ✗" if failed else ""
-        chips.append(f'<span class="chip tool{state}">{escape(call.name)}{mark}</span>')
+        name = "check" if call.by_harness else call.name
+        chips.append(f'<span class="chip tool{state}">{escape(name)}{mark}</span>')
     if len(step.calls) > SHOWN_CHIPS:
         chips.append(f'<span class="chip">+{len(step.calls) - SHOWN_CHIPS} calls</span>')
     if not step.calls and step.turns and any(t.text for t in step.turns):
@@ -479,6 +480,7 @@ def _call(call: CallView) -> str:
             f"<code>{escape(call.child_session_id)}</code> — "
             f"<code>journeyman inspect {escape(call.child_session_id)}</code></div>"
         )
+    harness = '<span class="chip">check run by journeyman</span>' if call.by_harness else ""
     arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False, default=str)
     result = (
         f'<div><span class="lbl">result</span><pre>{escape(call.result)}</pre></div>'
@@ -486,7 +488,7 @@ def _call(call: CallView) -> str:
         else ""
     )
     return (
-        f'<details class="call"><summary><b>{escape(call.name)}</b>'
+        f'<details class="call"><summary><b>{escape(call.name)}</b>{harness}'
         f"<code>{escape(_argument_summary(call.arguments))}</code>{status}</summary>"
         f'<div class="io"><div><span class="lbl">arguments</span><pre>{escape(arguments)}</pre>'
         f"</div>{result}{child}</div></details>"
