@@ -4,10 +4,11 @@ What runs
     One journeyman session of N steps (default 1,000) against a scripted model, with the real
     SQLite store and real file tools on a temporary workspace. Step i makes one tool call,
     cycling through ``write_file`` (a journaled change of a 50-line file), ``edit_file`` of it
-    (another), ``read_file`` of it and ``run_command`` (``echo i``), each turn with a line of text and usage that grows with
-    the history (most of it read from the prompt cache) at a fixed price, so the charts have
-    something to draw. The context window is small enough for the run to compact several times
-    (each compaction's summary call is answered by the script too). Then ``finish``.
+    (another), ``read_file`` of it and ``run_command`` (``echo i``), each turn with a line of
+    text and usage that grows with the history (most of it read from the prompt cache) at a
+    fixed price, so the charts have something to draw. The context window is small enough for
+    the run to compact several times (each compaction's summary call is answered by the script
+    too, and is not a step). The last step calls ``finish``.
 
 What is measured
     * build: ``load_report`` + ``render_html`` (reading the store, redacting, rendering), and
@@ -30,15 +31,17 @@ import argparse
 import asyncio
 import json
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from tests.inspector.browser import _run, chromium  # noqa: E402
 
 from journeyman import Agent, AgentConfig  # noqa: E402
 from journeyman.context.compaction import CompactionSettings  # noqa: E402
@@ -48,19 +51,27 @@ from journeyman.inspector import load_report, render_html  # noqa: E402
 from journeyman.providers.base import Capabilities, ModelRequest, ModelResponse  # noqa: E402
 from journeyman.providers.scripted import ScriptedProvider  # noqa: E402
 from journeyman.session.store import SessionStore  # noqa: E402
-from tests.inspector.browser import _run, chromium  # noqa: E402
 
 FILES = 20
 PRICE = (3.0, 15.0)
 
 
-def step_reply(i: int) -> Any:
-    """Step i's reply (or, when the request is a compaction's summary call, a summary)."""
+class Script:
+    """The scripted model: step i's reply, a summary for a compaction's summary call (which
+    does not count as a step), and `finish` at the last step."""
 
-    def respond(request: ModelRequest) -> ModelResponse:
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.step = 0
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
         prompt = sum(len(m.content) for m in request.messages) // 4
         if request.tools == ():
-            return ModelResponse(text=f"summary before step {i}", usage=Usage(prompt, 120))
+            return ModelResponse(text=f"summary before step {self.step}", usage=Usage(prompt, 120))
+        i, self.step = self.step, self.step + 1
+        if i == self.steps - 1:
+            done = ToolCall("fin", "finish", {"summary": "all steps done"})
+            return ModelResponse(text="", tool_calls=(done,), usage=Usage(500, 20))
         name = f"f{i // 4 % FILES}.txt"
         kind = i % 4
         if kind == 0:
@@ -77,21 +88,13 @@ def step_reply(i: int) -> Any:
         usage = Usage(prompt - cached, 40 + i % 7 * 10, cached, 0)
         return ModelResponse(text=f"Step {i}: working on {name}.", tool_calls=(call,), usage=usage)
 
-    return respond
-
-
-def finish_reply(request: ModelRequest) -> ModelResponse:
-    if request.tools == ():
-        return ModelResponse(text="summary", usage=Usage(1_000, 100))
-    done = ToolCall("fin", "finish", {"summary": "all steps done"})
-    return ModelResponse(text="", tool_calls=(done,), usage=Usage(500, 20))
-
 
 async def build_session(root: Path, steps: int) -> tuple[Path, str]:
     workspace = root / "ws"
     workspace.mkdir()
+    script = Script(steps)
     provider = ScriptedProvider(
-        [step_reply(i) for i in range(steps - 1)] + [finish_reply] * 20,
+        [script] * (steps * 2),
         capabilities=Capabilities(context_window=40_000),
     )
     agent = Agent(
@@ -121,6 +124,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", type=Path, help="Copy the page and its screenshot here.")
     args = parser.parse_args()
     if chromium() is None:
         sys.exit("chromium is not installed (apt-get install chromium)")
@@ -139,16 +143,23 @@ def main() -> None:
         build_s = time.perf_counter() - started
         page = root / "report.html"
         page.write_text(page_text, encoding="utf-8")
+        shot = root / "shot.png"
         blank = root / "blank.html"
         blank.write_text("<!DOCTYPE html><title>blank</title>", encoding="utf-8")
-        shot = ("--window-size=1280,2400", f"--screenshot={root / 'shot.png'}")
+        size = "--window-size=1280,2400"
         timings = {
-            "screenshot_page": chromium_seconds(page, args.repeat, *shot),
-            "screenshot_blank": chromium_seconds(blank, args.repeat, *shot),
+            "screenshot_page": chromium_seconds(page, args.repeat, size, f"--screenshot={shot}"),
+            "screenshot_blank": chromium_seconds(
+                blank, args.repeat, size, f"--screenshot={root / 'blank.png'}"
+            ),
             "dump_dom_page": chromium_seconds(page, args.repeat, "--dump-dom"),
             "dump_dom_blank": chromium_seconds(blank, args.repeat, "--dump-dom"),
         }
         medians = {k: statistics.median(v) for k, v in timings.items()}
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(page, args.keep / "inspect-bench.html")
+            shutil.copy(root / "shot.png", args.keep / "inspect-bench.png")
         figures = {
             "steps": len(report.steps),
             "tool_calls": report.totals.tool_calls,

@@ -75,7 +75,8 @@ background:#fff;cursor:pointer}
 .toolbar label{color:var(--muted);font-size:13px}
 .shown{color:var(--muted);font-size:12.5px}
 details.step{border:1px solid var(--line);border-left:4px solid #c7cdd8;border-radius:6px;
-margin:0 0 6px;background:#fff}
+margin:0 0 6px;background:#fff;content-visibility:auto;contain-intrinsic-size:auto 36px}
+details.change{content-visibility:auto;contain-intrinsic-size:auto 120px}
 details.step.err{border-left-color:var(--bad)}
 details.step.changed{border-left-color:var(--accent)}
 details.step.err.changed{border-left-color:var(--bad)}

@@ -209,7 +209,7 @@ def _check(report: Report) -> str:
 def _limits(config: dict[str, Any]) -> str:
     parts = []
     if isinstance(config.get("max_iterations"), int):
-        parts.append(f"{config['max_iterations']} iterations")
+        parts.append(f"{config['max_iterations']:,} iterations")
     if isinstance(config.get("max_budget_usd"), int | float):
         parts.append(f"${config['max_budget_usd']:g}")
     if isinstance(config.get("max_total_tokens"), int):
