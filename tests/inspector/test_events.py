@@ -79,6 +79,8 @@ def test_every_kind_of_event_is_shown_in_its_step(tmp_path: Path) -> None:
     assert "80% of the usd limit used" in page
     assert "Not done yet, says a Stop hook: run lint" in page
     assert 'class="outcome unfinished"' in page  # no run of it ended
+    highlights = page[page.index('class="highlights"') :]
+    assert highlights.index("budget level none → warning") < highlights.index("refused (hook)")
 
 
 def test_a_session_without_steps_still_makes_a_page(tmp_path: Path) -> None:

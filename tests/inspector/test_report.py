@@ -64,6 +64,7 @@ def test_a_phased_run_shows_its_phases_and_transitions(phased: Built) -> None:
     transitions = [n.title for s in phased.report.steps for n in s.notes if n.kind == "phase"]
     assert "verify → plan" in transitions  # the failed check sends the workflow back
     assert 'id="chart-phase"' in phased.html
+    assert "the check failed (exit code 1)</li>" in phased.html
     assert 'class="ph-verify"' in phased.html
 
 

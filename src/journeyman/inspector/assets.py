@@ -44,6 +44,8 @@ margin:14px 0}
 .stat .s{color:var(--muted);font-size:12px}
 .meta{color:var(--muted);margin-top:12px;font-size:12.5px}
 .meta span{margin-right:16px}
+h2.sub{font-size:13px;margin:14px 0 4px}
+ul.highlights{margin:0;padding-left:18px;font-size:13px}ul.highlights li{margin:2px 0}
 .chart-block{margin:4px 0 14px}.chart-block h3{font-size:13px;margin:0 0 2px;font-weight:600}
 .legend{font-size:12px;color:var(--muted);display:flex;gap:14px;flex-wrap:wrap;margin:2px 0 0 64px}
 .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;

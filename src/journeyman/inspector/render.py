@@ -183,8 +183,46 @@ def _overview(report: Report) -> str:
         f'<pre class="task">{escape(record.task)}</pre>'
         f'<div class="outcome {css}" id="outcome"><div class="reason">{escape(reason)}</div>'
         f'<div class="final"><pre>{escape(final)}</pre>{_check(report)}</div></div>'
-        f'<div class="stats">{stat_html}</div><div class="meta">{meta_html}</div></section>'
+        f'<div class="stats">{stat_html}</div><div class="meta">{meta_html}</div>'
+        f"{_highlights(report)}</section>"
     )
+
+
+HIGHLIGHT_KINDS = frozenset({"error", "budget", "extension", "hook", "state", "run"})
+MAX_HIGHLIGHTS = 12
+
+
+def _highlights(report: Report) -> str:
+    """The events a reader should not miss (errors, budget levels, refusals, hook objections,
+    resumed runs), each linked to its step."""
+    items: list[tuple[int, str, str]] = []
+    runs = sum(1 for s in report.steps for n in s.notes if n.kind == "run")
+    for step in report.steps:
+        for note in step.notes:
+            if note.kind not in HIGHLIGHT_KINDS or (note.kind == "run" and runs <= 1):
+                continue
+            items.append((step.number, note.kind, note.title))
+        for call in step.calls:
+            if call.refused_by:
+                items.append((step.number, "error", f"{call.name} refused ({call.refused_by})"))
+            elif call.by_harness and (call.exit_code or call.is_error):
+                failed = f"exit code {call.exit_code}" if call.exit_code else "did not run"
+                items.append((step.number, "error", f"the check failed ({failed})"))
+    if not items:
+        return ""
+    shown = "".join(
+        f'<li><a href="#step-{number}">step {number}</a> '
+        f'<span class="chip n-{escape(kind)}">{escape(kind)}</span> {escape(title)}</li>'
+        for number, kind, title in items[:MAX_HIGHLIGHTS]
+    )
+    more = (
+        f'<li class="empty">and {len(items) - MAX_HIGHLIGHTS:,} more: filter the timeline '
+        "by events</li>"
+        if len(items) > MAX_HIGHLIGHTS
+        else ""
+    )
+    return f'<h2 class="sub">Worth a look</h2><ul class="highlights">{shown}{more}</ul>'
+
 
 
 def _check(report: Report) -> str:
