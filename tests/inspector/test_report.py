@@ -24,6 +24,8 @@ def test_every_stored_step_is_in_the_report_with_its_calls_and_usage(fixed: Buil
     assert names[:4] == ["read_file", "edit_file", "run_command", "edit_file"]
     failed_test = report.steps[2].calls[0]
     assert failed_test.exit_code == 1 and "exit code 1" in fixed.html
+    assert report.totals.failed_calls == 1 and report.steps[2].has_error
+    assert '<details class="step err" id="step-3"' in fixed.html
     # usage rows land on the step they were written with
     assert [s.usage.cache_read_tokens for s in report.steps[:5]] == [0, 1_100, 1_300, 1_500, 1_900]
     assert report.totals.cost_usd is not None

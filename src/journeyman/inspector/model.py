@@ -53,6 +53,11 @@ class CallView:
     """The subagent session a spawn call started."""
 
     @property
+    def failed(self) -> bool:
+        """The call failed, or the command it ran exited non-zero."""
+        return self.is_error or bool(self.exit_code)
+
+    @property
     def by_harness(self) -> bool:
         """The harness's own run of the check command, not a call the model made."""
         return self.call_id.startswith(CHECK_CALL_PREFIX)
@@ -92,7 +97,7 @@ class StepView:
 
     @property
     def has_error(self) -> bool:
-        return any(c.is_error for c in self.calls) or any(n.kind == "error" for n in self.notes)
+        return any(c.failed for c in self.calls) or any(n.kind == "error" for n in self.notes)
 
 
 @dataclass
@@ -396,7 +401,7 @@ def _totals(
         duration_s=duration,
         iterations=int(iterations or 0),
         tool_calls=len(calls),
-        failed_calls=sum(1 for c in calls if c.is_error),
+        failed_calls=sum(1 for c in calls if c.failed),
         compactions=sum(1 for s in steps for n in s.notes if n.kind == "compaction"),
         runs=len(finished),
     )

@@ -205,7 +205,7 @@ def _highlights(report: Report) -> str:
         for call in step.calls:
             if call.refused_by:
                 items.append((step.number, "error", f"{call.name} refused ({call.refused_by})"))
-            elif call.by_harness and (call.exit_code or call.is_error):
+            elif call.by_harness and call.failed:
                 failed = f"exit code {call.exit_code}" if call.exit_code else "did not run"
                 items.append((step.number, "error", f"the check failed ({failed})"))
     if not items:
@@ -427,9 +427,8 @@ def _step(step: StepView, changes: dict[int, FileChange], open_all: bool) -> str
     if step.phase:
         chips.append(f'<span class="phase-tag {escape(step.phase)}">{escape(step.phase)}</span>')
     for call in step.calls[:SHOWN_CHIPS]:
-        failed = call.is_error or bool(call.exit_code)
-        state = " refused" if call.refused_by else " bad" if failed else ""
-        mark = " ✗" if failed else ""
+        state = " refused" if call.refused_by else " bad" if call.failed else ""
+        mark = " ✗" if call.failed else ""
         name = "check" if call.by_harness else call.name
         chips.append(f'<span class="chip tool{state}">{escape(name)}{mark}</span>')
     if len(step.calls) > SHOWN_CHIPS:
