@@ -16,7 +16,10 @@ What is measured
     * Chromium: wall time of headless Chromium (Debian's ``chromium``) taking a 1280x2400
       screenshot of the page (load, parse, style, layout, script, paint) next to the same for
       a blank page, so the difference is the page's own cost; the median of ``--repeat`` runs;
-      ``--dump-dom`` (load and script, no paint) is measured the same way.
+      ``--dump-dom`` (load and script, no paint) is measured the same way;
+    * in the page: the marks its script leaves on ``<html>``, in ms after navigation start:
+      ``data-ready`` (HTML parsed, script run) and ``data-painted`` (the first frame after it),
+      read from ``--dump-dom`` (median of ``--repeat``). These exclude Chromium's own start.
 
 Usage (from the repository root)
     .venv/bin/python bench/inspector.py                 # --steps 1000 --repeat 3
@@ -31,6 +34,7 @@ import argparse
 import asyncio
 import json
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -119,6 +123,19 @@ def chromium_seconds(page: Path, repeat: int, *flags: str) -> list[float]:
     return [_run(page, *flags)[1] for _ in range(repeat)]
 
 
+def in_page_ms(page: Path, repeat: int) -> dict[str, float]:
+    """The page's own marks, in ms after navigation start: its script done (`data-ready`: the
+    HTML parsed and the script run) and the first frame drawn after it (`data-painted`)."""
+    marks: dict[str, list[float]] = {"ready": [], "painted": []}
+    for _ in range(repeat):
+        dom = _run(page, "--dump-dom")[0]
+        for mark in marks:
+            found = re.search(f'data-{mark}="([0-9.]+)"', dom)
+            if found:
+                marks[mark].append(float(found.group(1)))
+    return {mark: statistics.median(values) for mark, values in marks.items() if values}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000)
@@ -156,6 +173,7 @@ def main() -> None:
             "dump_dom_blank": chromium_seconds(blank, args.repeat, "--dump-dom"),
         }
         medians = {k: statistics.median(v) for k, v in timings.items()}
+        marks = in_page_ms(page, args.repeat)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(page, args.keep / "inspect-bench.html")
@@ -173,6 +191,8 @@ def main() -> None:
                 medians["screenshot_page"] - medians["screenshot_blank"], 3
             ),
             "dump_dom_extra_s": round(medians["dump_dom_page"] - medians["dump_dom_blank"], 3),
+            "script_done_ms": marks.get("ready"),
+            "first_frame_ms": marks.get("painted"),
             "python": platform.python_version(),
             "machine": f"{platform.machine()}, {platform.system()}",
         }
@@ -190,6 +210,10 @@ def main() -> None:
         f"{figures['screenshot_page_s']} s (blank page {figures['screenshot_blank_s']} s, "
         f"+{figures['screenshot_extra_s']} s); dump-dom {figures['dump_dom_page_s']} s "
         f"(blank {figures['dump_dom_blank_s']} s, +{figures['dump_dom_extra_s']} s)"
+    )
+    print(
+        f"in the page, after navigation start: script done {figures['script_done_ms']} ms, "
+        f"first frame {figures['first_frame_ms']} ms"
     )
 
 

@@ -230,6 +230,9 @@ function fromHash(){
 }
 window.addEventListener('hashchange',fromHash);fromHash();
 filter();
-document.documentElement.setAttribute('data-ready','1');
+var root=document.documentElement;
+root.setAttribute('data-ready',Math.round(performance.now()));
+requestAnimationFrame(function(){setTimeout(function(){
+  root.setAttribute('data-painted',Math.round(performance.now()));},0);});
 })();
 """
