@@ -31,14 +31,20 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _run(page: Path, *extra: str, timeout: float = 90) -> tuple[str, float]:
-    """Run Chromium on `page`; (stdout, wall seconds)."""
+def _run(page: Path, *extra: str, timeout: float = 90, fragment: str = "") -> tuple[str, float]:
+    """Run Chromium on `page` (at `#fragment` if given); (stdout, wall seconds)."""
     executable = chromium()
     assert executable is not None, "chromium is not installed"
     with tempfile.TemporaryDirectory(prefix="jm-chromium-") as profile:
         started = time.perf_counter()
         done = subprocess.run(
-            [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()],
+            [
+                executable,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                *extra,
+                page.as_uri() + fragment,
+            ],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -49,9 +55,9 @@ def _run(page: Path, *extra: str, timeout: float = 90) -> tuple[str, float]:
     return done.stdout, elapsed
 
 
-def dump_dom(page: Path) -> str:
+def dump_dom(page: Path, fragment: str = "") -> str:
     """The page's DOM, serialised after it loaded and its script ran."""
-    return _run(page, "--dump-dom")[0]
+    return _run(page, "--dump-dom", fragment=fragment)[0]
 
 
 def screenshot(page: Path, png: Path, *, width: int = 1280, height: int = 2400) -> float:

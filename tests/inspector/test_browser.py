@@ -3,8 +3,11 @@ each (test-artifacts/inspector/*.png, git-ignored) to look at."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from journeyman.inspector import render
 from tests.inspector.browser import ARTIFACTS, Dom, chromium, dump_dom, screenshot
 from tests.inspector.conftest import Built
 
@@ -79,3 +82,14 @@ def test_hostile_session_text_runs_nothing(hostile: Built) -> None:
     assert not dom.find("img")
     assert len(dom.find("script")) == 2
     assert step_count(dom) == hostile.stored_steps
+
+
+def test_a_link_to_a_step_opens_it_in_a_long_session(
+    compacted: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(render, "OPEN_STEPS_UP_TO", 0)  # as in a session of 41 steps or more
+    page = tmp_path / "collapsed.html"
+    page.write_text(render.render_html(compacted.report), encoding="utf-8")
+    dom = Dom(dump_dom(page, "#step-4"))
+    opened = [e.attrs["id"] for e in dom.find("details", "step") if "open" in e.attrs]
+    assert opened == ["step-4"]
