@@ -94,7 +94,10 @@ def test_the_session_tree_gives_each_subagent_and_its_cost(tree: Built) -> None:
         assert child.summary.record.id in page
         assert child.cost_usd is not None and f"${child.cost_usd:,.4f}" in page
     assert node.tree_cost_usd is not None and node.tree_cost_usd > (node.cost_usd or 0)
+    assert page.index('id="subagents"') < page.index('id="timeline"')
     spawned = [c.child_session_id for s in tree.report.steps for c in s.calls]
+    outcomes = [c.child_outcome for s in tree.report.steps for c in s.calls]
+    assert outcomes[0].startswith("answered, 2,300 tokens, $0.0105")
     assert sorted(c for c in spawned if c) == sorted(c.summary.record.id for c in node.children)
 
 

@@ -51,6 +51,8 @@ class CallView:
     """A command's exit code, when the tool reported one."""
     child_session_id: str | None = None
     """The subagent session a spawn call started."""
+    child_outcome: str = ""
+    """How that subagent ended, as its spawn call reported it."""
 
     @property
     def failed(self) -> bool:
@@ -273,6 +275,8 @@ def _add_event(
         view.exit_code = exit_code if isinstance(exit_code, int) else None
         child = metadata.get("child_session_id")
         view.child_session_id = str(child) if child else None
+        if child:
+            view.child_outcome = _child_outcome(metadata)
     elif kind == "nudge":
         nudge_kind = str(event.get("kind", ""))
         title = "hook says" if nudge_kind == "hook" else f"nudge: {nudge_kind.replace('_', ' ')}"
@@ -447,6 +451,17 @@ def _redacted_tree(node: SessionNode, redact: Redactor) -> SessionNode:
         cost_usd=node.cost_usd,
         children=[_redacted_tree(child, redact) for child in node.children],
     )
+
+
+def _child_outcome(metadata: Mapping[str, Any]) -> str:
+    parts = [str(metadata.get("finish_reason") or "unfinished")]
+    tokens = metadata.get("tokens")
+    if isinstance(tokens, int):
+        parts.append(f"{tokens:,} tokens")
+    cost = _number(metadata.get("cost_usd"))
+    if cost is not None:
+        parts.append(f"${cost:,.4f}")
+    return ", ".join(parts)
 
 
 def _get(data: Any, *keys: str) -> Any:

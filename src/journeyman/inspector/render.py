@@ -45,22 +45,17 @@ def render_html(report: Report, *, generated_at: float | None = None) -> str:
     record = report.record
     first_line = record.task.strip().splitlines()[0] if record.task.strip() else record.id
     title = f"journeyman · {clip(first_line, 80)}"
-    sections = [
-        _overview(report),
-        _charts(report),
-        _timeline(report),
-        _files(report),
-    ]
-    if report.tree is not None:
+    sections = [_overview(report)]
+    nav_links = [("overview", "Overview")]
+    if report.tree is not None:  # the tree first: where the money went
         sections.append(_subagents(report.tree))
-    nav_links = [
-        ("overview", "Overview"),
+        nav_links.append(("subagents", f"Subagents ({len(report.tree.walk()) - 1})"))
+    sections += [_charts(report), _timeline(report), _files(report)]
+    nav_links += [
         ("charts", "Charts"),
         ("timeline", f"Timeline ({len(report.steps)})"),
         ("files", f"Files ({len(report.changes)})"),
     ]
-    if report.tree is not None:
-        nav_links.append(("subagents", f"Subagents ({len(report.tree.walk()) - 1})"))
     nav = "".join(f'<a href="#{anchor}">{escape(label)}</a>' for anchor, label in nav_links)
     return (
         "<!DOCTYPE html>\n"
@@ -222,7 +217,6 @@ def _highlights(report: Report) -> str:
         else ""
     )
     return f'<h2 class="sub">Worth a look</h2><ul class="highlights">{shown}{more}</ul>'
-
 
 
 def _check(report: Report) -> str:
@@ -518,6 +512,12 @@ def _call(call: CallView) -> str:
             f"<code>journeyman inspect {escape(call.child_session_id)}</code></div>"
         )
     harness = '<span class="chip">check run by journeyman</span>' if call.by_harness else ""
+    outcome = (
+        f'<a class="chip" href="#sub-{escape(call.child_session_id)}">subagent: '
+        f"{escape(call.child_outcome)}</a>"
+        if call.child_session_id
+        else ""
+    )
     arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False, default=str)
     result = (
         f'<div><span class="lbl">result</span><pre>{escape(call.result)}</pre></div>'
@@ -526,7 +526,7 @@ def _call(call: CallView) -> str:
     )
     return (
         f'<details class="call"><summary><b>{escape(call.name)}</b>{harness}'
-        f"<code>{escape(_argument_summary(call.arguments))}</code>{status}</summary>"
+        f"<code>{escape(_argument_summary(call.arguments))}</code>{outcome}{status}</summary>"
         f'<div class="io"><div><span class="lbl">arguments</span><pre>{escape(arguments)}</pre>'
         f"</div>{result}{child}</div></details>"
     )
@@ -650,7 +650,8 @@ def _subagents(tree: SessionNode) -> str:
         css = _badge(reason)
         indent = f"padding-left:{8 + 20 * depth}px"
         rows.append(
-            f'<tr><td style="{indent}">{"└ " if depth else ""}<code>{escape(record.id)}</code>'
+            f'<tr id="sub-{escape(record.id)}"><td style="{indent}">{"└ " if depth else ""}'
+            f"<code>{escape(record.id)}</code>"
             f'</td><td><span class="badge {css}">{escape(reason)}</span></td>'
             f'<td class="num">{node.summary.steps:,}</td><td class="num">{node.tokens:,}</td>'
             f'<td class="num">{escape(_usd(node.cost_usd))}</td>'
