@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from journeyman.core.messages import Usage
+from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
 from journeyman.economics.usage_log import UsageRow
 from journeyman.inspector import load_report, render_html
 from journeyman.session.store import SessionStore, StepRecord
@@ -95,3 +95,25 @@ def test_a_session_without_steps_still_makes_a_page(tmp_path: Path) -> None:
     assert "No model call of this session was recorded" in page
     assert "No step was stored for this session." in page
     assert "This session changed no file" in page
+
+
+def test_a_session_without_events_shows_its_conversation(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions")
+    sid = new_session(store)
+    call = ToolCall("c1", "run_command", {"command": "pytest -q"})
+    messages = [
+        Message.user("fix <b>the</b> bug"),
+        Message.assistant("Running the tests first.", [call]),
+        Message.tool(ToolResult("c1", "run_command", "1 failed", is_error=True)),
+    ]
+    store.record_step(sid, StepRecord(1, messages, [], {}))  # as an import stores a run
+    try:
+        report = load_report(store, sid)
+    finally:
+        store.close()
+    assert [m.role.value for m in report.conversation] == ["user", "assistant", "tool"]
+    page = render_html(report)
+    assert "here is its conversation" in page
+    assert "fix &lt;b&gt;the&lt;/b&gt; bug" in page
+    assert "<code>pytest -q</code>" in page and "1 failed" in page
+    assert 'class="res bad">error' in page

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from journeyman.core.messages import Usage
+from journeyman.core.messages import Message, Role, Usage
 from journeyman.core.redact import Redactor
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.verdict import CHECK_CALL_PREFIX
@@ -129,6 +129,9 @@ class Report:
     """The session with its subagents; None when it has none."""
     totals: Totals
     models: list[str]
+    conversation: list[Message] = field(default_factory=list)
+    """The stored history, for a session whose steps have no events (an imported run): the
+    timeline has nothing else to show then."""
 
     @property
     def phased(self) -> bool:
@@ -169,6 +172,9 @@ def load_report(store: SessionStore, session_id: str, redactor: Redactor | None 
     children = store.subagent_ids(session_id)
     tree = _redacted_tree(session_tree(store, session_id), redact) if children else None
     outcome = finished[-1] if finished else None
+    conversation: list[Message] = []
+    if not any(s.turns or s.calls for s in steps):
+        conversation = [_redacted_message(m, redact) for m in store.messages(session_id)]
     return Report(
         record=record,
         summary=summary,
@@ -178,6 +184,7 @@ def load_report(store: SessionStore, session_id: str, redactor: Redactor | None 
         tree=tree,
         totals=_totals(steps, usage_rows, finished, store, session_id),
         models=sorted({f"{r.provider}:{r.model}" for r in usage_rows}),
+        conversation=[m for m in conversation if m.role is not Role.SYSTEM],
     )
 
 
@@ -431,6 +438,10 @@ def _redacted_change(change: FileChange, redact: Redactor) -> FileChange:
         description=redact(change.description),
         unrecoverable=change.unrecoverable,
     )
+
+
+def _redacted_message(message: Message, redact: Redactor) -> Message:
+    return Message.from_dict(redact.tree(message.to_dict()))
 
 
 def _redacted_tree(node: SessionNode, redact: Redactor) -> SessionNode:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from journeyman.core.messages import Message, Role
 from journeyman.core.text import clip
 from journeyman.inspector.assets import SCRIPT, STYLE
 from journeyman.inspector.charts import Series, band_chart, step_chart
@@ -392,7 +393,9 @@ def _timeline(report: Report) -> str:
     changes = {c.id: c for c in report.changes}
     open_all = len(report.steps) <= OPEN_STEPS_UP_TO
     body = "".join(_step(step, changes, open_all) for step in report.steps)
-    if not body:
+    if report.conversation:
+        body = _conversation(report.conversation)
+    elif not body:
         body = '<p class="empty">No step was stored for this session.</p>'
     return (
         '<section class="panel" id="timeline">'
@@ -478,6 +481,34 @@ def _step(step: StepView, changes: dict[int, FileChange], open_all: bool) -> str
     )
 
 
+def _conversation(messages: Sequence[Message]) -> str:
+    """The stored history, message by message (a session without events: an imported run)."""
+    parts = [
+        '<p class="empty">This session has no stored events (an imported run?): here is its '
+        "conversation as the model saw it.</p>"
+    ]
+    for message in messages:
+        if message.role is Role.TOOL and message.tool_result is not None:
+            result = message.tool_result
+            view = CallView(result.call_id, result.name, {}, result.content, result.is_error)
+            parts.append(
+                f'<details class="call"><summary><b>{escape(result.name)}</b> result'
+                f'{_call_status(view)}</summary><div class="io"><pre>'
+                f"{escape(result.content)}</pre></div></details>"
+            )
+            continue
+        calls = "".join(
+            f'<div class="note"><b>{escape(c.name)}</b> '
+            f"<code>{escape(_argument_summary(c.arguments))}</code></div>"
+            for c in message.tool_calls
+        )
+        parts.append(
+            f'<div class="say msg"><span class="who">{escape(message.role.value)}</span>'
+            f"{escape(message.content.strip())}{calls}</div>"
+        )
+    return "".join(parts)
+
+
 _EMPTY_STEP = '<p class="empty">Nothing recorded in this step but its checkpoint.</p>'
 
 
@@ -493,7 +524,7 @@ def _note(note: Note) -> str:
     return f'<div class="note n-{escape(note.kind)}"><b>{escape(note.title)}</b>{detail}</div>'
 
 
-def _call(call: CallView) -> str:
+def _call_status(call: CallView) -> str:
     if call.refused_by:
         status = f'<span class="res warn">refused ({escape(call.refused_by)})</span>'
     elif call.result is None:
@@ -504,6 +535,11 @@ def _call(call: CallView) -> str:
         status = f'<span class="res bad">exit code {call.exit_code}{_secs(call.duration_s)}</span>'
     else:
         status = f'<span class="res ok">ok{_secs(call.duration_s)}</span>'
+    return status
+
+
+def _call(call: CallView) -> str:
+    status = _call_status(call)
     child = ""
     if call.child_session_id:
         child = (
