@@ -42,6 +42,10 @@ HOSTILE = (
 )
 
 
+HOSTILE_NAME = "<img src=x onerror=\"document.title='PWNED'\">.txt"
+"""A file name is text from the session too."""
+
+
 def _cached(input_tokens: int, cache_read: int, output: int) -> Usage:
     return Usage(input_tokens, output, cache_read, 0)
 
@@ -184,6 +188,7 @@ async def hostile(tmp_path: Path) -> tuple[Path, str]:
             text=f"I will write {HOSTILE}",
         ),
         turn(call("read_file", "r1", path="page.html"), text=HOSTILE),
+        turn(call("write_file", "w2", path=HOSTILE_NAME, content="x\n")),
         finish(HOSTILE),
     ]
     agent, _ = make_agent(tmp_path, script, retry_policy=NO_RETRY, verify=False, sandbox="local")

@@ -13,7 +13,7 @@ from journeyman.inspector.assets import SCRIPT
 from journeyman.inspector.charts import nice_ceiling
 from journeyman.inspector.render import script_safe_json
 from tests.inspector.conftest import Built
-from tests.inspector.sessions import HOSTILE, SECRET
+from tests.inspector.sessions import HOSTILE, HOSTILE_NAME, SECRET
 
 
 def test_every_stored_step_is_in_the_report_with_its_calls_and_usage(fixed: Built) -> None:
@@ -103,7 +103,8 @@ def test_the_session_tree_gives_each_subagent_and_its_cost(tree: Built) -> None:
 
 def test_session_text_is_escaped_everywhere(hostile: Built) -> None:
     page = hostile.html
-    assert HOSTILE not in page
+    assert [c.path for c in hostile.report.changes] == ["page.html", HOSTILE_NAME]
+    assert HOSTILE not in page and HOSTILE_NAME not in page
     assert "<img" not in page and "<!--" not in page
     assert page.count("<script") == 2  # the data block and the page's own script
     assert "&lt;/script&gt;&lt;script&gt;document.title=&#x27;PWNED&#x27;" in page
@@ -112,7 +113,7 @@ def test_session_text_is_escaped_everywhere(hostile: Built) -> None:
 
 
 def test_secrets_are_redacted_even_from_the_exact_text_undo_keeps(hostile: Built) -> None:
-    (change,) = hostile.report.changes
+    change = hostile.report.changes[0]
     assert change.after is not None and MASK in change.after
     assert SECRET not in hostile.html and MASK in hostile.html
 
