@@ -19,7 +19,9 @@ What is measured
       ``--dump-dom`` (load and script, no paint) is measured the same way;
     * in the page: the marks its script leaves on ``<html>``, in ms after navigation start:
       ``data-ready`` (HTML parsed, script run) and ``data-painted`` (the first frame after it),
-      read from ``--dump-dom`` (median of ``--repeat``). These exclude Chromium's own start.
+      read from ``--dump-dom`` (median of ``--repeat``). These exclude Chromium's own start;
+    * with Playwright installed (the ``dev`` extra), Chromium's navigation timing for the page:
+      DOMContentLoaded, load and first contentful paint (median of ``--repeat``).
 
 Usage (from the repository root)
     .venv/bin/python bench/inspector.py                 # --steps 1000 --repeat 3
@@ -136,6 +138,40 @@ def in_page_ms(page: Path, repeat: int) -> dict[str, float]:
     return {mark: statistics.median(values) for mark, values in marks.items() if values}
 
 
+NAVIGATION_JS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const paint = performance.getEntriesByName('first-contentful-paint')[0];
+  return {dom_content_loaded: nav.domContentLoadedEventEnd, load: nav.loadEventEnd,
+          first_contentful_paint: paint ? paint.startTime : null};
+}"""
+
+
+def navigation_ms(page: Path, repeat: int) -> dict[str, float]:
+    """Chromium's own navigation timing for the page (ms after navigation start), through
+    Playwright when it is installed (the `dev` extra); empty otherwise."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return {}
+    runs: list[dict[str, float]] = []
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"]
+        )
+        for _ in range(repeat):
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab.goto(page.as_uri(), wait_until="load")
+            tab.wait_for_selector("html[data-painted]")
+            runs.append(tab.evaluate(NAVIGATION_JS))
+            tab.close()
+        browser.close()
+    return {
+        key: statistics.median(r[key] for r in runs)
+        for key in runs[0]
+        if all(r[key] is not None for r in runs)
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000)
@@ -174,6 +210,7 @@ def main() -> None:
         }
         medians = {k: statistics.median(v) for k, v in timings.items()}
         marks = in_page_ms(page, args.repeat)
+        navigation = navigation_ms(page, args.repeat)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(page, args.keep / "inspect-bench.html")
@@ -193,6 +230,7 @@ def main() -> None:
             "dump_dom_extra_s": round(medians["dump_dom_page"] - medians["dump_dom_blank"], 3),
             "script_done_ms": marks.get("ready"),
             "first_frame_ms": marks.get("painted"),
+            **{f"{k}_ms": round(v, 1) for k, v in navigation.items()},
             "python": platform.python_version(),
             "machine": f"{platform.machine()}, {platform.system()}",
         }
@@ -215,6 +253,12 @@ def main() -> None:
         f"in the page, after navigation start: script done {figures['script_done_ms']} ms, "
         f"first frame {figures['first_frame_ms']} ms"
     )
+    if "load_ms" in figures:
+        print(
+            f"navigation timing (Playwright): DOMContentLoaded {figures['dom_content_loaded_ms']}"
+            f" ms, load {figures['load_ms']} ms, first contentful paint "
+            f"{figures.get('first_contentful_paint_ms', '?')} ms"
+        )
 
 
 if __name__ == "__main__":
