@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.inspector.browser import _run, chromium  # noqa: E402
+from tests.inspector.browser import chromium, run_chromium  # noqa: E402
 
 from journeyman import Agent, AgentConfig  # noqa: E402
 from journeyman.context.compaction import CompactionSettings  # noqa: E402
@@ -122,7 +122,7 @@ async def build_session(root: Path, steps: int) -> tuple[Path, str]:
 
 
 def chromium_seconds(page: Path, repeat: int, *flags: str) -> list[float]:
-    return [_run(page, *flags)[1] for _ in range(repeat)]
+    return [run_chromium(page, *flags)[1] for _ in range(repeat)]
 
 
 def in_page_ms(page: Path, repeat: int) -> dict[str, float]:
@@ -130,7 +130,7 @@ def in_page_ms(page: Path, repeat: int) -> dict[str, float]:
     HTML parsed and the script run) and the first frame drawn after it (`data-painted`)."""
     marks: dict[str, list[float]] = {"ready": [], "painted": []}
     for _ in range(repeat):
-        dom = _run(page, "--dump-dom")[0]
+        dom = run_chromium(page, "--dump-dom")[0]
         for mark in marks:
             found = re.search(f'data-{mark}="([0-9.]+)"', dom)
             if found:

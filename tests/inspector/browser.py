@@ -31,7 +31,9 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _run(page: Path, *extra: str, timeout: float = 90, fragment: str = "") -> tuple[str, float]:
+def run_chromium(
+    page: Path, *extra: str, timeout: float = 90, fragment: str = ""
+) -> tuple[str, float]:
     """Run Chromium on `page` (at `#fragment` if given); (stdout, wall seconds)."""
     executable = chromium()
     assert executable is not None, "chromium is not installed"
@@ -57,13 +59,13 @@ def _run(page: Path, *extra: str, timeout: float = 90, fragment: str = "") -> tu
 
 def dump_dom(page: Path, fragment: str = "") -> str:
     """The page's DOM, serialised after it loaded and its script ran."""
-    return _run(page, "--dump-dom", fragment=fragment)[0]
+    return run_chromium(page, "--dump-dom", fragment=fragment)[0]
 
 
 def screenshot(page: Path, png: Path, *, width: int = 1280, height: int = 2400) -> float:
     """Save a screenshot of the page's top `height` pixels; returns the wall seconds it took."""
     png.parent.mkdir(parents=True, exist_ok=True)
-    return _run(page, f"--window-size={width},{height}", f"--screenshot={png}")[1]
+    return run_chromium(page, f"--window-size={width},{height}", f"--screenshot={png}")[1]
 
 
 @dataclass
