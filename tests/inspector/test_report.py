@@ -41,6 +41,7 @@ def test_the_overview_gives_outcome_check_cost_and_tokens(fixed: Built) -> None:
     totals = fixed.report.totals
     assert f"${totals.cost_usd:,.4f}" in page
     assert totals.iterations == fixed.stored_steps
+    assert "3 changes: 2 pending, 1 undone" in page
     assert "check run by journeyman" in page  # the harness's check is told from the model's calls
 
 

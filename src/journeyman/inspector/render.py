@@ -140,7 +140,9 @@ def _overview(report: Report) -> str:
         (
             "files changed",
             f"{files:,}",
-            f"{pending} pending · {undone} undone" if report.changes else "no changes",
+            f"{_plural(len(report.changes), 'change')}: {pending} pending, {undone} undone"
+            if report.changes
+            else "no changes",
         ),
         ("compactions", f"{totals.compactions:,}", "of the context"),
     ]
