@@ -118,7 +118,7 @@ def _overview(report: Report) -> str:
     config: dict[str, Any] = stored_config if isinstance(stored_config, dict) else {}
     model = str(settings.get("model") or settings.get("model_name") or "?")
     provider = str(settings.get("provider") or "")
-    mode = str(config.get("mode") or "react")
+    mode = str(config.get("mode") or ("react" if config else "not recorded"))
     pending = sum(1 for c in report.changes if not c.undone)
     undone = len(report.changes) - pending
     files = len({c.path for c in report.changes})
