@@ -37,6 +37,8 @@ from journeyman.tools.builtin import default_tools
 NO_WAIT = RetryPolicy(max_retries=0, base_delay_s=0.0, jitter=0.0, max_retry_after_s=0.0)
 PRICE = (3.0, 15.0)
 """US dollars per million input and output tokens (a mid-priced hosted model)."""
+
+
 def _turn(*calls: ToolCall, text: str = "", reply: int = 100) -> ScriptStep:
     """A reply whose usage is billed like a real provider's: the prompt it was sent, and a reply
     of `reply` tokens (cut to the request's limit by the scripted provider)."""

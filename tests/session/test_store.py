@@ -376,3 +376,23 @@ def test_the_store_round_trips_settings_and_parentage(store: SessionStore) -> No
     assert (record.parent_id, record.forked_at_step) == ("parent", 3)
     assert record.settings == {"model": "m", "config": {"max_iterations": 7}}
     assert json.loads(rows(store.path, "SELECT settings FROM sessions")[0][0])["model"] == "m"
+
+
+def test_events_and_checkpoints_are_read_back_with_their_steps(store: SessionStore) -> None:
+    sid = new_session(store)
+    for number in (1, 2):
+        store.record_step(sid, step(sid, number))
+    store.append_events(sid, 2, [{"type": "run_finished", "step": 2}])
+    assert [(n, e["type"]) for n, e in store.step_events(sid)] == [
+        (1, "tool_call"),
+        (1, "tool_result"),
+        (2, "tool_call"),
+        (2, "tool_result"),
+        (2, "run_finished"),
+    ]
+    checkpoints = list(store.step_checkpoints(sid))
+    assert [(n, c) for n, _, c in checkpoints] == [
+        (1, {"counters": {"iterations": 1}}),
+        (2, {"counters": {"iterations": 2}}),
+    ]
+    assert checkpoints[0][1] <= checkpoints[1][1]

@@ -628,6 +628,24 @@ class SessionStore:
         for (body,) in rows:
             yield self._stored(body, f"an event of session {session_id}")
 
+    def step_events(self, session_id: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(step, event) of every stored event of the session, in order."""
+        rows = self._db.execute(
+            "SELECT step, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        for step, body in rows:
+            yield int(step), self._stored(body, f"an event of session {session_id}")
+
+    def step_checkpoints(self, session_id: str) -> Iterator[tuple[int, float, dict[str, Any]]]:
+        """(step, time it was stored, checkpoint) of every stored step of the session, in order."""
+        rows = self._db.execute(
+            "SELECT step, created_at, checkpoint FROM steps WHERE session_id = ? ORDER BY step",
+            (session_id,),
+        )
+        for step, created_at, body in rows:
+            what = f"a checkpoint of session {session_id}"
+            yield int(step), float(created_at), self._stored(body, what)
+
     def checkpoint(self, session_id: str, step: int | None = None) -> tuple[int, dict[str, Any]]:
         """(step, checkpoint) of the given step, or of the last completed one; (0, {}) if none."""
         if step is None:

@@ -1,0 +1,492 @@
+"""What a report shows, read from the session store: the session, its outcome, every step with
+its model turn, tool calls and notable events, per-step usage, file changes and subagents.
+
+Everything here is read from the store (never from the workspace) and redacted again on the
+way in: the store keeps secrets out of its rows, but the undo journal's vault holds exact file
+text, and a report is a file that gets attached to bug reports.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from journeyman.core.messages import Message, Role, Usage
+from journeyman.core.redact import Redactor
+from journeyman.economics.usage_log import UsageRow
+from journeyman.loop.verdict import CHECK_CALL_PREFIX
+from journeyman.session.store import FileChange, SessionRecord, SessionStore, SessionSummary
+from journeyman.swarm.tree import SessionNode, session_tree
+
+ROUTINE_STATES = frozenset({"idle", "initializing", "running", "completing"})
+"""Lifecycle states every run passes through: not worth a line in the timeline."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something that happened in a step besides the model turn and the tool calls."""
+
+    kind: str
+    """nudge, compaction, budget, extension, error, phase, state, run or hook."""
+    title: str
+    detail: str = ""
+
+
+@dataclass
+class CallView:
+    """One tool call and its result."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str | None = None
+    """None when the call has no stored result (the run stopped while it ran)."""
+    is_error: bool = False
+    refused_by: str | None = None
+    """permission, hook or budget when the call was refused rather than run."""
+    duration_s: float | None = None
+    exit_code: int | None = None
+    """A command's exit code, when the tool reported one."""
+    child_session_id: str | None = None
+    """The subagent session a spawn call started."""
+    child_outcome: str = ""
+    """How that subagent ended, as its spawn call reported it."""
+
+    @property
+    def failed(self) -> bool:
+        """The call failed, or the command it ran exited non-zero."""
+        return self.is_error or bool(self.exit_code)
+
+    @property
+    def by_harness(self) -> bool:
+        """The harness's own run of the check command, not a call the model made."""
+        return self.call_id.startswith(CHECK_CALL_PREFIX)
+
+
+@dataclass
+class TurnView:
+    """One model reply."""
+
+    text: str
+    requested: list[str]
+    """Names of the tools the reply asked for."""
+    stop_reason: str | None = None
+    latency_s: float | None = None
+
+
+@dataclass
+class StepView:
+    """One stored step of the session."""
+
+    number: int
+    stored_at: float | None = None
+    duration_s: float | None = None
+    turns: list[TurnView] = field(default_factory=list)
+    calls: list[CallView] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    """None when a call of the step could not be priced."""
+    model_calls: int = 0
+    phase: str | None = None
+    """The phased workflow's phase after the step (phased mode only)."""
+    budget_level: str | None = None
+    compacted: bool = False
+    changes: list[int] = field(default_factory=list)
+    """Ids of the file changes journaled in this step."""
+
+    @property
+    def has_error(self) -> bool:
+        return any(c.failed for c in self.calls) or any(n.kind == "error" for n in self.notes)
+
+
+@dataclass
+class Totals:
+    usage: Usage
+    cost_usd: float | None
+    model_calls: int
+    duration_s: float | None
+    iterations: int
+    tool_calls: int
+    failed_calls: int
+    compactions: int
+    runs: int
+
+
+@dataclass
+class Report:
+    """Everything the HTML report shows about one session."""
+
+    record: SessionRecord
+    summary: SessionSummary
+    outcome: dict[str, Any] | None
+    """The last run's result as stored in its run_finished event (None if it never ended)."""
+    steps: list[StepView]
+    changes: list[FileChange]
+    tree: SessionNode | None
+    """The session with its subagents; None when it has none."""
+    totals: Totals
+    models: list[str]
+    conversation: list[Message] = field(default_factory=list)
+    """The stored history, for a session whose steps have no events (an imported run): the
+    timeline has nothing else to show then."""
+
+    @property
+    def phased(self) -> bool:
+        return any(step.phase for step in self.steps)
+
+
+def load_report(store: SessionStore, session_id: str, redactor: Redactor | None = None) -> Report:
+    """The report of `session_id` (a full id: see `SessionStore.resolve_id`)."""
+    redact = redactor or Redactor()
+    record = store.load_session(session_id)
+    record = SessionRecord(
+        id=record.id,
+        task=redact(record.task),
+        workspace=redact(record.workspace),
+        settings=redact.tree(record.settings),
+        system_prompt="",  # not shown: the same text for every run
+        created_at=record.created_at,
+        parent_id=record.parent_id,
+        forked_at_step=record.forked_at_step,
+    )
+    summary = store.summary(session_id)
+    summary = SessionSummary(
+        record,
+        summary.steps,
+        summary.finish_reason,
+        redact(summary.final_text),
+        redact(summary.error) if summary.error else None,
+    )
+    steps, finished = _steps(store, session_id, redact)
+    usage_rows = store.usage_rows(session_id)
+    _attribute_usage(steps, usage_rows)
+    changes = [_redacted_change(c, redact) for c in store.file_changes(session_id)]
+    by_number = {s.number: s for s in steps}
+    for change in changes:
+        step = by_number.get(change.step)
+        if step is not None:
+            step.changes.append(change.id)
+    children = store.subagent_ids(session_id)
+    tree = _redacted_tree(session_tree(store, session_id), redact) if children else None
+    outcome = finished[-1] if finished else None
+    conversation: list[Message] = []
+    if not any(s.turns or s.calls for s in steps):
+        conversation = [_redacted_message(m, redact) for m in store.messages(session_id)]
+    return Report(
+        record=record,
+        summary=summary,
+        outcome=outcome,
+        steps=steps,
+        changes=changes,
+        tree=tree,
+        totals=_totals(steps, usage_rows, finished, store, session_id),
+        models=sorted({f"{r.provider}:{r.model}" for r in usage_rows}),
+        conversation=[m for m in conversation if m.role is not Role.SYSTEM],
+    )
+
+
+# --- steps ----------------------------------------------------------------------------------
+
+
+def _steps(
+    store: SessionStore, session_id: str, redact: Redactor
+) -> tuple[list[StepView], list[dict[str, Any]]]:
+    """The session's steps, and the results of its runs (one per run that ended)."""
+    steps: dict[int, StepView] = {}
+    finished: list[dict[str, Any]] = []
+    previous_stored: float | None = None
+    previous_phase: str | None = None
+    previous_level = "none"
+    for number, stored_at, checkpoint in store.step_checkpoints(session_id):
+        if number == 0:  # the row written when the session was created
+            previous_stored = stored_at
+            continue
+        step = steps.setdefault(number, StepView(number))
+        step.stored_at = stored_at
+        if previous_stored is not None:
+            step.duration_s = max(0.0, stored_at - previous_stored)
+        previous_stored = stored_at
+        step.phase = _phase(checkpoint)
+        if step.phase and previous_phase and step.phase != previous_phase:
+            decisions = _phase_decisions(checkpoint, number, redact)
+            detail = "; ".join(decisions)
+            step.notes.append(Note("phase", f"{previous_phase} → {step.phase}", detail))
+        elif step.phase and previous_phase is None:
+            detail = "; ".join(_phase_decisions(checkpoint, number, redact))
+            step.notes.append(Note("phase", f"workflow starts, now in {step.phase}", detail))
+        previous_phase = step.phase or previous_phase
+        level = _get(checkpoint, "budget_gate", "last_level")
+        step.budget_level = level if isinstance(level, str) else None
+    calls: dict[str, CallView] = {}
+    first_event_at: dict[int, float] = {}
+    for number, event in store.step_events(session_id):
+        step = steps.setdefault(number, StepView(number))
+        stamp = event.get("timestamp")
+        if isinstance(stamp, int | float):
+            first_event_at.setdefault(number, float(stamp))
+        event = redact.tree(event)
+        previous_level = _add_event(step, event, calls, previous_level)
+        if event.get("type") == "run_finished" and isinstance(event.get("result"), dict):
+            finished.append(event["result"])
+    for number, started in first_event_at.items():
+        step = steps[number]
+        if step.stored_at is not None and step.stored_at >= started:
+            step.duration_s = step.stored_at - started  # a resumed run's first step: no idle gap
+    return [steps[n] for n in sorted(steps)], finished
+
+
+def _add_event(
+    step: StepView, event: dict[str, Any], calls: dict[str, CallView], level: str
+) -> str:
+    """Put `event` into `step`; returns the budget level now in force."""
+    kind = event.get("type")
+    if kind == "model_response":
+        requested = [str(c.get("name", "?")) for c in event.get("tool_calls") or ()]
+        step.turns.append(
+            TurnView(
+                text=str(event.get("text") or ""),
+                requested=requested,
+                stop_reason=event.get("stop_reason"),
+                latency_s=_number(event.get("latency_s")),
+            )
+        )
+    elif kind == "tool_call":
+        call = event.get("call") or {}
+        view = CallView(
+            call_id=str(call.get("id", "")),
+            name=str(call.get("name", "?")),
+            arguments=dict(call.get("arguments") or {}),
+        )
+        calls[view.call_id] = view
+        step.calls.append(view)
+    elif kind == "tool_result":
+        result = event.get("result") or {}
+        call_id = str(result.get("call_id", ""))
+        found = calls.get(call_id)
+        if found is None:  # refused before it started (the per-turn cap): no tool_call event
+            found = CallView(call_id, str(result.get("name", "?")), {})
+            calls[call_id] = found
+            step.calls.append(found)
+        view = found
+        view.result = str(result.get("content") or "")
+        view.is_error = bool(result.get("is_error"))
+        view.duration_s = _number(event.get("duration_s"))
+        metadata = result.get("metadata") or {}
+        error_kind = metadata.get("error")
+        if error_kind in ("permission", "hook", "budget_restricted"):
+            view.refused_by = "budget" if error_kind == "budget_restricted" else error_kind
+        exit_code = metadata.get("exit_code")
+        view.exit_code = exit_code if isinstance(exit_code, int) else None
+        child = metadata.get("child_session_id")
+        view.child_session_id = str(child) if child else None
+        if child:
+            view.child_outcome = _child_outcome(metadata)
+    elif kind == "nudge":
+        nudge_kind = str(event.get("kind", ""))
+        title = "hook says" if nudge_kind == "hook" else f"nudge: {nudge_kind.replace('_', ' ')}"
+        step.notes.append(
+            Note("hook" if nudge_kind == "hook" else "nudge", title, _s(event, "message"))
+        )
+    elif kind == "compaction":
+        step.compacted = True
+        before, after = event.get("tokens_before", 0), event.get("tokens_after", 0)
+        stages = ", ".join(str(s) for s in event.get("stages") or ())
+        step.notes.append(
+            Note(
+                "compaction",
+                f"context compacted: {before:,} → {after:,} tokens",
+                f"reason {event.get('reason', '?')}; stages: {stages}",
+            )
+        )
+    elif kind == "budget":
+        new_level = str(event.get("level", "none"))
+        if new_level != level:
+            driver = event.get("driver") or "?"
+            fraction = _number(event.get("fraction")) or 0.0
+            step.notes.append(
+                Note(
+                    "budget",
+                    f"budget level {level} → {new_level}",
+                    f"{fraction:.0%} of the {driver} limit used",
+                )
+            )
+        return new_level
+    elif kind == "extension_requested":
+        step.notes.append(
+            Note(
+                "extension",
+                "budget extension asked for",
+                f"{event.get('additional_tokens', 0):,} tokens, "
+                f"${_number(event.get('additional_usd')) or 0:.4f}: {_s(event, 'reason')}",
+            )
+        )
+    elif kind == "extension_decided":
+        granted = bool(event.get("granted"))
+        step.notes.append(
+            Note(
+                "extension",
+                "budget extension granted" if granted else "budget extension refused",
+                _s(event, "reason"),
+            )
+        )
+    elif kind == "error":
+        step.notes.append(
+            Note("error", f"error ({event.get('category', '?')})", _s(event, "message"))
+        )
+    elif kind == "state_change":
+        target = str(event.get("to_state", ""))
+        if target not in ROUTINE_STATES:
+            step.notes.append(Note("state", f"agent {event.get('from_state')} → {target}"))
+    elif kind == "run_started":
+        resumed = event.get("resumed_at_step")
+        if resumed:
+            step.notes.append(Note("run", f"run resumed after step {resumed}"))
+    elif kind == "run_finished":
+        result = event.get("result") or {}
+        reason = result.get("finish_reason", "?")
+        step.notes.append(Note("run", f"run finished: {reason}", str(result.get("error") or "")))
+    return level
+
+
+def _attribute_usage(steps: list[StepView], rows: Iterable[UsageRow]) -> None:
+    """Give each usage row to the step it was written with: the first stored after it."""
+    timed = [s for s in steps if s.stored_at is not None]
+    if not timed:
+        return
+    stamps = [s.stored_at or 0.0 for s in timed]
+    for row in rows:
+        index = min(bisect.bisect_left(stamps, row.created_at), len(timed) - 1)
+        step = timed[index]
+        step.usage = step.usage + row.usage
+        step.model_calls += 1
+        if step.cost_usd is not None:
+            step.cost_usd = None if row.cost_usd is None else step.cost_usd + row.cost_usd
+
+
+def _phase(checkpoint: Mapping[str, Any]) -> str | None:
+    phase = _get(checkpoint, "mode", "agent_state", "phase")
+    return phase if isinstance(phase, str) else None
+
+
+def _phase_decisions(checkpoint: Mapping[str, Any], step: int, redact: Redactor) -> list[str]:
+    """The phased workflow's own account of this step's transitions, when it kept one."""
+    decisions = _get(checkpoint, "mode", "agent_state", "memory", "debug", "decisions")
+    if not isinstance(decisions, list):
+        return []
+    return [
+        redact(str(d.get("text", "")))
+        for d in decisions
+        if isinstance(d, Mapping) and d.get("step") == step and d.get("text")
+    ]
+
+
+# --- the rest -------------------------------------------------------------------------------
+
+
+def _totals(
+    steps: list[StepView],
+    rows: list[UsageRow],
+    finished: list[dict[str, Any]],
+    store: SessionStore,
+    session_id: str,
+) -> Totals:
+    usage = Usage()
+    for row in rows:
+        usage = usage + row.usage
+    costs = [row.cost_usd for row in rows]
+    cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    known = [d for r in finished if (d := _number(r.get("duration_s"))) is not None]
+    duration = sum(known) if known else _stored_span(steps)
+    _, checkpoint = store.checkpoint(session_id)
+    iterations = _get(checkpoint, "counters", "iterations")
+    if not isinstance(iterations, int):
+        iterations = finished[-1].get("iterations", 0) if finished else 0
+    calls = [c for s in steps for c in s.calls]
+    return Totals(
+        usage=usage,
+        cost_usd=cost,
+        model_calls=len(rows),
+        duration_s=duration,
+        iterations=int(iterations or 0),
+        tool_calls=len(calls),
+        failed_calls=sum(1 for c in calls if c.failed),
+        compactions=sum(1 for s in steps for n in s.notes if n.kind == "compaction"),
+        runs=len(finished),
+    )
+
+
+def _stored_span(steps: list[StepView]) -> float | None:
+    known = [s.duration_s for s in steps if s.duration_s is not None]
+    return sum(known) if known else None
+
+
+def _redacted_change(change: FileChange, redact: Redactor) -> FileChange:
+    return FileChange(
+        id=change.id,
+        session_id=change.session_id,
+        step=change.step,
+        path=redact(change.path),
+        kind=change.kind,
+        before=None if change.before is None else redact(change.before),
+        after=None if change.after is None else redact(change.after),
+        tool=change.tool,
+        created_at=change.created_at,
+        undone=change.undone,
+        description=redact(change.description),
+        unrecoverable=change.unrecoverable,
+    )
+
+
+def _redacted_message(message: Message, redact: Redactor) -> Message:
+    return Message.from_dict(redact.tree(message.to_dict()))
+
+
+def _redacted_tree(node: SessionNode, redact: Redactor) -> SessionNode:
+    summary = node.summary
+    record = summary.record
+    shown = SessionRecord(
+        id=record.id,
+        task=redact(record.task),
+        workspace=redact(record.workspace),
+        settings={},
+        system_prompt="",
+        created_at=record.created_at,
+        parent_id=record.parent_id,
+    )
+    return SessionNode(
+        summary=SessionSummary(shown, summary.steps, summary.finish_reason, "", None),
+        tokens=node.tokens,
+        cost_usd=node.cost_usd,
+        children=[_redacted_tree(child, redact) for child in node.children],
+    )
+
+
+def _child_outcome(metadata: Mapping[str, Any]) -> str:
+    parts = [str(metadata.get("finish_reason") or "unfinished")]
+    tokens = metadata.get("tokens")
+    if isinstance(tokens, int):
+        parts.append(f"{tokens:,} tokens")
+    cost = _number(metadata.get("cost_usd"))
+    if cost is not None:
+        parts.append(f"${cost:,.4f}")
+    return ", ".join(parts)
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _s(event: Mapping[str, Any], key: str) -> str:
+    value = event.get(key)
+    return "" if value is None else str(value)
