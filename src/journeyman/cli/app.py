@@ -1,7 +1,8 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
 `run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
-terminal), `swarm_cmd`, `changes_cmd` (undo, diff), `sessions_cmd`, `usage_cmd`, `rules_cmd`,
-`lsp_cmd`, `mcp_list_cmd`; shared options in `options`, exit codes in `exits`."""
+terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `sessions_cmd`,
+`usage_cmd`, `rules_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list, mcp serve), `acp_cmd`,
+`inspect_cmd`; shared options in `options`, exit codes in `exits`."""
 
 from __future__ import annotations
 
