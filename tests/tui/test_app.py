@@ -393,3 +393,38 @@ async def test_always_allows_the_same_call_without_asking_again(tmp_path: Path) 
         assert notes(app).count("write_file: always") == 1
         assert "write_file: allow" not in notes(app)  # the second write was not asked about
     assert (tmp_path / "ws" / "a.txt").read_text() == "two\n"
+
+
+async def test_compact_shrinks_the_history_the_next_message_sends(tmp_path: Path) -> None:
+    from tests.loop.test_requested_compaction import long_session_script, summary, tools
+
+    script = long_session_script(summary, finish("after compacting", cid="f2"))
+    app, providers = scripted_app(tmp_path, script, tools=tools())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/compact")
+        assert "nothing to compact yet" in notes(app)
+        await submit(pilot, "echo eight times")
+        await finish_turn(pilot)
+        stored = len(providers[0].requests[-1].messages)
+        await submit(pilot, "/compact")
+        assert "compacted at the start of your next message" in notes(app)
+        await submit(pilot, "anything else?")
+        await finish_turn(pilot)
+        assert "context compacted:" in notes(app)
+        assert "nothing was compacted" not in notes(app)
+    request = providers[0].requests[-1]
+    assert request.tools and len(request.messages) < stored
+    assert request.messages[-1].content == "anything else?"
+    assert app.results[-1].final_text == "after compacting"
+
+
+async def test_compact_on_a_short_history_says_nothing_was_compacted(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [finish("one"), finish("two", cid="f2")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "first")
+        await finish_turn(pilot)
+        await submit(pilot, "/compact")
+        await submit(pilot, "second")
+        await finish_turn(pilot)
+        assert "nothing was compacted: the history is too short" in notes(app)
+        assert app.results[-1].final_text == "two"

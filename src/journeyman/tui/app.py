@@ -81,6 +81,8 @@ class ChatApp(App[None]):
         self._servers_stop = asyncio.Event()
         self.results: list[RunResult] = []
         """Every finished turn's result (for tests and the ending notes)."""
+        self.compaction_asked = False
+        """/compact was typed and no compaction has happened since."""
 
     # --- layout ---------------------------------------------------------------------------
 
@@ -151,6 +153,7 @@ class ChatApp(App[None]):
         self.turn = asyncio.create_task(self._turn(text))
 
     async def _turn(self, text: str) -> RunResult | None:
+        compaction_due = self.compaction_asked  # asked before this turn: it is this turn's
         try:
             await self._start_servers()
             result = await self.conversation.send(text)
@@ -164,6 +167,9 @@ class ChatApp(App[None]):
         self.results.append(result)
         self.status.facts.session_id = result.session_id
         self._report(result)
+        if compaction_due and self.compaction_asked:
+            self.compaction_asked = False
+            self.note("nothing was compacted: the history is too short to shrink")
         return result
 
     def _report(self, result: RunResult) -> None:
@@ -322,6 +328,7 @@ class ChatApp(App[None]):
         elif isinstance(event, ev.ErrorOccurred):
             self.note(Text(f"{event.category}: {printable(event.message)}", style="red"))
         elif isinstance(event, ev.ContextCompacted):
+            self.compaction_asked = False
             before, after = event.tokens_before, event.tokens_after
             self.note(f"context compacted: {before:,} -> {after:,} tokens")
         self.refresh_usage()

@@ -212,10 +212,15 @@ class SlashHandler:
         self.app.note(f"model {provider.name}:{provider.model} from the next message on")
 
     async def do_compact(self, _args: list[str]) -> None:
-        self.app.note(
-            "compaction runs by itself when the context nears its limit; "
-            "forcing it from here is not available yet"
-        )
+        agent = self.app.agent
+        if agent.config.compaction is None:
+            raise ValueError("compaction is off in this configuration ([compaction] settings)")
+        if self.app.conversation.session_id is None:
+            raise ValueError("nothing to compact yet: send a message first")
+        agent.request_compaction()
+        self.app.compaction_asked = True
+        when = "the next message" if self.app.busy else "your next message"
+        self.app.note(f"the context will be compacted at the start of {when}")
 
 
 def describe_undo(result: UndoResult) -> str:
