@@ -428,3 +428,50 @@ async def test_compact_on_a_short_history_says_nothing_was_compacted(tmp_path: P
         await finish_turn(pilot)
         assert "nothing was compacted: the history is too short" in notes(app)
         assert app.results[-1].final_text == "two"
+
+
+async def test_mcp_reports_the_running_servers_with_their_tools(tmp_path: Path) -> None:
+    from journeyman.integrations.mcp import McpServerConfig
+    from tests.integrations.mcp.conftest import stdio_server
+
+    app, _ = scripted_app(tmp_path, [finish("one")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/mcp")
+        assert "no MCP servers" in notes(app)
+        app.agent.mcp = {
+            "calc": stdio_server(),
+            "broken": McpServerConfig(command="no-such-program-jm"),
+        }
+        await submit(pilot, "/mcp")
+        assert "MCP servers calc, broken: they start with your next message" in notes(app)
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        await submit(pilot, "/mcp")
+        shown = notes(app)
+        assert "calc: running, " in shown and "calc_add" in shown
+        assert "broken: failed — " in shown
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+
+
+async def test_lsp_reports_which_language_servers_run(tmp_path: Path) -> None:
+    from tests.integrations.lsp.conftest import fake, only
+
+    app, _ = scripted_app(tmp_path, [])
+    workspace = tmp_path / "ws"
+    manager = only(fake("hang"), workspace, diagnostics_wait=0.1)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await submit(pilot, "/lsp")
+            assert "language servers: off" in notes(app)
+            app.agent.lsp = manager
+            await submit(pilot, "/lsp")
+            assert "fake (python): not started (starts when the agent touches a .py file)" in (
+                notes(app)
+            )
+            (workspace / "a.py").write_text("x = 1\n")
+            await manager.notify_file_changed(workspace / "a.py", "x = 1\n", start=True)
+            await submit(pilot, "/lsp")
+            assert "fake (python): running, pid " in notes(app)
+    finally:
+        await manager.aclose()

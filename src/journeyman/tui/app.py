@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -35,6 +35,9 @@ from journeyman.tui.widgets import (
     Transcript,
     UserMessage,
 )
+
+if TYPE_CHECKING:
+    from journeyman.integrations.mcp import McpServerStatus
 
 T = TypeVar("T")
 QUIT_WINDOW_S = 2.0
@@ -83,6 +86,9 @@ class ChatApp(App[None]):
         """Every finished turn's result (for tests and the ending notes)."""
         self.compaction_asked = False
         """/compact was typed and no compaction has happened since."""
+        self.mcp_statuses: list[McpServerStatus] | None = None
+        """The MCP servers' status from when they started (None until they have)."""
+        self.servers_started = False
 
     # --- layout ---------------------------------------------------------------------------
 
@@ -240,6 +246,7 @@ class ChatApp(App[None]):
             # one task enters and leaves `connected()` (the servers' task groups need that)
             try:
                 async with self.agent.connected() as statuses:
+                    self.mcp_statuses, self.servers_started = statuses, True
                     for status in statuses:
                         if status.error:
                             self.note(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
@@ -15,6 +16,8 @@ from journeyman.tui import commands
 from journeyman.tui.widgets import RESULT_CHARS_SHOWN, styled_diff
 
 if TYPE_CHECKING:
+    from journeyman.integrations.lsp import LspManager
+    from journeyman.integrations.mcp import McpManager, McpServerStatus
     from journeyman.tui.app import ChatApp
 
 MODES = {"react": ModeName.REACT, "phased": ModeName.PHASED, "plan": ModeName.PLAN_SOLVE}
@@ -180,16 +183,10 @@ class SlashHandler:
         self.app.note("\n".join(lines) or "no rules files")
 
     async def do_mcp(self, _args: list[str]) -> None:
-        mcp = self.app.agent.mcp
-        if mcp is None:
-            self.app.note("no MCP servers (declare them in mcp.json; `journeyman mcp list`)")
-        else:
-            self.app.note(f"MCP servers: {printable(', '.join(getattr(mcp, 'servers', {}) or []))}")
+        self.app.note(describe_mcp(self.app.agent.mcp, self.app.mcp_statuses))
 
     async def do_lsp(self, _args: list[str]) -> None:
-        lsp = self.app.agent.lsp
-        state = "off" if not lsp else "on (servers start with the next message)"
-        self.app.note(f"language servers: {state}; `journeyman lsp` lists them")
+        self.app.note(describe_lsp(self.app.agent.lsp, started=self.app.servers_started))
 
     async def do_model(self, args: list[str]) -> None:
         if len(args) != 1:
@@ -221,6 +218,68 @@ class SlashHandler:
         self.app.compaction_asked = True
         when = "the next message" if self.app.busy else "your next message"
         self.app.note(f"the context will be compacted at the start of {when}")
+
+
+def describe_mcp(
+    mcp: McpManager | Mapping[str, Any] | None, statuses: list[McpServerStatus] | None
+) -> str:
+    """The MCP servers as they stand now: running with their tools, or why not."""
+    if not mcp:
+        return (
+            "no MCP servers: none declared (mcp.json; `journeyman mcp list`), or --no-mcp "
+            "(the workspace's own servers need --mcp)"
+        )
+    from journeyman.integrations.mcp import McpManager as Manager
+
+    live = mcp.status() if isinstance(mcp, Manager) and statuses is not None else statuses
+    if live is None:
+        names = [s.name for s in mcp.status()] if isinstance(mcp, Manager) else list(mcp)
+        listed = ", ".join(printable(name) for name in names)
+        return f"MCP servers {listed or '(none)'}: they start with your next message"
+    if not live:
+        return "no MCP servers are configured"
+    lines = []
+    for status in live:
+        tools = len(status.tools)
+        line = f"{printable(status.name)}: {status.state.value}"
+        if status.state.value == "running":
+            line += f", {tools} tool{'s' if tools != 1 else ''}"
+            if status.tools:
+                line += f" ({printable(', '.join(t.name for t in status.tools[:8]))}"
+                line += ", ...)" if tools > 8 else ")"
+        if status.error:
+            line += f" — {printable(status.error)}"
+        lines.append(line)
+    return "MCP servers:\n" + "\n".join(lines)
+
+
+def describe_lsp(lsp: LspManager | bool | None, *, started: bool) -> str:
+    """The language servers as they stand now: running (with their pid), or why not."""
+    if not lsp:
+        return (
+            "language servers: off (--no-lsp, JOURNEYMAN_LSP=0, or none installed); "
+            "`journeyman lsp` explains"
+        )
+    from journeyman.integrations.lsp import LspManager as Manager
+
+    if not isinstance(lsp, Manager):
+        when = "they run for this app" if started else "they start with your next message"
+        return f"language servers: on ({when}); `journeyman lsp` lists them"
+    lines = []
+    for status in lsp.status():
+        if not status.installed or status.shadowed_by:
+            continue
+        line = f"{printable(status.name)} ({status.language}): {status.state}"
+        if status.pid is not None:
+            line += f", pid {status.pid}"
+        elif status.state == "not started":
+            line += f" (starts when the agent touches a {'/'.join(status.extensions)} file)"
+        if status.last_error:
+            line += f" — {printable(status.last_error)}"
+        lines.append(line)
+    if not lines:
+        return "language servers: none installed for this workspace; `journeyman lsp` explains"
+    return "language servers:\n" + "\n".join(lines)
 
 
 def describe_undo(result: UndoResult) -> str:
