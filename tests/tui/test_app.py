@@ -475,3 +475,47 @@ async def test_lsp_reports_which_language_servers_run(tmp_path: Path) -> None:
             assert "fake (python): running, pid " in notes(app)
     finally:
         await manager.aclose()
+
+
+async def test_quitting_with_the_approval_dialog_open_cancels_the_turn_and_resumes(
+    tmp_path: Path,
+) -> None:
+    script = [turn(call("write_file", "w1", path="a.txt", content="one\n"))]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.press("ctrl+d")  # nobody answers: quitting must not wait for an answer
+        await pilot.pause()
+    assert not app.is_running
+    session = app.conversation.session_id
+    assert session is not None and app.results[0].finish_reason is FinishReason.CANCELLED
+    assert not (tmp_path / "ws" / "a.txt").exists()
+
+    again, providers = scripted_app(
+        tmp_path, [finish("resumed")], session_id=session, permissions=ASK
+    )
+    async with again.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "never mind the file")
+        await finish_turn(pilot)
+        assert again.results[0].session_id == session
+        assert again.results[0].final_text == "resumed"
+    contents = [m.content for m in providers[0].requests[0].messages]
+    assert "write a.txt" in contents and "never mind the file" in contents
+
+
+async def test_two_ctrl_c_quit_while_the_approval_dialog_is_open(tmp_path: Path) -> None:
+    script = [turn(call("write_file", "w1", path="a.txt", content="one\n"))]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.press("ctrl+c")  # the first cancels the turn and closes the dialog
+        await finish_turn(pilot)
+        assert not isinstance(app.screen, ApprovalDialog)
+        assert app.results[0].finish_reason is FinishReason.CANCELLED
+        assert "cancelled; the session is saved" in notes(app)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert not app.is_running
+    assert not (tmp_path / "ws" / "a.txt").exists()
