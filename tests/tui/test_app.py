@@ -9,10 +9,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from journeyman import Agent, AgentConfig
 from journeyman.core import events as ev
 from journeyman.core.lifecycle import AgentState
 from journeyman.core.result import FinishReason
+from journeyman.loop.config import ModeName
+from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.tools.sandbox import SandboxKind
@@ -205,8 +209,8 @@ async def test_unknown_commands_say_what_exists_and_commands_complete(tmp_path: 
         app.query_one("#prompt").value = ""
         await submit(pilot, "/help")
         assert "/fork STEP" in notes(app)
-        await submit(pilot, "/mode phased")
-        assert app.agent.config.mode.value == "phased"
+        await submit(pilot, "/mode plan")
+        assert app.agent.config.mode is ModeName.PLAN_SOLVE
         await submit(pilot, "/undo")
         assert "no session yet" in notes(app)
 
@@ -519,3 +523,81 @@ async def test_two_ctrl_c_quit_while_the_approval_dialog_is_open(tmp_path: Path)
         await pilot.pause()
     assert not app.is_running
     assert not (tmp_path / "ws" / "a.txt").exists()
+
+
+def openai_app(server: FakeOpenAIServer, tmp_path: Path) -> ChatApp:
+    """An app whose agent talks to the fake OpenAI server as openai:gpt-4.1-mini."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+
+    def build(hooks: AgentHooks) -> Agent:
+        provider = create_provider("openai", "gpt-4.1-mini", server.base_url, api_key="sk-t")
+        return Agent(
+            provider,
+            workspace=workspace,
+            config=AgentConfig(session_dir=tmp_path / "s", verify=False),
+            options=RunOptions(base_url=server.base_url),
+            on_event=hooks.on_event,
+            approver=hooks.extension_approver,
+            permission_approver=hooks.permission_approver,
+        )
+
+    return ChatApp(build, clock=ManualClock())
+
+
+async def test_model_switches_the_model_of_the_next_message(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_openai.enqueue(
+        reply(tool_calls=[("finish", {"summary": "first"})]),
+        reply(tool_calls=[("finish", {"summary": "second"})]),
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-t")
+    app = openai_app(fake_openai, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "hello")
+        await finish_turn(pilot)
+        await submit(pilot, "/model gpt-4.1")
+        assert "model openai:gpt-4.1 from the next message on" in notes(app)
+        assert str(app.status.render()).startswith("openai:gpt-4.1 |")
+        await submit(pilot, "/model nosuch:thing")
+        shown = notes(app)
+        assert "/model: unknown provider 'nosuch'" in shown
+        assert "/model openai:nosuch:thing" in shown  # how to name a model with a colon
+        assert "the model stays openai:gpt-4.1" in shown
+        await submit(pilot, "/model")
+        assert "usage: /model NAME" in notes(app)
+        await submit(pilot, "and again")
+        await finish_turn(pilot)
+        assert [r.final_text for r in app.results] == ["first", "second"]
+        assert app.results[1].session_id == app.results[0].session_id
+    models = [r.body["model"] for r in fake_openai.requests if r.body]
+    assert models == ["gpt-4.1-mini", "gpt-4.1"]
+
+
+async def test_a_follow_up_after_switching_to_the_phased_mode(tmp_path: Path) -> None:
+    script = [
+        finish("reacted"),
+        turn(call("note", "n1", text="the plan: nothing to change")),
+        finish("phased and done", cid="f2"),
+    ]
+    app, providers = scripted_app(tmp_path, script)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "first, in react")
+        await finish_turn(pilot)
+        await submit(pilot, "/mode phased")  # no check command: the next message would fail
+        assert "the phased mode needs a check command" in notes(app)
+        assert app.agent.config.mode.value == "react"
+        app.agent.config = app.agent.config.model_copy(update={"verify_command": "true"})
+        await submit(pilot, "/mode phased")
+        assert "mode phased from the next message on" in notes(app)
+        assert "| phased |" in str(app.status.render())
+        await submit(pilot, "now the follow-up")
+        await finish_turn(pilot)
+        first, second = app.results
+        assert second.session_id == first.session_id
+        assert second.success and second.final_text == "phased and done"
+    requests = providers[0].requests
+    assert "note" in {spec.name for spec in requests[-1].tools}
+    users = [m.content for m in requests[-1].messages if m.role.value == "user"]
+    assert users[0] == "first, in react" and "now the follow-up" in users

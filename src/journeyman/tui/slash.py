@@ -18,6 +18,7 @@ from journeyman.tui.widgets import RESULT_CHARS_SHOWN, styled_diff
 if TYPE_CHECKING:
     from journeyman.integrations.lsp import LspManager
     from journeyman.integrations.mcp import McpManager, McpServerStatus
+    from journeyman.loop.agent import Agent
     from journeyman.tui.app import ChatApp
 
 MODES = {"react": ModeName.REACT, "phased": ModeName.PHASED, "plan": ModeName.PLAN_SOLVE}
@@ -117,6 +118,12 @@ class SlashHandler:
         if len(args) != 1 or args[0] not in MODES:
             raise ValueError("usage: /mode react|phased|plan")
         agent = self.app.agent
+        if MODES[args[0]] is ModeName.PHASED and not await has_check_command(agent):
+            raise ValueError(
+                "the phased mode needs a check command, and none is configured (verify_command "
+                "in your own config.toml) or detected from the project's files; "
+                f"the mode stays {agent.config.mode.value}"
+            )
         agent.config = agent.config.model_copy(update={"mode": MODES[args[0]]})
         if agent.config.mode is ModeName.PHASED:
             from journeyman.tools.notes import NoteTool
@@ -190,20 +197,36 @@ class SlashHandler:
 
     async def do_model(self, args: list[str]) -> None:
         if len(args) != 1:
-            raise ValueError("usage: /model NAME")
-        from journeyman.providers.factory import create_provider
+            raise ValueError("usage: /model NAME (this provider's model) or /model PROVIDER:MODEL")
+        from journeyman.core.errors import ConfigurationError
+        from journeyman.providers.factory import DEFAULT_MODELS, create_provider, parse_spec
         from journeyman.providers.resilient import ResilientProvider
 
         agent = self.app.agent
         current = agent.provider
-        provider = create_provider(
-            current.name,
-            args[0],
-            agent.options.base_url,
-            tool_format=agent.options.tool_format,
-        )
+        wanted = args[0]
+        prefix, _colon, rest = wanted.partition(":")
+        # "anthropic:claude-..." names a provider; "qwen2.5:7b" is a model with a colon
+        names_provider = bool(rest) and (prefix.lower() in DEFAULT_MODELS or prefix.isalpha())
+        spec, model = (wanted, None) if names_provider else (current.name, wanted)
+        same_provider = parse_spec(spec)[0] == current.name
+        try:
+            provider = create_provider(
+                spec,
+                model,
+                agent.options.base_url if same_provider else None,
+                tool_format=agent.options.tool_format,
+            )
+        except ConfigurationError as error:
+            hint = ""
+            if names_provider and prefix.lower() not in DEFAULT_MODELS:
+                hint = f" (for a model whose name has a colon: /model {current.name}:{wanted})"
+            raise ValueError(
+                f"{error.message}{hint}; the model stays {current.name}:{current.model}"
+            ) from None
         agent.provider = ResilientProvider([provider], current.policy)
-        agent.settings["model"] = args[0]
+        agent.settings["provider"] = provider.name
+        agent.settings["model"] = provider.model
         self.app.status.facts.model = f"{provider.name}:{provider.model}"
         self.app.refresh_usage()
         self.app.note(f"model {provider.name}:{provider.model} from the next message on")
@@ -218,6 +241,18 @@ class SlashHandler:
         self.app.compaction_asked = True
         when = "the next message" if self.app.busy else "your next message"
         self.app.note(f"the context will be compacted at the start of {when}")
+
+
+async def has_check_command(agent: Agent) -> bool:
+    """Whether the agent has a check command: configured, or detected in its workspace."""
+    if (agent.config.verify_command or "").strip():
+        return True
+    import asyncio
+
+    from journeyman.context.profile import detect_profile, runnable_test_command
+
+    profile = await asyncio.to_thread(detect_profile, agent.workspace)
+    return runnable_test_command(profile) is not None
 
 
 def describe_mcp(
