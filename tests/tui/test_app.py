@@ -5,6 +5,7 @@ quitting and resuming."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from journeyman.tools.sandbox import SandboxKind
 from journeyman.tui.app import ChatApp
 from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
-from journeyman.tui.widgets import AssistantText, Note, ToolCard, UserMessage
+from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
 from tests.fakes.agents import Probe, call, finish, spend_turn, turn
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
@@ -34,6 +35,11 @@ ASK = PermissionsConfig(mode=PermissionMode.DEFAULT)
 
 def notes(app: ChatApp) -> str:
     return "\n".join(str(note.render()) for note in app.query(Note))
+
+
+def status_parts(app: ChatApp) -> list[str]:
+    """The status bar's segments, whichever lines they were wrapped to."""
+    return re.split(r" \| |\n", str(app.status.render()))
 
 
 async def wait_for_screen(pilot: Any, kind: type) -> Any:
@@ -559,7 +565,7 @@ async def test_model_switches_the_model_of_the_next_message(
         await finish_turn(pilot)
         await submit(pilot, "/model gpt-4.1")
         assert "model openai:gpt-4.1 from the next message on" in notes(app)
-        assert str(app.status.render()).startswith("openai:gpt-4.1 |")
+        assert status_parts(app)[0] == "openai:gpt-4.1"
         await submit(pilot, "/model nosuch:thing")
         shown = notes(app)
         assert "/model: unknown provider 'nosuch'" in shown
@@ -591,7 +597,7 @@ async def test_a_follow_up_after_switching_to_the_phased_mode(tmp_path: Path) ->
         app.agent.config = app.agent.config.model_copy(update={"verify_command": "true"})
         await submit(pilot, "/mode phased")
         assert "mode phased from the next message on" in notes(app)
-        assert "| phased |" in str(app.status.render())
+        assert "mode phased" in status_parts(app)
         await submit(pilot, "now the follow-up")
         await finish_turn(pilot)
         first, second = app.results
@@ -601,3 +607,25 @@ async def test_a_follow_up_after_switching_to_the_phased_mode(tmp_path: Path) ->
     assert "note" in {spec.name for spec in requests[-1].tools}
     users = [m.content for m in requests[-1].messages if m.role.value == "user"]
     assert users[0] == "first, in react" and "now the follow-up" in users
+
+
+def test_the_status_bar_wraps_between_its_parts_never_inside_one() -> None:
+    facts = StatusFacts(
+        model="anthropic:claude-sonnet-4-5",
+        tokens_in=1_234_567,
+        tokens_out=89_012,
+        cache_read=1_000_000,
+        cost_usd=12.3456,
+        budget_fraction=0.85,
+        budget_level="restricted",
+        phase="exploration",
+        state="running",
+        mode="phased",
+        session_id="20260101-000000-abcdef",
+    )
+    for width in (40, 80, 120):
+        lines = facts.render(width).splitlines()
+        assert all(len(line) <= width for line in lines), (width, lines)
+        parts = [part for line in lines for part in line.split(" | ")]
+        assert parts == [segment for segment in facts.segments() if segment]
+    assert len(facts.render(0).splitlines()) == 1

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
@@ -50,7 +51,7 @@ class ChatApp(App[None]):
     TITLE = "journeyman"
     CSS = """
     #transcript { height: 1fr; padding: 0 1; }
-    #prompt { dock: bottom; margin-bottom: 2; }
+    #bottom { dock: bottom; height: auto; }
     """
     BINDINGS = [  # noqa: RUF012
         Binding("ctrl+c", "interrupt", "cancel turn / quit", priority=True),
@@ -94,12 +95,13 @@ class ChatApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield self.transcript
-        yield Input(
-            placeholder="Ask journeyman, or /help (Ctrl-C cancels a turn, Ctrl-D quits)",
-            suggester=SuggestFromList(commands.COMPLETIONS, case_sensitive=False),
-            id="prompt",
-        )
-        yield self.status
+        with Vertical(id="bottom"):  # the prompt sits on the status bar, however tall it is
+            yield Input(
+                placeholder="Ask journeyman, or /help (Ctrl-C cancels a turn, Ctrl-D quits)",
+                suggester=SuggestFromList(commands.COMPLETIONS, case_sensitive=False),
+                id="prompt",
+            )
+            yield self.status
 
     def on_mount(self) -> None:
         facts = self.status.facts
