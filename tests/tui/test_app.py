@@ -629,3 +629,22 @@ def test_the_status_bar_wraps_between_its_parts_never_inside_one() -> None:
         parts = [part for line in lines for part in line.split(" | ")]
         assert parts == [segment for segment in facts.segments() if segment]
     assert len(facts.render(0).splitlines()) == 1
+
+
+async def test_mcp_and_lsp_say_why_the_servers_did_not_start(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [finish("without servers")])
+
+    @contextlib.asynccontextmanager
+    async def connected() -> AsyncIterator[list[Any]]:
+        raise RuntimeError("mcp.json is not valid JSON")
+        yield []  # pragma: no cover
+
+    app.agent.mcp = {"calc": None}  # type: ignore[dict-item]
+    app.agent.connected = connected  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        assert app.results[0].final_text == "without servers"
+        await submit(pilot, "/mcp")
+        await submit(pilot, "/lsp")
+        assert notes(app).count("the servers could not start: mcp.json is not valid JSON") == 2

@@ -90,6 +90,8 @@ class ChatApp(App[None]):
         self.mcp_statuses: list[McpServerStatus] | None = None
         """The MCP servers' status from when they started (None until they have)."""
         self.servers_started = False
+        self.servers_error: str | None = None
+        """Why the language and MCP servers could not start (the app goes on without them)."""
 
     # --- layout ---------------------------------------------------------------------------
 
@@ -258,7 +260,9 @@ class ChatApp(App[None]):
                     ready.set()
                     await self._servers_stop.wait()
             except Exception as error:  # the runs go on without the servers' tools
-                self.note(f"language/MCP servers could not start: {printable(str(error))}")
+                self.servers_error = printable(str(error))
+                self.agent.lsp = self.agent.mcp = None  # or each run would try them again
+                self.note(f"language/MCP servers could not start: {self.servers_error}")
             finally:
                 ready.set()
 

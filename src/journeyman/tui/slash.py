@@ -190,9 +190,13 @@ class SlashHandler:
         self.app.note("\n".join(lines) or "no rules files")
 
     async def do_mcp(self, _args: list[str]) -> None:
+        if self.app.servers_error:
+            raise ValueError(f"the servers could not start: {self.app.servers_error}")
         self.app.note(describe_mcp(self.app.agent.mcp, self.app.mcp_statuses))
 
     async def do_lsp(self, _args: list[str]) -> None:
+        if self.app.servers_error:
+            raise ValueError(f"the servers could not start: {self.app.servers_error}")
         self.app.note(describe_lsp(self.app.agent.lsp, started=self.app.servers_started))
 
     async def do_model(self, args: list[str]) -> None:
