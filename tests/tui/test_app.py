@@ -5,21 +5,26 @@ quitting and resuming."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from journeyman import Agent, AgentConfig
 from journeyman.core import events as ev
 from journeyman.core.lifecycle import AgentState
 from journeyman.core.result import FinishReason
+from journeyman.loop.config import ModeName
+from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.tools.sandbox import SandboxKind
 from journeyman.tui.app import ChatApp
 from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
-from journeyman.tui.widgets import AssistantText, Note, ToolCard, UserMessage
+from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
 from tests.fakes.agents import Probe, call, finish, spend_turn, turn
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
@@ -30,6 +35,11 @@ ASK = PermissionsConfig(mode=PermissionMode.DEFAULT)
 
 def notes(app: ChatApp) -> str:
     return "\n".join(str(note.render()) for note in app.query(Note))
+
+
+def status_parts(app: ChatApp) -> list[str]:
+    """The status bar's segments, whichever lines they were wrapped to."""
+    return re.split(r" \| |\n", str(app.status.render()))
 
 
 async def wait_for_screen(pilot: Any, kind: type) -> Any:
@@ -205,8 +215,8 @@ async def test_unknown_commands_say_what_exists_and_commands_complete(tmp_path: 
         app.query_one("#prompt").value = ""
         await submit(pilot, "/help")
         assert "/fork STEP" in notes(app)
-        await submit(pilot, "/mode phased")
-        assert app.agent.config.mode.value == "phased"
+        await submit(pilot, "/mode plan")
+        assert app.agent.config.mode is ModeName.PLAN_SOLVE
         await submit(pilot, "/undo")
         assert "no session yet" in notes(app)
 
@@ -393,3 +403,248 @@ async def test_always_allows_the_same_call_without_asking_again(tmp_path: Path) 
         assert notes(app).count("write_file: always") == 1
         assert "write_file: allow" not in notes(app)  # the second write was not asked about
     assert (tmp_path / "ws" / "a.txt").read_text() == "two\n"
+
+
+async def test_compact_shrinks_the_history_the_next_message_sends(tmp_path: Path) -> None:
+    from tests.loop.test_requested_compaction import long_session_script, summary, tools
+
+    script = long_session_script(summary, finish("after compacting", cid="f2"))
+    app, providers = scripted_app(tmp_path, script, tools=tools())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/compact")
+        assert "nothing to compact yet" in notes(app)
+        await submit(pilot, "echo eight times")
+        await finish_turn(pilot)
+        stored = len(providers[0].requests[-1].messages)
+        await submit(pilot, "/compact")
+        assert "compacted at the start of your next message" in notes(app)
+        await submit(pilot, "anything else?")
+        await finish_turn(pilot)
+        assert "context compacted:" in notes(app)
+        assert "nothing was compacted" not in notes(app)
+    request = providers[0].requests[-1]
+    assert request.tools and len(request.messages) < stored
+    assert request.messages[-1].content == "anything else?"
+    assert app.results[-1].final_text == "after compacting"
+
+
+async def test_compact_on_a_short_history_says_nothing_was_compacted(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [finish("one"), finish("two", cid="f2")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "first")
+        await finish_turn(pilot)
+        await submit(pilot, "/compact")
+        await submit(pilot, "second")
+        await finish_turn(pilot)
+        assert "nothing was compacted: the history is too short" in notes(app)
+        assert app.results[-1].final_text == "two"
+
+
+async def test_mcp_reports_the_running_servers_with_their_tools(tmp_path: Path) -> None:
+    from journeyman.integrations.mcp import McpServerConfig
+    from tests.integrations.mcp.conftest import stdio_server
+
+    app, _ = scripted_app(tmp_path, [finish("one")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/mcp")
+        assert "no MCP servers" in notes(app)
+        app.agent.mcp = {
+            "calc": stdio_server(),
+            "broken": McpServerConfig(command="no-such-program-jm"),
+        }
+        await submit(pilot, "/mcp")
+        assert "MCP servers calc, broken: they start with your next message" in notes(app)
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        await submit(pilot, "/mcp")
+        shown = notes(app)
+        assert "calc: running, " in shown and "calc_add" in shown
+        assert "broken: failed — " in shown
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+
+
+async def test_lsp_reports_which_language_servers_run(tmp_path: Path) -> None:
+    from tests.integrations.lsp.conftest import fake, only
+
+    app, _ = scripted_app(tmp_path, [])
+    workspace = tmp_path / "ws"
+    manager = only(fake("hang"), workspace, diagnostics_wait=0.1)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await submit(pilot, "/lsp")
+            assert "language servers: off" in notes(app)
+            app.agent.lsp = manager
+            await submit(pilot, "/lsp")
+            assert "fake (python): not started (starts when the agent touches a .py file)" in (
+                notes(app)
+            )
+            (workspace / "a.py").write_text("x = 1\n")
+            await manager.notify_file_changed(workspace / "a.py", "x = 1\n", start=True)
+            await submit(pilot, "/lsp")
+            assert "fake (python): running, pid " in notes(app)
+    finally:
+        await manager.aclose()
+
+
+async def test_quitting_with_the_approval_dialog_open_cancels_the_turn_and_resumes(
+    tmp_path: Path,
+) -> None:
+    script = [turn(call("write_file", "w1", path="a.txt", content="one\n"))]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.press("ctrl+d")  # nobody answers: quitting must not wait for an answer
+        await pilot.pause()
+    assert not app.is_running
+    session = app.conversation.session_id
+    assert session is not None and app.results[0].finish_reason is FinishReason.CANCELLED
+    assert not (tmp_path / "ws" / "a.txt").exists()
+
+    again, providers = scripted_app(
+        tmp_path, [finish("resumed")], session_id=session, permissions=ASK
+    )
+    async with again.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "never mind the file")
+        await finish_turn(pilot)
+        assert again.results[0].session_id == session
+        assert again.results[0].final_text == "resumed"
+    contents = [m.content for m in providers[0].requests[0].messages]
+    assert "write a.txt" in contents and "never mind the file" in contents
+
+
+async def test_two_ctrl_c_quit_while_the_approval_dialog_is_open(tmp_path: Path) -> None:
+    script = [turn(call("write_file", "w1", path="a.txt", content="one\n"))]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.press("ctrl+c")  # the first cancels the turn and closes the dialog
+        await finish_turn(pilot)
+        assert not isinstance(app.screen, ApprovalDialog)
+        assert app.results[0].finish_reason is FinishReason.CANCELLED
+        assert "cancelled; the session is saved" in notes(app)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert not app.is_running
+    assert not (tmp_path / "ws" / "a.txt").exists()
+
+
+def openai_app(server: FakeOpenAIServer, tmp_path: Path) -> ChatApp:
+    """An app whose agent talks to the fake OpenAI server as openai:gpt-4.1-mini."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+
+    def build(hooks: AgentHooks) -> Agent:
+        provider = create_provider("openai", "gpt-4.1-mini", server.base_url, api_key="sk-t")
+        return Agent(
+            provider,
+            workspace=workspace,
+            config=AgentConfig(session_dir=tmp_path / "s", verify=False),
+            options=RunOptions(base_url=server.base_url),
+            on_event=hooks.on_event,
+            approver=hooks.extension_approver,
+            permission_approver=hooks.permission_approver,
+        )
+
+    return ChatApp(build, clock=ManualClock())
+
+
+async def test_model_switches_the_model_of_the_next_message(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_openai.enqueue(
+        reply(tool_calls=[("finish", {"summary": "first"})]),
+        reply(tool_calls=[("finish", {"summary": "second"})]),
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-t")
+    app = openai_app(fake_openai, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "hello")
+        await finish_turn(pilot)
+        await submit(pilot, "/model gpt-4.1")
+        assert "model openai:gpt-4.1 from the next message on" in notes(app)
+        assert status_parts(app)[0] == "openai:gpt-4.1"
+        await submit(pilot, "/model nosuch:thing")
+        shown = notes(app)
+        assert "/model: unknown provider 'nosuch'" in shown
+        assert "/model openai:nosuch:thing" in shown  # how to name a model with a colon
+        assert "the model stays openai:gpt-4.1" in shown
+        await submit(pilot, "/model")
+        assert "usage: /model NAME" in notes(app)
+        await submit(pilot, "and again")
+        await finish_turn(pilot)
+        assert [r.final_text for r in app.results] == ["first", "second"]
+        assert app.results[1].session_id == app.results[0].session_id
+    models = [r.body["model"] for r in fake_openai.requests if r.body]
+    assert models == ["gpt-4.1-mini", "gpt-4.1"]
+
+
+async def test_a_follow_up_after_switching_to_the_phased_mode(tmp_path: Path) -> None:
+    script = [
+        finish("reacted"),
+        turn(call("note", "n1", text="the plan: nothing to change")),
+        finish("phased and done", cid="f2"),
+    ]
+    app, providers = scripted_app(tmp_path, script)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "first, in react")
+        await finish_turn(pilot)
+        await submit(pilot, "/mode phased")  # no check command: the next message would fail
+        assert "the phased mode needs a check command" in notes(app)
+        assert app.agent.config.mode.value == "react"
+        app.agent.config = app.agent.config.model_copy(update={"verify_command": "true"})
+        await submit(pilot, "/mode phased")
+        assert "mode phased from the next message on" in notes(app)
+        assert "mode phased" in status_parts(app)
+        await submit(pilot, "now the follow-up")
+        await finish_turn(pilot)
+        first, second = app.results
+        assert second.session_id == first.session_id
+        assert second.success and second.final_text == "phased and done"
+    requests = providers[0].requests
+    assert "note" in {spec.name for spec in requests[-1].tools}
+    users = [m.content for m in requests[-1].messages if m.role.value == "user"]
+    assert users[0] == "first, in react" and "now the follow-up" in users
+
+
+def test_the_status_bar_wraps_between_its_parts_never_inside_one() -> None:
+    facts = StatusFacts(
+        model="anthropic:claude-sonnet-4-5",
+        tokens_in=1_234_567,
+        tokens_out=89_012,
+        cache_read=1_000_000,
+        cost_usd=12.3456,
+        budget_fraction=0.85,
+        budget_level="restricted",
+        phase="exploration",
+        state="running",
+        mode="phased",
+        session_id="20260101-000000-abcdef",
+    )
+    for width in (40, 80, 120):
+        lines = facts.render(width).splitlines()
+        assert all(len(line) <= width for line in lines), (width, lines)
+        parts = [part for line in lines for part in line.split(" | ")]
+        assert parts == [segment for segment in facts.segments() if segment]
+    assert len(facts.render(0).splitlines()) == 1
+
+
+async def test_mcp_and_lsp_say_why_the_servers_did_not_start(tmp_path: Path) -> None:
+    app, _ = scripted_app(tmp_path, [finish("without servers")])
+
+    @contextlib.asynccontextmanager
+    async def connected() -> AsyncIterator[list[Any]]:
+        raise RuntimeError("mcp.json is not valid JSON")
+        yield []  # pragma: no cover
+
+    app.agent.mcp = {"calc": None}  # type: ignore[dict-item]
+    app.agent.connected = connected  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        assert app.results[0].final_text == "without servers"
+        await submit(pilot, "/mcp")
+        await submit(pilot, "/lsp")
+        assert notes(app).count("the servers could not start: mcp.json is not valid JSON") == 2

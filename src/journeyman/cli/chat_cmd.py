@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, fail
+from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
     BaseUrlOpt,
+    McpOpt,
     ModelOpt,
     ModeOpt,
     PermissionModeOpt,
@@ -48,6 +50,8 @@ def chat(
     session_dir: SessionDirOpt = None,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
+    lsp: LspOpt = True,
+    mcp: McpOpt = None,
 ) -> None:
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
     and commands, undo; /help lists the commands."""
@@ -88,12 +92,16 @@ def chat(
         fail(EXIT_CONFIG, getattr(error, "message", str(error)))
     if config.permissions is None:
         config = config.model_copy(update={"permissions": PermissionsConfig()})
-    options = RunOptions(base_url=base_url or settings.get("base_url"))
+    if mcp is None and settings:  # a resumed session keeps its --mcp choice, as resume does
+        mcp = RunOptions.from_settings(settings).mcp
+    options = RunOptions(base_url=base_url or settings.get("base_url"), mcp=mcp)
     spec = {
         "provider": provider or settings.get("provider"),
         "model": model or settings.get("model"),
     }
-    open_app(root, config, options, spec, session_id=session_id, assume_yes=bool(yes))
+    open_app(
+        root, config, options, spec, session_id=session_id, assume_yes=bool(yes), lsp=lsp, mcp=mcp
+    )
 
 
 def open_app(
@@ -104,8 +112,11 @@ def open_app(
     *,
     session_id: str | None = None,
     assume_yes: bool = False,
+    lsp: bool = True,
+    mcp: bool | None = None,
 ) -> None:
     from journeyman.cli.lsp_cmd import lsp_for_run
+    from journeyman.cli.run_cmd import _mcp_for_run
     from journeyman.loop.agent import Agent
     from journeyman.providers.factory import create_provider
     from journeyman.tui.app import ChatApp
@@ -114,6 +125,9 @@ def open_app(
         provider = create_provider(spec["provider"], spec["model"], options.base_url)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+
+    lsp_servers = lsp_for_run(workspace, enabled=lsp)
+    mcp_servers = _mcp_for_run(workspace, mcp)
 
     def build(hooks: AgentHooks) -> Agent:
         return Agent(
@@ -125,7 +139,8 @@ def open_app(
             options=options,
             permission_approver=hooks.permission_approver,
             assume_yes=assume_yes,
-            lsp=lsp_for_run(workspace, enabled=True),
+            lsp=lsp_servers,
+            mcp=mcp_servers,
         )
 
     try:

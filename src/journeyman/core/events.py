@@ -147,7 +147,8 @@ class ErrorOccurred:
 class ContextCompacted:
     reason: str
     """"threshold" (the prompt neared the context window), "overflow" (the provider refused
-    the prompt) or "stale_observations" (old tool results outgrew their own budget)."""
+    the prompt), "stale_observations" (old tool results outgrew their own budget) or
+    "requested" (the user asked for it, e.g. /compact in the terminal app)."""
     stages: tuple[str, ...]
     tokens_before: int
     tokens_after: int

@@ -158,6 +158,7 @@ class Agent:
         """MCP servers whose tools the model gets, started while connected."""
         self._connected_registry: ToolRegistry | None = None
         self._cancel = asyncio.Event()
+        self._compaction_requested = False
 
     @asynccontextmanager
     async def connected(self) -> AsyncIterator[list[McpServerStatus]]:
@@ -232,6 +233,11 @@ class Agent:
         """Ask the running task to stop before its next turn."""
         self._cancel.set()
 
+    def request_compaction(self) -> None:
+        """Compact the history at the start of the next run, send or resume, whatever its size
+        (once; nothing changes when compaction is off or the history is too short to shrink)."""
+        self._compaction_requested = True
+
     async def run(
         self,
         task: str,
@@ -303,7 +309,7 @@ class Agent:
         registry = self._run_registry()
         store = SessionStore(self.session_root)
         try:
-            yield Kernel(
+            kernel = Kernel(
                 permissions=self._permission_gate(store, registry),
                 hooks=self.hooks,
                 rules=render_rules_section(self.rules),
@@ -324,6 +330,10 @@ class Agent:
                 cancel_event=self._cancel,
                 lifecycle=self.lifecycle,
             )
+            if self._compaction_requested:
+                self._compaction_requested = False
+                kernel.window.request_compaction()
+            yield kernel
         finally:
             store.close()
             await self.sandbox.close()  # what commands left running in the background

@@ -1,6 +1,7 @@
 """The context window: when the projected history passes the trigger (or the provider refused
-it as too long), compact it, with the summary call of `ModelCalls`, and move the budget's
-baseline to the new size so removed tokens stop counting against the token budget."""
+it as too long, or the user asked with `request_compaction`), compact it, with the summary call
+of `ModelCalls`, and move the budget's baseline to the new size so removed tokens stop counting
+against the token budget."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ class ContextWindow:
         self.economics = economics
         self.emit = emit
         self.recorder: StepRecorder | None = None
+        self.compaction_requested = False
+        """Compact at the next turn whatever the size (the user's /compact); one-shot."""
+
+    def request_compaction(self) -> None:
+        """Compact the history at the start of the next turn, however small it is."""
+        self.compaction_requested = True
 
     async def overflow(self, state: LoopState) -> bool:
         """The provider refused the prompt as too long: compact whatever the trigger says."""
@@ -43,25 +50,26 @@ class ContextWindow:
         """
         if self.compactor is None:
             return False
+        requested, self.compaction_requested = self.compaction_requested, False
         meter, ratio = self.model.history_meter, state.token_ratio
         window = self.model.provider.capabilities.context_window
         fixed = self.model.fixed_tokens()
         projected = int(meter.tokens(state.messages, fixed) * ratio)
-        over_size = overflow or self.compactor.should_compact(projected, window)
+        over_size = overflow or requested or self.compactor.should_compact(projected, window)
         if not over_size and not self.compactor.stale_observations_due(state.messages, meter):
             return False
         pre = await self.hooks.run(
             HookEvent.PRE_COMPACT, state, extra={"tokens": projected, "overflow": overflow}
         )
-        if pre is not None and pre.denied and not overflow:
-            return False  # a hook may veto a routine compaction, not a refused request
+        if pre is not None and pre.denied and not (overflow or requested):
+            return False  # a hook may veto a routine compaction, not a refused or asked one
         if over_size:
             result = await self.compactor.compact(
                 state.messages,
                 context_window=int(window / ratio),
                 fixed_tokens=fixed,
                 summarise=lambda transcript: self.model.summarise(state, transcript),
-                force=overflow,
+                force=overflow or requested,
             )
         else:
             result = await self.compactor.mask_stale(state.messages)
@@ -76,9 +84,12 @@ class ContextWindow:
         before = int(result.tokens_before * ratio)
         after = int(result.tokens_after * ratio)
         self.economics.update_baseline(after)
+        reason = "threshold" if over_size else "stale_observations"
+        if overflow or requested:
+            reason = "overflow" if overflow else "requested"
         self.emit(
             ev.ContextCompacted(
-                "overflow" if overflow else "threshold" if over_size else "stale_observations",
+                reason,
                 tuple(stage.value for stage in result.stages),
                 before,
                 after,

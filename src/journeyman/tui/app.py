@@ -7,11 +7,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
@@ -36,6 +37,9 @@ from journeyman.tui.widgets import (
     UserMessage,
 )
 
+if TYPE_CHECKING:
+    from journeyman.integrations.mcp import McpServerStatus
+
 T = TypeVar("T")
 QUIT_WINDOW_S = 2.0
 """A second Ctrl-C within this many seconds quits."""
@@ -47,7 +51,7 @@ class ChatApp(App[None]):
     TITLE = "journeyman"
     CSS = """
     #transcript { height: 1fr; padding: 0 1; }
-    #prompt { dock: bottom; margin-bottom: 2; }
+    #bottom { dock: bottom; height: auto; }
     """
     BINDINGS = [  # noqa: RUF012
         Binding("ctrl+c", "interrupt", "cancel turn / quit", priority=True),
@@ -81,17 +85,25 @@ class ChatApp(App[None]):
         self._servers_stop = asyncio.Event()
         self.results: list[RunResult] = []
         """Every finished turn's result (for tests and the ending notes)."""
+        self.compaction_asked = False
+        """/compact was typed and no compaction has happened since."""
+        self.mcp_statuses: list[McpServerStatus] | None = None
+        """The MCP servers' status from when they started (None until they have)."""
+        self.servers_started = False
+        self.servers_error: str | None = None
+        """Why the language and MCP servers could not start (the app goes on without them)."""
 
     # --- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield self.transcript
-        yield Input(
-            placeholder="Ask journeyman, or /help (Ctrl-C cancels a turn, Ctrl-D quits)",
-            suggester=SuggestFromList(commands.COMPLETIONS, case_sensitive=False),
-            id="prompt",
-        )
-        yield self.status
+        with Vertical(id="bottom"):  # the prompt sits on the status bar, however tall it is
+            yield Input(
+                placeholder="Ask journeyman, or /help (Ctrl-C cancels a turn, Ctrl-D quits)",
+                suggester=SuggestFromList(commands.COMPLETIONS, case_sensitive=False),
+                id="prompt",
+            )
+            yield self.status
 
     def on_mount(self) -> None:
         facts = self.status.facts
@@ -151,6 +163,7 @@ class ChatApp(App[None]):
         self.turn = asyncio.create_task(self._turn(text))
 
     async def _turn(self, text: str) -> RunResult | None:
+        compaction_due = self.compaction_asked  # asked before this turn: it is this turn's
         try:
             await self._start_servers()
             result = await self.conversation.send(text)
@@ -164,6 +177,9 @@ class ChatApp(App[None]):
         self.results.append(result)
         self.status.facts.session_id = result.session_id
         self._report(result)
+        if compaction_due and self.compaction_asked:
+            self.compaction_asked = False
+            self.note("nothing was compacted: the history is too short to shrink")
         return result
 
     def _report(self, result: RunResult) -> None:
@@ -234,6 +250,7 @@ class ChatApp(App[None]):
             # one task enters and leaves `connected()` (the servers' task groups need that)
             try:
                 async with self.agent.connected() as statuses:
+                    self.mcp_statuses, self.servers_started = statuses, True
                     for status in statuses:
                         if status.error:
                             self.note(
@@ -243,7 +260,9 @@ class ChatApp(App[None]):
                     ready.set()
                     await self._servers_stop.wait()
             except Exception as error:  # the runs go on without the servers' tools
-                self.note(f"language/MCP servers could not start: {printable(str(error))}")
+                self.servers_error = printable(str(error))
+                self.agent.lsp = self.agent.mcp = None  # or each run would try them again
+                self.note(f"language/MCP servers could not start: {self.servers_error}")
             finally:
                 ready.set()
 
@@ -322,6 +341,7 @@ class ChatApp(App[None]):
         elif isinstance(event, ev.ErrorOccurred):
             self.note(Text(f"{event.category}: {printable(event.message)}", style="red"))
         elif isinstance(event, ev.ContextCompacted):
+            self.compaction_asked = False
             before, after = event.tokens_before, event.tokens_after
             self.note(f"context compacted: {before:,} -> {after:,} tokens")
         self.refresh_usage()

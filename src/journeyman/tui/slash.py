@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
@@ -15,6 +16,9 @@ from journeyman.tui import commands
 from journeyman.tui.widgets import RESULT_CHARS_SHOWN, styled_diff
 
 if TYPE_CHECKING:
+    from journeyman.integrations.lsp import LspManager
+    from journeyman.integrations.mcp import McpManager, McpServerStatus
+    from journeyman.loop.agent import Agent
     from journeyman.tui.app import ChatApp
 
 MODES = {"react": ModeName.REACT, "phased": ModeName.PHASED, "plan": ModeName.PLAN_SOLVE}
@@ -114,6 +118,12 @@ class SlashHandler:
         if len(args) != 1 or args[0] not in MODES:
             raise ValueError("usage: /mode react|phased|plan")
         agent = self.app.agent
+        if MODES[args[0]] is ModeName.PHASED and not await has_check_command(agent):
+            raise ValueError(
+                "the phased mode needs a check command, and none is configured (verify_command "
+                "in your own config.toml) or detected from the project's files; "
+                f"the mode stays {agent.config.mode.value}"
+            )
         agent.config = agent.config.model_copy(update={"mode": MODES[args[0]]})
         if agent.config.mode is ModeName.PHASED:
             from journeyman.tools.notes import NoteTool
@@ -180,42 +190,135 @@ class SlashHandler:
         self.app.note("\n".join(lines) or "no rules files")
 
     async def do_mcp(self, _args: list[str]) -> None:
-        mcp = self.app.agent.mcp
-        if mcp is None:
-            self.app.note("no MCP servers (declare them in mcp.json; `journeyman mcp list`)")
-        else:
-            self.app.note(f"MCP servers: {printable(', '.join(getattr(mcp, 'servers', {}) or []))}")
+        if self.app.servers_error:
+            raise ValueError(f"the servers could not start: {self.app.servers_error}")
+        self.app.note(describe_mcp(self.app.agent.mcp, self.app.mcp_statuses))
 
     async def do_lsp(self, _args: list[str]) -> None:
-        lsp = self.app.agent.lsp
-        state = "off" if not lsp else "on (servers start with the next message)"
-        self.app.note(f"language servers: {state}; `journeyman lsp` lists them")
+        if self.app.servers_error:
+            raise ValueError(f"the servers could not start: {self.app.servers_error}")
+        self.app.note(describe_lsp(self.app.agent.lsp, started=self.app.servers_started))
 
     async def do_model(self, args: list[str]) -> None:
         if len(args) != 1:
-            raise ValueError("usage: /model NAME")
-        from journeyman.providers.factory import create_provider
+            raise ValueError("usage: /model NAME (this provider's model) or /model PROVIDER:MODEL")
+        from journeyman.core.errors import ConfigurationError
+        from journeyman.providers.factory import DEFAULT_MODELS, create_provider, parse_spec
         from journeyman.providers.resilient import ResilientProvider
 
         agent = self.app.agent
         current = agent.provider
-        provider = create_provider(
-            current.name,
-            args[0],
-            agent.options.base_url,
-            tool_format=agent.options.tool_format,
-        )
+        wanted = args[0]
+        prefix, _colon, rest = wanted.partition(":")
+        # "anthropic:claude-..." names a provider; "qwen2.5:7b" is a model with a colon
+        names_provider = bool(rest) and (prefix.lower() in DEFAULT_MODELS or prefix.isalpha())
+        spec, model = (wanted, None) if names_provider else (current.name, wanted)
+        same_provider = parse_spec(spec)[0] == current.name
+        try:
+            provider = create_provider(
+                spec,
+                model,
+                agent.options.base_url if same_provider else None,
+                tool_format=agent.options.tool_format,
+            )
+        except ConfigurationError as error:
+            hint = ""
+            if names_provider and prefix.lower() not in DEFAULT_MODELS:
+                hint = f" (for a model whose name has a colon: /model {current.name}:{wanted})"
+            raise ValueError(
+                f"{error.message}{hint}; the model stays {current.name}:{current.model}"
+            ) from None
         agent.provider = ResilientProvider([provider], current.policy)
-        agent.settings["model"] = args[0]
+        agent.settings["provider"] = provider.name
+        agent.settings["model"] = provider.model
         self.app.status.facts.model = f"{provider.name}:{provider.model}"
         self.app.refresh_usage()
         self.app.note(f"model {provider.name}:{provider.model} from the next message on")
 
     async def do_compact(self, _args: list[str]) -> None:
-        self.app.note(
-            "compaction runs by itself when the context nears its limit; "
-            "forcing it from here is not available yet"
+        agent = self.app.agent
+        if agent.config.compaction is None:
+            raise ValueError("compaction is off in this configuration ([compaction] settings)")
+        if self.app.conversation.session_id is None:
+            raise ValueError("nothing to compact yet: send a message first")
+        agent.request_compaction()
+        self.app.compaction_asked = True
+        when = "the next message" if self.app.busy else "your next message"
+        self.app.note(f"the context will be compacted at the start of {when}")
+
+
+async def has_check_command(agent: Agent) -> bool:
+    """Whether the agent has a check command: configured, or detected in its workspace."""
+    if (agent.config.verify_command or "").strip():
+        return True
+    import asyncio
+
+    from journeyman.context.profile import detect_profile, runnable_test_command
+
+    profile = await asyncio.to_thread(detect_profile, agent.workspace)
+    return runnable_test_command(profile) is not None
+
+
+def describe_mcp(
+    mcp: McpManager | Mapping[str, Any] | None, statuses: list[McpServerStatus] | None
+) -> str:
+    """The MCP servers as they stand now: running with their tools, or why not."""
+    if not mcp:
+        return (
+            "no MCP servers: none declared (mcp.json; `journeyman mcp list`), or --no-mcp "
+            "(the workspace's own servers need --mcp)"
         )
+    from journeyman.integrations.mcp import McpManager as Manager
+
+    live = mcp.status() if isinstance(mcp, Manager) and statuses is not None else statuses
+    if live is None:
+        names = [s.name for s in mcp.status()] if isinstance(mcp, Manager) else list(mcp)
+        listed = ", ".join(printable(name) for name in names)
+        return f"MCP servers {listed or '(none)'}: they start with your next message"
+    if not live:
+        return "no MCP servers are configured"
+    lines = []
+    for status in live:
+        tools = len(status.tools)
+        line = f"{printable(status.name)}: {status.state.value}"
+        if status.state.value == "running":
+            line += f", {tools} tool{'s' if tools != 1 else ''}"
+            if status.tools:
+                line += f" ({printable(', '.join(t.name for t in status.tools[:8]))}"
+                line += ", ...)" if tools > 8 else ")"
+        if status.error:
+            line += f" — {printable(status.error)}"
+        lines.append(line)
+    return "MCP servers:\n" + "\n".join(lines)
+
+
+def describe_lsp(lsp: LspManager | bool | None, *, started: bool) -> str:
+    """The language servers as they stand now: running (with their pid), or why not."""
+    if not lsp:
+        return (
+            "language servers: off (--no-lsp, JOURNEYMAN_LSP=0, or none installed); "
+            "`journeyman lsp` explains"
+        )
+    from journeyman.integrations.lsp import LspManager as Manager
+
+    if not isinstance(lsp, Manager):
+        when = "they run for this app" if started else "they start with your next message"
+        return f"language servers: on ({when}); `journeyman lsp` lists them"
+    lines = []
+    for status in lsp.status():
+        if not status.installed or status.shadowed_by:
+            continue
+        line = f"{printable(status.name)} ({status.language}): {status.state}"
+        if status.pid is not None:
+            line += f", pid {status.pid}"
+        elif status.state == "not started":
+            line += f" (starts when the agent touches a {'/'.join(status.extensions)} file)"
+        if status.last_error:
+            line += f" — {printable(status.last_error)}"
+        lines.append(line)
+    if not lines:
+        return "language servers: none installed for this workspace; `journeyman lsp` explains"
+    return "language servers:\n" + "\n".join(lines)
 
 
 def describe_undo(result: UndoResult) -> str:

@@ -168,23 +168,41 @@ class StatusFacts:
     session_id: str = ""
     mode: str = ""
 
-    def render(self) -> str:
+    def segments(self) -> list[str]:
+        """The bar's parts; a narrow terminal wraps between them, never inside one."""
         cost = "cost n/a" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         session = f"session {self.session_id}" if self.session_id else "new session"
-        return (
-            f"{self.model} | in {self.tokens_in:,} out {self.tokens_out:,} "
-            f"cache {self.cache_read:,} | {cost} | budget {self.budget_fraction:.0%} "
-            f"{self.budget_level.upper()} | phase {self.phase} | {self.state.upper()} | "
-            f"{self.mode} | {session}"
-        )
+        return [
+            self.model,
+            f"in {self.tokens_in:,} out {self.tokens_out:,} cache {self.cache_read:,}",
+            cost,
+            f"budget {self.budget_fraction:.0%} {self.budget_level.upper()}",
+            f"phase {self.phase}",
+            self.state.upper(),
+            f"mode {self.mode}" if self.mode else "",
+            session,
+        ]
+
+    def render(self, width: int = 0) -> str:
+        """The segments joined by " | ", in lines of at most `width` characters (0: one line)."""
+        lines: list[str] = []
+        for segment in (s for s in self.segments() if s):
+            if lines and (not width or len(lines[-1]) + 3 + len(segment) <= width):
+                lines[-1] += f" | {segment}"
+            else:
+                lines.append(segment)
+        return "\n".join(lines)
 
 
 class StatusBar(Static):
-    DEFAULT_CSS = "StatusBar { dock: bottom; height: auto; background: $panel; }"
+    DEFAULT_CSS = "StatusBar { height: auto; background: $panel; }"
 
     def __init__(self) -> None:
         self.facts = StatusFacts()
         super().__init__(Text(self.facts.render()), id="status")
 
     def refresh_facts(self) -> None:
-        self.update(Text(self.facts.render()))
+        self.update(Text(self.facts.render(self.content_size.width)))
+
+    def on_resize(self) -> None:
+        self.refresh_facts()

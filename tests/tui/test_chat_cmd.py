@@ -1,0 +1,56 @@
+"""`journeyman chat` builds its agent with the same language and MCP server choices as `run`
+(--lsp/--no-lsp, --mcp/--no-mcp), without opening the app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from journeyman.cli.chat_cmd import chat
+from journeyman.integrations.mcp import McpManager
+from journeyman.tui.app import ChatApp
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ChatApp]:
+    """The apps `chat` would have run."""
+    apps: list[ChatApp] = []
+    monkeypatch.setattr(ChatApp, "run", lambda self, **_: apps.append(self))
+    monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(tmp_path / "user-config"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("JOURNEYMAN_LSP", raising=False)
+    return apps
+
+
+def open_chat(tmp_path: Path, **options: object) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".journeyman").mkdir(parents=True, exist_ok=True)
+    servers = {"mcpServers": {"calc": {"command": "no-such-program-jm"}}}
+    (workspace / ".journeyman" / "mcp.json").write_text(json.dumps(servers))
+    chat(
+        workspace=workspace,
+        provider="openai",
+        model="gpt-4.1-mini",
+        base_url="http://127.0.0.1:9/v1",
+        session_dir=tmp_path / "sessions",
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def test_chat_mcp_starts_the_workspace_servers_and_no_mcp_none(
+    tmp_path: Path, opened: list[ChatApp], capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_chat(tmp_path, mcp=True, lsp=False)
+    agent = opened[-1].agent
+    assert isinstance(agent.mcp, McpManager)
+    assert [s.name for s in agent.mcp.status()] == ["calc"]
+    assert agent.lsp is None
+
+    open_chat(tmp_path, mcp=False, lsp=False)
+    assert opened[-1].agent.mcp is None
+
+    open_chat(tmp_path, lsp=False)  # by default the workspace's servers need --mcp
+    assert opened[-1].agent.mcp is None
+    assert "pass --mcp to start them" in capsys.readouterr().err
