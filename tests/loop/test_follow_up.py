@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from journeyman import ConfigurationError, FinishReason
+from journeyman.core.events import Event, RunStarted
 from journeyman.core.messages import Role
 from journeyman.session.store import SessionStore
 from tests.fakes.agents import call, finish, make_agent, turn, user_texts
+from tests.fakes.projects import calc_finish, calc_package, fix_add, phased_calc_agent
 
 
 async def test_a_finished_session_continues_with_the_whole_history(tmp_path: Path) -> None:
@@ -76,3 +78,23 @@ async def test_an_empty_follow_up_is_refused(tmp_path: Path) -> None:
     first = await agent.run("one")
     with pytest.raises(ConfigurationError, match="needs some text"):
         await agent.send(first.session_id, "  ")
+
+
+async def test_a_phased_follow_up_becomes_the_goal_of_the_next_context_pack(
+    tmp_path: Path,
+) -> None:
+    calc_package(tmp_path)
+    script = [fix_add("a - b", "a + b", "e1"), calc_finish(), calc_finish()]
+    events: list[Event] = []
+    agent, provider = phased_calc_agent(tmp_path, script, events=events)
+    first = await agent.run("make add() add its arguments")
+    assert first.finish_reason is FinishReason.COMPLETED, first.error
+
+    second = await agent.send(first.session_id, "now check that sub() subtracts")
+
+    assert second.finish_reason is FinishReason.COMPLETED, second.error
+    packs = [t for t in user_texts(provider.requests[-1]) if "Goal" in t]
+    assert "now check that sub() subtracts" in packs[-1]
+    assert "make add() add its arguments" in packs[-1]  # the session's task stays in view
+    started = [e.task for e in events if isinstance(e, RunStarted)]
+    assert started[-1].endswith("Then: now check that sub() subtracts")

@@ -287,6 +287,8 @@ class Agent:
                 # a new list: the stored history ends before the message, which the next
                 # step stores
                 state.messages = [*state.messages, Message.user(follow_up)]
+                # what this run works on (its start event, the phased mode's goal)
+                state.task = f"{state.task}\n\nThen: {follow_up}"
                 self.economics.iterations = 0
 
         async with self._kernel() as kernel:

@@ -59,7 +59,7 @@ class WorkspaceKnowledge:
         return self._index
 
     def pack_builder(self, goal: str, workspace: Path) -> ContextPackBuilder:
-        if self._builder is None:
+        if self._builder is None or self._builder.goal != goal:  # a follow-up changes it
             if self._profile is None:
                 self._profile = detect_profile(workspace)
             self._builder = ContextPackBuilder(
