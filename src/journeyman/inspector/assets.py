@@ -92,7 +92,7 @@ details.step>summary::-webkit-details-marker{display:none}
 .chip.tool.refused{background:var(--warn-bg);color:var(--warn)}
 .chip.n-compaction{background:#fff1de;color:#9a5b00}
 .chip.n-nudge,.chip.n-hook{background:#f1e8ff;color:#5b2ea6}
-.chip.n-budget,.chip.n-extension{background:#fff2d6;color:#9a5b00}
+.chip.n-budget,.chip.n-extension,.chip.n-approval{background:#fff2d6;color:#9a5b00}
 .chip.n-error{background:var(--bad-bg);color:var(--bad)}
 .chip.n-phase{background:#e7f6ee;color:#17663a}
 .chip.n-run,.chip.n-state{background:#eef1f6;color:#475467}
@@ -108,7 +108,7 @@ letter-spacing:.04em;color:#1d2330}
 .note b{font-weight:600}.note .d{color:var(--muted);display:block;white-space:pre-wrap}
 .note.n-error{background:var(--bad-bg)}.note.n-compaction{background:#fff6e8}
 .note.n-nudge,.note.n-hook{background:#f6f0ff}.note.n-phase{background:#eef9f2}
-.note.n-budget,.note.n-extension{background:#fff8e6}
+.note.n-budget,.note.n-extension,.note.n-approval{background:#fff8e6}
 .say{margin:8px 0;padding:8px 12px;border-radius:8px;background:#f4f6fb;white-space:pre-wrap;
 word-break:break-word}
 .say .who{font-size:11px;color:var(--muted);display:block}

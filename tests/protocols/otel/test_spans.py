@@ -304,3 +304,25 @@ def test_without_the_extra_the_library_says_what_to_install(
     monkeypatch.setattr(otel, "otel_installed", lambda: False)
     with pytest.raises(ImportError, match=r"pip install 'journeyman\[otel\]'"):
         otel.trace_agent  # noqa: B018
+
+
+async def test_approval_decisions_are_events_of_the_run_span(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from journeyman.policy.permissions import PermissionMode
+    from tests.fakes.agents import FINISH, WRITE, policy_agent
+
+    agent, _, _ = policy_agent(
+        tmp_path, [turn(WRITE), turn(FINISH)], mode=PermissionMode.DEFAULT, assume_yes=True
+    )
+    with trace_agent(agent, tracer_provider=provider):
+        await agent.run("write it")
+    (run,) = by_name(exporter.get_finished_spans(), "invoke_agent journeyman")
+    (approval,) = [e for e in run.events if e.name == "journeyman.approval"]
+    assert approval.attributes is not None
+    assert dict(approval.attributes) == {
+        "gen_ai.tool.name": "write_file",
+        "gen_ai.tool.call.id": WRITE.id,
+        "granted": True,
+        "decided_by": "yes",
+    }

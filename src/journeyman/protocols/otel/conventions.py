@@ -63,6 +63,8 @@ LATENCY_S = "journeyman.latency_s"
 BUDGET_EVENT = "journeyman.budget_level"
 COMPACTION_EVENT = "journeyman.compaction"
 NUDGE_EVENT = "journeyman.nudge"
+APPROVAL_EVENT = "journeyman.approval"
+"""A call that needed approval was granted or refused (by the user, a rule, --yes, the mode)."""
 ERROR_EVENT = "journeyman.error"
 
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}

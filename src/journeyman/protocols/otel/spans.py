@@ -137,6 +137,17 @@ class RunTracer:
                 )
             case ev.NudgeInjected():
                 self._note(gen.NUDGE_EVENT, event.timestamp, {"kind": event.kind})
+            case ev.ApprovalDecided():
+                self._note(
+                    gen.APPROVAL_EVENT,
+                    event.timestamp,
+                    {
+                        gen.TOOL_NAME: event.tool_name,
+                        gen.TOOL_CALL_ID: event.call_id,
+                        "granted": event.granted,
+                        "decided_by": event.decided_by,
+                    },
+                )
             case _:
                 pass
 
