@@ -250,6 +250,8 @@ class RunTracer:
         attributes[gen.ITERATION] = event.iteration
         attributes[gen.MESSAGE_COUNT] = event.message_count
         attributes[gen.TOOL_COUNT] = event.tool_count
+        if event.max_output_tokens is not None:  # the limit this request was actually sent with
+            attributes[gen.REQUEST_MAX_TOKENS] = event.max_output_tokens
         run.model_call = self.tracer.start_span(
             gen.chat_span_name(run.started.model),
             context=trace.set_span_in_context(run.span),
@@ -293,6 +295,10 @@ class RunTracer:
             )
         span.set_attributes(_usage_attributes(event.usage))
         span.set_attribute(gen.LATENCY_S, event.latency_s)
+        if event.model:
+            span.set_attribute(gen.RESPONSE_MODEL, event.model)
+        if event.provider:  # a fallback's, when the first provider gave up
+            span.set_attribute(gen.PROVIDER_NAME, gen.provider_name(event.provider))
         if event.stop_reason:
             span.set_attribute(gen.RESPONSE_FINISH_REASONS, [event.stop_reason])
         if event.cost_usd is not None:
