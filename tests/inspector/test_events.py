@@ -151,3 +151,29 @@ def test_approval_decisions_are_shown_granted_or_refused(tmp_path: Path) -> None
     page = render_html(report)
     assert "run_command approved by the user, always" in page
     assert "need approval in default mode" in page
+
+
+def test_a_compaction_summary_call_shows_its_tokens(tmp_path: Path) -> None:
+    summary = {
+        "type": "summary_call", "iteration": 3, "latency_s": 0.5, "max_output_tokens": 2_048,
+        "usage": {"input_tokens": 1_200, "output_tokens": 80, "cache_read_tokens": 300,
+                  "cache_write_tokens": 0},
+        "cost_usd": 0.0125, "model": "claude-test", "provider": "anthropic",
+    }  # fmt: skip
+    store = SessionStore(tmp_path / "sessions")
+    sid = new_session(store)
+    store.record_step(sid, StepRecord(1, [], [summary], {}, []))
+    try:
+        report = load_report(store, sid)
+    finally:
+        store.close()
+    (step,) = report.steps
+    assert [(n.kind, n.title, n.detail) for n in step.notes] == [
+        (
+            "summary",
+            "compaction summary call",
+            "1,500 tokens in, 80 out, $0.0125 (claude-test)",
+        )
+    ]
+    assert report.totals.compactions == 0  # the compaction event counts, not its call
+    assert "compaction summary call" in render_html(report)

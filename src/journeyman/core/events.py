@@ -182,6 +182,25 @@ class ContextCompacted:
 
 
 @dataclass(frozen=True)
+class SummaryCallMade:
+    """The compaction's model call that summarised old turns (not a turn of the run)."""
+
+    iteration: int
+    usage: Usage
+    cost_usd: float | None
+    latency_s: float
+    max_output_tokens: int
+    """The reply limit the request was sent with."""
+    model: str | None = None
+    """The model that answered, as the provider reports it."""
+    provider: str | None = None
+    """The provider that answered (a fallback's, when the first one gave up)."""
+    stop_reason: str | None = None
+    timestamp: float = field(default_factory=_now)
+    type: Literal["summary_call"] = "summary_call"
+
+
+@dataclass(frozen=True)
 class PhaseChanged:
     """The phased mode's workflow moved (DISCOVER -> PLAN -> ACT -> VERIFY -> DONE or FAIL)."""
 
@@ -215,6 +234,7 @@ Event = (
     | ExtensionDecided
     | ErrorOccurred
     | ContextCompacted
+    | SummaryCallMade
     | PhaseChanged
     | RunFinished
 )

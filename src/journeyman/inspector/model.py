@@ -29,7 +29,8 @@ class Note:
     """Something that happened in a step besides the model turn and the tool calls."""
 
     kind: str
-    """nudge, compaction, budget, extension, approval, error, phase, state, run or hook."""
+    """nudge, compaction, summary, budget, extension, approval, error, phase, state, run or
+    hook."""
     title: str
     detail: str = ""
 
@@ -308,6 +309,18 @@ def _add_event(
                 "compaction",
                 f"context compacted: {before:,} → {after:,} tokens",
                 f"reason {event.get('reason', '?')}; stages: {stages}",
+            )
+        )
+    elif kind == "summary_call":
+        usage = Usage.from_dict(event.get("usage") or {})
+        cost = _number(event.get("cost_usd"))
+        priced = f", ${cost:.4f}" if cost is not None else ""
+        step.notes.append(
+            Note(
+                "summary",
+                "compaction summary call",
+                f"{usage.total_input_tokens:,} tokens in, {usage.output_tokens:,} out{priced} "
+                f"({_s(event, 'model') or '?'})",
             )
         )
     elif kind == "budget":

@@ -158,7 +158,20 @@ class ModelCalls:
             log.warning("compaction summary failed: %s", error.message)
             return ""
         call_cost = self.cost(response.usage)
-        self._account(state, response.usage, call_cost, time.monotonic() - started, tools=True)
+        latency = time.monotonic() - started
+        self._account(state, response.usage, call_cost, latency, tools=True)
+        self.emit(
+            ev.SummaryCallMade(
+                iteration=state.iterations + 1,
+                usage=response.usage,
+                cost_usd=call_cost,
+                latency_s=latency,
+                max_output_tokens=request.max_output_tokens,
+                model=response.model or self.provider.model,
+                provider=self.provider.name,
+                stop_reason=response.stop_reason,
+            )
+        )
         return response.text
 
     def _estimate(

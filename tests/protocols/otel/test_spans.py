@@ -389,3 +389,33 @@ async def test_children_of_the_same_task_nest_under_their_own_spawn_call(
     assert set(reports) == {"s1", "s2"} and len(children) == 2
     for call_id, child_session in reports.items():
         assert parent_of(children[child_session]) == span_id(spawns[call_id])
+
+
+def test_a_compaction_summary_call_is_a_chat_span_of_its_own(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from journeyman.core import events as ev
+    from journeyman.protocols.otel import AgentTracing
+
+    tracer = AgentTracing(provider).handler()
+    tracer(ev.RunStarted("s1", "task", "anthropic", "claude-test", "/w", timestamp=100.0))
+    tracer(
+        ev.SummaryCallMade(
+            iteration=4,
+            usage=Usage(900, 60),
+            cost_usd=0.01,
+            latency_s=2.0,
+            max_output_tokens=2_048,
+            model="claude-test-1",
+            provider="anthropic",
+            timestamp=110.0,
+        )
+    )
+    (summary,) = by_name(exporter.get_finished_spans(), "chat claude-test")
+    assert summary.attributes is not None
+    assert summary.attributes["journeyman.compaction_summary"] is True
+    assert summary.attributes["gen_ai.usage.input_tokens"] == 900
+    assert summary.attributes["gen_ai.usage.output_tokens"] == 60
+    assert summary.attributes["gen_ai.request.max_tokens"] == 2_048
+    assert summary.attributes["gen_ai.response.model"] == "claude-test-1"
+    assert summary.start_time == 108_000_000_000 and summary.end_time == 110_000_000_000

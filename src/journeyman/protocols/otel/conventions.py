@@ -59,6 +59,8 @@ HARNESS_CHECK = "journeyman.tool.harness_check"
 """The call is the harness's own check command (`--verify`), not one the model made."""
 TERMINATES = "journeyman.tool.terminates"
 LATENCY_S = "journeyman.latency_s"
+COMPACTION_SUMMARY = "journeyman.compaction_summary"
+"""The chat span is the compaction's summary call, not a turn of the run."""
 
 # span events on the run span
 BUDGET_EVENT = "journeyman.budget_level"
