@@ -85,8 +85,8 @@ class ApprovalDecided:
     tool_name: str
     granted: bool
     decided_by: str
-    """deny_rule, plan_mode, permission_mode, remembered, yes, no_approver, user (this call
-    only) or user_always."""
+    """deny_rule, plan_mode, permission_mode, remembered, yes, no_approver, approver_failed,
+    user (this call only) or user_always."""
     reason: str
     """Why the call needed a decision: the matching rule or the mode."""
     timestamp: float = field(default_factory=_now)

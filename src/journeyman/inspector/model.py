@@ -380,6 +380,7 @@ APPROVALS = {
     ("remembered", True): "approved by a remembered rule",
     ("yes", True): "approved by --yes",
     ("no_approver", False): "refused: needed approval, nobody could be asked",
+    ("approver_failed", False): "refused: asking for approval failed",
     ("user", True): "approved by the user, this once",
     ("user", False): "declined by the user",
     ("user_always", True): "approved by the user, always",

@@ -704,6 +704,8 @@ class DecidedBy(StrEnum):
     """``--yes``: every call that would need asking is approved."""
     NO_APPROVER = "no_approver"
     """Nobody could be asked (a non-interactive run): refused."""
+    APPROVER_FAILED = "approver_failed"
+    """Asking failed (the approver raised): refused."""
     USER = "user"
     """The user answered for this call only (allow once, or deny)."""
     USER_ALWAYS = "user_always"
@@ -852,11 +854,12 @@ class PermissionGate:
             rule=decision.rule,
         )
         assert self.approver is not None
+        refused_by = DecidedBy.USER
         try:
             answer = ApprovalAnswer(await self.approver(request))
         except Exception as exc:  # an approver bug refuses the call rather than ending the run
             log.warning("permission approver failed for %s: %s", tool_name, exc)
-            answer = ApprovalAnswer.DENY
+            answer, refused_by = ApprovalAnswer.DENY, DecidedBy.APPROVER_FAILED
         if answer is ApprovalAnswer.DENY:
             refusal = self._refuse(
                 tool_name,
@@ -864,7 +867,7 @@ class PermissionGate:
                 f"{tool_name}: the user declined this call. Do not repeat it; take another "
                 "approach or ask the user what they want.",
             )
-            return refusal, ApprovalOutcome(False, DecidedBy.USER, decision.reason)
+            return refusal, ApprovalOutcome(False, refused_by, decision.reason)
         if answer is ApprovalAnswer.ALWAYS:
             for rule in remember_as:
                 try:
