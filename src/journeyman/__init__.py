@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         ToolTimeoutError,
     )
     from journeyman.core.events import (
+        ApprovalDecided,
         BudgetUpdated,
         ContextCompacted,
         ErrorOccurred,
@@ -71,6 +72,7 @@ _HOMES = {
         "ToolTimeoutError",
     ),
     "journeyman.core.events": (
+        "ApprovalDecided",
         "BudgetUpdated",
         "ContextCompacted",
         "ErrorOccurred",
@@ -171,6 +173,7 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "AgentError",
+    "ApprovalDecided",
     "BudgetExhaustedError",
     "BudgetUpdated",
     "CancellationError",

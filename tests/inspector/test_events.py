@@ -117,3 +117,63 @@ def test_a_session_without_events_shows_its_conversation(tmp_path: Path) -> None
     assert "fix &lt;b&gt;the&lt;/b&gt; bug" in page
     assert "<code>pytest -q</code>" in page and "1 failed" in page
     assert 'class="res bad">error' in page
+
+
+def test_approval_decisions_are_shown_granted_or_refused(tmp_path: Path) -> None:
+    granted, refused = tool_events("c1", "run_command"), tool_events("c2", "write_file")
+    events = [
+        granted[0],
+        {"type": "approval", "iteration": 1, "call_id": "c1", "tool_name": "run_command",
+         "granted": True, "decided_by": "user_always",
+         "reason": "commands and other tools that change things need approval in default mode"},
+        granted[1],
+        refused[0],
+        {"type": "approval", "iteration": 1, "call_id": "c2", "tool_name": "write_file",
+         "granted": False, "decided_by": "plan_mode", "reason": "plan mode does not change files"},
+        refused[1],
+    ]  # fmt: skip
+    store = SessionStore(tmp_path / "sessions")
+    sid = new_session(store)
+    store.record_step(sid, StepRecord(1, [], events, {}, []))
+    try:
+        report = load_report(store, sid)
+    finally:
+        store.close()
+    (step,) = report.steps
+    assert [(n.kind, n.title) for n in step.notes] == [
+        ("approval", "run_command approved by the user, always"),
+        ("approval", "write_file refused: plan mode changes nothing"),
+    ]
+    assert [c.approval for c in step.calls] == [
+        "approved by the user, always",
+        "refused: plan mode changes nothing",
+    ]
+    page = render_html(report)
+    assert "run_command approved by the user, always" in page
+    assert "need approval in default mode" in page
+
+
+def test_a_compaction_summary_call_shows_its_tokens(tmp_path: Path) -> None:
+    summary = {
+        "type": "summary_call", "iteration": 3, "latency_s": 0.5, "max_output_tokens": 2_048,
+        "usage": {"input_tokens": 1_200, "output_tokens": 80, "cache_read_tokens": 300,
+                  "cache_write_tokens": 0},
+        "cost_usd": 0.0125, "model": "claude-test", "provider": "anthropic",
+    }  # fmt: skip
+    store = SessionStore(tmp_path / "sessions")
+    sid = new_session(store)
+    store.record_step(sid, StepRecord(1, [], [summary], {}, []))
+    try:
+        report = load_report(store, sid)
+    finally:
+        store.close()
+    (step,) = report.steps
+    assert [(n.kind, n.title, n.detail) for n in step.notes] == [
+        (
+            "summary",
+            "compaction summary call",
+            "1,500 tokens in, 80 out, $0.0125 (claude-test)",
+        )
+    ]
+    assert report.totals.compactions == 0  # the compaction event counts, not its call
+    assert "compaction summary call" in render_html(report)

@@ -139,3 +139,31 @@ async def test_the_agent_reports_the_stop_before_the_call(tmp_path: Path) -> Non
     assert result.cost_usd is not None and result.cost_usd <= 0.01
     assert "was not made" in (result.error or "")
     assert len(provider.requests) == result.iterations  # the refused call never reached it
+
+
+async def test_the_request_event_carries_the_reply_limit_it_was_sent_with(
+    tmp_path: Path,
+) -> None:
+    from journeyman.core import events as ev
+
+    (tmp_path / "ws").mkdir()
+    provider = ScriptedProvider([ModelResponse(text="ok", usage=Usage(10, 5))])
+    seen: list[ev.Event] = []
+    agent = Agent(
+        provider,
+        workspace=tmp_path / "ws",
+        tools=[],
+        config=AgentConfig(
+            session_dir=tmp_path / "s",
+            max_budget_usd=0.003,
+            price_per_mtok=PRICE,
+            max_output_tokens=8_000,
+            verify=False,
+        ),
+        on_event=seen.append,
+    )
+    await agent.run("say ok")
+    (sent,) = [e for e in seen if isinstance(e, ev.ModelRequestSent)]
+    (request,) = provider.requests
+    assert request.max_output_tokens < 8_000  # the budget shortened the reply
+    assert sent.max_output_tokens == request.max_output_tokens

@@ -97,6 +97,33 @@ async def test_a_long_run_compacts_and_stays_under_the_window(tmp_path: Path) ->
     assert masked
 
 
+async def test_each_summary_call_is_an_event_with_its_tokens(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    script = [reader(i) for i in range(20)] + [summary_or(FINISH)] * 3
+    agent, provider, _ = make(
+        tmp_path,
+        script,
+        events,
+        max_iterations=40,
+        max_total_tokens=60_000,
+        compaction=CompactionSettings(keep_recent_observations=2),
+    )
+    result = await agent.run("read the files")
+    summaries = [e for e in events if isinstance(e, ev.SummaryCallMade)]
+    sent = [r for r in provider.requests if r.tools == ()]
+    assert sent and len(summaries) == len(sent)
+    assert all(s.usage == Usage(500, 40) and s.provider == "scripted" for s in summaries)
+    assert [s.max_output_tokens for s in summaries] == [r.max_output_tokens for r in sent]
+    turns = [e for e in events if isinstance(e, ev.ModelResponseReceived)]
+    assert not any(t.text.startswith("summary") for t in turns)  # not mistaken for turns
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = [e for e in store.events(result.session_id) if e["type"] == "summary_call"]
+    finally:
+        store.close()
+    assert len(stored) == len(summaries) and stored[0]["usage"]["output_tokens"] == 40
+
+
 async def test_without_compaction_the_same_run_overflows_its_token_budget(tmp_path: Path) -> None:
     events: list[ev.Event] = []
     script = [reader(i) for i in range(20)] + [FINISH] * 3

@@ -10,7 +10,7 @@ import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason, ToolArgs, tool
 from journeyman.core.errors import LLMError, ProviderError
-from journeyman.core.events import Event
+from journeyman.core.events import Event, ModelResponseReceived
 from journeyman.core.messages import Role, Usage
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
@@ -317,3 +317,33 @@ async def test_empty_reply_is_a_mistake_and_the_model_is_told(
     result = await agent.run("x")
     assert result.success and result.iterations == 2
     assert "empty" in provider.requests[1].messages[-1].content
+
+
+async def test_the_response_event_names_the_model_and_provider_that_answered(
+    tmp_path: Path,
+) -> None:
+    down = ScriptedProvider([ProviderError("down", provider="a", status_code=500)] * 5)
+    backup = ScriptedProvider(
+        [ModelResponse(text="from backup", model="backup-model-2026")],
+        name="backup",
+        model="backup-model",
+    )
+    (tmp_path / "ws").mkdir()
+    seen: list[Event] = []
+    agent = Agent(
+        [down, backup],
+        workspace=tmp_path / "ws",
+        tools=[],
+        config=AgentConfig(session_dir=tmp_path / "s"),
+        retry_policy=NO_WAIT,
+        on_event=seen.append,
+    )
+    result = await agent.run("x")
+    (response,) = [e for e in seen if isinstance(e, ModelResponseReceived)]
+    assert (response.provider, response.model) == ("backup", "backup-model-2026")
+    store = SessionStore(tmp_path / "s")
+    try:
+        stored = [e for e in store.events(result.session_id) if e["type"] == "model_response"]
+    finally:
+        store.close()
+    assert [(e["provider"], e["model"]) for e in stored] == [("backup", "backup-model-2026")]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman import FinishReason
+from journeyman.core import events as ev
 from journeyman.core.messages import Role
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload, ShellHookConfig
 from journeyman.policy.permissions import (
@@ -145,6 +146,74 @@ async def test_a_declined_call_is_not_run(tmp_path: Path) -> None:
     await agent.run("write it")
     assert not (workspace / "out.txt").exists()
     assert "the user declined" in tool_texts(provider, 1)[0]
+
+
+def stored_approvals(tmp_path: Path, session_id: str) -> list[tuple[str, bool, str]]:
+    """(tool, granted, decided_by) of every approval event stored for the session."""
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        return [
+            (e["tool_name"], e["granted"], e["decided_by"])
+            for e in store.events(session_id)
+            if e["type"] == "approval"
+        ]
+    finally:
+        store.close()
+
+
+async def test_every_approval_decision_is_an_event_and_is_stored(tmp_path: Path) -> None:
+    answers = iter([ApprovalAnswer.ALLOW, ApprovalAnswer.ALWAYS, ApprovalAnswer.DENY])
+
+    async def answer(_request: ApprovalRequest) -> ApprovalAnswer:
+        return next(answers)
+
+    script = [
+        turn(call("list_files", path=".")),  # read-only: needs no approval, no event
+        turn(WRITE),
+        turn(call("run_command", command="echo hi")),
+        turn(call("run_command", command="echo hi", cid="again")),  # remembered now
+        turn(call("write_file", path="b.txt", content="x")),
+        turn(call("run_command", command="rm -rf build")),
+        turn(FINISH),
+    ]
+    seen: list[ev.Event] = []
+    agent, _, _ = agent_for(
+        tmp_path,
+        script,
+        mode=PermissionMode.DEFAULT,
+        deny=["run_command(rm -rf *)"],
+        permission_approver=answer,
+    )
+    agent.on_event = seen.append
+    result = await agent.run("do it")
+    expected = [
+        ("write_file", True, "user"),
+        ("run_command", True, "user_always"),
+        ("run_command", True, "remembered"),
+        ("write_file", False, "user"),
+        ("run_command", False, "deny_rule"),
+    ]
+    emitted = [e for e in seen if isinstance(e, ev.ApprovalDecided)]
+    assert [(e.tool_name, e.granted, e.decided_by) for e in emitted] == expected
+    assert emitted[0].call_id == WRITE.id and emitted[0].iteration == 2
+    assert "rm -rf" in emitted[-1].reason  # the deny rule, not the call's arguments
+    assert stored_approvals(tmp_path, result.session_id) == expected
+
+
+async def test_yes_plan_mode_and_a_run_that_cannot_ask_say_so(tmp_path: Path) -> None:
+    seen: list[ev.Event] = []
+    script = [turn(WRITE), turn(FINISH)]
+    for mode, yes, by, granted in [
+        (PermissionMode.DEFAULT, True, "yes", True),
+        (PermissionMode.DEFAULT, False, "no_approver", False),
+        (PermissionMode.PLAN, True, "plan_mode", False),
+    ]:
+        seen.clear()
+        agent, _, _ = agent_for(tmp_path, script, mode=mode, assume_yes=yes)
+        agent.on_event = seen.append
+        await agent.run("write it")
+        decided = [(e.granted, e.decided_by) for e in seen if isinstance(e, ev.ApprovalDecided)]
+        assert decided == [(granted, by)]
 
 
 # --- hooks ----------------------------------------------------------------------------------

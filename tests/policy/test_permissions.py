@@ -19,6 +19,7 @@ from journeyman.integrations.mcp.bridge import McpTool
 from journeyman.policy.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
+    DecidedBy,
     DecisionKind,
     InMemoryRememberedPermissions,
     PermissionGate,
@@ -439,6 +440,25 @@ async def test_non_interactive_ask_is_refused_unless_yes(workspace: Path) -> Non
     assert await yes.check("run_command", cmd("rm x"), read_only=False) is not None
     plan = PermissionGate(PermissionPolicy("plan"), yes=True)
     assert await plan.check("edit_file", {"path": "a"}, read_only=False) is not None
+
+
+async def test_decide_says_what_settled_a_call_that_was_not_simply_allowed(
+    workspace: Path,
+) -> None:
+    async def broken(_request: ApprovalRequest) -> ApprovalAnswer:
+        raise RuntimeError("the dialog crashed")
+
+    policy = PermissionPolicy("default", deny=["run_command(rm *)"], workspace=workspace)
+    gate = PermissionGate(policy, approver=broken)
+    assert await gate.decide("read_file", {"path": "a"}, read_only=True) == (None, None)
+    refusal, outcome = await gate.decide("run_command", cmd("make"), read_only=False)
+    assert refusal is not None and outcome is not None
+    assert (outcome.granted, outcome.decided_by) == (False, DecidedBy.APPROVER_FAILED)
+    _, denied = await gate.decide("run_command", cmd("rm x"), read_only=False)
+    assert denied is not None and denied.decided_by is DecidedBy.DENY_RULE
+    strict = PermissionGate(PermissionPolicy("plan", workspace=workspace))
+    _, planned = await strict.decide("run_command", cmd("make"), read_only=False)
+    assert planned is not None and planned.decided_by is DecidedBy.PLAN_MODE
 
 
 async def test_approver_answers(workspace: Path) -> None:

@@ -378,3 +378,26 @@ async def test_tools_see_their_own_session_id_distinct_from_the_run_s(
     assert root_run_id == result.session_id and root_tool_id != root_run_id
     assert child_run_id != root_run_id and child_tool_id not in (child_run_id, root_tool_id)
     assert tree.store().load_session(child_run_id).parent_id == root_run_id
+
+
+async def test_a_childs_run_names_the_spawn_call_that_started_it(
+    make_tree: Callable[..., Tree],
+) -> None:
+    tree = make_tree(
+        [turn(spawn("count the modules", "s1"), spawn("count the tests", "s2")), turn(text="ok")],
+        {"modules": [turn(text="three")], "tests": [turn(text="nine")]},
+    )
+    result = await tree.root.run("how big is it?")
+    reports = {r.call_id: r.metadata["child_session_id"] for r in results_of(tree.root_provider, 1)}
+    store = tree.store()
+    try:
+        started = {
+            call_id: [e for e in store.events(child) if e["type"] == "run_started"]
+            for call_id, child in reports.items()
+        }
+    finally:
+        store.close()
+    assert result.success and set(started) == {"s1", "s2"}
+    for call_id, (run,) in started.items():
+        assert run["parent_call_id"] == call_id
+        assert run["parent_session_id"] == result.session_id

@@ -26,6 +26,8 @@ class RunStarted:
     parent_session_id: str | None = None
     resumed_at_step: int | None = None
     """Set when this run continues a stored session after that many steps."""
+    parent_call_id: str | None = None
+    """For a subagent's run: the id of the parent's `spawn_agent` call that started it."""
     timestamp: float = field(default_factory=_now)
     type: Literal["run_started"] = "run_started"
 
@@ -35,6 +37,8 @@ class ModelRequestSent:
     iteration: int
     message_count: int
     tool_count: int
+    max_output_tokens: int | None = None
+    """The reply limit the request was sent with (after fitting it to the budget)."""
     timestamp: float = field(default_factory=_now)
     type: Literal["model_request"] = "model_request"
 
@@ -48,6 +52,10 @@ class ModelResponseReceived:
     cost_usd: float | None
     stop_reason: str | None
     latency_s: float
+    model: str | None = None
+    """The model that answered, as the provider reports it."""
+    provider: str | None = None
+    """The provider that answered (a fallback's, when the first one gave up)."""
     timestamp: float = field(default_factory=_now)
     type: Literal["model_response"] = "model_response"
 
@@ -65,6 +73,24 @@ class ToolCallStarted:
     call: ToolCall
     timestamp: float = field(default_factory=_now)
     type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True)
+class ApprovalDecided:
+    """A call that needed more than the permission policy's plain "allow" was granted or
+    refused, and what decided it (`policy.permissions.DecidedBy`)."""
+
+    iteration: int
+    call_id: str
+    tool_name: str
+    granted: bool
+    decided_by: str
+    """deny_rule, plan_mode, permission_mode, remembered, yes, no_approver, approver_failed,
+    user (this call only) or user_always."""
+    reason: str
+    """Why the call needed a decision: the matching rule or the mode."""
+    timestamp: float = field(default_factory=_now)
+    type: Literal["approval"] = "approval"
 
 
 @dataclass(frozen=True)
@@ -157,6 +183,25 @@ class ContextCompacted:
 
 
 @dataclass(frozen=True)
+class SummaryCallMade:
+    """The compaction's model call that summarised old turns (not a turn of the run)."""
+
+    iteration: int
+    usage: Usage
+    cost_usd: float | None
+    latency_s: float
+    max_output_tokens: int
+    """The reply limit the request was sent with."""
+    model: str | None = None
+    """The model that answered, as the provider reports it."""
+    provider: str | None = None
+    """The provider that answered (a fallback's, when the first one gave up)."""
+    stop_reason: str | None = None
+    timestamp: float = field(default_factory=_now)
+    type: Literal["summary_call"] = "summary_call"
+
+
+@dataclass(frozen=True)
 class PhaseChanged:
     """The phased mode's workflow moved (DISCOVER -> PLAN -> ACT -> VERIFY -> DONE or FAIL)."""
 
@@ -181,6 +226,7 @@ Event = (
     | ModelResponseReceived
     | TextDelta
     | ToolCallStarted
+    | ApprovalDecided
     | ToolResultReceived
     | StateChanged
     | NudgeInjected
@@ -189,6 +235,7 @@ Event = (
     | ExtensionDecided
     | ErrorOccurred
     | ContextCompacted
+    | SummaryCallMade
     | PhaseChanged
     | RunFinished
 )

@@ -90,9 +90,9 @@ details.step>summary::-webkit-details-marker{display:none}
 .chip.tool{background:#e8edff;color:#23399a}
 .chip.tool.bad{background:var(--bad-bg);color:var(--bad)}
 .chip.tool.refused{background:var(--warn-bg);color:var(--warn)}
-.chip.n-compaction{background:#fff1de;color:#9a5b00}
+.chip.n-compaction,.chip.n-summary{background:#fff1de;color:#9a5b00}
 .chip.n-nudge,.chip.n-hook{background:#f1e8ff;color:#5b2ea6}
-.chip.n-budget,.chip.n-extension{background:#fff2d6;color:#9a5b00}
+.chip.n-budget,.chip.n-extension,.chip.n-approval{background:#fff2d6;color:#9a5b00}
 .chip.n-error{background:var(--bad-bg);color:var(--bad)}
 .chip.n-phase{background:#e7f6ee;color:#17663a}
 .chip.n-run,.chip.n-state{background:#eef1f6;color:#475467}
@@ -106,9 +106,9 @@ letter-spacing:.04em;color:#1d2330}
 .step-body{padding:4px 14px 10px 14px;border-top:1px solid var(--line)}
 .note{margin:6px 0;padding:4px 10px;border-radius:6px;font-size:13px;background:#f5f6f8}
 .note b{font-weight:600}.note .d{color:var(--muted);display:block;white-space:pre-wrap}
-.note.n-error{background:var(--bad-bg)}.note.n-compaction{background:#fff6e8}
+.note.n-error{background:var(--bad-bg)}.note.n-compaction,.note.n-summary{background:#fff6e8}
 .note.n-nudge,.note.n-hook{background:#f6f0ff}.note.n-phase{background:#eef9f2}
-.note.n-budget,.note.n-extension{background:#fff8e6}
+.note.n-budget,.note.n-extension,.note.n-approval{background:#fff8e6}
 .say{margin:8px 0;padding:8px 12px;border-radius:8px;background:#f4f6fb;white-space:pre-wrap;
 word-break:break-word}
 .say .who{font-size:11px;color:var(--muted);display:block}

@@ -29,7 +29,8 @@ class Note:
     """Something that happened in a step besides the model turn and the tool calls."""
 
     kind: str
-    """nudge, compaction, budget, extension, error, phase, state, run or hook."""
+    """nudge, compaction, summary, budget, extension, approval, error, phase, state, run or
+    hook."""
     title: str
     detail: str = ""
 
@@ -46,6 +47,8 @@ class CallView:
     is_error: bool = False
     refused_by: str | None = None
     """permission, hook or budget when the call was refused rather than run."""
+    approval: str = ""
+    """How a call that needed approval was decided ("approved by --yes", ...)."""
     duration_s: float | None = None
     exit_code: int | None = None
     """A command's exit code, when the tool reported one."""
@@ -284,6 +287,13 @@ def _add_event(
         view.child_session_id = str(child) if child else None
         if child:
             view.child_outcome = _child_outcome(metadata)
+    elif kind == "approval":
+        name = _s(event, "tool_name") or "?"
+        decided = approval_text(_s(event, "decided_by"), bool(event.get("granted")))
+        approved = calls.get(_s(event, "call_id"))
+        if approved is not None:
+            approved.approval = decided
+        step.notes.append(Note("approval", f"{name} {decided}", _s(event, "reason")))
     elif kind == "nudge":
         nudge_kind = str(event.get("kind", ""))
         title = "hook says" if nudge_kind == "hook" else f"nudge: {nudge_kind.replace('_', ' ')}"
@@ -299,6 +309,18 @@ def _add_event(
                 "compaction",
                 f"context compacted: {before:,} → {after:,} tokens",
                 f"reason {event.get('reason', '?')}; stages: {stages}",
+            )
+        )
+    elif kind == "summary_call":
+        usage = Usage.from_dict(event.get("usage") or {})
+        cost = _number(event.get("cost_usd"))
+        priced = f", ${cost:.4f}" if cost is not None else ""
+        step.notes.append(
+            Note(
+                "summary",
+                "compaction summary call",
+                f"{usage.total_input_tokens:,} tokens in, {usage.output_tokens:,} out{priced} "
+                f"({_s(event, 'model') or '?'})",
             )
         )
     elif kind == "budget":
@@ -349,6 +371,28 @@ def _add_event(
         reason = result.get("finish_reason", "?")
         step.notes.append(Note("run", f"run finished: {reason}", str(result.get("error") or "")))
     return level
+
+
+APPROVALS = {
+    ("deny_rule", False): "refused by a deny rule",
+    ("plan_mode", False): "refused: plan mode changes nothing",
+    ("permission_mode", False): "refused by the permission mode",
+    ("remembered", True): "approved by a remembered rule",
+    ("yes", True): "approved by --yes",
+    ("no_approver", False): "refused: needed approval, nobody could be asked",
+    ("approver_failed", False): "refused: asking for approval failed",
+    ("user", True): "approved by the user, this once",
+    ("user", False): "declined by the user",
+    ("user_always", True): "approved by the user, always",
+}
+
+
+def approval_text(decided_by: str, granted: bool) -> str:
+    """How an approval decision reads in the timeline."""
+    found = APPROVALS.get((decided_by, granted))
+    if found is not None:
+        return found
+    return f"{'approved' if granted else 'refused'} ({decided_by or 'unknown'})"
 
 
 def _attribute_usage(steps: list[StepView], rows: Iterable[UsageRow]) -> None:

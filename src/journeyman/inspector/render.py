@@ -542,6 +542,8 @@ def _call_status(call: CallView) -> str:
 
 def _call(call: CallView) -> str:
     status = _call_status(call)
+    if call.approval:
+        status += f'<span class="res">{escape(call.approval)}</span>'
     child = ""
     if call.child_session_id:
         child = (

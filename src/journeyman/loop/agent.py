@@ -149,6 +149,8 @@ class Agent:
         """Add Python hooks with `agent.hooks.add(HookEvent.PRE_TOOL_USE, callback)`."""
         self.rules = rules or RulesLoader(self.workspace)
         """Instruction files put into the system prompt of new sessions."""
+        self.parent_call_id: str | None = None
+        """For a subagent: the id of the parent's spawn_agent call its runs answer."""
         self.lifecycle = LifecycleMachine()
         """The agent's state (idle, initializing, running, paused, completing, error, disposed);
         observe it with `agent.lifecycle.on_transition(listener)`."""
@@ -331,6 +333,7 @@ class Agent:
                 on_event=self.on_event,
                 cancel_event=self._cancel,
                 lifecycle=self.lifecycle,
+                parent_call=self.parent_call_id,
             )
             if self._compaction_requested:
                 self._compaction_requested = False

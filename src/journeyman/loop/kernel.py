@@ -42,7 +42,7 @@ from journeyman.loop.model_calls import ModelCalls
 from journeyman.loop.modes import Mode, RepetitionPolicy, StatefulMode
 from journeyman.loop.observer import LOOP_NUDGE, TurnObserver, deliver_nudges
 from journeyman.loop.port import pending_diff
-from journeyman.loop.recorder import StepRecorder
+from journeyman.loop.recorder import StepRecorder, run_started
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.loop.tool_runner import ToolRunner
 from journeyman.loop.verdict import Ruling, Verdict
@@ -77,7 +77,9 @@ class Kernel:
         hooks: HookRunner | None = None,
         rules: str = "",
         lifecycle: LifecycleMachine | None = None,
+        parent_call: str | None = None,
     ) -> None:
+        self.parent_call = parent_call  # a subagent's: the spawn_agent call that started it
         self.provider = provider
         self.registry = registry
         self.mode = mode
@@ -235,17 +237,7 @@ class Kernel:
         """Run the loop to its ending; every way out of it is caught here, once."""
         try:
             self.lifecycle.begin_run()
-            self.emit(
-                ev.RunStarted(
-                    session_id=state.session_id,
-                    task=state.task,
-                    provider=self.provider.name,
-                    model=self.provider.model,
-                    workspace=str(self.workspace),
-                    parent_session_id=state.parent_session_id,
-                    resumed_at_step=state.iterations if resumed else None,
-                )
-            )
+            self.emit(run_started(state, self.provider, self.workspace, resumed, self.parent_call))
             self.lifecycle.start()
             state.ending = await self.hooks.start(state, resumed=resumed)
             if state.ending is None:

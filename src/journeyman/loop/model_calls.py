@@ -91,7 +91,11 @@ class ModelCalls:
 
         request = build()
         iteration = state.iterations + 1
-        self.emit(ev.ModelRequestSent(iteration, len(request.messages), len(request.tools)))
+        self.emit(
+            ev.ModelRequestSent(
+                iteration, len(request.messages), len(request.tools), request.max_output_tokens
+            )
+        )
         on_text = (lambda text: self.emit(ev.TextDelta(text))) if self.config.stream else None
         started = time.monotonic()
         try:
@@ -121,6 +125,8 @@ class ModelCalls:
                 cost_usd=call_cost,
                 stop_reason=response.stop_reason,
                 latency_s=latency,
+                model=response.model or self.provider.model,
+                provider=self.provider.name,  # a fallback's, when the first provider gave up
             )
         )
         return response
@@ -152,7 +158,20 @@ class ModelCalls:
             log.warning("compaction summary failed: %s", error.message)
             return ""
         call_cost = self.cost(response.usage)
-        self._account(state, response.usage, call_cost, time.monotonic() - started, tools=True)
+        latency = time.monotonic() - started
+        self._account(state, response.usage, call_cost, latency, tools=True)
+        self.emit(
+            ev.SummaryCallMade(
+                iteration=state.iterations + 1,
+                usage=response.usage,
+                cost_usd=call_cost,
+                latency_s=latency,
+                max_output_tokens=request.max_output_tokens,
+                model=response.model or self.provider.model,
+                provider=self.provider.name,
+                stop_reason=response.stop_reason,
+            )
+        )
         return response.text
 
     def _estimate(

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from journeyman.core.events import Event, event_to_dict
+from journeyman.core.events import Event, RunStarted, event_to_dict
 from journeyman.core.messages import Message
 from journeyman.economics.usage_log import UsageRow
+from journeyman.loop.state import LoopState
+from journeyman.providers.base import Provider
 from journeyman.session.store import HISTORY_START, SessionStore, StepRecord
 from journeyman.tools.context import FileChangeIntent
 from journeyman.tools.snapshot import reconcile_interrupted
@@ -88,3 +90,23 @@ class StepRecorder:
         self.store.append_events(self.session_id, step, self._events, self._usage)
         self._events = []
         self._usage = []
+
+
+def run_started(
+    state: LoopState,
+    provider: Provider,
+    workspace: Path,
+    resumed: bool,
+    parent_call_id: str | None = None,
+) -> RunStarted:
+    """The event that opens a run of `state`'s session (`resumed`: continuing a stored one)."""
+    return RunStarted(
+        session_id=state.session_id,
+        task=state.task,
+        provider=provider.name,
+        model=provider.model,
+        workspace=str(workspace),
+        parent_session_id=state.parent_session_id,
+        resumed_at_step=state.iterations if resumed else None,
+        parent_call_id=parent_call_id,
+    )

@@ -108,7 +108,18 @@ class ToolRunner:
                 details={"error": "unknown"},
             )
         if self.permissions is not None:
-            refusal = await self.permissions.check_call(call, read_only=tool.read_only)
+            refusal, outcome = await self.permissions.decide_call(call, read_only=tool.read_only)
+            if outcome is not None:
+                self.emit(
+                    ev.ApprovalDecided(
+                        ctx.iteration + 1,
+                        call.id,
+                        call.name,
+                        outcome.granted,
+                        outcome.decided_by.value,
+                        outcome.reason,
+                    )
+                )
             if refusal is not None:
                 return refusal
         pre = await self.hooks.run(

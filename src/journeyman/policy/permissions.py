@@ -691,6 +691,37 @@ class InMemoryRememberedPermissions:
             stored.append(rule)
 
 
+class DecidedBy(StrEnum):
+    """What settled a call that could not simply run."""
+
+    DENY_RULE = "deny_rule"
+    PLAN_MODE = "plan_mode"
+    PERMISSION_MODE = "permission_mode"
+    """The mode allows only read-only tools (a refusal without a rule)."""
+    REMEMBERED = "remembered"
+    """A rule stored by an earlier "always" answer."""
+    YES = "yes"
+    """``--yes``: every call that would need asking is approved."""
+    NO_APPROVER = "no_approver"
+    """Nobody could be asked (a non-interactive run): refused."""
+    APPROVER_FAILED = "approver_failed"
+    """Asking failed (the approver raised): refused."""
+    USER = "user"
+    """The user answered for this call only (allow once, or deny)."""
+    USER_ALWAYS = "user_always"
+    """The user allowed it and every call like it from now on."""
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """How a call that needed a decision beyond the policy's plain "allow" was settled."""
+
+    granted: bool
+    decided_by: DecidedBy
+    reason: str
+    """Why the call needed it (the policy's reason: the rule or the mode)."""
+
+
 PERMISSION_ERROR_KIND = "permission"
 """`ToolResult.metadata["error"]` of a refused call."""
 
@@ -729,25 +760,40 @@ class PermissionGate:
         self, tool_name: str, args: Mapping[str, Any], *, read_only: bool | None = None
     ) -> str | None:
         """None when the call may run (asking the user if needed), else the refusal text."""
+        refusal, _outcome = await self.decide(tool_name, args, read_only=read_only)
+        return refusal
+
+    async def decide(
+        self, tool_name: str, args: Mapping[str, Any], *, read_only: bool | None = None
+    ) -> tuple[str | None, ApprovalOutcome | None]:
+        """`check`, with how the call was decided when it could not simply run (None for a
+        call the policy allows outright: read-only, an allow rule, a permissive mode)."""
         decision = self.policy.decide(tool_name, args, read_only)
         if decision.kind is DecisionKind.ALLOW:
-            return None
+            return None, None
         if decision.kind is DecisionKind.DENY:
-            return self._refuse(
+            refusal = self._refuse(
                 tool_name,
                 args,
                 f"{tool_name}: not allowed: {decision.reason}. "
                 "Do not retry it; find another way or ask the user to change "
                 "the permission rules.",
             )
+            if decision.rule is not None:
+                by = DecidedBy.DENY_RULE
+            elif self.policy.mode is PermissionMode.PLAN:
+                by = DecidedBy.PLAN_MODE
+            else:
+                by = DecidedBy.PERMISSION_MODE
+            return refusal, ApprovalOutcome(False, by, decision.reason)
         if self._remembered(tool_name, args):
-            return None
+            return None, ApprovalOutcome(True, DecidedBy.REMEMBERED, decision.reason)
         if self.yes:
-            return None
+            return None, ApprovalOutcome(True, DecidedBy.YES, decision.reason)
         if self.approver is None:
             hint = self.policy.suggest_rules(tool_name, args)
             example = f" such as `{hint[0]}`" if hint else ""
-            return self._refuse(
+            refusal = self._refuse(
                 tool_name,
                 args,
                 f"{tool_name}: needs the user's approval ({decision.reason}), but this run "
@@ -755,9 +801,10 @@ class PermissionGate:
                 f"the user can rerun with --yes, add an allow rule{example}, or choose a more "
                 "permissive --permission-mode.",
             )
+            return refusal, ApprovalOutcome(False, DecidedBy.NO_APPROVER, decision.reason)
         async with self._asking:  # one question at a time, even for concurrent calls
             if self._remembered(tool_name, args):
-                return None
+                return None, ApprovalOutcome(True, DecidedBy.REMEMBERED, decision.reason)
             return await self._ask(tool_name, args, decision)
 
     async def check_call(
@@ -771,10 +818,17 @@ class PermissionGate:
         The result's metadata holds ``error: "permission"`` and ``denials``: how many times
         this exact call has been refused in the run (1 the first time).
         """
-        message = await self.check(call.name, call.arguments, read_only=read_only)
+        refusal, _outcome = await self.decide_call(call, read_only=read_only)
+        return refusal
+
+    async def decide_call(
+        self, call: ToolCall, *, read_only: bool | None = None
+    ) -> tuple[ToolResult | None, ApprovalOutcome | None]:
+        """`check_call`, with how the call was decided (see `decide`)."""
+        message, outcome = await self.decide(call.name, call.arguments, read_only=read_only)
         if message is None:
-            return None
-        return ToolResult(
+            return None, outcome
+        refusal = ToolResult(
             call.id,
             call.name,
             message,
@@ -784,10 +838,11 @@ class PermissionGate:
                 "denials": self.denials[_call_key(call.name, call.arguments)],
             },
         )
+        return refusal, outcome
 
     async def _ask(
         self, tool_name: str, args: Mapping[str, Any], decision: PermissionDecision
-    ) -> str | None:
+    ) -> tuple[str | None, ApprovalOutcome]:
         remember_as = tuple(self.policy.suggest_rules(tool_name, args))
         request = ApprovalRequest(
             tool_name=tool_name,
@@ -799,25 +854,28 @@ class PermissionGate:
             rule=decision.rule,
         )
         assert self.approver is not None
+        refused_by = DecidedBy.USER
         try:
             answer = ApprovalAnswer(await self.approver(request))
         except Exception as exc:  # an approver bug refuses the call rather than ending the run
             log.warning("permission approver failed for %s: %s", tool_name, exc)
-            answer = ApprovalAnswer.DENY
+            answer, refused_by = ApprovalAnswer.DENY, DecidedBy.APPROVER_FAILED
         if answer is ApprovalAnswer.DENY:
-            return self._refuse(
+            refusal = self._refuse(
                 tool_name,
                 args,
                 f"{tool_name}: the user declined this call. Do not repeat it; take another "
                 "approach or ask the user what they want.",
             )
+            return refusal, ApprovalOutcome(False, refused_by, decision.reason)
         if answer is ApprovalAnswer.ALWAYS:
             for rule in remember_as:
                 try:
                     self.memory.remember(self.project, tool_name, rule)
                 except Exception as exc:  # the call still runs; only the memory is lost
                     log.warning("could not remember permission %s: %s", rule, exc)
-        return None
+            return None, ApprovalOutcome(True, DecidedBy.USER_ALWAYS, decision.reason)
+        return None, ApprovalOutcome(True, DecidedBy.USER, decision.reason)
 
     def _remembered(self, tool_name: str, args: Mapping[str, Any]) -> bool:
         try:

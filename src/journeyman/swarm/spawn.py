@@ -331,6 +331,7 @@ class SpawnAgentTool:
                     error="hook",
                 )
             child = self._build_child(args, granted)
+            child.parent_call_id = ctx.call_id or None
             parent_id = ctx.run_session_id
             async with runtime.parallel:
                 if args.write:

@@ -82,6 +82,8 @@ class ToolContext:
     """The run's id in the session store, as the loop, hooks and storage use it; the harness's
     own tools (the command journal, spawn_agent) key on it."""
     iteration: int = 0
+    call_id: str = ""
+    """The id of the call being run (set per call by `ToolRegistry.execute`)."""
     env_passthrough: tuple[str, ...] = ()
     """Environment variables passed to commands even though they look secret."""
     extra: dict[str, object] = field(default_factory=dict)

@@ -101,7 +101,8 @@ class ToolRegistry:
             return _error(call, f"{call.name}: invalid arguments: {_describe(exc)}", "invalid")
         timeout = getattr(tool, "timeout_s", None) or timeout  # a tool may bring its own
         try:
-            result = await asyncio.wait_for(tool.execute(args, ctx), timeout=timeout)
+            own = dataclasses.replace(ctx, call_id=call.id)  # ctx is shared by the turn's calls
+            result = await asyncio.wait_for(tool.execute(args, own), timeout=timeout)
         except TimeoutError:
             return _error(
                 call,

@@ -19,6 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from journeyman import tool
 from journeyman.core.errors import LLMError
+from journeyman.core.events import ToolResultReceived
 from journeyman.core.messages import ToolCall, Usage
 from journeyman.protocols.otel import trace_agent
 from journeyman.providers.base import ModelResponse
@@ -137,6 +138,7 @@ async def test_a_run_is_one_agent_span_with_its_model_and_tool_calls_under_it(
     assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 50
     assert first.attributes["gen_ai.usage.cache_creation.input_tokens"] == 5
     assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert first.attributes["gen_ai.response.model"] == "claude-test"
     assert first.attributes["journeyman.iteration"] == 1
     assert second.attributes["journeyman.iteration"] == 2
     costs = [first.attributes["journeyman.cost_usd"], second.attributes["journeyman.cost_usd"]]
@@ -304,3 +306,116 @@ def test_without_the_extra_the_library_says_what_to_install(
     monkeypatch.setattr(otel, "otel_installed", lambda: False)
     with pytest.raises(ImportError, match=r"pip install 'journeyman\[otel\]'"):
         otel.trace_agent  # noqa: B018
+
+
+async def test_approval_decisions_are_events_of_the_run_span(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from journeyman.policy.permissions import PermissionMode
+    from tests.fakes.agents import FINISH, WRITE, policy_agent
+
+    agent, _, _ = policy_agent(
+        tmp_path, [turn(WRITE), turn(FINISH)], mode=PermissionMode.DEFAULT, assume_yes=True
+    )
+    with trace_agent(agent, tracer_provider=provider):
+        await agent.run("write it")
+    (run,) = by_name(exporter.get_finished_spans(), "invoke_agent journeyman")
+    (approval,) = [e for e in run.events if e.name == "journeyman.approval"]
+    assert approval.attributes is not None
+    assert dict(approval.attributes) == {
+        "gen_ai.tool.name": "write_file",
+        "gen_ai.tool.call.id": WRITE.id,
+        "granted": True,
+        "decided_by": "yes",
+    }
+
+
+async def test_chat_spans_say_which_model_answered_and_the_reply_limit_sent(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = [ModelResponse(text="hi", usage=Usage(10, 5), model="claude-test-20260101")]
+    agent, scripted = make_agent(
+        tmp_path,
+        script,
+        provider_options={"name": "anthropic", "model": "claude-test"},
+        price_per_mtok=PRICE,
+        max_budget_usd=0.1,  # 10,000 tokens in all: the reply limit is cut to fit
+        max_output_tokens=50_000,
+        verify=False,
+    )
+    with trace_agent(agent, tracer_provider=provider):
+        await agent.run("greet")
+    (chat,) = by_name(exporter.get_finished_spans(), "chat claude-test")
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.response.model"] == "claude-test-20260101"
+    (request,) = scripted.requests
+    assert request.max_output_tokens < 50_000
+    assert chat.attributes["gen_ai.request.max_tokens"] == request.max_output_tokens
+
+
+async def test_children_of_the_same_task_nest_under_their_own_spawn_call(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = [
+        turn(
+            ToolCall("s1", "spawn_agent", {"task": "list the modules"}),
+            ToolCall("s2", "spawn_agent", {"task": "list the modules"}),
+        ),
+        turn(text="first child"),
+        turn(text="second child"),
+        turn(text="both agree"),
+    ]
+    agent, _ = make_agent(tmp_path, script, verify=False, sandbox="local")
+    reports: dict[str, str] = {}
+
+    def note(event: object) -> None:
+        if isinstance(event, ToolResultReceived) and event.result.name == "spawn_agent":
+            reports[event.result.call_id] = str(event.result.metadata["child_session_id"])
+
+    agent.on_event = note
+    with trace_agent(agent, tracer_provider=provider):
+        await with_subagents(agent, True).run("what is in this project?")
+    spans = exporter.get_finished_spans()
+    spawns = {
+        s.attributes["gen_ai.tool.call.id"]: s
+        for s in by_name(spans, "execute_tool spawn_agent")
+        if s.attributes is not None
+    }
+    children = {
+        s.attributes["gen_ai.conversation.id"]: s
+        for s in by_name(spans, "invoke_agent journeyman")
+        if s.parent is not None and s.attributes is not None
+    }
+    assert set(reports) == {"s1", "s2"} and len(children) == 2
+    for call_id, child_session in reports.items():
+        assert parent_of(children[child_session]) == span_id(spawns[call_id])
+
+
+def test_a_compaction_summary_call_is_a_chat_span_of_its_own(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from journeyman.core import events as ev
+    from journeyman.protocols.otel import AgentTracing
+
+    tracer = AgentTracing(provider).handler()
+    tracer(ev.RunStarted("s1", "task", "anthropic", "claude-test", "/w", timestamp=100.0))
+    tracer(
+        ev.SummaryCallMade(
+            iteration=4,
+            usage=Usage(900, 60),
+            cost_usd=0.01,
+            latency_s=2.0,
+            max_output_tokens=2_048,
+            model="claude-test-1",
+            provider="anthropic",
+            timestamp=110.0,
+        )
+    )
+    (summary,) = by_name(exporter.get_finished_spans(), "chat claude-test")
+    assert summary.attributes is not None
+    assert summary.attributes["journeyman.compaction_summary"] is True
+    assert summary.attributes["gen_ai.usage.input_tokens"] == 900
+    assert summary.attributes["gen_ai.usage.output_tokens"] == 60
+    assert summary.attributes["gen_ai.request.max_tokens"] == 2_048
+    assert summary.attributes["gen_ai.response.model"] == "claude-test-1"
+    assert summary.start_time == 108_000_000_000 and summary.end_time == 110_000_000_000

@@ -24,6 +24,7 @@ REQUEST_MODEL = "gen_ai.request.model"
 REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
 REQUEST_TEMPERATURE = "gen_ai.request.temperature"
 RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+RESPONSE_MODEL = "gen_ai.response.model"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 """All prompt tokens, cache reads and writes included (as the conventions ask)."""
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
@@ -58,11 +59,15 @@ HARNESS_CHECK = "journeyman.tool.harness_check"
 """The call is the harness's own check command (`--verify`), not one the model made."""
 TERMINATES = "journeyman.tool.terminates"
 LATENCY_S = "journeyman.latency_s"
+COMPACTION_SUMMARY = "journeyman.compaction_summary"
+"""The chat span is the compaction's summary call, not a turn of the run."""
 
 # span events on the run span
 BUDGET_EVENT = "journeyman.budget_level"
 COMPACTION_EVENT = "journeyman.compaction"
 NUDGE_EVENT = "journeyman.nudge"
+APPROVAL_EVENT = "journeyman.approval"
+"""A call that needed approval was granted or refused (by the user, a rule, --yes, the mode)."""
 ERROR_EVENT = "journeyman.error"
 
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}

@@ -109,6 +109,8 @@ class RunTracer:
                 self._start_tool_call(event)
             case ev.ToolResultReceived():
                 self._end_tool_call(event)
+            case ev.SummaryCallMade():
+                self._summary_call(event)
             case ev.ErrorOccurred():
                 self._error(event)
             case ev.RunFinished():
@@ -137,6 +139,17 @@ class RunTracer:
                 )
             case ev.NudgeInjected():
                 self._note(gen.NUDGE_EVENT, event.timestamp, {"kind": event.kind})
+            case ev.ApprovalDecided():
+                self._note(
+                    gen.APPROVAL_EVENT,
+                    event.timestamp,
+                    {
+                        gen.TOOL_NAME: event.tool_name,
+                        gen.TOOL_CALL_ID: event.call_id,
+                        "granted": event.granted,
+                        "decided_by": event.decided_by,
+                    },
+                )
             case _:
                 pass
 
@@ -239,6 +252,8 @@ class RunTracer:
         attributes[gen.ITERATION] = event.iteration
         attributes[gen.MESSAGE_COUNT] = event.message_count
         attributes[gen.TOOL_COUNT] = event.tool_count
+        if event.max_output_tokens is not None:  # the limit this request was actually sent with
+            attributes[gen.REQUEST_MAX_TOKENS] = event.max_output_tokens
         run.model_call = self.tracer.start_span(
             gen.chat_span_name(run.started.model),
             context=trace.set_span_in_context(run.span),
@@ -282,6 +297,10 @@ class RunTracer:
             )
         span.set_attributes(_usage_attributes(event.usage))
         span.set_attribute(gen.LATENCY_S, event.latency_s)
+        if event.model:
+            span.set_attribute(gen.RESPONSE_MODEL, event.model)
+        if event.provider:  # a fallback's, when the first provider gave up
+            span.set_attribute(gen.PROVIDER_NAME, gen.provider_name(event.provider))
         if event.stop_reason:
             span.set_attribute(gen.RESPONSE_FINISH_REASONS, [event.stop_reason])
         if event.cost_usd is not None:
@@ -290,6 +309,34 @@ class RunTracer:
             span.set_attribute(gen.OUTPUT_MESSAGES, self._output_messages(event))
         span.end(_ns(event.timestamp))
         run.model_call = None
+
+    def _summary_call(self, event: ev.SummaryCallMade) -> None:
+        """The compaction's summary call: a chat span of its own, marked as such."""
+        run = self._run
+        if run is None:
+            return
+        attributes = self._chat_attributes(run)
+        attributes[gen.ITERATION] = event.iteration
+        attributes[gen.REQUEST_MAX_TOKENS] = event.max_output_tokens
+        attributes[gen.COMPACTION_SUMMARY] = True
+        span = self.tracer.start_span(
+            gen.chat_span_name(run.started.model),
+            context=trace.set_span_in_context(run.span),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=_ns(event.timestamp - event.latency_s),
+        )
+        span.set_attributes(_usage_attributes(event.usage))
+        span.set_attribute(gen.LATENCY_S, event.latency_s)
+        if event.model:
+            span.set_attribute(gen.RESPONSE_MODEL, event.model)
+        if event.provider:
+            span.set_attribute(gen.PROVIDER_NAME, gen.provider_name(event.provider))
+        if event.stop_reason:
+            span.set_attribute(gen.RESPONSE_FINISH_REASONS, [event.stop_reason])
+        if event.cost_usd is not None:
+            span.set_attribute(gen.COST_USD, event.cost_usd)
+        span.end(_ns(event.timestamp))
 
     def _output_messages(self, event: ev.ModelResponseReceived) -> str:
         parts: list[dict[str, Any]] = []

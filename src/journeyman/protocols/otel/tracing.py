@@ -28,7 +28,7 @@ from journeyman.core import events as ev
 from journeyman.core.events import EventHandler
 from journeyman.core.redact import Redactor
 from journeyman.protocols.otel.availability import capture_content_by_environment
-from journeyman.protocols.otel.spans import ModelSettings, RunTracer
+from journeyman.protocols.otel.spans import ModelSettings, ParentLookup, RunTracer
 
 if TYPE_CHECKING:
     from journeyman.loop.agent import Agent
@@ -84,22 +84,36 @@ class AgentTracing:
         self.redactor = Redactor()
         self._tracers: dict[int, RunTracer] = {}
         self._attached: list[tuple[Agent, EventHandler | None]] = []
-        self._claimed: set[int] = set()
 
-    def handler(self, agent: Agent | None = None, *, parent: Context | None = None) -> RunTracer:
-        """A new event handler recording one agent's runs (under `parent` when given)."""
+    def handler(
+        self,
+        agent: Agent | None = None,
+        *,
+        parent: Context | None = None,
+        lookup: ParentLookup | None = None,
+    ) -> RunTracer:
+        """A new event handler recording one agent's runs (under `parent` when given, or
+        under what `lookup` finds for each run)."""
+        if lookup is None and parent is not None:
+            lookup = lambda _event: parent  # noqa: E731
         return RunTracer(
             self.tracer,
             capture_content=self.capture_content,
             model_settings=_model_settings(agent) if agent is not None else None,
-            parent=(lambda _event: parent) if parent is not None else None,
+            parent=lookup,
             redactor=self.redactor,
         )
 
-    def attach(self, agent: Agent, *, parent: Context | None = None) -> Agent:
+    def attach(
+        self,
+        agent: Agent,
+        *,
+        parent: Context | None = None,
+        lookup: ParentLookup | None = None,
+    ) -> Agent:
         """Trace `agent`'s runs: its event handler gets the events first, then its own
         handler as before. Returns `agent`."""
-        run_tracer = self.handler(agent, parent=parent)
+        run_tracer = self.handler(agent, parent=parent, lookup=lookup)
         self._tracers[id(agent)] = run_tracer
         previous = agent.on_event
         self._attached.append((agent, previous))
@@ -133,7 +147,6 @@ class AgentTracing:
         """Detach, then flush and shut down the provider if it was made here."""
         self.detach()
         self._tracers.clear()
-        self._claimed.clear()
         if self._owned:
             shutdown = getattr(self.provider, "shutdown", None)
             if callable(shutdown):
@@ -163,28 +176,20 @@ class AgentTracing:
 
         def traced_child(spec: ChildSpec) -> Agent:
             child = make_child(spec)
-            self.attach(child, parent=self._spawn_context(spec))
+            self.attach(child, lookup=lambda event: self._spawn_context(spec.parent, event))
             return child
 
         traced_child.traced_by = self  # type: ignore[attr-defined]
         runtime.make_child = traced_child
 
-    def _spawn_context(self, spec: ChildSpec) -> Context | None:
-        """The context of the spawn call that asked for this child: the oldest running
-        `spawn_agent` call of its parent with the same task not yet given a child."""
-        parent = self._tracers.get(id(spec.parent))
-        if parent is None:
+    def _spawn_context(self, parent_agent: Agent, event: ev.RunStarted) -> Context | None:
+        """The context of the spawn call that started this child's run: the running
+        `spawn_agent` call of its parent whose id the run names (`parent_call_id`)."""
+        parent = self._tracers.get(id(parent_agent))
+        if parent is None or not event.parent_call_id:
             return None
-
-        def unclaimed_same_task(call: Any) -> bool:
-            return call.arguments.get("task") == spec.task and id(call) not in self._claimed
-
-        running = parent.running_call(SPAWN_TOOL, unclaimed_same_task)
-        if running is None:
-            return None
-        span, call = running
-        self._claimed.add(id(call))
-        return trace.set_span_in_context(span)
+        running = parent.running_call(SPAWN_TOOL, lambda call: call.id == event.parent_call_id)
+        return None if running is None else trace.set_span_in_context(running[0])
 
 
 def trace_agent(
