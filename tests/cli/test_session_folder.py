@@ -244,3 +244,25 @@ def test_a_broken_user_config_is_reported_not_bypassed(setup: Setup) -> None:
     assert done.returncode == 2
     assert str(config) in done.stderr and "Traceback" not in done.stderr
     assert not setup.default.exists()
+
+
+def test_batch_stores_its_tasks_where_the_other_commands_look(setup: Setup) -> None:
+    from tests.batch.support import model, task_text, tasks_for, write_tasks_file
+
+    setup.server.default = model
+    tasks_file = write_tasks_file(
+        setup.root / "tasks.jsonl", tasks_for(setup.workspace("tasks"), [task_text(1)])
+    )
+    setup.env["OPENAI_BASE_URL"] = setup.server.base_url
+    done = journeyman(
+        "batch", str(tasks_file), "--out", str(setup.root / "out"), "--model", "gpt-4.1-mini",
+        "--price-per-mtok", "0,1000", "--no-verify", "--sandbox", "local", env=setup.env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [row] = [
+        json.loads(line) for line in (setup.root / "out/results.jsonl").read_text().splitlines()
+    ]
+    assert row["session_id"] in setup.stored_ids()
+    shown = journeyman("sessions", "show", row["session_id"], env=setup.env)
+    assert shown.returncode == 0, shown.stderr
+    assert not setup.default.exists()
