@@ -119,7 +119,7 @@ class JourneymanTools:
         return session_root(Path(given) if given else None)
 
     def open_store(self) -> SessionStore:
-        return SessionStore(self.session_root)
+        return SessionStore(_configured(lambda: self.session_root))
 
     # --- building and starting runs ------------------------------------------------------
 
