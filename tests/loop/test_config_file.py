@@ -110,3 +110,46 @@ def test_invalid_values_name_their_source(tmp_path: Path, user_dir: Path) -> Non
         load_config(tmp_path, env={}).build()
     with pytest.raises(ConfigurationError, match="the environment"):
         load_config(tmp_path / "nowhere", env={"JOURNEYMAN_MAX_ITERATIONS": "many"}).build()
+
+
+def test_the_session_folder_is_the_flag_then_the_variable_then_the_user_config(
+    tmp_path: Path, user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journeyman.loop.config_file import session_root
+    from journeyman.session.store import default_session_root
+
+    monkeypatch.delenv("JOURNEYMAN_SESSION_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert session_root() == default_session_root() == tmp_path / "data/journeyman/sessions"
+    (user_dir / "config.toml").write_text(f"session_dir = {str(tmp_path / 'mine')!r}\n")
+    assert session_root() == tmp_path / "mine"
+    monkeypatch.setenv("JOURNEYMAN_SESSION_DIR", str(tmp_path / "env"))
+    assert session_root() == tmp_path / "env"
+    assert session_root(tmp_path / "flag") == tmp_path / "flag"
+
+
+def test_the_session_folder_is_the_one_run_uses_whatever_the_workspace_says(
+    tmp_path: Path, user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journeyman.loop.config_file import session_root
+
+    monkeypatch.delenv("JOURNEYMAN_SESSION_DIR", raising=False)
+    (user_dir / "config.toml").write_text(f"session_dir = {str(tmp_path / 'mine')!r}\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "journeyman.toml").write_text(f"session_dir = {str(tmp_path / 'evil')!r}\n")
+    loaded = load_config(workspace)
+    assert any("session_dir" in warning for warning in loaded.warnings)
+    assert loaded.build().session_dir == session_root() == tmp_path / "mine"
+
+
+def test_a_broken_user_config_stops_the_session_folder_lookup(
+    tmp_path: Path, user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journeyman.loop.config_file import session_root
+
+    monkeypatch.delenv("JOURNEYMAN_SESSION_DIR", raising=False)
+    (user_dir / "config.toml").write_text("session_dir = 5\n")
+    with pytest.raises(ConfigurationError, match="session_dir"):
+        session_root()
+    assert session_root(tmp_path / "flag") == tmp_path / "flag"  # the flag needs no file

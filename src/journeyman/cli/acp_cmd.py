@@ -70,14 +70,12 @@ def acp_command(
     import asyncio
 
     from journeyman import __version__
-    from journeyman.cli.sessions_cmd import session_root_problem
+    from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.protocols.acp.launch import LaunchOptions
     from journeyman.protocols.acp.stdio import configure_logging, serve, take_stdout
-    from journeyman.session.store import default_session_root
 
-    problem = session_root_problem(session_dir or default_session_root())
-    if problem:
-        fail(EXIT_CONFIG, problem)
+    # one folder for the sessions it runs and the ones the editor reopens
+    session_dir = usable_session_folder(session_dir)
     settings: dict[str, Any] = {
         **given_limits(max_iterations, max_budget_usd, max_total_tokens, max_duration, None, None),
         "permission_mode": permission_mode,

@@ -32,11 +32,10 @@ from journeyman.cli.options import (
     parse_duration,
     parse_price,
 )
-from journeyman.cli.sessions_cmd import session_root_problem
+from journeyman.cli.sessions_cmd import usable_session_folder
 from journeyman.core.display import printable, printable_json
 from journeyman.core.errors import ConfigurationError
 from journeyman.session.redact import Redactor
-from journeyman.session.store import default_session_root
 
 ExecutorOpt = Annotated[
     str,
@@ -166,10 +165,7 @@ def batch(
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
     )
-    root = session_dir or default_session_root()
-    problem = session_root_problem(root)
-    if problem:
-        fail(EXIT_CONFIG, problem)
+    root = usable_session_folder(session_dir)
     _check_provider(
         provider,
         model,

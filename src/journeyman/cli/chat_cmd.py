@@ -21,13 +21,12 @@ from journeyman.cli.options import (
     WorkspaceOpt,
     YesOpt,
 )
-from journeyman.cli.sessions_cmd import open_store, resolve_session, session_root_problem
+from journeyman.cli.sessions_cmd import open_store, resolve_session, usable_session_folder
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.config_file import load_config
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionsConfig
-from journeyman.session.store import default_session_root
 
 if TYPE_CHECKING:
     from journeyman.loop.agent import Agent
@@ -58,6 +57,7 @@ def chat(
     root = (workspace or Path(".")).resolve()
     session_id = None
     settings: dict[str, Any] = {}
+    session_dir = usable_session_folder(session_dir)  # a resumed session stays where it was
     if resume or last:
         from journeyman.cli.run_cmd import _restorable
 
@@ -70,9 +70,6 @@ def chat(
         settings, _ignored = _restorable(record)
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
-    problem = session_root_problem(session_dir or default_session_root())
-    if problem:
-        fail(EXIT_CONFIG, problem)
     try:
         loaded = load_config(root)
         config = loaded.build(

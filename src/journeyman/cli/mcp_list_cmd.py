@@ -183,14 +183,13 @@ def serve_command(
 ) -> None:
     """Check what the user gave (folders, config files, provider), then serve until the client
     goes away or the process is interrupted."""
-    from journeyman.cli.sessions_cmd import session_root_problem
+    from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.core.errors import ConfigurationError
     from journeyman.protocols.mcp_server import ClientLimits, ServerPolicy, serve
     from journeyman.protocols.mcp_server.policy import run_settings
     from journeyman.protocols.mcp_server.serve import note
     from journeyman.providers.factory import create_provider
     from journeyman.providers.tool_modes import parse_tool_mode
-    from journeyman.session.store import default_session_root
 
     for folder in roots:
         if not folder.is_dir():
@@ -232,9 +231,7 @@ def serve_command(
         provider_factory()  # a missing key or an unknown provider is said now, not per run
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    problem = session_root_problem(settings.config.session_dir or default_session_root())
-    if problem:
-        fail(EXIT_CONFIG, problem)
+    usable_session_folder(flags.get("session_dir"))  # the folder the runs' tools read too
     for item in settings.ignored:
         note(f"warning: {item.message}")
     permissions = settings.config.permissions

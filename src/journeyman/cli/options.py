@@ -106,7 +106,10 @@ OutputOpt = Annotated[
 ]
 SessionDirOpt = Annotated[
     Path | None,
-    typer.Option(help="Session root (default: the per-user data dir or JOURNEYMAN_SESSION_DIR)."),
+    typer.Option(
+        help="Session root (default: JOURNEYMAN_SESSION_DIR, else session_dir in your user "
+        "config, else the per-user data dir)."
+    ),
 ]
 StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
 ModeOpt = Annotated[

@@ -448,9 +448,10 @@ def resume(
     """Continue a session from its last completed step, with the model-visible history, budget
     counters and settings it had. Flags given here override the remembered settings; API keys
     come from the environment again."""
-    from journeyman.cli.sessions_cmd import open_store, resolve_session
+    from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
     from journeyman.core.result import FinishReason
 
+    session_dir = session_folder(session_dir)  # the resumed run goes on in the same store
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, last, workspace)
@@ -542,10 +543,11 @@ def _continue(
     otel: bool = False,
 ) -> NoReturn:
     """`journeyman run --continue ID "follow-up"`: the session goes on with a new message."""
-    from journeyman.cli.sessions_cmd import open_store, resolve_session
+    from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
 
     if not message.strip():
         fail(EXIT_CONFIG, "the follow-up message is empty; say what the agent should do next")
+    session_dir = session_folder(session_dir)  # the session goes on in the same store
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
@@ -608,10 +610,11 @@ def fork(
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
-    from journeyman.cli.sessions_cmd import open_store, resolve_session
+    from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
     from journeyman.loop.run_options import RunOptions
     from journeyman.session.fork import prepare_fork
 
+    session_dir = session_folder(session_dir)  # the fork is stored beside its parent
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)

@@ -12,13 +12,9 @@ import typer
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.text import clip
+from journeyman.loop.config_file import session_root
 from journeyman.policy.settings import trusted_from_data
-from journeyman.session.store import (
-    SessionRecord,
-    SessionStore,
-    default_session_root,
-    new_session_id,
-)
+from journeyman.session.store import SessionRecord, SessionStore, new_session_id
 from journeyman.session.trajectory import export_jsonl, import_file
 from journeyman.tools.snapshot import forget_snapshots
 
@@ -28,7 +24,10 @@ sessions_app = typer.Typer(
 
 SessionDirOpt = Annotated[
     Path | None,
-    typer.Option(help="Session root (default: the per-user data dir or JOURNEYMAN_SESSION_DIR)."),
+    typer.Option(
+        help="Session root (default: JOURNEYMAN_SESSION_DIR, else session_dir in your user "
+        "config, else the per-user data dir)."
+    ),
 ]
 
 
@@ -51,8 +50,26 @@ def session_root_problem(root: Path) -> str | None:
     return None
 
 
+def session_folder(session_dir: Path | None) -> Path:
+    """The session folder of a command given `--session-dir` (or not): the one `run` uses."""
+    try:
+        return session_root(session_dir)
+    except ConfigurationError as error:
+        _fail(error.message)
+
+
+def usable_session_folder(session_dir: Path | None) -> Path:
+    """`session_folder`, after checking that it can hold sessions (exits 2 when not)."""
+    root = session_folder(session_dir)
+    problem = session_root_problem(root)
+    if problem:
+        _fail(problem)
+    return root
+
+
 def open_store(session_dir: Path | None) -> SessionStore:
-    root = session_dir or default_session_root()
+    """The session store of a command (see `session_folder`), or exit 2 saying why not."""
+    root = session_folder(session_dir)
     problem = session_root_problem(root)
     if problem:
         _fail(problem)

@@ -15,10 +15,10 @@ from journeyman.cli.options import (
 )
 from journeyman.cli.sessions_cmd import (
     open_store,
+    session_folder,
 )
 from journeyman.session.store import (
     DATABASE_FILE,
-    default_session_root,
 )
 
 
@@ -31,10 +31,11 @@ def usage(
     """Tokens and cost per provider and model, from the usage log."""
     from journeyman.cli.render import usage_table  # rich loads only when a table is printed
 
-    path = (session_dir or default_session_root()) / DATABASE_FILE
+    root = session_folder(session_dir)
+    path = root / DATABASE_FILE
     if not path.exists():
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
-    store = open_store(session_dir)
+    store = open_store(root)
     try:
         rows = store.usage_summary(session)
     finally:

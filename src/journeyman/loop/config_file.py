@@ -35,6 +35,7 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, tighten_only
+from journeyman.session.store import SESSION_DIR_ENV, default_session_root
 
 PROJECT_FILES = ("journeyman.toml", ".journeyman/config.toml")
 ENV_PREFIX = "JOURNEYMAN_"
@@ -77,6 +78,28 @@ def user_config_file() -> Path:
 def user_mcp_file() -> Path:
     """The user's own MCP servers (`mcp.json`), beside the user's `config.toml`."""
     return user_config_file().parent / "mcp.json"
+
+
+def session_root(given: Path | None = None) -> Path:
+    """The folder sessions are stored in, chosen as `journeyman run` chooses it: `given` (the
+    ``--session-dir`` flag), else JOURNEYMAN_SESSION_DIR, else ``session_dir`` in the user
+    config file, else the per-user data folder.
+
+    Every command that reads or writes sessions asks this, so they all find the same store.
+    A workspace's config file is never read here: where sessions live (and their secrets)
+    is the user's choice only. A broken user config file raises `ConfigurationError`, as
+    it does for `run`.
+    """
+    if given is not None:
+        return given
+    if os.environ.get(SESSION_DIR_ENV):
+        return default_session_root()
+    user = user_config_file()
+    if user.is_file():
+        configured = _read(user).get("session_dir")
+        if configured:
+            return Path(configured)
+    return default_session_root()
 
 
 def project_config_file(workspace: Path) -> Path | None:

@@ -68,9 +68,14 @@ HISTORY_START = "history_start_seq"
 """Checkpoint key: seq of the first message of the current history (after a compaction)."""
 
 
+SESSION_DIR_ENV = "JOURNEYMAN_SESSION_DIR"
+"""The environment variable that moves the session folder."""
+
+
 def default_session_root() -> Path:
-    """Where sessions go unless `--session-dir` or JOURNEYMAN_SESSION_DIR says otherwise."""
-    override = os.environ.get("JOURNEYMAN_SESSION_DIR")
+    """Where sessions go unless `--session-dir` or JOURNEYMAN_SESSION_DIR says otherwise (the
+    user config's `session_dir` too: `loop.config_file.session_root` weighs all of them)."""
+    override = os.environ.get(SESSION_DIR_ENV)
     if override:
         return Path(override)
     return Path(platformdirs.user_data_dir("journeyman")) / "sessions"

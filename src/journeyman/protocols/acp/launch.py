@@ -16,6 +16,7 @@ from typing import Any
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig
+from journeyman.loop.config_file import session_root
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.protocols.acp.server import BuiltAgent, SessionHooks
@@ -93,7 +94,7 @@ class AgentLauncher:
         values.update({k: v for k, v in flags.items() if v is not None})
         if permission_mode is not None:
             values["permissions"] = {**(values.get("permissions") or {}), "mode": permission_mode}
-        values["session_dir"] = self.options.session_dir
+        values["session_dir"] = session_root(self.options.session_dir)  # where it was found
         values["stream"] = True
         try:
             config = AgentConfig(**values)

@@ -12,9 +12,9 @@ from typing import cast
 
 import acp
 
+from journeyman.loop.config_file import session_root
 from journeyman.protocols.acp.launch import AgentLauncher, LaunchOptions
 from journeyman.protocols.acp.server import JourneymanAcpAgent
-from journeyman.session.store import default_session_root
 
 STREAM_LIMIT_BYTES = 50 * 1024 * 1024
 """Longest message line read from the client (prompts may embed whole files)."""
@@ -43,9 +43,7 @@ async def _streams(protocol_fd: int) -> tuple[asyncio.StreamReader, asyncio.Stre
 
 async def serve(options: LaunchOptions, version: str, protocol_fd: int) -> None:
     """Answer the client on stdin / `protocol_fd` until it closes the connection."""
-    agent = JourneymanAcpAgent(
-        AgentLauncher(options), options.session_dir or default_session_root(), version
-    )
+    agent = JourneymanAcpAgent(AgentLauncher(options), session_root(options.session_dir), version)
     reader, writer = await _streams(protocol_fd)
     try:
         # methods it does not define (list, fork, modes) are answered "method not found"

@@ -23,6 +23,7 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import RunResult
 from journeyman.loop.agent import Agent
 from journeyman.loop.choices import ModeName
+from journeyman.loop.config_file import session_root
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.choices import PermissionMode
 from journeyman.protocols.mcp_server.policy import (
@@ -37,7 +38,6 @@ from journeyman.protocols.mcp_server.runs import ActiveRun, RunRegistry
 from journeyman.session.store import (
     SessionRecord,
     SessionStore,
-    default_session_root,
     new_session_id,
 )
 from journeyman.session.undo import FileChangeTracker, UndoResult
@@ -113,20 +113,13 @@ class JourneymanTools:
 
     @cached_property
     def session_root(self) -> Path:
-        """Where the runs' sessions are stored: the server's --session-dir, else the user
-        config's `session_dir` (a workspace cannot choose it), else the default folder."""
+        """Where the runs' sessions are stored, as for `journeyman run` (a workspace's config
+        cannot choose it)."""
         given = self.policy.flags.get("session_dir")
-        if given:
-            return Path(given)
-        try:
-            root = self.policy.resolved_roots()[0]
-            configured = run_settings(self.policy, root, ClientLimits()).config.session_dir
-        except (ConfigurationError, ValidationError):
-            configured = None
-        return configured or default_session_root()
+        return session_root(Path(given) if given else None)
 
     def open_store(self) -> SessionStore:
-        return SessionStore(self.session_root)
+        return SessionStore(_configured(lambda: self.session_root))
 
     # --- building and starting runs ------------------------------------------------------
 
