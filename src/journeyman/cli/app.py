@@ -30,7 +30,7 @@ COMMANDS = {
     "sessions": "journeyman.cli.sessions_cmd:sessions_app",
     "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
     "acp": "journeyman.cli.acp_cmd:acp_command",
-    "inspect": "journeyman.cli.inspect_cmd:inspect",
+    "inspect": "journeyman.inspector.command:inspect",
 }
 """Every command, in the order `--help` lists them: name -> "module:function" (or a
 `typer.Typer` of subcommands). A command's module is imported only when the command line names
