@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +26,7 @@ from journeyman.core.result import FinishCategory, FinishReason, RunResult
 if TYPE_CHECKING:
     from journeyman.batch.guard import GrantGuard
     from journeyman.loop.config import AgentConfig
+    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.session.store import SessionStore
 
 Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
@@ -70,6 +73,9 @@ class TaskJob:
     """Further `AgentConfig` fields the user set for the batch (JSON values)."""
     parent_session_id: str | None = None
     """The batch's own record in the store."""
+    trace: bool = False
+    """Send OpenTelemetry traces of the attempt (`--otel`, or an OTLP endpoint in the batch's
+    environment); the worker exports as its own OTEL_* variables say."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,9 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     workspace = Path(job.workspace_dir)
     agent = Agent(guard, workspace=workspace, config=config, assume_yes=True)
     agent.settings["batch"] = {"batch_id": job.batch_id, "task_id": job.task.id}
+    tracing = _tracing(job)
+    if tracing is not None:
+        tracing.attach(agent)
     try:
         if existing is True:
             result = await agent.resume(job.session_id, override_limits=True)
@@ -171,6 +180,8 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
             )
     finally:
         await guard.aclose()  # its HTTP client belongs to this event loop, which ends here
+        if tracing is not None:
+            tracing.close()  # sends the attempt's last spans before the worker moves on
     store = SessionStore(Path(job.store_path))
     try:
         after = session_spending(store, job.session_id)
@@ -197,6 +208,26 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         retry_after_s=retry_after,
         files_changed=tuple(result.files_changed),
     )
+
+
+def _tracing(job: TaskJob) -> AgentTracing | None:
+    """The attempt's tracing when the batch asked for it: one trace per attempt. A worker
+    without the otel extra (e.g. on a Ray node) runs the task untraced and says so."""
+    if not job.trace:
+        return None
+    from journeyman.protocols.otel.command_line import tracing_for_run
+
+    def say(kind: str) -> Callable[[str], None]:
+        def line(text: str) -> None:
+            print(f"journeyman: {kind}: task {job.task.id}: {text}", file=sys.stderr, flush=True)
+
+        return line
+
+    try:
+        return tracing_for_run(True, note=say("note"), warn=say("warning"))
+    except ConfigurationError as error:
+        say("warning")(f"{error.message}; the task runs without traces")
+        return None
 
 
 @dataclass(frozen=True)

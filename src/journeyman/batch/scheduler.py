@@ -104,6 +104,8 @@ class BatchSettings:
     """First pause after a 429 when the provider names none; doubled each time, up to a minute."""
     config: dict[str, Any] = field(default_factory=dict)
     """Further `AgentConfig` fields for every task (JSON values)."""
+    trace: bool = False
+    """Send OpenTelemetry traces of every attempt (one trace each)."""
 
 
 @dataclass
@@ -485,6 +487,7 @@ class Scheduler:
                 resume=True,
                 config=settings.config,
                 parent_session_id=settings.batch_id,
+                trace=settings.trace,
             )
             self._emit(
                 "task_started",

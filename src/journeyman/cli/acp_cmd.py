@@ -21,6 +21,7 @@ from journeyman.cli.options import (
     ModelOpt,
     ModeOpt,
     NoVerifyOpt,
+    OtelOpt,
     PermissionModeOpt,
     ProviderOpt,
     SandboxOpt,
@@ -55,6 +56,7 @@ def acp_command(
     max_duration: MaxDurationOpt = None,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
+    otel: OtelOpt = False,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim
     plugins): the editor opens sessions on a folder, sends prompts, answers permission
@@ -84,6 +86,9 @@ def acp_command(
         "verify": False if no_verify else None,
         "sandbox": sandbox,
     }
+    from journeyman.cli.run_cmd import _tracing
+
+    tracing = _tracing(otel)  # before stdout is taken: its notes go to stderr, as all do here
     options = LaunchOptions(
         provider=provider,
         model=model,
@@ -94,6 +99,7 @@ def acp_command(
         assume_yes=yes,
         lsp=lsp,
         mcp=mcp,
+        tracing=tracing,
     )
     configure_logging()
     protocol_fd = take_stdout()
@@ -102,4 +108,7 @@ def acp_command(
     except KeyboardInterrupt:
         sys.stderr.write("journeyman acp: interrupted\n")
         raise typer.Exit(EXIT_CANCELLED) from None
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the last spans
     raise typer.Exit(EXIT_OK)

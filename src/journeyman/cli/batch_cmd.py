@@ -21,6 +21,7 @@ from journeyman.cli.options import (
     ModelOpt,
     ModeOpt,
     NoVerifyOpt,
+    OtelOpt,
     OutputFormat,
     OutputOpt,
     PricePerMtokOpt,
@@ -141,6 +142,7 @@ def batch(
     sandbox: SandboxOpt = None,
     session_dir: SessionDirOpt = None,
     output_format: OutputOpt = OutputFormat.TEXT,
+    otel: OtelOpt = False,
 ) -> None:
     """Run the agent on every task of TASKS, each in its own copy of its workspace, under one
     global budget, with results and reports in --out.
@@ -176,6 +178,7 @@ def batch(
         or per_task_budget_usd is not None
         or any(t.limits.max_budget_usd is not None for t in loaded),
     )
+    trace = _tracing_wanted(otel)
     out_dir = out or Path(f"{tasks.stem}.batch")
     if out_dir.exists() and not out_dir.is_dir():
         fail(EXIT_CONFIG, f"--out {out_dir} is a file; give a folder")
@@ -206,6 +209,7 @@ def batch(
         retry_failed=retry_failed,
         max_infra_retries=max_retries,
         config=settings_config,
+        trace=trace,
     )
     progress = make_progress(output_format)
     if identity.resumed and output_format is OutputFormat.TEXT:
@@ -241,6 +245,18 @@ def batch(
         typer.echo(printable(summary.line()))
         typer.echo(f"results: {out_dir / 'results.jsonl'}; report: {out_dir / 'report.html'}")
     raise typer.Exit(EXIT_OK if summary.all_succeeded else EXIT_FAILED)
+
+
+def _tracing_wanted(explicit: bool) -> bool:
+    """Whether the tasks' agents are traced (each worker exports its own trace per attempt)."""
+    from journeyman.protocols.otel.command_line import tracing_wanted
+
+    try:
+        return tracing_wanted(
+            explicit, note=lambda text: typer.echo(f"journeyman: note: {text}", err=True)
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
 
 
 def _task_config(

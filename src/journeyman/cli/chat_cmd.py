@@ -15,6 +15,7 @@ from journeyman.cli.options import (
     McpOpt,
     ModelOpt,
     ModeOpt,
+    OtelOpt,
     PermissionModeOpt,
     ProviderOpt,
     SessionDirOpt,
@@ -30,6 +31,7 @@ from journeyman.policy.permissions import PermissionsConfig
 
 if TYPE_CHECKING:
     from journeyman.loop.agent import Agent
+    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.tui.conversation import AgentHooks
 
 
@@ -51,6 +53,7 @@ def chat(
     yes: YesOpt = None,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
+    otel: OtelOpt = False,
 ) -> None:
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
     and commands, undo; /help lists the commands."""
@@ -97,7 +100,15 @@ def chat(
         "model": model or settings.get("model"),
     }
     open_app(
-        root, config, options, spec, session_id=session_id, assume_yes=bool(yes), lsp=lsp, mcp=mcp
+        root,
+        config,
+        options,
+        spec,
+        session_id=session_id,
+        assume_yes=bool(yes),
+        lsp=lsp,
+        mcp=mcp,
+        otel=otel,
     )
 
 
@@ -111,6 +122,7 @@ def open_app(
     assume_yes: bool = False,
     lsp: bool = True,
     mcp: bool | None = None,
+    otel: bool = False,
 ) -> None:
     from journeyman.cli.lsp_cmd import lsp_for_run
     from journeyman.cli.run_cmd import _mcp_for_run
@@ -126,8 +138,13 @@ def open_app(
     lsp_servers = lsp_for_run(workspace, enabled=lsp)
     mcp_servers = _mcp_for_run(workspace, mcp)
 
+    # nothing may be written to the terminal while the app owns it: tracing's notes and
+    # warnings are held and printed once the app has exited
+    held: list[str] = []
+    tracing = _tracing(otel, held)
+
     def build(hooks: AgentHooks) -> Agent:
-        return Agent(
+        agent = Agent(
             provider,
             workspace=workspace,
             config=config,
@@ -139,9 +156,33 @@ def open_app(
             lsp=lsp_servers,
             mcp=mcp_servers,
         )
+        if tracing is not None:
+            tracing.attach(agent)
+        return agent
 
     try:
-        app = ChatApp(build, session_id=session_id)
+        try:
+            app = ChatApp(build, session_id=session_id)
+        except ConfigurationError as error:
+            fail(EXIT_CONFIG, error.message)
+        app.run()
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the last spans
+        for line in held:
+            typer.echo(line, err=True)
+
+
+def _tracing(explicit: bool, held: list[str]) -> AgentTracing | None:
+    """The app's tracing (`--otel` or an OTLP endpoint); its lines go to `held`. `--otel`
+    without the extra exits 2 before the app opens."""
+    from journeyman.protocols.otel.command_line import tracing_for_run
+
+    try:
+        return tracing_for_run(
+            explicit,
+            note=lambda text: held.append(f"journeyman: note: {text}"),
+            warn=lambda text: held.append(f"journeyman: warning: {text}"),
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    app.run()

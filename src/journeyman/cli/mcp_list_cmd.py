@@ -3,9 +3,10 @@ package so that the MCP SDK loads only when one of them runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +22,7 @@ from journeyman.cli.options import (
     MaxTokensOpt,
     ModelOpt,
     NoVerifyOpt,
+    OtelOpt,
     PermissionModeOpt,
     PricePerMtokOpt,
     ProviderOpt,
@@ -32,6 +34,9 @@ from journeyman.cli.options import (
     WorkspaceOpt,
     given_limits,
 )
+
+if TYPE_CHECKING:
+    from journeyman.protocols.otel.tracing import AgentTracing
 
 mcp_app = typer.Typer(
     help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json, "
@@ -132,6 +137,7 @@ def mcp_serve_cmd(
     lsp: Annotated[
         bool, typer.Option("--lsp/--no-lsp", help="Offer runs the configured language servers.")
     ] = True,
+    otel: OtelOpt = False,
 ) -> None:
     """Serve journeyman as an MCP server: clients start runs, continue sessions, read status
     and diffs, and undo. Runs obey this command's limits, permission mode and sandbox (and the
@@ -168,6 +174,7 @@ def mcp_serve_cmd(
         lsp=lsp,
         transport=transport.value,
         port=port,
+        otel=otel,
     )
 
 
@@ -180,6 +187,7 @@ def serve_command(
     lsp: bool,
     transport: str,
     port: int,
+    otel: bool = False,
 ) -> None:
     """Check what the user gave (folders, config files, provider), then serve until the client
     goes away or the process is interrupted."""
@@ -232,6 +240,7 @@ def serve_command(
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     usable_session_folder(flags.get("session_dir"))  # the folder the runs' tools read too
+    tracing = _tracing(otel, note)
     for item in settings.ignored:
         note(f"warning: {item.message}")
     permissions = settings.config.permissions
@@ -249,8 +258,28 @@ def serve_command(
             transport="http" if transport == "http" else "stdio",
             port=port,
             on_listening=lambda url: note(f"listening on {url}"),
+            tracing=tracing,
         )
     except OSError as error:
         fail(EXIT_CONFIG, str(error))
     except KeyboardInterrupt:
         pass
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the last spans
+
+
+def _tracing(explicit: bool, note: Callable[[str], None]) -> AgentTracing | None:
+    """The runs' tracing; its notes and warnings go to stderr only (stdout may be the
+    protocol)."""
+    from journeyman.core.errors import ConfigurationError
+    from journeyman.protocols.otel.command_line import tracing_for_run
+
+    try:
+        return tracing_for_run(
+            explicit,
+            note=lambda text: note(f"note: {text}"),
+            warn=lambda text: note(f"warning: {text}"),
+        )
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)

@@ -31,6 +31,7 @@ from journeyman.cli.options import (
     MaxTokensOpt,
     ModelOpt,
     ModeOpt,
+    OtelOpt,
     OutputFormat,
     OutputOpt,
     PermissionModeOpt,
@@ -52,6 +53,7 @@ from journeyman.loop.config_file import load_config
 from journeyman.session.redact import Redactor
 
 if TYPE_CHECKING:
+    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.swarm.orchestrator import SwarmResult
     from journeyman.swarm.progress import SwarmEvent
 
@@ -163,6 +165,7 @@ def swarm(
     edit_tool: EditToolOpt = None,
     allow_network: AllowNetworkOpt = False,
     project_hooks: ProjectHooksOpt = False,
+    otel: OtelOpt = False,
 ) -> None:
     """Split GOAL into subtasks with one planning turn, work on them in parallel, and merge the
     results.
@@ -221,24 +224,32 @@ def swarm(
         fail(EXIT_CONFIG, error.message)
     for item in loaded.ignored:
         typer.echo(f"journeyman: warning: {item.message}", err=True)
-    code, message = _run(
-        goal,
-        root,
-        config_values={"agent_config": config},
-        provider_settings={
-            "provider": provider,
-            "model": model,
-            "base_url": base_url,
-            "tool_format": tool_format,
-        },
-        swarm_settings={
-            "workers": workers,
-            "verify_command": verify,
-            "verify_timeout_s": config.verify_timeout_s,
-        },
-        output_format=output_format,
-        assume_yes=yes,
-    )
+    from journeyman.cli.run_cmd import _tracing
+
+    tracing = _tracing(otel)
+    try:
+        code, message = _run(
+            goal,
+            root,
+            config_values={"agent_config": config},
+            provider_settings={
+                "provider": provider,
+                "model": model,
+                "base_url": base_url,
+                "tool_format": tool_format,
+            },
+            swarm_settings={
+                "workers": workers,
+                "verify_command": verify,
+                "verify_timeout_s": config.verify_timeout_s,
+            },
+            output_format=output_format,
+            assume_yes=yes,
+            tracing=tracing,
+        )
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the last spans
     if code == EXIT_CLOSED_STDOUT:  # `| head`: nothing to say to anyone
         raise typer.Exit(code)
     if code != EXIT_OK:
@@ -255,6 +266,7 @@ def _run(
     swarm_settings: dict[str, Any],
     output_format: OutputFormat,
     assume_yes: bool,
+    tracing: AgentTracing | None = None,
 ) -> tuple[int, str]:
     """Run the swarm; the exit code and the one-line reason of a failure."""
     # the agent, the providers and git work load only when a swarm starts
@@ -287,6 +299,8 @@ def _run(
         **config_values,
     )
     output.on_close = runner.cancel  # nobody reads the progress any more: stop the workers
+    if tracing is not None:
+        runner.on_agent = tracing.attach  # the planner and every worker: a trace each
     try:
         runner.prepare()
     except ConfigurationError as error:

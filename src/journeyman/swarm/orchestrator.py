@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,9 @@ class Swarm:
         self.economics = SharedEconomicsState(self.config.global_doom_threshold)
         self.engine = SharedContextEngine(self.shared, self.economics)
         self._agents: list[Agent] = []
+        self.on_agent: Callable[[Agent], object] | None = None
+        """Called with every agent the swarm builds (the planner's, each worker attempt's),
+        before it runs: e.g. to attach tracing."""
         self._doom_reported: set[str] = set()
         self._cancelled = False
         self._verify = ""
@@ -451,6 +455,8 @@ class Swarm:
             assume_yes=self.assume_yes,
         )
         self._agents.append(agent)
+        if self.on_agent is not None:
+            self.on_agent(agent)
         result = await agent.run(task, session_id=session_id, parent_session_id=parent_id)
         self.ledger.charge(
             Amount(agent.economics.incremental_tokens, agent.economics.cost_usd or 0.0)
@@ -625,6 +631,8 @@ class Swarm:
             assume_yes=self.assume_yes,
         )
         self._agents.append(agent)
+        if self.on_agent is not None:
+            self.on_agent(agent)
         if self._cancelled:
             agent.cancel()
         return agent

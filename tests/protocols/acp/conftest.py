@@ -96,13 +96,16 @@ class EditorLauncher:
     workspace: Path
 
     @asynccontextmanager
-    async def start(self, *flags: str, client: EditorClient | None = None) -> AsyncIterator[Editor]:
+    async def start(
+        self, *flags: str, client: EditorClient | None = None, env: dict[str, str] | None = None
+    ) -> AsyncIterator[Editor]:
         client = client or EditorClient()
         env = clean_env(
             OPENAI_API_KEY="sk-test",
             OPENAI_BASE_URL=self.server.base_url,
             JOURNEYMAN_SESSION_DIR=str(self.tmp_path / "sessions"),
             JOURNEYMAN_CONFIG_DIR=str(self.tmp_path / "user-config"),
+            **(env or {}),
         )
         with (self.tmp_path / "acp-stderr.txt").open("ab") as stderr:
             async with acp.spawn_agent_process(

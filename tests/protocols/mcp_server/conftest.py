@@ -45,13 +45,18 @@ def serve_args(workspace: Path, fake: FakeOpenAIServer, *extra: str) -> list[str
 
 @asynccontextmanager
 async def stdio_client(
-    tmp_path: Path, workspace: Path, fake: FakeOpenAIServer, *extra: str
+    tmp_path: Path,
+    workspace: Path,
+    fake: FakeOpenAIServer,
+    *extra: str,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    """The SDK's client on a `journeyman mcp serve` subprocess over stdio."""
+    """The SDK's client on a `journeyman mcp serve` subprocess over stdio (`env`: variables
+    added to its environment)."""
     params = StdioServerParameters(
         command=sys.executable,
         args=serve_args(workspace, fake, *extra),
-        env=server_env(tmp_path),
+        env={**server_env(tmp_path), **(env or {})},
         cwd=REPO,
     )
     async with Client(params) as client:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.agent import Agent
@@ -21,6 +21,9 @@ from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.protocols.acp.server import BuiltAgent, SessionHooks
 from journeyman.session.store import SessionRecord
+
+if TYPE_CHECKING:
+    from journeyman.protocols.otel.tracing import AgentTracing
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,8 @@ class LaunchOptions:
     assume_yes: bool | None = None
     lsp: bool = True
     mcp: bool | None = None
+    tracing: AgentTracing | None = None
+    """OpenTelemetry tracing of every session's runs (`--otel` or an OTLP endpoint)."""
 
 
 class AgentLauncher:
@@ -154,7 +159,7 @@ class AgentLauncher:
             on_notice=lambda text: log.warning("note: %s", text),
             discover_local=True,
         )
-        return Agent(
+        agent = Agent(
             provider,
             workspace=workspace,
             config=config,
@@ -165,3 +170,6 @@ class AgentLauncher:
             lsp=lsp_for_run(workspace, enabled=self.options.lsp),
             mcp=_mcp_for_run(workspace, run_options.mcp),
         )
+        if self.options.tracing is not None:
+            self.options.tracing.attach(agent)  # each prompt's run is a trace of its own
+        return agent

@@ -5,13 +5,16 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 
 from journeyman.protocols.mcp_server.policy import ServerPolicy
 from journeyman.protocols.mcp_server.server import JourneymanTools, build_server
+
+if TYPE_CHECKING:
+    from journeyman.protocols.otel.tracing import AgentTracing
 
 LOOPBACK = "127.0.0.1"
 """The only address the HTTP transport listens on: the server runs code in the user's folders
@@ -28,13 +31,15 @@ def serve(
     transport: Transport = "stdio",
     port: int = 0,
     on_listening: Callable[[str], None] | None = None,
+    tracing: AgentTracing | None = None,
 ) -> None:
     """Serve until the client closes stdin (stdio) or the process is interrupted (HTTP).
 
     With HTTP, `port` 0 takes a free port; `on_listening` gets the URL once the socket listens.
     Runs still going when the server stops are cancelled (their sessions stay resumable).
+    With `tracing`, every run is traced (closing it is the caller's, once this returns).
     """
-    server, tools = build_server(policy, provider_factory)
+    server, tools = build_server(policy, provider_factory, tracing)
     if transport == "stdio":
         anyio.run(_stdio, server, tools)
     else:

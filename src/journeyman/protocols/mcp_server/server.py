@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -42,6 +42,9 @@ from journeyman.session.store import (
 )
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.choices import SandboxKind
+
+if TYPE_CHECKING:
+    from journeyman.protocols.otel.tracing import AgentTracing
 
 INSTRUCTIONS = (
     "journeyman is a coding agent. start_run gives it a task in a workspace and, by default, "
@@ -105,11 +108,18 @@ logger = logging.getLogger(__name__)
 class JourneymanTools:
     """The state behind the tools: the server's policy and its runs."""
 
-    def __init__(self, policy: ServerPolicy, provider_factory: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        policy: ServerPolicy,
+        provider_factory: Callable[[], Any],
+        tracing: AgentTracing | None = None,
+    ) -> None:
         self.policy = policy
         self.provider_factory = provider_factory
         """Builds the provider of a run (from the server's own settings, never the client's)."""
         self.registry = RunRegistry()
+        self.tracing = tracing
+        """OpenTelemetry tracing of the runs (`--otel` or an OTLP endpoint at server start)."""
 
     @cached_property
     def session_root(self) -> Path:
@@ -133,7 +143,7 @@ class JourneymanTools:
             mcp=False,
             ignored_settings=ignored,
         )
-        return Agent(
+        agent = Agent(
             self.provider_factory(),
             workspace=settings.workspace,
             config=settings.config,
@@ -143,6 +153,9 @@ class JourneymanTools:
             assume_yes=self.policy.assume_yes,
             lsp=lsp_for_run(settings.workspace, enabled=self.policy.lsp),
         )
+        if self.tracing is not None:
+            self.tracing.attach(agent)
+        return agent
 
     def _launch(
         self,
@@ -513,13 +526,15 @@ def _only_known(ctx: Context, known: set[str]) -> None:
 
 
 def build_server(
-    policy: ServerPolicy, provider_factory: Callable[[], Any]
+    policy: ServerPolicy,
+    provider_factory: Callable[[], Any],
+    tracing: AgentTracing | None = None,
 ) -> tuple[MCPServer, JourneymanTools]:
     """The MCP server with journeyman's tools for `policy` (the user's choices), and the state
     behind them (its runs, cancelled when the server stops)."""
     from journeyman import __version__
 
-    tools = JourneymanTools(policy, provider_factory)
+    tools = JourneymanTools(policy, provider_factory, tracing)
     server: MCPServer = MCPServer(
         "journeyman", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )

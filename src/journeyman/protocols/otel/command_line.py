@@ -32,17 +32,29 @@ def tracing_for_run(explicit: bool, *, note: Note, warn: Note) -> AgentTracing |
     `explicit` is `--otel`: without the extra it is a configuration error (exit 2). An endpoint
     variable alone only gets a note that traces are off until the extra is installed.
     """
-    if not (explicit or enabled_by_environment()):
-        return None
-    if not otel_installed():
-        if explicit:
-            raise ConfigurationError(f"--otel: {EXTRA_MISSING}")
-        note(f"{endpoint_variable()} is set, but no traces are sent: {EXTRA_MISSING}")
+    if not tracing_wanted(explicit, note=note):
         return None
     from journeyman.protocols.otel.tracing import AgentTracing
 
     _report_export_failures(warn)
     return AgentTracing()  # OTLP/HTTP per the OTEL_* variables, unless a global provider is set
+
+
+def tracing_wanted(explicit: bool, *, note: Note) -> bool:
+    """Whether runs started from here are traced, checked without starting an exporter (for
+    commands whose agents run elsewhere, e.g. in the worker processes of a batch).
+
+    The same rules as `tracing_for_run`: `--otel` without the extra raises ConfigurationError,
+    an endpoint variable without it is a note and False.
+    """
+    if not (explicit or enabled_by_environment()):
+        return False
+    if not otel_installed():
+        if explicit:
+            raise ConfigurationError(f"--otel: {EXTRA_MISSING}")
+        note(f"{endpoint_variable()} is set, but no traces are sent: {EXTRA_MISSING}")
+        return False
+    return True
 
 
 class _ExportFailures(logging.Handler):
