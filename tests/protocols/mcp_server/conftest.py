@@ -45,7 +45,11 @@ def serve_args(workspace: Path, fake: FakeOpenAIServer, *extra: str) -> list[str
 
 @asynccontextmanager
 async def stdio_client(
-    tmp_path: Path, workspace: Path, fake: FakeOpenAIServer, *extra: str
+    tmp_path: Path,
+    workspace: Path,
+    fake: FakeOpenAIServer,
+    *extra: str,
+    elicitation_callback: Any = None,
 ) -> AsyncIterator[Client]:
     """The SDK's client on a `journeyman mcp serve` subprocess over stdio."""
     params = StdioServerParameters(
@@ -54,7 +58,7 @@ async def stdio_client(
         env=server_env(tmp_path),
         cwd=REPO,
     )
-    async with Client(params) as client:
+    async with Client(params, elicitation_callback=elicitation_callback) as client:
         yield client
 
 
@@ -115,6 +119,9 @@ async def in_process_client(
     *,
     roots: tuple[Path, ...] = (),
     assume_yes: bool = True,
+    elicitation_callback: Any = None,
+    approval_timeout_s: float = 60.0,
+    client_mode: Any = "auto",
     **flags: Any,
 ) -> AsyncIterator[Client]:
     """The same tools served in this process (for the many refusal tests: no subprocess)."""
@@ -130,13 +137,16 @@ async def in_process_client(
             **flags,
         },
         assume_yes=assume_yes,
+        approval_timeout_s=approval_timeout_s,
         lsp=False,
     )
     server, tools = build_server(
         policy, lambda: create_provider("openai", "fake-model", fake.base_url, api_key="sk-test")
     )
     try:
-        async with Client(server) as client:
+        async with Client(
+            server, elicitation_callback=elicitation_callback, mode=client_mode
+        ) as client:
             yield client
     finally:
         await tools.registry.aclose()
