@@ -50,6 +50,7 @@ async def stdio_client(
     fake: FakeOpenAIServer,
     *extra: str,
     elicitation_callback: Any = None,
+    mode: Any = "auto",
 ) -> AsyncIterator[Client]:
     """The SDK's client on a `journeyman mcp serve` subprocess over stdio."""
     params = StdioServerParameters(
@@ -58,7 +59,7 @@ async def stdio_client(
         env=server_env(tmp_path),
         cwd=REPO,
     )
-    async with Client(params, elicitation_callback=elicitation_callback) as client:
+    async with Client(params, elicitation_callback=elicitation_callback, mode=mode) as client:
         yield client
 
 

@@ -67,7 +67,7 @@ async def test_a_declined_edit_is_not_applied_and_the_model_is_told(
     fake_openai.enqueue(FIX, DONE)
     async with in_process_client(
         tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
-        elicitation_callback=Answering("decline"),
+        elicitation_callback=Answering("decline"), client_mode="legacy",
     ) as client:  # fmt: skip
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert not fixed(workspace)
@@ -83,7 +83,7 @@ async def test_a_deny_answer_refuses_like_a_decline(
     fake_openai.enqueue(FIX, DONE)
     async with in_process_client(
         tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
-        elicitation_callback=Answering("deny"),
+        elicitation_callback=Answering("deny"), client_mode="legacy",
     ) as client:  # fmt: skip
         answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert not fixed(workspace)
@@ -96,10 +96,11 @@ async def test_no_answer_within_the_timeout_refuses_and_the_run_goes_on(
     fake_openai.enqueue(FIX, DONE)
     async with in_process_client(
         tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
-        elicitation_callback=Answering("wait"), approval_timeout_s=0.2,
+        elicitation_callback=Answering("wait"), client_mode="legacy", approval_timeout_s=0.2,
     ) as client:  # fmt: skip
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
-    assert run["finish_reason"] == "completed", run  # the model went on to finish
+    assert run["finish_reason"] == "refused", run
+    assert len(fake_openai.requests) == 2  # the model was told and went on to finish
     assert not fixed(workspace)
     assert run["refused_calls"][0]["tool"] == "edit_file"
 
@@ -179,7 +180,7 @@ async def test_an_approved_edit_over_stdio(
     fake_openai.enqueue(FIX, DONE)
     asker = Answering("allow_once")
     async with stdio_client(
-        tmp_path, workspace, fake_openai, "--no-verify", elicitation_callback=asker
+        tmp_path, workspace, fake_openai, "--no-verify", elicitation_callback=asker, mode="legacy"
     ) as client:
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert run["finish_reason"] == "completed", run
@@ -191,7 +192,7 @@ async def test_a_declined_edit_over_http(fake_openai: FakeOpenAIServer, tmp_path
     fake_openai.enqueue(FIX, DONE)
     asker = Answering("decline")
     with http_server(tmp_path, workspace, fake_openai, "--no-verify") as (url, _lines):
-        async with Client(url, elicitation_callback=asker) as client:
+        async with Client(url, elicitation_callback=asker, mode="legacy") as client:
             run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert not fixed(workspace) and len(asker.questions) == 1
     assert run["refused_calls"][0]["tool"] == "edit_file"
