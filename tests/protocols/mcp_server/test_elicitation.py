@@ -55,7 +55,7 @@ async def test_an_approved_edit_is_applied(
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert run["finish_reason"] == "completed", run
     assert fixed(workspace)
-    (message, schema), = asker.questions
+    ((message, schema),) = asker.questions
     assert "edit_file" in message and "+" in message and "a + b" in message, message
     assert set(schema["properties"]["decision"]["enum"]) >= {"allow_once", "deny"}
 
@@ -173,9 +173,7 @@ async def test_a_deny_rule_refuses_without_asking(
     assert not fixed(workspace)
 
 
-async def test_an_approved_edit_over_stdio(
-    fake_openai: FakeOpenAIServer, tmp_path: Path
-) -> None:
+async def test_an_approved_edit_over_stdio(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     workspace = calc_package(tmp_path)
     fake_openai.enqueue(FIX, DONE)
     asker = Answering("allow_once")
@@ -196,3 +194,18 @@ async def test_a_declined_edit_over_http(fake_openai: FakeOpenAIServer, tmp_path
             run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert not fixed(workspace) and len(asker.questions) == 1
     assert run["refused_calls"][0]["tool"] == "edit_file"
+
+
+async def test_a_client_whose_channel_cannot_carry_questions_is_told_how_to_allow(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = calc_package(tmp_path)
+    fake_openai.enqueue(FIX, DONE)
+    asker = Answering("allow_once")
+    async with in_process_client(
+        tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
+        elicitation_callback=asker,  # the handshake-free in-process mode: no back-channel
+    ) as client:  # fmt: skip
+        run = answer(await client.call_tool("start_run", {"task": "fix add"}))
+    assert asker.questions == [] and not fixed(workspace)
+    assert "--yes" in " ".join(run["notes"])

@@ -44,11 +44,13 @@ class OnceAlwaysOrDeny(BaseModel):
 
 
 def client_can_elicit(ctx: Context) -> bool:
-    """Whether the client declared the elicitation capability when it connected."""
+    """Whether the client declared the elicitation capability when it connected, and this
+    request's channel can carry a question from the server (the SDK offers none to clients on
+    the stateless 2026-07-28 protocol, nor to an in-process client that skips the handshake)."""
     try:
         session = ctx.request_context.session
         wanted = ClientCapabilities(elicitation=ElicitationCapability())
-        return bool(session.check_client_capability(wanted))
+        return bool(session.check_client_capability(wanted)) and bool(session.can_send_request)
     except Exception:  # no request, or a transport that records no capabilities
         return False
 

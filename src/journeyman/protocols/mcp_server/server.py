@@ -52,9 +52,11 @@ INSTRUCTIONS = (
     "permissions and the sandbox are the server's; a request may only tighten them."
 )
 NO_ASKING_NOTE = (
-    "calls that need approval are refused in this run: nobody can be asked (the client did "
-    "not declare elicitation, or the run was started with wait=false). To allow them, start "
-    "the server with --yes, or use a client with elicitation and wait=true."
+    "calls that need approval were refused: nobody could be asked (the client did not declare "
+    "elicitation or its connection cannot carry a question from the server, e.g. the stateless "
+    "2026-07-28 protocol; or the run was started with wait=false). To allow them, start the "
+    "server with --yes, or use a client with elicitation over the initialize handshake and "
+    "wait=true."
 )
 MAX_WAIT_S = 3600.0
 """Longest a single get_status call waits for a run to finish."""
