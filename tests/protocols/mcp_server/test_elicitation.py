@@ -65,14 +65,16 @@ async def test_a_declined_edit_is_not_applied_and_the_model_is_told(
 ) -> None:
     workspace = calc_package(tmp_path)
     fake_openai.enqueue(FIX, DONE)
+    asker = Answering("decline")
     async with in_process_client(
         tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
-        elicitation_callback=Answering("decline"), client_mode="legacy",
+        elicitation_callback=asker, client_mode="legacy",
     ) as client:  # fmt: skip
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert not fixed(workspace)
+    assert len(asker.questions) == 1
     told = str(fake_openai.requests[1])
-    assert "declined" in told, told
+    assert "the user declined this call" in told, told
     assert run["refused_calls"][0]["tool"] == "edit_file"
 
 
@@ -81,12 +83,13 @@ async def test_a_deny_answer_refuses_like_a_decline(
 ) -> None:
     workspace = calc_package(tmp_path)
     fake_openai.enqueue(FIX, DONE)
+    asker = Answering("deny")
     async with in_process_client(
         tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
-        elicitation_callback=Answering("deny"), client_mode="legacy",
+        elicitation_callback=asker, client_mode="legacy",
     ) as client:  # fmt: skip
         answer(await client.call_tool("start_run", {"task": "fix add"}))
-    assert not fixed(workspace)
+    assert not fixed(workspace) and len(asker.questions) == 1
 
 
 async def test_no_answer_within_the_timeout_refuses_and_the_run_goes_on(
@@ -94,11 +97,13 @@ async def test_no_answer_within_the_timeout_refuses_and_the_run_goes_on(
 ) -> None:
     workspace = calc_package(tmp_path)
     fake_openai.enqueue(FIX, DONE)
+    asker = Answering("wait")
     async with in_process_client(
         tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
-        elicitation_callback=Answering("wait"), client_mode="legacy", approval_timeout_s=0.2,
+        elicitation_callback=asker, client_mode="legacy", approval_timeout_s=0.2,
     ) as client:  # fmt: skip
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
+    assert len(asker.questions) == 1
     assert run["finish_reason"] == "refused", run
     assert len(fake_openai.requests) == 2  # the model was told and went on to finish
     assert not fixed(workspace)
