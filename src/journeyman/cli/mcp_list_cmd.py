@@ -117,6 +117,15 @@ def mcp_serve_cmd(
             "--permission-mode accept_edits to let runs edit files while commands stay refused.",
         ),
     ] = False,
+    approval_timeout: Annotated[
+        float,
+        typer.Option(
+            "--approval-timeout",
+            min=0.001,
+            help="Seconds to wait for the client's answer when a call that needs approval is "
+            "asked through MCP elicitation; no answer refuses the call.",
+        ),
+    ] = 60.0,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -171,6 +180,7 @@ def mcp_serve_cmd(
         },
         flags={key: value for key, value in flags.items() if value is not None},
         assume_yes=yes,
+        approval_timeout_s=approval_timeout,
         lsp=lsp,
         transport=transport.value,
         port=port,
@@ -186,6 +196,7 @@ def serve_command(
     assume_yes: bool,
     lsp: bool,
     transport: str,
+    approval_timeout_s: float = 60.0,
     port: int,
     otel: bool = False,
 ) -> None:
@@ -221,6 +232,7 @@ def serve_command(
         tool_format=tool_format,
         flags=flags,
         assume_yes=assume_yes,
+        approval_timeout_s=approval_timeout_s,
         lsp=lsp,
     )
 
@@ -245,7 +257,14 @@ def serve_command(
         note(f"warning: {item.message}")
     permissions = settings.config.permissions
     mode = permissions.mode.value if permissions is not None else "default"
-    approvals = "approved (--yes)" if assume_yes else "refused (no one to ask; see --yes)"
+    approvals = (
+        "approved (--yes)"
+        if assume_yes
+        else (
+            "asked through elicitation when the client supports it (runs with wait=true), "
+            "else refused (see --yes)"
+        )
+    )
     note(
         f"MCP server over {transport}; workspaces under "
         f"{', '.join(str(root) for root in policy.resolved_roots())}; permission mode {mode}; "

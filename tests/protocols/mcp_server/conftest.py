@@ -50,6 +50,8 @@ async def stdio_client(
     fake: FakeOpenAIServer,
     *extra: str,
     env: dict[str, str] | None = None,
+    elicitation_callback: Any = None,
+    mode: Any = "auto",
 ) -> AsyncIterator[Client]:
     """The SDK's client on a `journeyman mcp serve` subprocess over stdio (`env`: variables
     added to its environment)."""
@@ -59,7 +61,7 @@ async def stdio_client(
         env={**server_env(tmp_path), **(env or {})},
         cwd=REPO,
     )
-    async with Client(params) as client:
+    async with Client(params, elicitation_callback=elicitation_callback, mode=mode) as client:
         yield client
 
 
@@ -120,6 +122,9 @@ async def in_process_client(
     *,
     roots: tuple[Path, ...] = (),
     assume_yes: bool = True,
+    elicitation_callback: Any = None,
+    approval_timeout_s: float = 60.0,
+    client_mode: Any = "auto",
     **flags: Any,
 ) -> AsyncIterator[Client]:
     """The same tools served in this process (for the many refusal tests: no subprocess)."""
@@ -135,13 +140,16 @@ async def in_process_client(
             **flags,
         },
         assume_yes=assume_yes,
+        approval_timeout_s=approval_timeout_s,
         lsp=False,
     )
     server, tools = build_server(
         policy, lambda: create_provider("openai", "fake-model", fake.base_url, api_key="sk-test")
     )
     try:
-        async with Client(server) as client:
+        async with Client(
+            server, elicitation_callback=elicitation_callback, mode=client_mode
+        ) as client:
             yield client
     finally:
         await tools.registry.aclose()

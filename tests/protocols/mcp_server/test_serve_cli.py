@@ -60,3 +60,11 @@ def test_the_help_says_how_approvals_work(tmp_path: Path) -> None:
     done = journeyman("mcp", "serve", "--help", env=clean_env(COLUMNS="200"))
     assert done.returncode == 0
     assert "--yes" in done.stdout and "--root" in done.stdout and "127.0.0.1" in done.stdout
+
+
+def test_a_zero_approval_timeout_is_refused(tmp_path: Path) -> None:
+    done = journeyman(
+        "mcp", "serve", "-w", str(tmp_path), "--approval-timeout", "0", env=clean_env()
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--approval-timeout" in done.stderr

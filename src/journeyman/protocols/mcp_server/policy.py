@@ -59,6 +59,9 @@ class ServerPolicy(BaseModel):
     assume_yes: bool = False
     """Approve every call that would need asking (deny rules and plan mode still refuse);
     without it such calls are refused, as nobody is there to ask."""
+    approval_timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds a question asked through elicitation waits for the client's answer before the
+    call is refused."""
     lsp: bool = True
     """Offer the language servers of the user's and the workspace's lsp.toml to runs."""
 

@@ -69,6 +69,8 @@ class ActiveRun:
     notes: list[str] = field(default_factory=list)
     """Things the client should know about how the run was set up (clamped limits, ignored
     settings of the workspace's file)."""
+    cannot_ask: bool = False
+    """Calls that need approval are refused: nobody can be asked in this run."""
     progress: Progress = field(default_factory=Progress)
     job: asyncio.Task[RunResult] | None = None
     error: str | None = None

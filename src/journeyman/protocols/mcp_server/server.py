@@ -26,6 +26,7 @@ from journeyman.loop.choices import ModeName
 from journeyman.loop.config_file import session_root
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.choices import PermissionMode
+from journeyman.protocols.mcp_server.approval import ElicitingApprover, client_can_elicit
 from journeyman.protocols.mcp_server.policy import (
     ClientLimits,
     RunSettings,
@@ -52,6 +53,13 @@ INSTRUCTIONS = (
     "wait=false it returns at once and get_status tells how it goes. send_message continues a "
     "session with a follow-up, get_diff shows its file changes, undo reverts them. Limits, "
     "permissions and the sandbox are the server's; a request may only tighten them."
+)
+NO_ASKING_NOTE = (
+    "calls that need approval were refused: nobody could be asked (the client did not declare "
+    "elicitation or its connection cannot carry a question from the server, e.g. the stateless "
+    "2026-07-28 protocol; or the run was started with wait=false). To allow them, start the "
+    "server with --yes, or use a client with elicitation over the initialize handshake and "
+    "wait=true."
 )
 MAX_WAIT_S = 3600.0
 """Longest a single get_status call waits for a run to finish."""
@@ -133,7 +141,9 @@ class JourneymanTools:
 
     # --- building and starting runs ------------------------------------------------------
 
-    def _agent(self, settings: RunSettings, run_ref: list[ActiveRun]) -> Agent:
+    def _agent(
+        self, settings: RunSettings, run_ref: list[ActiveRun], approver: ElicitingApprover | None
+    ) -> Agent:
         from journeyman.cli.lsp_cmd import lsp_for_run
 
         ignored = tuple(item.to_dict() for item in settings.ignored)
@@ -149,7 +159,8 @@ class JourneymanTools:
             config=settings.config,
             on_event=lambda event: run_ref[0].on_event(event) if run_ref else None,
             options=options,
-            permission_approver=None,  # nobody to ask: calls that need asking are refused
+            # None: nobody to ask, so calls that need asking are refused
+            permission_approver=approver,
             assume_yes=self.policy.assume_yes,
             lsp=lsp_for_run(settings.workspace, enabled=self.policy.lsp),
         )
@@ -163,6 +174,7 @@ class JourneymanTools:
         task: str,
         settings: RunSettings,
         action: Callable[[Agent], Awaitable[RunResult]],
+        approver: ElicitingApprover | None = None,
     ) -> ActiveRun:
         busy = self.registry.busy_workspace(settings.workspace)
         if busy is not None:
@@ -172,11 +184,12 @@ class JourneymanTools:
             )
         holder: list[ActiveRun] = []
         try:
-            agent = self._agent(settings, holder)
+            agent = self._agent(settings, holder, approver)
         except (ConfigurationError, NotADirectoryError) as error:
             raise ToolError(_message(error)) from None
         run = ActiveRun(session_id, settings.workspace, task, agent)
         run.notes = [*settings.clamped, *(item.message for item in settings.ignored)]
+        run.cannot_ask = approver is None and not self.policy.assume_yes
         holder.append(run)
         self.registry.start(run, action(agent))
         return run
@@ -194,10 +207,15 @@ class JourneymanTools:
         path = _configured(lambda: resolve_workspace(self.policy, workspace))
         settings = _configured(lambda: run_settings(self.policy, path, limits))
         session_id = new_session_id()
+        approver = self._approver(ctx, settings, wait)
         run = self._launch(
-            session_id, task, settings, lambda agent: agent.run(task, session_id=session_id)
+            session_id,
+            task,
+            settings,
+            lambda agent: agent.run(task, session_id=session_id),
+            approver,
         )
-        return await self._answer(ctx, run, wait)
+        return await self._answer(ctx, run, wait, approver)
 
     async def send_message(
         self, ctx: Context, session: str, message: str, limits: ClientLimits, wait: bool
@@ -217,18 +235,35 @@ class JourneymanTools:
             lambda: run_settings(self.policy, path, limits, stored_mode=stored_mode)
         )
         # the server's limits (tightened by the request) replace whatever the session had
+        approver = self._approver(ctx, settings, wait)
         run = self._launch(
             record.id,
             message,
             settings,
             lambda agent: agent.send(record.id, message, override_limits=True),
+            approver,
         )
-        return await self._answer(ctx, run, wait)
+        return await self._answer(ctx, run, wait, approver)
 
-    async def _answer(self, ctx: Context, run: ActiveRun, wait: bool) -> dict[str, Any]:
+    def _approver(
+        self, ctx: Context, settings: RunSettings, wait: bool
+    ) -> ElicitingApprover | None:
+        """Who answers approval questions: the client's user through elicitation, while the
+        tool call waits for the run and the client can elicit; else nobody (refused)."""
+        if self.policy.assume_yes or not wait or not client_can_elicit(ctx):
+            return None
+        return ElicitingApprover(ctx, str(settings.workspace), self.policy.approval_timeout_s)
+
+    async def _answer(
+        self, ctx: Context, run: ActiveRun, wait: bool, approver: ElicitingApprover | None = None
+    ) -> dict[str, Any]:
         if wait:
             started = f"session {run.session_id} started in {run.workspace}"
-            await run.wait(ctx.report_progress, None, preface=started)
+            try:
+                await run.wait(ctx.report_progress, None, preface=started)
+            finally:  # the client stopped waiting: later questions have nobody to go to
+                if approver is not None:
+                    approver.close()
             if run.error is not None:
                 raise ToolError(f"session {run.session_id} could not run: {run.error}")
         return self._status(run.session_id)
@@ -477,8 +512,11 @@ def _result_status(result: RunResult, run: ActiveRun) -> dict[str, Any]:
             "exit_code": result.verification.exit_code,
         },
     }
-    if run.notes:
-        answer["notes"] = run.notes
+    notes = list(run.notes)
+    if run.cannot_ask and result.refused_calls:
+        notes.append(NO_ASKING_NOTE)
+    if notes:
+        answer["notes"] = notes
     return answer
 
 
