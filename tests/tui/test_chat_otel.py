@@ -16,7 +16,7 @@ from journeyman.cli.chat_cmd import chat
 from journeyman.tui.app import ChatApp
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
-from tests.protocols.otel.receiver import OtlpReceiver
+from tests.integrations.otel.receiver import OtlpReceiver
 
 
 def chat_in(tmp_path: Path, fake: FakeOpenAIServer, **options: object) -> None:

@@ -25,8 +25,8 @@ from journeyman.core.result import FinishCategory, FinishReason, RunResult
 
 if TYPE_CHECKING:
     from journeyman.batch.guard import GrantGuard
+    from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.config import AgentConfig
-    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.session.store import SessionStore
 
 Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
@@ -215,7 +215,7 @@ def _tracing(job: TaskJob) -> AgentTracing | None:
     without the otel extra (e.g. on a Ray node) runs the task untraced and says so."""
     if not job.trace:
         return None
-    from journeyman.protocols.otel.command_line import tracing_for_run
+    from journeyman.integrations.otel.command_line import tracing_for_run
 
     def say(kind: str) -> Callable[[str], None]:
         def line(text: str) -> None:

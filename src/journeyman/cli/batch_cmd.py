@@ -249,7 +249,7 @@ def batch(
 
 def _tracing_wanted(explicit: bool) -> bool:
     """Whether the tasks' agents are traced (each worker exports its own trace per attempt)."""
-    from journeyman.protocols.otel.command_line import tracing_wanted
+    from journeyman.integrations.otel.command_line import tracing_wanted
 
     try:
         return tracing_wanted(

@@ -36,7 +36,7 @@ from journeyman.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
 
 mcp_app = typer.Typer(
     help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json, "
@@ -292,7 +292,7 @@ def _tracing(explicit: bool, note: Callable[[str], None]) -> AgentTracing | None
     """The runs' tracing; its notes and warnings go to stderr only (stdout may be the
     protocol)."""
     from journeyman.core.errors import ConfigurationError
-    from journeyman.protocols.otel.command_line import tracing_for_run
+    from journeyman.integrations.otel.command_line import tracing_for_run
 
     try:
         return tracing_for_run(

@@ -53,7 +53,7 @@ from journeyman.loop.config_file import load_config
 from journeyman.session.redact import Redactor
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.swarm.orchestrator import SwarmResult
     from journeyman.swarm.progress import SwarmEvent
 

@@ -1,1 +1,2 @@
-"""Bridges to outside services that lend the agent tools: language servers and MCP servers."""
+"""Bridges to outside services: language servers and MCP servers that lend the agent tools, and
+an OpenTelemetry collector that receives its traces."""

@@ -1,1 +1,1 @@
-"""Ways for other programs to drive or observe journeyman: ACP, an MCP server, OpenTelemetry."""
+"""Ways for other programs to drive journeyman: an ACP agent and an MCP server."""

@@ -11,8 +11,8 @@ pytest.importorskip("opentelemetry.proto", reason="the otel extra is not install
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
+from tests.integrations.otel.receiver import OtlpReceiver
 from tests.protocols.acp.conftest import EditorLauncher
-from tests.protocols.otel.receiver import OtlpReceiver
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)

@@ -12,8 +12,8 @@ pytest.importorskip("opentelemetry.proto", reason="the otel extra is not install
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.projects import calc_package
 from tests.fakes.script import reply
+from tests.integrations.otel.receiver import OtlpReceiver
 from tests.protocols.mcp_server.conftest import stdio_client
-from tests.protocols.otel.receiver import OtlpReceiver
 
 
 @pytest.mark.slow  # a server process starts (about 3 s)

@@ -14,7 +14,7 @@ from journeyman.protocols.mcp_server.policy import ServerPolicy
 from journeyman.protocols.mcp_server.server import JourneymanTools, build_server
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
 
 LOOPBACK = "127.0.0.1"
 """The only address the HTTP transport listens on: the server runs code in the user's folders

@@ -23,7 +23,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from journeyman.core import events as ev
 from journeyman.core.messages import ToolCall, ToolResult, Usage
 from journeyman.core.redact import Redactor
-from journeyman.protocols.otel import conventions as gen
+from journeyman.integrations.otel import conventions as gen
 
 CHECK_CALL_PREFIX = "verify-"
 """Call ids of the harness's check runs (`loop.verdict.CHECK_CALL_PREFIX`, repeated here so

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.redact import Redactor
-from journeyman.protocols.otel.availability import (
+from journeyman.integrations.otel.availability import (
     EXTRA_MISSING,
     enabled_by_environment,
     endpoint_variable,
@@ -20,7 +20,7 @@ from journeyman.protocols.otel.availability import (
 )
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
 
 Note = Callable[[str], None]
 """Prints a line for the user (the CLI adds `journeyman: note:` or `warning:`)."""
@@ -34,7 +34,7 @@ def tracing_for_run(explicit: bool, *, note: Note, warn: Note) -> AgentTracing |
     """
     if not tracing_wanted(explicit, note=note):
         return None
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
 
     _report_export_failures(warn)
     return AgentTracing()  # OTLP/HTTP per the OTEL_* variables, unless a global provider is set

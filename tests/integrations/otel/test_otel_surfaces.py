@@ -14,8 +14,8 @@ pytest.importorskip("opentelemetry.proto", reason="the otel extra is not install
 from tests.batch.support import model, task_text, tasks_for, write_tasks_file
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.swarm import SwarmModel, git_repo, openai_reply, write_then_finish
-from tests.protocols.otel.receiver import OtlpReceiver
-from tests.protocols.otel.test_cli_otel import otel_free_env
+from tests.integrations.otel.receiver import OtlpReceiver
+from tests.integrations.otel.test_cli_otel import otel_free_env
 from tests.support.cli import jm, journeyman
 
 

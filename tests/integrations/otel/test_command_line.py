@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 
 from journeyman.core.errors import ConfigurationError
-from journeyman.protocols.otel import availability, command_line
-from journeyman.protocols.otel.tracing import AgentTracing
+from journeyman.integrations.otel import availability, command_line
+from journeyman.integrations.otel.tracing import AgentTracing
 
 
 @pytest.fixture(autouse=True)

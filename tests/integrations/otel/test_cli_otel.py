@@ -14,7 +14,7 @@ pytest.importorskip("opentelemetry.proto", reason="the otel extra is not install
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
-from tests.protocols.otel.receiver import OtlpReceiver, ReceivedSpan
+from tests.integrations.otel.receiver import OtlpReceiver, ReceivedSpan
 from tests.support.cli import clean_env, journeyman
 
 SECRET = "s3cr3t-deploy-value-7781"

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from journeyman.protocols.otel.availability import EXTRA_MISSING, otel_installed
+from journeyman.integrations.otel.availability import EXTRA_MISSING, otel_installed
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.spans import RunTracer
-    from journeyman.protocols.otel.tracing import AgentTracing, trace_agent
+    from journeyman.integrations.otel.spans import RunTracer
+    from journeyman.integrations.otel.tracing import AgentTracing, trace_agent
 
 __all__ = ["EXTRA_MISSING", "AgentTracing", "RunTracer", "otel_installed", "trace_agent"]
 
 _LAZY = {
-    "AgentTracing": "journeyman.protocols.otel.tracing",
-    "trace_agent": "journeyman.protocols.otel.tracing",
-    "RunTracer": "journeyman.protocols.otel.spans",
+    "AgentTracing": "journeyman.integrations.otel.tracing",
+    "trace_agent": "journeyman.integrations.otel.tracing",
+    "RunTracer": "journeyman.integrations.otel.spans",
 }
 
 

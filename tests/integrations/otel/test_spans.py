@@ -21,7 +21,7 @@ from journeyman import tool
 from journeyman.core.errors import LLMError
 from journeyman.core.events import ToolResultReceived
 from journeyman.core.messages import ToolCall, Usage
-from journeyman.protocols.otel import trace_agent
+from journeyman.integrations.otel import trace_agent
 from journeyman.providers.base import ModelResponse
 from journeyman.swarm.spawn import with_subagents
 from journeyman.tools.builtin import default_tools
@@ -301,7 +301,7 @@ async def test_a_run_inside_the_callers_span_becomes_its_child(
 def test_without_the_extra_the_library_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import journeyman.protocols.otel as otel
+    import journeyman.integrations.otel as otel
 
     monkeypatch.setattr(otel, "otel_installed", lambda: False)
     with pytest.raises(ImportError, match=r"pip install 'journeyman\[otel\]'"):
@@ -395,7 +395,7 @@ def test_a_compaction_summary_call_is_a_chat_span_of_its_own(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     from journeyman.core import events as ev
-    from journeyman.protocols.otel import AgentTracing
+    from journeyman.integrations.otel import AgentTracing
 
     tracer = AgentTracing(provider).handler()
     tracer(ev.RunStarted("s1", "task", "anthropic", "claude-test", "/w", timestamp=100.0))

@@ -1,6 +1,6 @@
 """`trace_agent`: attach OpenTelemetry tracing to an `Agent` (and the subagents it spawns).
 
-    from journeyman.protocols.otel import trace_agent
+    from journeyman.integrations.otel import trace_agent
 
     with trace_agent(agent):          # OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT
         agent.run_sync("make the failing test pass")
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
@@ -27,18 +27,24 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from journeyman.core import events as ev
 from journeyman.core.events import EventHandler
 from journeyman.core.redact import Redactor
-from journeyman.protocols.otel.availability import capture_content_by_environment
-from journeyman.protocols.otel.spans import ModelSettings, ParentLookup, RunTracer
-
-if TYPE_CHECKING:
-    from journeyman.loop.agent import Agent
-    from journeyman.swarm.spawn import ChildSpec
+from journeyman.integrations.otel.availability import capture_content_by_environment
+from journeyman.integrations.otel.spans import ModelSettings, ParentLookup, RunTracer
 
 INSTRUMENTATION_NAME = "journeyman"
 SPAWN_TOOL = "spawn_agent"
 """`swarm.spawn.TOOL_NAME`: its calls are the parents of subagent runs."""
 
 log = logging.getLogger(__name__)
+
+
+class Traceable(Protocol):
+    """What tracing needs of an agent (a `journeyman.Agent`): the event handler it wraps. Its
+    `config`, `options` and `subagents` are read when present."""
+
+    on_event: EventHandler | None
+
+
+AgentT = TypeVar("AgentT", bound=Traceable)
 
 
 def otlp_tracer_provider() -> TracerProvider:
@@ -83,11 +89,11 @@ class AgentTracing:
         default; `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` turns it on)."""
         self.redactor = Redactor()
         self._tracers: dict[int, RunTracer] = {}
-        self._attached: list[tuple[Agent, EventHandler | None]] = []
+        self._attached: list[tuple[Traceable, EventHandler | None]] = []
 
     def handler(
         self,
-        agent: Agent | None = None,
+        agent: Traceable | None = None,
         *,
         parent: Context | None = None,
         lookup: ParentLookup | None = None,
@@ -106,11 +112,11 @@ class AgentTracing:
 
     def attach(
         self,
-        agent: Agent,
+        agent: AgentT,
         *,
         parent: Context | None = None,
         lookup: ParentLookup | None = None,
-    ) -> Agent:
+    ) -> AgentT:
         """Trace `agent`'s runs: its event handler gets the events first, then its own
         handler as before. Returns `agent`."""
         run_tracer = self.handler(agent, parent=parent, lookup=lookup)
@@ -167,14 +173,14 @@ class AgentTracing:
 
     # --- subagents ----------------------------------------------------------------------
 
-    def _hook_subagents(self, agent: Agent) -> None:
+    def _hook_subagents(self, agent: Traceable) -> None:
         """Have the children `agent` spawns traced too, under the spawn call's span."""
         runtime: Any = getattr(agent, "subagents", None)
         if runtime is None or getattr(runtime.make_child, "traced_by", None) is self:
             return
-        make_child: Callable[[ChildSpec], Agent] = runtime.make_child
+        make_child: Callable[[Any], Traceable] = runtime.make_child
 
-        def traced_child(spec: ChildSpec) -> Agent:
+        def traced_child(spec: Any) -> Traceable:
             child = make_child(spec)
             self.attach(child, lookup=lambda event: self._spawn_context(spec.parent, event))
             return child
@@ -182,7 +188,7 @@ class AgentTracing:
         traced_child.traced_by = self  # type: ignore[attr-defined]
         runtime.make_child = traced_child
 
-    def _spawn_context(self, parent_agent: Agent, event: ev.RunStarted) -> Context | None:
+    def _spawn_context(self, parent_agent: Traceable, event: ev.RunStarted) -> Context | None:
         """The context of the spawn call that started this child's run: the running
         `spawn_agent` call of its parent whose id the run names (`parent_call_id`)."""
         parent = self._tracers.get(id(parent_agent))
@@ -193,7 +199,7 @@ class AgentTracing:
 
 
 def trace_agent(
-    agent: Agent,
+    agent: AgentT,
     *,
     tracer_provider: trace.TracerProvider | None = None,
     capture_content: bool | None = None,
@@ -205,7 +211,7 @@ def trace_agent(
     return tracing
 
 
-def _model_settings(agent: Agent) -> ModelSettings:
+def _model_settings(agent: Traceable) -> ModelSettings:
     """The request settings and server of an agent's model calls, as far as they are known
     (the server only from a base URL: its host and port, never its credentials)."""
     config = getattr(agent, "config", None)
