@@ -2,7 +2,12 @@
 `run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
 terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `sessions_cmd`,
 `usage_cmd`, `rules_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list, mcp serve), `acp_cmd`,
-`inspect_cmd`; shared options in `options`, exit codes in `exits`."""
+`inspect_cmd`; shared options in `options`, exit codes in `exits`.
+
+Of the surfaces, the command line alone imports the others (the app, the ACP agent, the MCP
+server, the inspector): it launches them. None of them imports the command line; what they
+share with it (choosing a run's servers, restoring a stored session's settings) lives in the
+loop layer. `tests/test_layering.py` holds every package to this."""
 
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ COMMANDS = {
     "sessions": "journeyman.cli.sessions_cmd:sessions_app",
     "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
     "acp": "journeyman.cli.acp_cmd:acp_command",
-    "inspect": "journeyman.inspector.command:inspect",
+    "inspect": "journeyman.cli.inspect_cmd:inspect",
 }
 """Every command, in the order `--help` lists them: name -> "module:function" (or a
 `typer.Typer` of subcommands). A command's module is imported only when the command line names

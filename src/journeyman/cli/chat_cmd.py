@@ -30,8 +30,8 @@ from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionsConfig
 
 if TYPE_CHECKING:
+    from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.agent import Agent
-    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.tui.conversation import AgentHooks
 
 
@@ -62,7 +62,7 @@ def chat(
     settings: dict[str, Any] = {}
     session_dir = usable_session_folder(session_dir)  # a resumed session stays where it was
     if resume or last:
-        from journeyman.cli.run_cmd import _restorable
+        from journeyman.loop.config_file import restorable_settings
 
         store = open_store(session_dir)
         try:
@@ -70,7 +70,7 @@ def chat(
         finally:
             store.close()
         session_id, root = record.id, Path(record.workspace)
-        settings, _ignored = _restorable(record)
+        settings, _ignored = restorable_settings(record)
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
     try:
@@ -124,9 +124,8 @@ def open_app(
     mcp: bool | None = None,
     otel: bool = False,
 ) -> None:
-    from journeyman.cli.lsp_cmd import lsp_for_run
-    from journeyman.cli.run_cmd import _mcp_for_run
     from journeyman.loop.agent import Agent
+    from journeyman.loop.servers import lsp_for_run, mcp_for_run
     from journeyman.providers.factory import create_provider
     from journeyman.tui.app import ChatApp
 
@@ -136,7 +135,7 @@ def open_app(
         fail(EXIT_CONFIG, error.message)
 
     lsp_servers = lsp_for_run(workspace, enabled=lsp)
-    mcp_servers = _mcp_for_run(workspace, mcp)
+    mcp_servers = mcp_for_run(workspace, mcp)
 
     # nothing may be written to the terminal while the app owns it: tracing's notes and
     # warnings are held and printed once the app has exited
@@ -176,7 +175,7 @@ def open_app(
 def _tracing(explicit: bool, held: list[str]) -> AgentTracing | None:
     """The app's tracing (`--otel` or an OTLP endpoint); its lines go to `held`. `--otel`
     without the extra exits 2 before the app opens."""
-    from journeyman.protocols.otel.command_line import tracing_for_run
+    from journeyman.integrations.otel.command_line import tracing_for_run
 
     try:
         return tracing_for_run(

@@ -1,14 +1,12 @@
-"""`journeyman lsp`, and the LSP wiring of `run`, `resume` and `fork`.
+"""`journeyman lsp`, and the `--lsp/--no-lsp` option of the commands that start runs.
 
 `lsp_report` prints which language servers are configured, installed, detected for the
-workspace, and (after starting the detected ones) running with which capabilities.
-`lsp_for_run` is the language servers a run gives its `Agent` (`Agent(lsp=...)`), which
-offers the LSP tools and post-edit diagnostics and shuts the servers down when the run ends.
+workspace, and (after starting the detected ones) running with which capabilities. The servers
+a run starts are chosen by `loop.servers.lsp_for_run`.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from journeyman.integrations.lsp import LoadedLspConfig, LspManager, ServerStatus
+    from journeyman.integrations.lsp import LspManager, ServerStatus
 
 LSP_SETTINGS_FILE = ".journeyman/lsp.toml"
 """`integrations.lsp.CONFIG_FILE`, repeated so that the language server machinery loads only
@@ -87,13 +85,14 @@ def lsp_report(workspace: Path, *, start: bool = True, console: Console | None =
     from rich.markup import escape
 
     from journeyman.integrations.lsp import CONFIG_FILE, ENV_SWITCH, LspManager
+    from journeyman.loop.servers import load_lsp_settings
 
     out = console or Console(highlight=False, soft_wrap=True)
     if not workspace.is_dir():
         out.print(f"[red]workspace {escape(str(workspace))} is not a directory[/]")
         return EXIT_CONFIG
     try:
-        loaded = load_settings(workspace)
+        loaded = load_lsp_settings(workspace)
     except ConfigurationError as exc:
         out.print(f"[red]{escape(exc.message)}[/]")
         return EXIT_CONFIG
@@ -151,38 +150,3 @@ def _servers_table(statuses: list[ServerStatus]) -> Table:
             state += f"\n[dim]{escape(s.last_error)}[/]"
         table.add_row(escape(s.name), s.language, escape(command), escape(detected), state)
     return table
-
-
-def user_lsp_file() -> Path:
-    """The user's `lsp.toml`, beside the user's `config.toml`."""
-    from journeyman.loop.config_file import user_config_file  # loads the run settings
-
-    return user_config_file().parent / "lsp.toml"
-
-
-def load_settings(workspace: Path) -> LoadedLspConfig:
-    """The user's and the workspace's LSP settings, and `JOURNEYMAN_LSP`."""
-    from journeyman.integrations.lsp import load_lsp_config
-
-    return load_lsp_config(workspace, user_file=user_lsp_file())
-
-
-def lsp_for_run(workspace: Path, *, enabled: bool = True) -> LspManager | None:
-    """The language servers for a run in `workspace` (for `Agent(lsp=...)`); None when off.
-
-    LSP stays off when `enabled` is False, when the config turns it off or cannot be read
-    (a warning is printed; the run goes on), and when no language server is installed.
-    """
-    from journeyman.integrations.lsp import LspManager
-
-    if not enabled:
-        return None
-    try:
-        loaded = load_settings(workspace)
-    except ConfigurationError as exc:
-        sys.stderr.write(f"journeyman: warning: language servers off: {exc.message}\n")
-        return None
-    for warning in loaded.warnings:
-        sys.stderr.write(f"journeyman: warning: {warning}\n")
-    manager = LspManager(workspace, loaded.config)
-    return manager if manager.usable() else None

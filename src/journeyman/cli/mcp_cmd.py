@@ -1,4 +1,4 @@
-"""`journeyman mcp list`, and the MCP servers a run starts (the workspace's with `--mcp`)."""
+"""`journeyman mcp list`; the MCP servers a run starts are chosen by `loop.servers.mcp_for_run`."""
 
 from __future__ import annotations
 
@@ -77,18 +77,6 @@ async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
         return await manager.start()
     finally:
         await manager.aclose()
-
-
-def mcp_for_run(workspace: Path, *, include_workspace: bool) -> McpManager | None:
-    """The user's MCP servers (and the workspace's, with `include_workspace`) for a run's
-    `Agent(mcp=...)`; None, after a warning, when a config file cannot be read."""
-    try:
-        return McpManager.from_workspace(
-            workspace, user_file=user_mcp_file(), include_workspace=include_workspace
-        )
-    except ConfigurationError as exc:
-        sys.stderr.write(f"journeyman: warning: MCP servers off: {exc.message}\n")
-        return None
 
 
 def warn_unstarted(statuses: Sequence[McpServerStatus]) -> None:

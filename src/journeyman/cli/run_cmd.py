@@ -20,9 +20,8 @@ from journeyman.cli.exits import (
     ClosedStdoutGuard,
     fail,
 )
-from journeyman.cli.lsp_cmd import LspOpt, lsp_for_run
+from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
-    MCP_CONFIG,
     AllowNetworkOpt,
     AutoExtendOpt,
     BaseUrlOpt,
@@ -64,11 +63,10 @@ from journeyman.core.errors import ConfigurationError
 if TYPE_CHECKING:
     from journeyman.cli.render import Renderer
     from journeyman.core.result import RunResult
-    from journeyman.integrations.mcp import McpManager
+    from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.agent import Agent
     from journeyman.loop.config import AgentConfig
     from journeyman.policy.settings import IgnoredSetting
-    from journeyman.protocols.otel.tracing import AgentTracing
     from journeyman.session.store import SessionRecord
 
 
@@ -104,6 +102,7 @@ def _launch(
     from journeyman.core.result import FinishReason
     from journeyman.loop.agent import Agent
     from journeyman.loop.run_options import RunOptions
+    from journeyman.loop.servers import lsp_for_run, mcp_for_run
     from journeyman.policy.permissions import PermissionsConfig
     from journeyman.providers.factory import create_provider
     from journeyman.providers.tool_modes import parse_tool_mode
@@ -155,7 +154,7 @@ def _launch(
             permission_approver=TerminalPermissionApprover(lines) if interactive else None,
             assume_yes=assume_yes,
             lsp=lsp_for_run(workspace, enabled=lsp),
-            mcp=_mcp_for_run(workspace, mcp),
+            mcp=mcp_for_run(workspace, mcp),
         )
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
@@ -196,26 +195,9 @@ def _launch(
     fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
 
 
-def _mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
-    """The MCP servers of a run: the user's, and the workspace's only with --mcp."""
-    from journeyman.loop.config_file import user_mcp_file
-
-    if mcp is None and (workspace / MCP_CONFIG).is_file():
-        typer.echo(
-            f"journeyman: note: {workspace / MCP_CONFIG} declares MCP servers; "
-            "pass --mcp to start them",
-            err=True,
-        )
-    if not (mcp or (mcp is None and user_mcp_file().is_file())):
-        return None
-    from journeyman.cli.mcp_cmd import mcp_for_run  # the MCP SDK loads only when used
-
-    return mcp_for_run(workspace, include_workspace=bool(mcp))
-
-
 def _tracing(explicit: bool) -> AgentTracing | None:
     """OpenTelemetry tracing of the run: with --otel or an OTLP endpoint in the environment."""
-    from journeyman.protocols.otel.command_line import tracing_for_run
+    from journeyman.integrations.otel.command_line import tracing_for_run
 
     try:
         return tracing_for_run(
@@ -366,21 +348,6 @@ def run(
     )
 
 
-def _restorable(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSetting]]:
-    """The settings of a stored session that resume and fork may bring back.
-
-    A session this user ran keeps what the user chose then. One imported from a file keeps only
-    what the trust rules accept from data (`trusted_from_data`): no hooks, permissions,
-    approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
-    were filtered.
-    """
-    from journeyman.policy.settings import trusted_from_data
-
-    if not record.settings.get("imported_from"):
-        return record.settings, []
-    return trusted_from_data(record.settings, f"session {record.id} (imported)")
-
-
 def _remembered(
     settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
 ) -> tuple[dict[str, Any], AgentConfig]:
@@ -508,9 +475,10 @@ def _reopen(
 ) -> NoReturn:
     """Launch `action` on an agent built from a stored session's settings (`resume`,
     `run --continue`), with the flags given now on top."""
+    from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
 
-    settings, ignored = _restorable(record)
+    settings, ignored = restorable_settings(record)
     provider_settings, config = _remembered(
         settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
     )
@@ -611,6 +579,7 @@ def fork(
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
     from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
+    from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
     from journeyman.session.fork import prepare_fork
 
@@ -632,7 +601,7 @@ def fork(
         "limits": limits,
         "permission_mode": permission_mode,
     }
-    settings, ignored = _restorable(record)
+    settings, ignored = restorable_settings(record)
     provider_settings, config = _remembered(
         settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
     )

@@ -34,8 +34,8 @@ from pydantic import ValidationError
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
-from journeyman.policy.settings import IgnoredSetting, tighten_only
-from journeyman.session.store import SESSION_DIR_ENV, default_session_root
+from journeyman.policy.settings import IgnoredSetting, tighten_only, trusted_from_data
+from journeyman.session.store import SESSION_DIR_ENV, SessionRecord, default_session_root
 
 PROJECT_FILES = ("journeyman.toml", ".journeyman/config.toml")
 ENV_PREFIX = "JOURNEYMAN_"
@@ -100,6 +100,19 @@ def session_root(given: Path | None = None) -> Path:
         if configured:
             return Path(configured)
     return default_session_root()
+
+
+def restorable_settings(record: SessionRecord) -> tuple[dict[str, Any], list[IgnoredSetting]]:
+    """The settings of a stored session that resume and fork may bring back, and those left out.
+
+    A session this user ran keeps what the user chose then. One imported from a file keeps only
+    what the trust rules accept from data (`trusted_from_data`): no hooks, permissions,
+    approvals, sandbox, MCP choice or provider endpoint, even if it was stored before imports
+    were filtered.
+    """
+    if not record.settings.get("imported_from"):
+        return record.settings, []
+    return trusted_from_data(record.settings, f"session {record.id} (imported)")
 
 
 def project_config_file(workspace: Path) -> Path | None:

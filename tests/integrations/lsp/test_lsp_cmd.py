@@ -13,15 +13,10 @@ from typer.testing import CliRunner
 
 from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.cli.app import app
-from journeyman.cli.lsp_cmd import (
-    EXIT_CONFIG,
-    EXIT_OK,
-    EXIT_SERVER_FAILED,
-    lsp_for_run,
-    lsp_report,
-)
+from journeyman.cli.lsp_cmd import EXIT_CONFIG, EXIT_OK, EXIT_SERVER_FAILED, lsp_report
 from journeyman.core.messages import ToolCall
 from journeyman.integrations.lsp import CONFIG_FILE
+from journeyman.loop.servers import lsp_for_run
 from journeyman.providers.scripted import ScriptedProvider
 from tests.fakes.agents import turn
 

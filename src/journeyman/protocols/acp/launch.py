@@ -23,7 +23,7 @@ from journeyman.protocols.acp.server import BuiltAgent, SessionHooks
 from journeyman.session.store import SessionRecord
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +88,10 @@ class AgentLauncher:
     def _stored(
         self, record: SessionRecord
     ) -> tuple[AgentConfig, RunOptions, dict[str, Any], list[str], bool]:
-        from journeyman.cli.run_cmd import _restorable
+        from journeyman.loop.config_file import restorable_settings
         from journeyman.session.redact import MASK
 
-        settings, ignored = _restorable(record)
+        settings, ignored = restorable_settings(record)
         stored_options = RunOptions.from_settings(settings)
         values = dict(settings.get("config") or {})
         flags = dict(self.options.settings)
@@ -147,8 +147,7 @@ class AgentLauncher:
         hooks: SessionHooks,
         assume_yes: bool,
     ) -> Agent:
-        from journeyman.cli.lsp_cmd import lsp_for_run
-        from journeyman.cli.run_cmd import _mcp_for_run
+        from journeyman.loop.servers import lsp_for_run, mcp_for_run
         from journeyman.providers.factory import create_provider
 
         provider = create_provider(
@@ -168,7 +167,7 @@ class AgentLauncher:
             permission_approver=hooks.permission_approver,
             assume_yes=assume_yes,
             lsp=lsp_for_run(workspace, enabled=self.options.lsp),
-            mcp=_mcp_for_run(workspace, run_options.mcp),
+            mcp=mcp_for_run(workspace, run_options.mcp),
         )
         if self.options.tracing is not None:
             self.options.tracing.attach(agent)  # each prompt's run is a trace of its own

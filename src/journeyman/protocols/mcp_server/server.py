@@ -45,7 +45,7 @@ from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.tools.choices import SandboxKind
 
 if TYPE_CHECKING:
-    from journeyman.protocols.otel.tracing import AgentTracing
+    from journeyman.integrations.otel.tracing import AgentTracing
 
 INSTRUCTIONS = (
     "journeyman is a coding agent. start_run gives it a task in a workspace and, by default, "
@@ -144,7 +144,7 @@ class JourneymanTools:
     def _agent(
         self, settings: RunSettings, run_ref: list[ActiveRun], approver: ElicitingApprover | None
     ) -> Agent:
-        from journeyman.cli.lsp_cmd import lsp_for_run
+        from journeyman.loop.servers import lsp_for_run
 
         ignored = tuple(item.to_dict() for item in settings.ignored)
         options = RunOptions(
