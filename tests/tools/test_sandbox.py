@@ -9,6 +9,7 @@ import resource
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -389,3 +390,37 @@ def test_config_fields() -> None:
 def test_root_is_not_held_to_the_process_limit() -> None:
     """A fact the runaway tests rely on: RLIMIT_NPROC does not apply to uid 0."""
     assert (os.geteuid() == 0) == IS_ROOT
+
+
+@needs_bwrap
+async def test_bubblewrap_keeps_its_own_python_visible_when_it_lives_in_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a clean clone under /tmp has its virtualenv there too; the sandbox empties /tmp, and a
+    # check running that virtualenv's python must still find it (read-only)
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\necho venv-python-ok\n")
+    (venv / "bin" / "python").chmod(0o755)
+    (tmp_path / "elsewhere.txt").write_text("other-tmp-file\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    out = await run(
+        open_sandbox("bubblewrap", project),
+        ToolContext(workspace=project),
+        f"{venv}/bin/python; echo x > {venv}/bin/python || echo venv-ro; "
+        f"cat {tmp_path}/elsewhere.txt 2>&1",
+    )
+    assert "venv-python-ok" in out and "venv-ro" in out
+    assert "other-tmp-file" not in out  # the rest of /tmp stays private
+
+
+def test_bubblewrap_mounts_nothing_of_its_python_inside_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    (project / ".venv").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(project / ".venv"))
+    argv = BubblewrapSandbox(project).argv("true", project)
+    assert str(project / ".venv") not in argv  # stays writable with the workspace

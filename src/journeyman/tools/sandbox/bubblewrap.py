@@ -14,7 +14,10 @@ What a command sees:
   - system secrets `HIDDEN_SYSTEM_FILES` (password hashes, sudoers, SSH host keys) cannot be
     read (a device node that refuses reads covers each), and `HIDDEN_SYSTEM_DIRS` (container
     engines' and databases' state, backups, mail, cron spools, private TLS keys) look empty.
-- /tmp, /dev/shm and /run private and empty; the command sees only its own processes
+- /tmp, /dev/shm and /run private and empty, except, read-only, the Python environment
+  journeyman itself runs on when it lies there or in a hidden folder (checks commonly run that
+  interpreter: a virtualenv made under /tmp must not turn `python -m pytest` into "command not
+  found"); the command sees only its own processes
 (`--unshare-pid`), has no network unless allowed (`--unshare-net`), holds no capabilities, and
 dies with the agent (`--die-with-parent`). Every process a command starts ends with it: the pid
 namespace is torn down when the command exits.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +58,8 @@ HOME_TOOLCHAINS = (
 )
 """Folders of the home folder that stay visible (read-only) inside bubblewrap: programs,
 packages and interpreters a workspace's virtualenv or PATH may point into; no credentials."""
+PRIVATE_DIRS = ("/tmp", "/dev/shm", "/run")
+"""Folders every command gets empty and of its own (in memory)."""
 HIDDEN_SYSTEM_FILES = (
     "/etc/shadow",
     "/etc/shadow-",
@@ -216,7 +222,22 @@ def hiding_args(workspace: Path) -> list[str]:
             path = home / name
             if path.exists() and not path.is_relative_to(root):
                 args.extend(["--ro-bind", str(path), str(path)])
+    emptied = [*hidden, *(Path(os.path.realpath(name)) for name in PRIVATE_DIRS)]
+    for path in own_python():
+        if not path.is_relative_to(root) and any(path.is_relative_to(e) for e in emptied):
+            args.extend(["--ro-bind", str(path), str(path)])
     return args
+
+
+def own_python() -> list[Path]:
+    """The folders of the Python environment journeyman runs on: its virtualenv (if any) and
+    the installation that virtualenv was made from."""
+    found: list[Path] = []
+    for prefix in (sys.prefix, sys.base_prefix):
+        real = Path(os.path.realpath(prefix))
+        if real.is_dir() and real != Path("/") and real not in found:
+            found.append(real)
+    return found
 
 
 def _ssh_host_keys() -> list[str]:
