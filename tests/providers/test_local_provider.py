@@ -79,3 +79,22 @@ async def test_the_embedded_model_calls_a_real_tool_with_valid_arguments() -> No
     assert tool is not None and call.name != "finish"
     tool.args_model.model_validate(call.arguments)
     assert response.usage.input_tokens > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@needs_model
+def test_the_cli_runs_the_embedded_model_at_the_default_output_limit(tmp_path: Path) -> None:
+    """At the default output limit (4,096 tokens) the reply grammar once held string bounds
+    llama.cpp refuses: the process died with signal 11 before the first call."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    run = jm(
+        *("run", "list the files", "-w", str(tmp_path), "--session-dir", str(tmp_path / "s")),
+        *("--provider", "local", "--model", "smollm2-135m", "--no-verify"),
+        *("--max-iterations", "1", "--sandbox", "local"),
+        env={**clean_env(), "JOURNEYMAN_SEED": "1"},
+        timeout=580,
+    )
+    assert "error parsing grammar" not in run.stderr and "Traceback" not in run.stderr
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    assert "→" in run.stdout  # the model made a call

@@ -4,6 +4,7 @@ requests and replies, and the per-(server, model) record, against the fake Chat 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from journeyman.providers import tool_modes
 from journeyman.providers.base import ModelRequest, ToolSpec
 from journeyman.providers.openai import OpenAIProvider, to_openai_messages
 from journeyman.providers.tool_modes import ToolModeRecord, ToolModeRecords
+from journeyman.tools.builtin import default_tools
+from journeyman.tools.registry import ToolRegistry
 
 READ = ToolSpec(
     "read_file",
@@ -334,6 +337,37 @@ def test_strings_of_a_constrained_reply_are_bounded_to_fit_its_token_limit() -> 
     assert answer["properties"]["answer"]["maxLength"] == 208
     unbounded = tool_modes.reply_schema((EDIT,), require_call=True)
     assert "maxLength" not in unbounded["properties"]["arguments"]["properties"]["old"]
+
+
+def test_a_bound_longer_than_a_grammar_may_repeat_is_left_off() -> None:
+    """At the default output limit a string's share is thousands of characters, more than
+    llama.cpp lets a grammar repeat: those strings go unbounded; the tool's own bounds stay."""
+    schema = tool_modes.reply_schema((EDIT, FINISH), require_call=False, reply_tokens=4096)
+    edit, _finish, answer = schema["anyOf"]
+    strings = edit["properties"]["arguments"]["properties"]
+    assert strings["path"]["maxLength"] == 50
+    assert "maxLength" not in strings["old"] and "maxLength" not in strings["new"]
+    assert "maxLength" not in answer["properties"]["answer"]
+    just_inside = tool_modes.reply_schema(
+        (FINISH,), require_call=True, reply_tokens=tool_modes.LONGEST_BOUNDED_STRING + 48
+    )
+    summary = just_inside["properties"]["arguments"]["properties"]["summary"]
+    assert summary["maxLength"] == tool_modes.LONGEST_BOUNDED_STRING
+
+
+@pytest.mark.parametrize("reply_tokens", [160, 1024, 2048, 4096, 32_000])
+def test_no_grammar_repeats_a_rule_as_often_as_llama_cpp_refuses(reply_tokens: int) -> None:
+    """llama.cpp refuses (the embedded model then crashes) a repetition of 2,000 or more: the
+    grammar of the built-in tools must stay under it at every output limit."""
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python")
+    specs = ToolRegistry(default_tools(edit_tool="edit_file")).specs()
+    for require_call in (True, False):
+        schema = tool_modes.reply_schema(
+            specs, require_call=require_call, reply_tokens=reply_tokens
+        )
+        grammar = str(llama_grammar.json_schema_to_gbnf(json.dumps(schema)))
+        repeats = [int(most) for most in re.findall(r"\{\d+,(\d+)\}", grammar)]
+        assert max(repeats, default=0) <= tool_modes.LONGEST_BOUNDED_STRING
 
 
 async def test_the_constrained_request_bounds_its_strings_by_the_output_limit(

@@ -143,11 +143,26 @@ def constrained_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
 
 REPLY_OVERHEAD_TOKENS = 48
 """What a reply's JSON around its strings takes: braces, keys, the tool's name."""
+LONGEST_BOUNDED_STRING = 1000
+"""The largest `maxLength` a reply schema carries. llama.cpp writes a bound as a repetition
+and refuses a grammar whose repetitions reach 2,000 rules (the embedded model then crashes,
+a server drops the request), so a string that may be longer than this is left unbounded:
+it is only the small output limits, where a rambling string would be cut, that need one."""
+
+
+def _within_grammar_limit(schema: dict[str, Any], limit: int) -> dict[str, Any]:
+    """`schema` bounded to `limit` characters, or unbounded when that is more than a grammar
+    may repeat (a tighter bound of the tool's own is kept)."""
+    own = schema.get("maxLength")
+    bound = limit if not isinstance(own, int) else min(limit, own)
+    if bound > LONGEST_BOUNDED_STRING:
+        return {key: value for key, value in schema.items() if key != "maxLength"}
+    return {**schema, "maxLength": bound}
 
 
 def _bound_strings(arguments: dict[str, Any], reply_tokens: int) -> dict[str, Any]:
     """`arguments` with each top-level string argument given a `maxLength`, so that together
-    they fit in a reply of `reply_tokens`.
+    they fit in a reply of `reply_tokens` (up to `LONGEST_BOUNDED_STRING` each).
 
     A constrained reply cut at the token limit is unusable JSON. Small models do ramble inside
     a string (a command that never closes its quote), and nothing else makes them stop: with
@@ -165,9 +180,7 @@ def _bound_strings(arguments: dict[str, Any], reply_tokens: int) -> dict[str, An
     share = max(16, (reply_tokens - REPLY_OVERHEAD_TOKENS) // len(strings))
     bounded = dict(properties)
     for name in strings:
-        schema = bounded[name]
-        limit = min(share, schema.get("maxLength", share))
-        bounded[name] = {**schema, "maxLength": limit}
+        bounded[name] = _within_grammar_limit(bounded[name], share)
     return {**arguments, "properties": bounded}
 
 
@@ -199,7 +212,7 @@ def reply_schema(
     if not require_call or not shapes:
         answer: dict[str, Any] = {"type": "string"}
         if reply_tokens is not None:
-            answer["maxLength"] = max(16, reply_tokens - REPLY_OVERHEAD_TOKENS)
+            answer = _within_grammar_limit(answer, max(16, reply_tokens - REPLY_OVERHEAD_TOKENS))
         shapes.append(
             {
                 "type": "object",
