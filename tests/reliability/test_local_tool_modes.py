@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from journeyman.core.messages import Message, Role
+from journeyman.loop.config import AgentConfig
 from journeyman.providers.base import ModelRequest
 from journeyman.providers.openai import OpenAIProvider
 from journeyman.providers.pricing import estimate_tokens
@@ -44,13 +45,15 @@ def server() -> Iterator[LlamaServer]:
         yield running
 
 
-def provider(server: LlamaServer, tool_format: str, tmp_path: Path) -> OpenAIProvider:
+def provider(
+    server: LlamaServer, tool_format: str, tmp_path: Path, max_output_tokens: int = 128
+) -> OpenAIProvider:
     return OpenAIProvider(
         "smollm2-135m",
         base_url=server.base_url,
         tool_format=tool_format,  # type: ignore[arg-type]
         mode_records=ToolModeRecords(tmp_path / "tool_modes.json"),
-        max_output_tokens=128,
+        max_output_tokens=max_output_tokens,
         timeout=300,
     )
 
@@ -88,6 +91,22 @@ async def test_constrained_modes_give_a_valid_call_of_a_real_tool(
     response = await model.complete(ModelRequest(SYSTEM, (TASK,), TOOLS, max_output_tokens=128))
     assert response.format_error is None
     assert len(response.tool_calls) == 1
+    call = response.tool_calls[0]
+    assert valid(call.name, call.arguments), call
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@needs_llama
+async def test_the_server_takes_the_constrained_reply_at_the_default_output_limit(
+    server: LlamaServer, tmp_path: Path
+) -> None:
+    """At the default output limit the reply schema once bounded strings beyond what llama.cpp
+    lets a grammar repeat: the server dropped the request (and every retry)."""
+    limit = AgentConfig().max_output_tokens
+    model = provider(server, "json_schema", tmp_path, max_output_tokens=limit)
+    response = await model.complete(ModelRequest(SYSTEM, (TASK,), TOOLS, max_output_tokens=limit))
+    assert response.format_error is None and len(response.tool_calls) == 1
     call = response.tool_calls[0]
     assert valid(call.name, call.arguments), call
 
