@@ -176,7 +176,7 @@ def weak_model(trials: int, seed: int, scratch: Path, python: str) -> list[Row]:
     row.notes += [
         "finish reasons: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())),
         f"tool calls made: {sum(o.tool_calls for o in outcomes)} "
-        f"(native format {sum(o.tool_format == 'native' for o in outcomes)} runs, text "
+        f"(auto format {sum(o.tool_format == 'auto' for o in outcomes)} runs, text "
         f"{sum(o.tool_format == 'text' for o in outcomes)})",
         f"undo restored the demo: {sum(o.consistent for o in outcomes)}/{trials}; "
         f"demo tests pass after the run: {sum(o.demo_passes for o in outcomes)}/{trials}",

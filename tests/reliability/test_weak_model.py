@@ -31,4 +31,4 @@ def test_a_weak_model_never_crashes_the_agent(tmp_path: Path) -> None:
     assert [o.problems for o in outcomes] == [[], []]
     assert not any(o.crashed for o in outcomes)
     assert all(o.consistent for o in outcomes)
-    assert {o.tool_format for o in outcomes} == {"native", "text"}
+    assert {o.tool_format for o in outcomes} == {"auto", "text"}
