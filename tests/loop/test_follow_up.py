@@ -3,15 +3,21 @@ history, budgets and undo journal."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from journeyman import ConfigurationError, FinishReason
 from journeyman.core.events import Event, RunStarted
 from journeyman.core.messages import Role
+from journeyman.loop.recorder import INTERRUPTED_NOTE
+from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
-from tests.fakes.agents import call, finish, make_agent, turn, user_texts
+from tests.fakes.agents import Crash, call, crash, finish, make_agent, turn, user_texts
 from tests.fakes.projects import calc_finish, calc_package, fix_add, phased_calc_agent
 
 
@@ -98,3 +104,56 @@ async def test_a_phased_follow_up_becomes_the_goal_of_the_next_context_pack(
     assert "make add() add its arguments" in packs[-1]  # the session's task stays in view
     started = [e.task for e in events if isinstance(e, RunStarted)]
     assert started[-1].endswith("Then: now check that sub() subtracts")
+
+
+def hang_at(provider: ScriptedProvider, index: int) -> asyncio.Event:
+    """Make the provider's request number `index` (from 0) hang until it is cancelled; the
+    returned event is set once it hangs."""
+    hanging = asyncio.Event()
+    play = provider.complete
+
+    async def complete(request: ModelRequest, on_text: Any = None) -> ModelResponse:
+        if len(provider.requests) == index:
+            provider.requests.append(request)
+            hanging.set()
+            await asyncio.Event().wait()
+        return await play(request, on_text)
+
+    provider.complete = complete  # type: ignore[method-assign]
+    return hanging
+
+
+async def test_a_follow_up_cancelled_in_its_first_model_call_is_kept(tmp_path: Path) -> None:
+    agent, provider = make_agent(tmp_path, [finish("first"), finish("second")], verify=False)
+    first = await agent.run("one")
+    hanging = hang_at(provider, 1)
+    sending = asyncio.create_task(agent.send(first.session_id, "slow one"))
+    await hanging.wait()
+    agent.cancel()
+    sending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sending
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = [m.content for m in store.messages(first.session_id) if m.role is Role.USER]
+    finally:
+        store.close()
+    assert stored == ["one", "slow one"]
+
+    third = await agent.send(first.session_id, "new one")
+
+    assert third.final_text == "second"
+    assert user_texts(provider.requests[2]) == ["one", "slow one", INTERRUPTED_NOTE, "new one"]
+
+
+async def test_a_follow_up_outlives_a_crash_before_its_first_step(tmp_path: Path) -> None:
+    agent, _ = make_agent(tmp_path, [finish("first"), crash], verify=False)
+    first = await agent.run("one")
+    with pytest.raises(Crash):
+        await agent.send(first.session_id, "slow one")
+
+    other, provider = make_agent(tmp_path, [finish("second")], verify=False)
+    second = await other.send(first.session_id, "new one")
+
+    assert second.final_text == "second"
+    assert user_texts(provider.requests[0]) == ["one", "slow one", INTERRUPTED_NOTE, "new one"]

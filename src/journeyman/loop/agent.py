@@ -22,6 +22,7 @@ from journeyman.loop.modes import Mode
 from journeyman.loop.modes.phased import PhasedMode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
+from journeyman.loop.recorder import follow_up_messages, store_follow_up
 from journeyman.loop.run_options import RunOptions
 from journeyman.loop.state import LoopState
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
@@ -286,9 +287,12 @@ class Agent:
             if override_limits:
                 self.economics.limits = economics_for(self.config).limits
             if follow_up is not None:
-                # a new list: the stored history ends before the message, which the next
-                # step stores
-                state.messages = [*state.messages, Message.user(follow_up)]
+                added = follow_up_messages(state.messages, follow_up)
+                # stored now, before any model call: a cancelled follow-up is not lost
+                store_follow_up(
+                    kernel.store, state.session_id, state.iterations + 1, added, follow_up
+                )
+                state.messages = [*state.messages, *added]
                 # what this run works on (its start event, the phased mode's goal)
                 state.task = f"{state.task}\n\nThen: {follow_up}"
                 self.economics.iterations = 0
