@@ -14,6 +14,7 @@ from journeyman import ConfigurationError, FinishReason
 from journeyman.core.events import Event, RunStarted
 from journeyman.core.messages import Role
 from journeyman.loop.recorder import INTERRUPTED_NOTE
+from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
@@ -121,6 +122,32 @@ def hang_at(provider: ScriptedProvider, index: int) -> asyncio.Event:
 
     provider.complete = complete  # type: ignore[method-assign]
     return hanging
+
+
+async def test_a_refusal_in_one_message_does_not_refuse_the_next(tmp_path: Path) -> None:
+    script = [turn(call("run_command", "r1", command="echo hi")), finish("not run"), finish("ok")]
+    ask = PermissionsConfig(mode=PermissionMode.DEFAULT)  # nobody to ask: the call is refused
+    agent, _ = make_agent(tmp_path, script, verify=False, permissions=ask)
+    first = await agent.run("run echo hi")
+    assert first.finish_reason is FinishReason.REFUSED
+
+    other, _ = make_agent(tmp_path, [finish("answered")], verify=False, permissions=ask)
+    second = await other.send(first.session_id, "never mind, just say hello")
+
+    assert second.finish_reason is FinishReason.COMPLETED, second.error
+    assert second.refused_calls == []
+
+
+async def test_a_refusal_within_the_follow_up_still_counts(tmp_path: Path) -> None:
+    script = [finish("first"), turn(call("run_command", "r1", command="echo hi")), finish("no")]
+    ask = PermissionsConfig(mode=PermissionMode.DEFAULT)
+    agent, _ = make_agent(tmp_path, script, verify=False, permissions=ask)
+    first = await agent.run("say hello")
+
+    second = await agent.send(first.session_id, "now run echo hi")
+
+    assert second.finish_reason is FinishReason.REFUSED
+    assert [(r.tool, r.argument) for r in second.refused_calls] == [("run_command", "echo hi")]
 
 
 async def test_a_follow_up_cancelled_in_its_first_model_call_is_kept(tmp_path: Path) -> None:
