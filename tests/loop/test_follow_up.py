@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,10 +14,8 @@ from journeyman.core.events import Event, RunStarted
 from journeyman.core.messages import Role
 from journeyman.loop.recorder import INTERRUPTED_NOTE
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
-from journeyman.providers.base import ModelRequest, ModelResponse
-from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.store import SessionStore
-from tests.fakes.agents import Crash, call, crash, finish, make_agent, turn, user_texts
+from tests.fakes.agents import Crash, call, crash, finish, hang_at, make_agent, turn, user_texts
 from tests.fakes.projects import calc_finish, calc_package, fix_add, phased_calc_agent
 
 
@@ -105,23 +102,6 @@ async def test_a_phased_follow_up_becomes_the_goal_of_the_next_context_pack(
     assert "make add() add its arguments" in packs[-1]  # the session's task stays in view
     started = [e.task for e in events if isinstance(e, RunStarted)]
     assert started[-1].endswith("Then: now check that sub() subtracts")
-
-
-def hang_at(provider: ScriptedProvider, index: int) -> asyncio.Event:
-    """Make the provider's request number `index` (from 0) hang until it is cancelled; the
-    returned event is set once it hangs."""
-    hanging = asyncio.Event()
-    play = provider.complete
-
-    async def complete(request: ModelRequest, on_text: Any = None) -> ModelResponse:
-        if len(provider.requests) == index:
-            provider.requests.append(request)
-            hanging.set()
-            await asyncio.Event().wait()
-        return await play(request, on_text)
-
-    provider.complete = complete  # type: ignore[method-assign]
-    return hanging
 
 
 async def test_a_refusal_in_one_message_does_not_refuse_the_next(tmp_path: Path) -> None:

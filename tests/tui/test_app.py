@@ -17,6 +17,7 @@ from journeyman.core import events as ev
 from journeyman.core.lifecycle import AgentState
 from journeyman.core.result import FinishReason
 from journeyman.loop.config import ModeName
+from journeyman.loop.recorder import INTERRUPTED_NOTE
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
@@ -25,7 +26,7 @@ from journeyman.tui.app import ChatApp
 from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
 from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
-from tests.fakes.agents import Probe, call, finish, spend_turn, turn
+from tests.fakes.agents import Probe, call, finish, hang_at, spend_turn, turn, user_texts
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.tui.harness import ManualClock, finish_turn, scripted_app, submit
@@ -280,6 +281,33 @@ async def test_quitting_mid_turn_loses_nothing_and_resume_shows_the_history(
         assert again.results[0].final_text == "picked up"
     contents = [m.content for m in providers[0].requests[0].messages]
     assert "start something long" in contents and "finish it" in contents
+
+
+async def test_a_follow_up_cancelled_before_any_reply_is_kept(tmp_path: Path) -> None:
+    clock = ManualClock()
+    app, providers = scripted_app(tmp_path, [finish("first"), finish("second")], clock=clock)
+    hanging = hang_at(providers[0], 1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "quick one")
+        await finish_turn(pilot)
+        await submit(pilot, "slow one")
+        await hanging.wait()
+        await pilot.press("ctrl+c")
+        await finish_turn(pilot)
+        assert app.results[1].finish_reason is FinishReason.CANCELLED
+        clock.advance(5)
+        await submit(pilot, "new one")
+        await finish_turn(pilot)
+        assert app.results[2].final_text == "second"
+    session = app.conversation.session_id
+    asked = user_texts(providers[0].requests[2])
+    assert asked == ["quick one", "slow one", INTERRUPTED_NOTE, "new one"]
+
+    again, _ = scripted_app(tmp_path, [], session_id=session)
+    async with again.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        shown = [str(w.render()) for w in again.query(UserMessage)]
+    assert shown == ["> quick one", "> slow one", "> new one"]
 
 
 async def test_the_transcript_keeps_a_bounded_number_of_widgets(tmp_path: Path) -> None:
