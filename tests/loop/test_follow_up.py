@@ -164,3 +164,16 @@ async def test_a_follow_up_outlives_a_crash_before_its_first_step(tmp_path: Path
 
     assert second.final_text == "second"
     assert user_texts(provider.requests[0]) == ["one", "slow one", INTERRUPTED_NOTE, "new one"]
+
+
+async def test_an_agent_knows_what_a_loaded_session_spent(tmp_path: Path) -> None:
+    write = call("write_file", "w1", path="a.txt", content="one\n")
+    agent, _ = make_agent(tmp_path, [turn(write), finish("done")], verify=False)
+    first = await agent.run("one")
+    other, _ = make_agent(tmp_path, [], verify=False)
+
+    other.load_session(first.session_id)
+
+    assert other.economics.calls == 2 and other.economics.iterations == 2
+    assert other.economics.usage == agent.economics.usage
+    assert other.economics.cost_usd == agent.economics.cost_usd

@@ -15,6 +15,7 @@ import pytest
 from journeyman import Agent, AgentConfig
 from journeyman.core import events as ev
 from journeyman.core.lifecycle import AgentState
+from journeyman.core.messages import Usage
 from journeyman.core.result import FinishReason
 from journeyman.loop.config import ModeName
 from journeyman.loop.recorder import INTERRUPTED_NOTE
@@ -308,6 +309,33 @@ async def test_a_follow_up_cancelled_before_any_reply_is_kept(tmp_path: Path) ->
         await pilot.pause()
         shown = [str(w.render()) for w in again.query(UserMessage)]
     assert shown == ["> quick one", "> slow one", "> new one"]
+
+
+async def test_a_resumed_session_shows_what_it_spent_and_its_tool_cards(tmp_path: Path) -> None:
+    write = call("write_file", "w1", path="a.txt", content="one\n")
+    app, _ = scripted_app(tmp_path, [turn(write, usage=Usage(120, 30)), finish("wrote a")])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await finish_turn(pilot)
+        spent = status_parts(app)[1:3]
+        live_card = str(app.query(ToolCard).first().title)
+    assert spent[0] != "in 0 out 0 cache 0"
+
+    again, _ = scripted_app(tmp_path, [], session_id=app.results[0].session_id)
+    async with again.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        assert status_parts(again)[1:3] == spent
+        assert status_parts(again)[3] == "budget 4% NONE"  # 2 of 50 turns
+        await submit(pilot, "/cost")
+        assert "2 model call(s)" in notes(again)
+        await submit(pilot, "/budget")
+        assert "turns 2 of" in notes(again)
+        cards = list(again.query(ToolCard))
+        titles = [str(card.title) for card in cards]
+        body = str(cards[0].body.render())
+    assert titles[0] == live_card and titles[0].startswith("✓ ok write_file a.txt")
+    assert "+one" in body and "(no change)" not in body  # the edit as it was made
+    assert titles[1].startswith("✓ ok finish")
 
 
 async def test_the_transcript_keeps_a_bounded_number_of_widgets(tmp_path: Path) -> None:

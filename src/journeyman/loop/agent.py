@@ -16,6 +16,7 @@ from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
+from journeyman.loop.checkpoint import load_checkpoint
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes import Mode
@@ -279,6 +280,25 @@ class Agent:
         if not message.strip():
             raise ConfigurationError("a follow-up message needs some text")
         return await self._continue(session_id, override_limits=override_limits, follow_up=message)
+
+    def load_session(self, session_id: str, *, override_limits: bool = False) -> None:
+        """Take on what a stored session has spent (tokens, cost, model calls, the last
+        message's turns, budget extensions) before continuing it, so `economics` reports the
+        session's totals at once; `send` and `resume` load the same figures again.
+
+        With `override_limits`, this agent's configured limits replace the stored ones.
+        """
+        store = SessionStore(self.session_root)
+        try:
+            _, stored = store.checkpoint(session_id)
+        finally:
+            store.close()
+        spent = economics_for(self.config).snapshot()  # nothing, when no step was stored
+        if stored:
+            spent = load_checkpoint(stored, session_id=session_id).economics
+        self.economics.restore(spent)
+        if override_limits:
+            self.economics.limits = economics_for(self.config).limits
 
     async def _continue(
         self, session_id: str, *, override_limits: bool, follow_up: str | None = None
