@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from journeyman.core.messages import Role
 from journeyman.loop.recorder import INTERRUPTED_NOTE
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.session.store import SessionStore
+from journeyman.tools.sandbox import SandboxKind
 from tests.fakes.agents import Crash, call, crash, finish, hang_at, make_agent, turn, user_texts
 from tests.fakes.projects import calc_finish, calc_package, fix_add, phased_calc_agent
 
@@ -177,3 +179,26 @@ async def test_an_agent_knows_what_a_loaded_session_spent(tmp_path: Path) -> Non
     assert other.economics.calls == 2 and other.economics.iterations == 2
     assert other.economics.usage == agent.economics.usage
     assert other.economics.cost_usd == agent.economics.cost_usd
+
+
+async def test_failed_checks_of_an_earlier_message_do_not_count_against_the_next(
+    tmp_path: Path,
+) -> None:
+    check = f"{sys.executable} -c \"import os, sys; sys.exit(0 if os.path.exists('ok') else 1)\""
+    write_ok = call("write_file", "w1", path="ok", content="yes\n")
+    script = [
+        finish("done", cid="f1"),
+        finish("done", cid="f2"),  # the second failed check ends the first message
+        finish("done", cid="f3"),  # the follow-up's first failed check: one more try
+        turn(write_ok),
+        finish("done", cid="f4"),
+    ]
+    agent, _ = make_agent(
+        tmp_path, script, sandbox=SandboxKind.LOCAL, verify_command=check, max_verify_rounds=2
+    )
+    first = await agent.run("make the check pass")
+    assert first.finish_reason is FinishReason.VERIFICATION_FAILED
+
+    second = await agent.send(first.session_id, "try again, create ok")
+
+    assert second.finish_reason is FinishReason.COMPLETED, second.error
