@@ -78,3 +78,29 @@ def test_journeyman_alone_without_a_terminal_prints_the_commands(tmp_path: Path)
     done = journeyman(env=clean_env(), cwd=tmp_path)
     assert done.returncode == 2
     assert "chat" in done.stdout and "run" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_a_refusal_in_the_first_message_does_not_fail_the_follow_up(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = clean_env(OPENAI_API_KEY="sk-test", JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"))
+    fake_openai.enqueue(
+        reply(tool_calls=[("run_command", {"command": "echo hi"})]),
+        reply(tool_calls=[("finish", {"summary": "could not run it"})]),
+    )
+    first = journeyman(
+        "run", "run echo hi", "-w", str(workspace), "--provider", "openai", "--model", "m",
+        "--base-url", fake_openai.base_url, "--no-verify", "-o", "json", env=env,
+    )  # fmt: skip
+    assert first.returncode != 0  # nobody to approve the command: refused
+    assert json.loads(first.stdout)["finish_reason"] == "refused"
+    session = json.loads(first.stdout)["session_id"]
+
+    fake_openai.enqueue(reply(tool_calls=[("finish", {"summary": "hello"})]))
+    follow = journeyman("run", "--continue", session, "just say hello", "-o", "json", env=env)
+
+    assert follow.returncode == 0, follow.stdout + follow.stderr
+    result = json.loads(follow.stdout)
+    assert result["finish_reason"] == "completed" and result["refused_calls"] == []

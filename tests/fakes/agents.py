@@ -111,6 +111,23 @@ def crash(_request: ModelRequest) -> ModelResponse:
     raise Crash
 
 
+def hang_at(provider: ScriptedProvider, index: int) -> asyncio.Event:
+    """Make the provider's request number `index` (from 0) hang until it is cancelled; the
+    returned event is set once it hangs."""
+    hanging = asyncio.Event()
+    play = provider.complete
+
+    async def complete(request: ModelRequest, on_text: Any = None) -> ModelResponse:
+        if len(provider.requests) == index:
+            provider.requests.append(request)
+            hanging.set()
+            await asyncio.Event().wait()
+        return await play(request, on_text)
+
+    provider.complete = complete  # type: ignore[method-assign]
+    return hanging
+
+
 def make_agent(
     tmp_path: Path,
     script: Iterable[ScriptStep],

@@ -3,6 +3,9 @@ history, budgets and undo journal."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,8 +13,11 @@ import pytest
 from journeyman import ConfigurationError, FinishReason
 from journeyman.core.events import Event, RunStarted
 from journeyman.core.messages import Role
+from journeyman.loop.recorder import INTERRUPTED_NOTE
+from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.session.store import SessionStore
-from tests.fakes.agents import call, finish, make_agent, turn, user_texts
+from journeyman.tools.sandbox import SandboxKind
+from tests.fakes.agents import Crash, call, crash, finish, hang_at, make_agent, turn, user_texts
 from tests.fakes.projects import calc_finish, calc_package, fix_add, phased_calc_agent
 
 
@@ -98,3 +104,101 @@ async def test_a_phased_follow_up_becomes_the_goal_of_the_next_context_pack(
     assert "make add() add its arguments" in packs[-1]  # the session's task stays in view
     started = [e.task for e in events if isinstance(e, RunStarted)]
     assert started[-1].endswith("Then: now check that sub() subtracts")
+
+
+async def test_a_refusal_in_one_message_does_not_refuse_the_next(tmp_path: Path) -> None:
+    script = [turn(call("run_command", "r1", command="echo hi")), finish("not run"), finish("ok")]
+    ask = PermissionsConfig(mode=PermissionMode.DEFAULT)  # nobody to ask: the call is refused
+    agent, _ = make_agent(tmp_path, script, verify=False, permissions=ask)
+    first = await agent.run("run echo hi")
+    assert first.finish_reason is FinishReason.REFUSED
+
+    other, _ = make_agent(tmp_path, [finish("answered")], verify=False, permissions=ask)
+    second = await other.send(first.session_id, "never mind, just say hello")
+
+    assert second.finish_reason is FinishReason.COMPLETED, second.error
+    assert second.refused_calls == []
+
+
+async def test_a_refusal_within_the_follow_up_still_counts(tmp_path: Path) -> None:
+    script = [finish("first"), turn(call("run_command", "r1", command="echo hi")), finish("no")]
+    ask = PermissionsConfig(mode=PermissionMode.DEFAULT)
+    agent, _ = make_agent(tmp_path, script, verify=False, permissions=ask)
+    first = await agent.run("say hello")
+
+    second = await agent.send(first.session_id, "now run echo hi")
+
+    assert second.finish_reason is FinishReason.REFUSED
+    assert [(r.tool, r.argument) for r in second.refused_calls] == [("run_command", "echo hi")]
+
+
+async def test_a_follow_up_cancelled_in_its_first_model_call_is_kept(tmp_path: Path) -> None:
+    agent, provider = make_agent(tmp_path, [finish("first"), finish("second")], verify=False)
+    first = await agent.run("one")
+    hanging = hang_at(provider, 1)
+    sending = asyncio.create_task(agent.send(first.session_id, "slow one"))
+    await hanging.wait()
+    agent.cancel()
+    sending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sending
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = [m.content for m in store.messages(first.session_id) if m.role is Role.USER]
+    finally:
+        store.close()
+    assert stored == ["one", "slow one"]
+
+    third = await agent.send(first.session_id, "new one")
+
+    assert third.final_text == "second"
+    assert user_texts(provider.requests[2]) == ["one", "slow one", INTERRUPTED_NOTE, "new one"]
+
+
+async def test_a_follow_up_outlives_a_crash_before_its_first_step(tmp_path: Path) -> None:
+    agent, _ = make_agent(tmp_path, [finish("first"), crash], verify=False)
+    first = await agent.run("one")
+    with pytest.raises(Crash):
+        await agent.send(first.session_id, "slow one")
+
+    other, provider = make_agent(tmp_path, [finish("second")], verify=False)
+    second = await other.send(first.session_id, "new one")
+
+    assert second.final_text == "second"
+    assert user_texts(provider.requests[0]) == ["one", "slow one", INTERRUPTED_NOTE, "new one"]
+
+
+async def test_an_agent_knows_what_a_loaded_session_spent(tmp_path: Path) -> None:
+    write = call("write_file", "w1", path="a.txt", content="one\n")
+    agent, _ = make_agent(tmp_path, [turn(write), finish("done")], verify=False)
+    first = await agent.run("one")
+    other, _ = make_agent(tmp_path, [], verify=False)
+
+    other.load_session(first.session_id)
+
+    assert other.economics.calls == 2 and other.economics.iterations == 2
+    assert other.economics.usage == agent.economics.usage
+    assert other.economics.cost_usd == agent.economics.cost_usd
+
+
+async def test_failed_checks_of_an_earlier_message_do_not_count_against_the_next(
+    tmp_path: Path,
+) -> None:
+    check = f"{sys.executable} -c \"import os, sys; sys.exit(0 if os.path.exists('ok') else 1)\""
+    write_ok = call("write_file", "w1", path="ok", content="yes\n")
+    script = [
+        finish("done", cid="f1"),
+        finish("done", cid="f2"),  # the second failed check ends the first message
+        finish("done", cid="f3"),  # the follow-up's first failed check: one more try
+        turn(write_ok),
+        finish("done", cid="f4"),
+    ]
+    agent, _ = make_agent(
+        tmp_path, script, sandbox=SandboxKind.LOCAL, verify_command=check, max_verify_rounds=2
+    )
+    first = await agent.run("make the check pass")
+    assert first.finish_reason is FinishReason.VERIFICATION_FAILED
+
+    second = await agent.send(first.session_id, "try again, create ok")
+
+    assert second.finish_reason is FinishReason.COMPLETED, second.error

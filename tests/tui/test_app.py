@@ -15,8 +15,10 @@ import pytest
 from journeyman import Agent, AgentConfig
 from journeyman.core import events as ev
 from journeyman.core.lifecycle import AgentState
+from journeyman.core.messages import Usage
 from journeyman.core.result import FinishReason
 from journeyman.loop.config import ModeName
+from journeyman.loop.recorder import INTERRUPTED_NOTE
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
@@ -25,7 +27,7 @@ from journeyman.tui.app import ChatApp
 from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
 from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
-from tests.fakes.agents import Probe, call, finish, spend_turn, turn
+from tests.fakes.agents import Probe, call, finish, hang_at, spend_turn, turn, user_texts
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.tui.harness import ManualClock, finish_turn, scripted_app, submit
@@ -280,6 +282,60 @@ async def test_quitting_mid_turn_loses_nothing_and_resume_shows_the_history(
         assert again.results[0].final_text == "picked up"
     contents = [m.content for m in providers[0].requests[0].messages]
     assert "start something long" in contents and "finish it" in contents
+
+
+async def test_a_follow_up_cancelled_before_any_reply_is_kept(tmp_path: Path) -> None:
+    clock = ManualClock()
+    app, providers = scripted_app(tmp_path, [finish("first"), finish("second")], clock=clock)
+    hanging = hang_at(providers[0], 1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "quick one")
+        await finish_turn(pilot)
+        await submit(pilot, "slow one")
+        await hanging.wait()
+        await pilot.press("ctrl+c")
+        await finish_turn(pilot)
+        assert app.results[1].finish_reason is FinishReason.CANCELLED
+        clock.advance(5)
+        await submit(pilot, "new one")
+        await finish_turn(pilot)
+        assert app.results[2].final_text == "second"
+    session = app.conversation.session_id
+    asked = user_texts(providers[0].requests[2])
+    assert asked == ["quick one", "slow one", INTERRUPTED_NOTE, "new one"]
+
+    again, _ = scripted_app(tmp_path, [], session_id=session)
+    async with again.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        shown = [str(w.render()) for w in again.query(UserMessage)]
+    assert shown == ["> quick one", "> slow one", "> new one"]
+
+
+async def test_a_resumed_session_shows_what_it_spent_and_its_tool_cards(tmp_path: Path) -> None:
+    write = call("write_file", "w1", path="a.txt", content="one\n")
+    app, _ = scripted_app(tmp_path, [turn(write, usage=Usage(120, 30)), finish("wrote a")])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "write a.txt")
+        await finish_turn(pilot)
+        spent = status_parts(app)[1:3]
+        live_card = str(app.query(ToolCard).first().title)
+    assert spent[0] != "in 0 out 0 cache 0"
+
+    again, _ = scripted_app(tmp_path, [], session_id=app.results[0].session_id)
+    async with again.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        assert status_parts(again)[1:3] == spent
+        assert status_parts(again)[3] == "budget 4% NONE"  # 2 of 50 turns
+        await submit(pilot, "/cost")
+        assert "2 model call(s)" in notes(again)
+        await submit(pilot, "/budget")
+        assert "turns 2 of" in notes(again)
+        cards = list(again.query(ToolCard))
+        titles = [str(card.title) for card in cards]
+        body = str(cards[0].body.render())
+    assert titles[0] == live_card and titles[0].startswith("✓ ok write_file a.txt")
+    assert "+one" in body and "(no change)" not in body  # the edit as it was made
+    assert titles[1].startswith("✓ ok finish")
 
 
 async def test_the_transcript_keeps_a_bounded_number_of_widgets(tmp_path: Path) -> None:

@@ -16,12 +16,14 @@ from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
+from journeyman.loop.checkpoint import load_checkpoint
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes import Mode
 from journeyman.loop.modes.phased import PhasedMode
 from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
+from journeyman.loop.recorder import follow_up_messages, store_follow_up
 from journeyman.loop.run_options import RunOptions
 from journeyman.loop.state import LoopState
 from journeyman.policy.hooks import HookEvent, HookPayload, HookRunner
@@ -279,6 +281,25 @@ class Agent:
             raise ConfigurationError("a follow-up message needs some text")
         return await self._continue(session_id, override_limits=override_limits, follow_up=message)
 
+    def load_session(self, session_id: str, *, override_limits: bool = False) -> None:
+        """Take on what a stored session has spent (tokens, cost, model calls, the last
+        message's turns, budget extensions) before continuing it, so `economics` reports the
+        session's totals at once; `send` and `resume` load the same figures again.
+
+        With `override_limits`, this agent's configured limits replace the stored ones.
+        """
+        store = SessionStore(self.session_root)
+        try:
+            _, stored = store.checkpoint(session_id)
+        finally:
+            store.close()
+        spent = economics_for(self.config).snapshot()  # nothing, when no step was stored
+        if stored:
+            spent = load_checkpoint(stored, session_id=session_id).economics
+        self.economics.restore(spent)
+        if override_limits:
+            self.economics.limits = economics_for(self.config).limits
+
     async def _continue(
         self, session_id: str, *, override_limits: bool, follow_up: str | None = None
     ) -> RunResult:
@@ -286,9 +307,12 @@ class Agent:
             if override_limits:
                 self.economics.limits = economics_for(self.config).limits
             if follow_up is not None:
-                # a new list: the stored history ends before the message, which the next
-                # step stores
-                state.messages = [*state.messages, Message.user(follow_up)]
+                added = follow_up_messages(state.messages, follow_up)
+                # stored now, before any model call: a cancelled follow-up is not lost
+                store_follow_up(
+                    kernel.store, state.session_id, state.iterations + 1, added, follow_up
+                )
+                state.messages = [*state.messages, *added]
                 # what this run works on (its start event, the phased mode's goal)
                 state.task = f"{state.task}\n\nThen: {follow_up}"
                 self.economics.iterations = 0

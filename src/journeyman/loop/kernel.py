@@ -224,7 +224,8 @@ class Kernel:
             self.on_restore(state)
         self.observer.replay(messages)
         self.store.clear_outcome(session_id)
-        recorder = StepRecorder(self.store, session_id, len(messages), history_start)
+        # on_restore stores what it adds (a follow-up) at once: the recorder starts after it
+        recorder = StepRecorder(self.store, session_id, len(state.messages), history_start)
         self._attach(recorder)
         await asyncio.to_thread(recorder.reconcile_interrupted_command, self.workspace, step + 1)
         assert step == state.iterations

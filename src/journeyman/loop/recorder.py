@@ -4,11 +4,12 @@ at once, before the tool writes."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from journeyman.core.events import Event, RunStarted, event_to_dict
-from journeyman.core.messages import Message
+from journeyman.core.messages import Message, Role
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.state import LoopState
 from journeyman.providers.base import Provider
@@ -18,6 +19,15 @@ from journeyman.tools.snapshot import reconcile_interrupted
 
 UNPERSISTED_EVENTS = frozenset({"text_delta"})
 """Streaming deltas are not stored; the full text arrives in the model_response event."""
+
+FOLLOW_UP_EVENT = "follow_up"
+"""Stored event type that opens a new user message of a session: what the verdict judges of
+a run (refused calls, failed checks) starts there."""
+
+INTERRUPTED_NOTE = (
+    "[journeyman] The user interrupted the work on the message above before it was answered. "
+    "It stays here for context; their next message follows."
+)
 
 
 class StepRecorder:
@@ -90,6 +100,24 @@ class StepRecorder:
         self.store.append_events(self.session_id, step, self._events, self._usage)
         self._events = []
         self._usage = []
+
+
+def follow_up_messages(history: list[Message], text: str) -> list[Message]:
+    """What a follow-up adds to `history`: the user's message, after a note when the
+    history ends with a message that was never answered (its run was cancelled or killed)."""
+    message = Message.user(text)
+    if history and history[-1].role is Role.USER:
+        return [Message.user(INTERRUPTED_NOTE), message]
+    return [message]
+
+
+def store_follow_up(
+    store: SessionStore, session_id: str, step: int, messages: list[Message], text: str
+) -> None:
+    """Store a follow-up's messages as soon as it is sent, with the event that opens it, so a
+    cancel or a crash before `step` completes keeps them."""
+    event = {"type": FOLLOW_UP_EVENT, "text": text, "timestamp": time.time()}
+    store.record_ahead(session_id, step, messages, [event])
 
 
 def run_started(

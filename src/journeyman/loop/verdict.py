@@ -55,6 +55,7 @@ from journeyman.core.text import one_line
 from journeyman.economics.loop_detector import result_digest
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.endings import Termination
+from journeyman.loop.recorder import FOLLOW_UP_EVENT
 from journeyman.policy.permissions import (
     PERMISSION_ERROR_KIND,
     DecisionKind,
@@ -372,7 +373,7 @@ class Verdict:
             self._counted_for = state.session_id
             self.failures = sum(
                 1
-                for event in self.store.events(state.session_id)
+                for event in self._current_message_events(state.session_id)
                 if event.get("type") == "nudge" and event.get("kind") == NUDGE_KIND
             )
         command = await self.command() if self.active else None
@@ -445,11 +446,22 @@ class Verdict:
     def _changes(self, session_id: str) -> int:
         return len(self.store.file_changes(session_id))
 
+    def _current_message_events(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's events since its latest user message began (the task, or the last
+        follow-up): an earlier message's refusals and failed checks are not this one's."""
+        events: list[dict[str, Any]] = []
+        for event in self.store.events(session_id):
+            if event.get("type") == FOLLOW_UP_EVENT:
+                events.clear()
+            events.append(event)
+        return events
+
     def refusals(self, session_id: str) -> list[RefusedCall]:
-        """Edit and command calls refused by the permission policy and never run later."""
+        """Edit and command calls of the current user message refused by the permission
+        policy and never run later."""
         calls: dict[str, dict[str, Any]] = {}
         refused: dict[tuple[str, str | None], RefusedCall] = {}
-        for event in self.store.events(session_id):
+        for event in self._current_message_events(session_id):
             if event.get("type") == "tool_call":
                 call = event.get("call") or {}
                 calls[str(call.get("id"))] = call

@@ -384,6 +384,35 @@ class SessionStore:
         self._event_seq[session_id] = event_seq + len(step.events)
         return message_seq
 
+    def record_ahead(
+        self,
+        session_id: str,
+        step: int,
+        messages: Sequence[Message],
+        events: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Messages (and events) of `step` stored before that step completes, in one
+        transaction: a user's follow-up is kept even if the step never does."""
+        message_seq = self._next_seq(session_id, "messages", self._message_seq)
+        event_seq = self._next_seq(session_id, "events", self._event_seq)
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT INTO messages (session_id, seq, step, body) VALUES (?, ?, ?, ?)",
+                [
+                    (session_id, message_seq + i, step, self._dump(_message_row(m)))
+                    for i, m in enumerate(messages)
+                ],
+            )
+            db.executemany(
+                "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (session_id, event_seq + i, step, e["type"], self._dump(_capped(e)))
+                    for i, e in enumerate(events)
+                ],
+            )
+        self._message_seq[session_id] = message_seq + len(messages)
+        self._event_seq[session_id] = event_seq + len(events)
+
     def append_events(
         self,
         session_id: str,

@@ -14,6 +14,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.suggester import SuggestFromList
+from textual.widget import Widget
 from textual.widgets import Input
 
 from journeyman.core import events as ev
@@ -24,7 +25,12 @@ from journeyman.economics.budget import ExtensionRequest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
 from journeyman.tui import commands
-from journeyman.tui.conversation import AgentFactory, AgentHooks, Conversation
+from journeyman.tui.conversation import (
+    AgentFactory,
+    AgentHooks,
+    Conversation,
+    StoredTranscript,
+)
 from journeyman.tui.dialogs import EXTENSION_TIMEOUT_S, ApprovalDialog, BudgetDialog
 from journeyman.tui.slash import SlashHandler
 from journeyman.tui.widgets import (
@@ -35,6 +41,7 @@ from journeyman.tui.widgets import (
     ToolCard,
     Transcript,
     UserMessage,
+    styled_diff,
 )
 
 if TYPE_CHECKING:
@@ -110,22 +117,53 @@ class ChatApp(App[None]):
         facts.model = f"{self.agent.provider.name}:{self.agent.provider.model}"
         facts.mode = self.agent.config.mode.value
         facts.session_id = self.conversation.session_id or ""
-        self.refresh_usage()
         if self.conversation.session_id:
             self.show_history()
+        self.refresh_usage()
         self.query_one("#prompt", Input).focus()
 
     def note(self, text: str | Text) -> None:
         self.transcript.add(Note(text))
 
     def show_history(self) -> None:
-        """The stored conversation of the session being resumed, as plain messages."""
+        """The session being resumed: what it has spent (status bar, /cost, /budget), then its
+        stored conversation."""
         self.note(f"session {self.conversation.session_id}")
-        for message in self.conversation.transcript()[-self.transcript.max_items :]:
+        try:
+            self.conversation.load_usage()
+            stored = self.conversation.transcript()
+        except Exception as error:  # shown, never a traceback; a message may still go on
+            self.note(Text(f"error: {printable(str(error))}", style="bold red"))
+            return
+        status = self.agent.economics.check()
+        self.status.facts.budget_fraction = status.fraction
+        self.status.facts.budget_level = status.level.value
+        self._replay(stored)
+
+    def _replay(self, stored: StoredTranscript) -> None:
+        """The user's messages, the model's text and a card per tool call with its outcome."""
+        workspace = str(self.agent.workspace)
+        shown: list[Widget] = []
+        cards: dict[str, ToolCard] = {}
+        for message in stored.messages:
             if message.role is Role.USER and not message.content.startswith("[journeyman]"):
-                self.transcript.add(UserMessage(message.content))
-            elif message.role is Role.ASSISTANT and message.content.strip():
-                self.transcript.add(AssistantText(message.content))
+                shown.append(UserMessage(message.content))
+            elif message.role is Role.ASSISTANT:
+                if message.content.strip():
+                    shown.append(AssistantText(message.content))
+                for call in message.tool_calls:
+                    cards[call.id] = ToolCard(call, workspace)
+                    shown.append(cards[call.id])
+            elif message.role is Role.TOOL and message.tool_result is not None:
+                result = message.tool_result
+                card = cards.pop(result.call_id, None)
+                if card is not None:
+                    diff = stored.diffs.get(result.call_id)
+                    if diff is not None:  # the workspace has moved on since the edit
+                        card.preview = styled_diff(diff)
+                    card.finished(result, stored.durations.get(result.call_id, 0.0))
+        for widget in shown[-self.transcript.max_items :]:
+            self.transcript.add(widget)
 
     def refresh_usage(self) -> None:
         facts, economics = self.status.facts, self.agent.economics

@@ -4,18 +4,19 @@ each later one continues it (`Agent.send`), and the session's store answers /und
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from journeyman.core.events import EventHandler
-from journeyman.core.messages import Message, Role
+from journeyman.core.messages import Message, ToolCall
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover
 from journeyman.loop.agent import Agent
 from journeyman.policy.permissions import Approver
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import SessionStore, SessionSummary, new_session_id
+from journeyman.session.store import FileChange, SessionStore, SessionSummary, new_session_id
 from journeyman.session.undo import FileChangeTracker, UndoResult
 
 
@@ -39,6 +40,18 @@ class PendingFork:
     parent_id: str
     step: int
     history: list[Message]
+
+
+@dataclass(frozen=True)
+class StoredTranscript:
+    """What a resumed session shows of its past."""
+
+    messages: list[Message]
+    """The stored history, tool calls and results included."""
+    durations: dict[str, float]
+    """Seconds each tool call took, by call id (when its event was stored)."""
+    diffs: dict[str, str]
+    """The unified diff of each call that edited a file, by call id."""
 
 
 class Conversation:
@@ -86,16 +99,60 @@ class Conversation:
             raise ValueError(f"{found} with an id starting with {prefix!r}; see /sessions")
         return ids[0]
 
-    def transcript(self) -> list[Message]:
-        """The stored user and assistant messages of the session (for a resumed session)."""
+    def transcript(self) -> StoredTranscript:
+        """The stored conversation of the session (for a resumed session): its messages and
+        how long each tool call took."""
         if self.session_id is None:
-            return []
+            return StoredTranscript([], {}, {})
         store = self._store()
         try:
             messages = store.messages(self.session_id)
+            durations = {
+                str(result.get("call_id")): float(event["duration_s"])
+                for event in store.events(self.session_id)
+                if event.get("type") == "tool_result"
+                and isinstance(result := event.get("result"), dict)
+                and isinstance(event.get("duration_s"), int | float)
+            }
+            changes = store.file_changes(self.session_id)
         finally:
             store.close()
-        return [m for m in messages if m.role in (Role.USER, Role.ASSISTANT)]
+        return StoredTranscript(messages, durations, self._edit_diffs(messages, changes))
+
+    def _edit_diffs(self, messages: list[Message], changes: list[FileChange]) -> dict[str, str]:
+        """The journaled change of each call that edited one file (by `path`), as a unified
+        diff: the workspace now holds later versions, so the call's own diff is gone from it."""
+        pending = list(changes)
+        calls: dict[str, ToolCall] = {}
+        diffs: dict[str, str] = {}
+        for message in messages:
+            calls.update((call.id, call) for call in message.tool_calls)
+            result = message.tool_result
+            call = calls.get(result.call_id) if result is not None else None
+            if result is None or call is None or result.is_error:
+                continue
+            path = call.arguments.get("path")
+            if not isinstance(path, str):
+                continue
+            relative = self._relative(path)
+            for change in pending:
+                if change.tool == call.name and change.path == relative:
+                    pending.remove(change)
+                    diffs[call.id] = _unified_diff(change)
+                    break
+        return diffs
+
+    def _relative(self, path: str) -> str:
+        workspace = self.agent.workspace
+        try:
+            return (workspace / path).resolve().relative_to(workspace).as_posix()
+        except (OSError, ValueError):
+            return path
+
+    def load_usage(self) -> None:
+        """Give the agent what the session has spent so far (the status bar, /cost, /budget)."""
+        if self.session_id is not None:
+            self.agent.load_session(self.session_id)
 
     def sessions(self) -> list[SessionSummary]:
         """The stored sessions of this workspace, newest first."""
@@ -146,3 +203,14 @@ class Conversation:
     @property
     def workspace(self) -> Path:
         return self.agent.workspace
+
+
+def _unified_diff(change: FileChange) -> str:
+    before, after = change.before, change.after
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        (after or "").splitlines(keepends=True),
+        fromfile="/dev/null" if before is None else f"a/{change.path}",
+        tofile="/dev/null" if after is None else f"b/{change.path}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
