@@ -2,6 +2,8 @@
 
 The system prompt and the tool list are the stable prefix of every request, so both carry a
 `cache_control` breakpoint; later calls of a run then read that prefix from the prompt cache.
+When the request marks a prefix of the system prompt that other runs share (a swarm's workers),
+a third breakpoint after it lets those runs read it from one another's cache entries.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Literal, TypeAlias
 
 import anthropic
 import httpx2
-from anthropic import AsyncAnthropic, AsyncStream, Omit, omit
+from anthropic import AsyncAnthropic, AsyncStream, omit
 from anthropic.types import (
     InputJSONDelta,
     MessageDeltaUsage,
@@ -136,11 +138,7 @@ class AnthropicProvider:
     async def complete(
         self, request: ModelRequest, on_text: TextCallback | None = None
     ) -> ModelResponse:
-        system: list[TextBlockParam] | Omit = omit
-        if request.system:
-            system = [
-                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
-            ]
+        system = to_anthropic_system(request.system, request.system_shared_chars) or omit
         tools = to_anthropic_tools(request.tools)
         messages = to_anthropic_messages(request.messages)
         max_tokens = self.max_output_tokens or request.max_output_tokens
@@ -370,6 +368,27 @@ def _updated_usage(usage: Usage, delta: MessageDeltaUsage) -> Usage:
 
 
 # --------------------------------------------------------------------------- conversion
+
+
+def to_anthropic_system(system: str, shared_chars: int = 0) -> list[TextBlockParam]:
+    """The system prompt as text blocks, each ending in a cache breakpoint.
+
+    With `shared_chars` (the part other runs send too, e.g. a swarm's shared worker prefix)
+    the prompt is split there into two blocks: the first block's breakpoint covers the tools
+    and the shared part, which is byte-identical across those runs, so each of them reads it
+    from the cache the first one wrote; the second covers the rest of this run's prompt. That
+    is three of the four breakpoints the API allows (tools, shared part, whole system).
+    """
+    if not system:
+        return []
+    blocks: list[TextBlockParam] = []
+    if 0 < shared_chars < len(system):
+        blocks.append(
+            {"type": "text", "text": system[:shared_chars], "cache_control": {"type": "ephemeral"}}
+        )
+        system = system[shared_chars:]
+    blocks.append({"type": "text", "text": system, "cache_control": {"type": "ephemeral"}})
+    return blocks
 
 
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
