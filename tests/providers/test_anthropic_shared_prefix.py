@@ -8,21 +8,27 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tests.fakes import FakeAnthropicServer, reply
+from tests.fakes import FakeAnthropicServer, FakeOpenAIServer, reply
 from tests.fakes.anthropic_cache import FakePromptCache, prompt_blocks
 from tests.fakes.anthropic_swarm import anthropic_reply
-from tests.fakes.swarm import SwarmModel, git_repo, write_then_finish
+from tests.fakes.swarm import SwarmModel, git_repo, openai_reply, system_of, write_then_finish
 
 from journeyman import Agent
 from journeyman.core.messages import Message
 from journeyman.loop.config import AgentConfig
 from journeyman.providers.anthropic import AnthropicProvider, to_anthropic_system
-from journeyman.providers.base import ModelRequest, ToolSpec
+from journeyman.providers.base import ModelRequest, Provider, ToolSpec
+from journeyman.providers.openai import OpenAIProvider
 from journeyman.swarm.orchestrator import Swarm, SwarmConfig
 from journeyman.tools.sandbox import SandboxKind
 
 EPHEMERAL = {"type": "ephemeral"}
 SHARED = "You are one worker of a swarm. " * 200  # about 1,550 tokens at 4 characters a token
+WORKER_FILES = ("a.txt", "b.txt")
+TEAM = SwarmModel(
+    [{"title": n, "task": f"Update {n}.", "files": [n]} for n in WORKER_FILES],
+    {f"w{i}": write_then_finish(n, f"{n} done\n") for i, n in enumerate(WORKER_FILES, start=1)},
+)
 READ = ToolSpec(
     "read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}
 )
@@ -41,6 +47,17 @@ def worker_request(task: str, shared_chars: int) -> ModelRequest:
         tools=(READ,),
         max_output_tokens=100,
         system_shared_chars=shared_chars,
+    )
+
+
+def two_worker_swarm(tmp_path: Path, client: Provider) -> Swarm:
+    """A swarm of two workers that each write their file and finish, on `client`."""
+    repo = git_repo(tmp_path / "repo", {n: "todo\n" for n in WORKER_FILES})
+    return Swarm(
+        client,
+        workspace=repo,
+        config=SwarmConfig(workers=2, verify_command="true"),
+        agent_config=AgentConfig(session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL),
     )
 
 
@@ -135,23 +152,31 @@ def test_an_agent_marks_the_configured_prefix_and_keeps_it_first(tmp_path: Path)
 
 
 def test_swarm_workers_share_their_first_system_block(tmp_path: Path) -> None:
-    names = ["a.txt", "b.txt"]
-    model = SwarmModel(
-        [{"title": n, "task": f"Update {n}.", "files": [n]} for n in names],
-        {f"w{i}": write_then_finish(n, f"{n} done\n") for i, n in enumerate(names, start=1)},
-    )
-    repo = git_repo(tmp_path / "repo", {n: "todo\n" for n in names})
-    with FakeAnthropicServer(default=anthropic_reply(model)) as server:
-        swarm = Swarm(
-            provider(server),
-            workspace=repo,
-            config=SwarmConfig(workers=2, verify_command="true"),
-            agent_config=AgentConfig(session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL),
-        )
-        result = asyncio.run(swarm.run("update both parts"))
+    with FakeAnthropicServer(default=anthropic_reply(TEAM)) as server:
+        result = asyncio.run(two_worker_swarm(tmp_path, provider(server)).run("update both"))
     assert result.success, result.summary()
     workers = [r.json["system"] for r in server.requests if "Subtask id:" in str(r.json["system"])]
     firsts = {block[0]["text"] for block in workers}
     assert len(workers) == 4 and len(firsts) == 1
     assert all(len(blocks) == 2 and blocks[0]["cache_control"] == EPHEMERAL for blocks in workers)
     assert {block[1]["text"].count("Subtask id: w") for block in workers} == {1}
+
+
+def test_openai_workers_start_with_the_same_tools_and_system_prefix(tmp_path: Path) -> None:
+    """OpenAI caches by prefix on its own: the shared part must come first, identical."""
+    with FakeOpenAIServer(default=openai_reply(TEAM)) as server:
+        client = OpenAIProvider("gpt-test", api_key="sk-test", base_url=server.base_url)
+        swarm = two_worker_swarm(tmp_path, client)
+        result = asyncio.run(swarm.run("update both"))
+    assert result.success, result.summary()
+    prefix = swarm.engine.shared_prefix()
+    firsts = [
+        r.json
+        for r in server.requests
+        if "Subtask id:" in system_of(r) and len(r.json["messages"]) == 2
+    ]
+    assert len(firsts) == 2
+    assert firsts[0]["tools"] == firsts[1]["tools"]
+    for body in firsts:
+        assert body["messages"][0]["role"] == "system"
+        assert body["messages"][0]["content"].startswith(prefix)
