@@ -180,3 +180,34 @@ def test_openai_workers_start_with_the_same_tools_and_system_prefix(tmp_path: Pa
     for body in firsts:
         assert body["messages"][0]["role"] == "system"
         assert body["messages"][0]["content"].startswith(prefix)
+
+
+def test_each_call_of_a_run_reads_the_history_the_previous_one_sent(tmp_path: Path) -> None:
+    cache = FakePromptCache()
+    turns = [
+        reply(tool_calls=[("read_file", {"path": "a.txt"})]),
+        reply(tool_calls=[("read_file", {"path": "a.txt"})]),
+        reply(tool_calls=[("finish", {"summary": "read it"})]),
+    ]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a line of text\n" * 20)
+    with FakeAnthropicServer(turns, prompt_cache=cache) as server:
+        config = AgentConfig(session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL)
+        asyncio.run(Agent(provider(server), workspace=workspace, config=config).run("Read a.txt"))
+    bodies = [r.json for r in server.requests]
+    assert len(bodies) == 3
+    for body in bodies:
+        marked = [
+            block
+            for message in body["messages"]
+            for block in message["content"]
+            if "cache_control" in block
+        ]
+        assert marked == [body["messages"][-1]["content"][-1]]
+    first, second, third = cache.reports
+    # each call reads the tools, the system prompt and the history up to the previous call's
+    # last message, not only the fixed part (which stays the same from call to call)
+    assert 0 == first.cache_read_tokens < second.cache_read_tokens < third.cache_read_tokens
+    assert third.cache_read_tokens == second.prompt_tokens
+    assert third.input_tokens == 0
