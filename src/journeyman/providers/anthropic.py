@@ -407,8 +407,8 @@ def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
 def with_history_breakpoint(messages: list[MessageParam]) -> list[MessageParam]:
     """`messages` with a cache breakpoint on the last block of the last turn (the fourth and
     last one a request may carry). The next call of the run repeats this history and adds to
-    it, so it reads everything up to here from the cache instead of sending it again; without
-    it, only the tools and the system prompt were ever read from the cache."""
+    it, so it reads everything up to here from the cache instead of sending it again (without
+    this breakpoint only the tools and the system prompt would be read)."""
     if messages:
         content = messages[-1]["content"]
         if isinstance(content, list) and content:
