@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from .script import HTTPFault, MidStreamError, RecordedRequest, Reply
+from .anthropic_cache import FakePromptCache
+from .script import HTTPFault, MidStreamError, RecordedRequest, Reply, ScriptItem
 from .server import FakeServer, SSEEvent, sse
 
 _ERROR_TYPES = {
@@ -46,7 +48,27 @@ class FakeAnthropicServer(FakeServer):
     api_path: ClassVar[str] = "/v1/messages"
     request_id_header: ClassVar[str] = "request-id"
 
-    def _usage(self, reply: Reply) -> dict[str, int]:
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        prompt_cache: FakePromptCache | None = None,
+        **options: Any,
+    ) -> None:
+        """`prompt_cache`: report input and cache tokens as Anthropic's prompt cache would
+        for each request's body (the reply's own counts are used for output tokens only)."""
+        super().__init__(script, **options)
+        self.prompt_cache = prompt_cache
+
+    def _usage(self, reply: Reply, request: RecordedRequest | None = None) -> dict[str, int]:
+        if self.prompt_cache is not None and request is not None:
+            cached = self.prompt_cache.account(request.body)
+            return {
+                "input_tokens": cached.input_tokens,
+                "output_tokens": reply.usage.output_tokens,
+                "cache_creation_input_tokens": cached.cache_write_tokens,
+                "cache_read_input_tokens": cached.cache_read_tokens,
+            }
         return {
             "input_tokens": reply.usage.input_tokens,
             "output_tokens": reply.usage.output_tokens,
@@ -82,11 +104,11 @@ class FakeAnthropicServer(FakeServer):
             "content": content,
             "stop_reason": self._stop_reason(reply),
             "stop_sequence": None,
-            "usage": self._usage(reply),
+            "usage": self._usage(reply, request),
         }
 
     def render_events(self, reply: Reply, request: RecordedRequest) -> list[SSEEvent]:
-        start_usage = {**self._usage(reply), "output_tokens": 1}
+        start_usage = {**self._usage(reply, request), "output_tokens": 1}
         message = {
             "id": self.next_id("msg_fake_"),
             "type": "message",

@@ -102,9 +102,8 @@ async def test_request_shape_and_prompt_caching(fake_anthropic: FakeAnthropicSer
     assert tools[0]["description"] == "Read a file."
     assert "cache_control" not in tools[0]
     assert tools[-1]["cache_control"] == {"type": "ephemeral"}
-    assert body["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "Fix the bug."}]}
-    ]
+    last_block = {"type": "text", "text": "Fix the bug.", "cache_control": {"type": "ephemeral"}}
+    assert body["messages"] == [{"role": "user", "content": [last_block]}]
 
 
 async def test_no_system_and_no_tools_are_left_out(fake_anthropic: FakeAnthropicServer) -> None:

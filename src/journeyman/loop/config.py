@@ -103,6 +103,10 @@ class AgentConfig(BaseModel):
     """Root folder of session directories; None uses the per-user data dir."""
     system_prompt: str | None = None
     """Replaces the built-in system prompt when given."""
+    system_prompt_shared_chars: int = Field(default=0, ge=0)
+    """How many leading characters of `system_prompt` other runs send too, byte for byte (a
+    swarm sets it to its workers' shared prefix); providers with explicit prompt-cache
+    breakpoints (Anthropic) cache that part on its own so those runs share it. 0: none."""
     snapshot_messages: int = Field(default=6, ge=1)
     """How many trailing messages a `no_progress` result carries for diagnosis."""
     permissions: PermissionsConfig | None = None

@@ -70,6 +70,14 @@ class ModelCalls:
         """Whether calls of this model can be costed."""
         return self.cost(Usage(1, 1)) is not None
 
+    def system_shared_chars(self) -> int:
+        """The configured shared prefix of the system prompt, when the prompt sent really starts
+        with it (a resumed run sends its stored prompt); else 0."""
+        shared, override = self.config.system_prompt_shared_chars, self.config.system_prompt
+        if shared <= 0 or override is None or shared > len(override):
+            return 0
+        return shared if self.system_prompt.startswith(override[:shared]) else 0
+
     def fixed_tokens(self, tools: Sequence[ToolSpec] | None = None) -> int:
         """Estimated size of the system prompt and tool specs."""
         return estimate_tokens(self.system_prompt, self.tool_specs if tools is None else tools)
@@ -86,6 +94,7 @@ class ModelCalls:
                 tools=self.tool_specs if tools_enabled else (),
                 max_output_tokens=self.config.max_output_tokens,
                 temperature=self.config.temperature,
+                system_shared_chars=self.system_shared_chars(),
             )
             return self._fit(request, self._estimate(state, extra, request.tools))
 
@@ -146,6 +155,7 @@ class ModelCalls:
             messages=(Message.user(compaction.SUMMARY_REQUEST.format(transcript=transcript)),),
             max_output_tokens=min(SUMMARY_MAX_TOKENS, self.config.max_output_tokens),
             temperature=self.config.temperature,
+            system_shared_chars=self.system_shared_chars(),
         )
         started = time.monotonic()
         try:

@@ -186,6 +186,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
         "the built-in prompt keeps in their place"
     ),
     "hooks": refuse(f"{PROGRAMS}, or pass --project-hooks to trust this workspace's hooks"),
+    "system_prompt_shared_chars": refuse(f"it marks a part of system_prompt; {USER_ONLY}"),
 }
 """The one allow-list of keys a workspace may set, each with the rule that keeps it tight.
 Nested tables are listed by dotted key; a key not listed here is ignored."""

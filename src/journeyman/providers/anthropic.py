@@ -2,6 +2,10 @@
 
 The system prompt and the tool list are the stable prefix of every request, so both carry a
 `cache_control` breakpoint; later calls of a run then read that prefix from the prompt cache.
+When the request marks a prefix of the system prompt that other runs share (a swarm's workers),
+a third breakpoint after it lets those runs read it from one another's cache entries. The last
+block of the conversation carries the fourth, so each call reads the history the previous call
+of the run sent.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Literal, TypeAlias
 
 import anthropic
 import httpx2
-from anthropic import AsyncAnthropic, AsyncStream, Omit, omit
+from anthropic import AsyncAnthropic, AsyncStream, omit
 from anthropic.types import (
     InputJSONDelta,
     MessageDeltaUsage,
@@ -136,13 +140,9 @@ class AnthropicProvider:
     async def complete(
         self, request: ModelRequest, on_text: TextCallback | None = None
     ) -> ModelResponse:
-        system: list[TextBlockParam] | Omit = omit
-        if request.system:
-            system = [
-                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
-            ]
+        system = to_anthropic_system(request.system, request.system_shared_chars) or omit
         tools = to_anthropic_tools(request.tools)
-        messages = to_anthropic_messages(request.messages)
+        messages = with_history_breakpoint(to_anthropic_messages(request.messages))
         max_tokens = self.max_output_tokens or request.max_output_tokens
         # `request.temperature` is not sent: API version 2026-10-21 (SDK 2.x) rejects sampling
         # parameters with a 400, and the SDK no longer offers them.
@@ -372,6 +372,27 @@ def _updated_usage(usage: Usage, delta: MessageDeltaUsage) -> Usage:
 # --------------------------------------------------------------------------- conversion
 
 
+def to_anthropic_system(system: str, shared_chars: int = 0) -> list[TextBlockParam]:
+    """The system prompt as text blocks, each ending in a cache breakpoint.
+
+    With `shared_chars` (the part other runs send too, e.g. a swarm's shared worker prefix)
+    the prompt is split there into two blocks: the first block's breakpoint covers the tools
+    and the shared part, which is byte-identical across those runs, so each of them reads it
+    from the cache the first one wrote; the second covers the rest of this run's prompt. With
+    the tools' and the last message's, that is the four breakpoints the API allows.
+    """
+    if not system:
+        return []
+    blocks: list[TextBlockParam] = []
+    if 0 < shared_chars < len(system):
+        blocks.append(
+            {"type": "text", "text": system[:shared_chars], "cache_control": {"type": "ephemeral"}}
+        )
+        system = system[shared_chars:]
+    blocks.append({"type": "text", "text": system, "cache_control": {"type": "ephemeral"}})
+    return blocks
+
+
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
     """Tool definitions. The API puts tools first in the prompt, so a cache breakpoint on the last
     one covers all of them (the system block carries the next breakpoint)."""
@@ -381,6 +402,20 @@ def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
     if params:
         params[-1]["cache_control"] = {"type": "ephemeral"}
     return params
+
+
+def with_history_breakpoint(messages: list[MessageParam]) -> list[MessageParam]:
+    """`messages` with a cache breakpoint on the last block of the last turn (the fourth and
+    last one a request may carry). The next call of the run repeats this history and adds to
+    it, so it reads everything up to here from the cache instead of sending it again (without
+    this breakpoint only the tools and the system prompt would be read)."""
+    if messages:
+        content = messages[-1]["content"]
+        if isinstance(content, list) and content:
+            last = content[-1]
+            if isinstance(last, dict) and last.get("type") in ("text", "tool_result", "tool_use"):
+                last["cache_control"] = {"type": "ephemeral"}
+    return messages
 
 
 def to_anthropic_messages(messages: Sequence[Message]) -> list[MessageParam]:

@@ -31,6 +31,10 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int = 4096
     temperature: float | None = None
+    system_shared_chars: int = 0
+    """How many leading characters of `system` other runs send byte for byte too (the shared
+    prefix of a swarm's workers). A provider with explicit cache breakpoints puts one after
+    them, so those runs read that part from one cache entry; 0 marks nothing."""
 
 
 @dataclass(frozen=True)

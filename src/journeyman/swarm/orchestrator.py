@@ -611,6 +611,7 @@ class Swarm:
                 if self.agent_config.mode is ModeName.ASK
                 else self.agent_config.mode,
                 "system_prompt": prompt,
+                "system_prompt_shared_chars": len(self.engine.shared_prefix()),
                 "verify": False,  # the quality gate is the check
                 # a worktree is gone after the run: snapshots for undo there would only fill
                 # the cache (the merge commits are what a user takes back)

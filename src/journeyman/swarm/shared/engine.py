@@ -13,7 +13,9 @@ Layout, in this order:
    reads it right before it starts.
 
 Pass the result as `AgentConfig(system_prompt=...)`; journeyman appends the project's rules
-after it, so the shared prefix stays first.
+after it, so the shared prefix stays first. Also pass
+`system_prompt_shared_chars=len(engine.shared_prefix())`, so that Anthropic caches the prefix
+on its own breakpoint (the swarm does).
 """
 
 from __future__ import annotations
