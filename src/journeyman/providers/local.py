@@ -110,13 +110,13 @@ class LocalProvider:
         max_output_tokens: int | None = None,
     ) -> None:
         """`model` is a .gguf path or an alias (`ALIASES`); loading it takes a few seconds."""
+        self._path = resolve_model(model)  # a wrong name is said first, extra or not
         try:
             llama_cpp = importlib.import_module("llama_cpp")
         except ImportError as error:
             raise ConfigurationError(
                 f"the local provider needs llama-cpp-python, which is not installed: {INSTALL_HINT}"
             ) from error
-        self._path = resolve_model(model)
         self._model = model
         self.max_output_tokens = max_output_tokens
         self._llama_cpp = llama_cpp
