@@ -296,3 +296,11 @@ def test_bad_shared_state_stores_exit_2(fake_openai: FakeOpenAIServer, tmp_path:
         assert done.exception is None or isinstance(done.exception, SystemExit)
         assert expected in " ".join(done.output.split()), done.output
     assert fake_openai.requests == []
+
+
+def test_help_says_which_limits_cap_the_whole_swarm() -> None:
+    done = CliRunner().invoke(app, ["swarm", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.output).split())
+    assert "--max-duration is a time limit for the whole swarm too" in text
+    assert "no worker starts once it has passed" in text
+    assert "sqlite:PATH, json:DIR, redis://HOST:PORT/DB, or none" in text

@@ -202,9 +202,12 @@ def swarm(
     at the same time learn from each other.
 
     Limits: --max-budget-usd and --max-total-tokens cap the whole swarm (each worker gets an
-    allocation from them); --max-iterations caps each worker (at most 50). A worker that makes
-    the same call 3 times in a row is stopped; a call repeated more than 10 times across
-    workers stops them all and no more work is started.
+    allocation from them); --max-duration is a time limit for the whole swarm too: the
+    planner and each worker get what is left of it, and no worker starts once it has passed
+    (the checks and merges of finished work still run, each within --verify-timeout);
+    --max-iterations caps each worker (at most 50). A worker that makes the same call 3 times
+    in a row is stopped; a call repeated more than 10 times across workers stops them all
+    and no more work is started.
 
     Exit status: 0 when every subtask was merged and the final check passed; 1 otherwise; 2
     bad input (not a repository, uncommitted changes, no check command, bad options); 130

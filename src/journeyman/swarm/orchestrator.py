@@ -31,6 +31,9 @@ each check, so swarms in several processes or on several machines learn from eac
 Call counts (global doom loops) are read only from swarms still running.
 Worktrees are removed at the end, and the branches of merged work deleted; the branch of a
 failed subtask is kept and named in its outcome.
+`max_duration_s` of the agent config is a time limit for the whole swarm: every run (the
+planner's, each worker's) gets what is left of it, and no attempt starts once it has passed;
+the checks and merges of finished work still run, each within `verify_timeout_s`.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from journeyman.context.profile import detect_profile, runnable_test_command
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
+from journeyman.economics.choices import BudgetMode
 from journeyman.economics.ledger import (
     AllocationRefused,
     Amount,
@@ -292,6 +296,8 @@ class Swarm:
         self._doom_reported: set[str] = set()
         self._cancelled = False
         self._verify = ""
+        self._deadline: float | None = None
+        """When the swarm's time limit (`max_duration_s`) runs out (monotonic clock)."""
 
     # -- events ----------------------------------------------------------------------------
 
@@ -332,6 +338,8 @@ class Swarm:
         """Plan, work, gate, merge and check `goal`. Raises `ConfigurationError` before any
         model call when the workspace cannot host a swarm or no check command is known."""
         started = time.monotonic()
+        if self.agent_config.max_duration_s is not None:
+            self._deadline = started + self.agent_config.max_duration_s
         repo, verify = self.prepare()
         self._verify = verify
         self.engine.goal = goal
@@ -534,6 +542,7 @@ class Swarm:
                 "verify": False,
                 "max_iterations": 1,
                 "session_dir": self.session_root,
+                "max_duration_s": self._run_duration(),
             }
         )
         agent = Agent(
@@ -563,10 +572,22 @@ class Swarm:
     def _global_doom_loop(self, loop: GlobalDoomLoop) -> None:
         self._emit(SwarmUpdate(SwarmStage.GLOBAL_DOOM_LOOP, loop.describe()))
 
+    def _time_left(self) -> float | None:
+        """Seconds left of the swarm's time limit (None: no limit)."""
+        if self._deadline is None:
+            return None
+        return self._deadline - time.monotonic()
+
     def _blocked(self, subtask: Subtask) -> str | None:
         """Why no further attempt of `subtask` may start, or None."""
         if self._cancelled:
             return "the swarm was cancelled"
+        left = self._time_left()
+        if left is not None and left <= 0 and self.agent_config.budget_mode is BudgetMode.STRICT:
+            return (
+                f"not started: the swarm's time limit ({self.agent_config.max_duration_s:g}s, "
+                "--max-duration) ran out"
+            )
         loops = self.economics.global_doom_loops()
         if loops:
             return f"not started: a global doom loop stops new work ({loops[0].describe()})"
@@ -685,6 +706,11 @@ class Swarm:
         outcome.changed_files = await pool.changed_files(tree)
         return attempt
 
+    def _run_duration(self) -> float | None:
+        """The time limit of a run starting now: what is left of the swarm's."""
+        left = self._time_left()
+        return None if left is None else max(left, 0.001)
+
     def _worker_agent(self, attempt: _Attempt, reservation: Reservation) -> Agent:
         subtask, number = attempt.subtask, attempt.number
         prompt = self.engine.build_worker_system_prompt(
@@ -716,6 +742,7 @@ class Swarm:
                 "hard_token_limit": True,  # an allocation from the swarm's pool: never passed
                 "max_budget_usd": granted.usd,
                 "session_dir": self.session_root,
+                "max_duration_s": self._run_duration(),
             }
         )
         agent = Agent(
