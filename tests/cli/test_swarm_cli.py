@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from journeyman.cli.app import app
@@ -26,6 +28,7 @@ from tests.fakes.swarm import (
     write_then_finish,
 )
 from tests.support.cli import clean_env, jm
+from tests.support.shared_state import REDIS_MISSING, free_port, redis_server
 
 NO_BROKEN = "if grep -rn BROKEN --include='*.txt' .; then exit 1; fi"
 """The check: no text file may say BROKEN."""
@@ -276,8 +279,6 @@ def test_a_second_swarm_starts_with_the_first_ones_failures(
 
 
 def test_bad_shared_state_stores_exit_2(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
-    from tests.support.shared_state import free_port
-
     repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
     (tmp_path / "a-file").write_text("not a folder\n")
     env = {"OPENAI_API_KEY": "sk-test-swarm", "OPENAI_BASE_URL": fake_openai.base_url}
@@ -304,3 +305,30 @@ def test_help_says_which_limits_cap_the_whole_swarm() -> None:
     assert "--max-duration is a time limit for the whole swarm too" in text
     assert "no worker starts once it has passed" in text
     assert "sqlite:PATH, json:DIR, redis://HOST:PORT/DB, or none" in text
+
+
+def test_swarms_share_their_state_through_a_redis_server(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip(REDIS_MISSING)
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
+    with redis_server() as url:
+        store = ("--shared-state", url, "--verify", NO_BROKEN)
+        fake_openai.default = openai_reply(
+            SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "BROKEN\n")})
+        )
+        code, out, err = swarm(fake_openai, tmp_path, repo, *store)
+        assert code == 1 and "[w1] gate failed" in out, out + err
+        seen = len(worker_requests(fake_openai, "w1"))
+        fake_openai.default = openai_reply(
+            SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "new\n")})
+        )
+        # another machine: its own clone and session folder, the same server
+        clone = tmp_path / "clone"
+        git(tmp_path, "clone", "-q", str(repo), str(clone))
+        code, out, err = swarm(
+            fake_openai, tmp_path, clone, *store, "--session-dir", str(tmp_path / "other")
+        )
+        assert code == 0, out + err
+    assert "./a.txt:1:BROKEN" in worker_requests(fake_openai, "w1")[seen]
