@@ -174,3 +174,52 @@ def test_store_specs_are_opened_or_refused_clearly(tmp_path: Path) -> None:
     ):
         with pytest.raises(ConfigurationError, match=expected):
             open_shared_state(spec)
+
+
+def test_swarms_running_at_once_learn_from_each_other(tmp_path: Path) -> None:
+    """Two swarms in two threads (each with its own event loop and connection, as two processes
+    would be) on one SQLite file: B's second worker starts after A's worker failed its gate
+    and finds that failure in its prompt, synced from the store when it started."""
+    import threading
+
+    path = tmp_path / "state.db"
+    scope = {"shared_state_scope": "demo"}
+
+    def a_failure_is_stored() -> bool:
+        with SQLitePersistenceAdapter(path) as store:
+            context = SharedContextState()
+            load_shared_state(store, "demo", context)
+        return context.failure_count > 0
+
+    def wait_for_a(attempt: int, turn: int) -> Any:
+        if turn == 0:
+            deadline = 300
+            while not a_failure_is_stored() and deadline:
+                deadline -= 1
+                threading.Event().wait(0.1)
+        return write_then_finish("b.txt", "B\n")(attempt, turn)
+
+    model_b = SwarmModel(
+        [subtask("b", ["b.txt"]), subtask("c", ["c.txt"])],
+        {"w1": wait_for_a, "w2": write_then_finish("c.txt", "C\n")},
+    )
+    results: dict[str, tuple[SwarmResult, RoutedProvider]] = {}
+
+    def swarm(name: str, model: SwarmModel, files: dict[str, str], **options: Any) -> None:
+        repo = git_repo(tmp_path / name, files)
+        with SQLitePersistenceAdapter(path) as store:
+            results[name] = run(repo, tmp_path / f"s-{name}", model, store, **scope, **options)
+
+    b = threading.Thread(
+        target=swarm, args=("b", model_b, {"b.txt": "b\n", "c.txt": "c\n"}), kwargs={"workers": 1}
+    )
+    b.start()
+    swarm("a", BREAKS_A, {"a.txt": "a\n"})
+    b.join(60)
+    assert not b.is_alive()
+    result_b, provider_b = results["b"]
+    assert result_b.success
+    first_w1 = first_prompt(provider_b)
+    first_w2 = next(r.system for r in provider_b.requests if "Subtask id: w2" in r.system)
+    assert "1:BROKEN" not in first_w1  # built before A's worker failed
+    assert "1:BROKEN" in first_w2 and f"{results['a'][0].session_id}/w1" in first_w2
