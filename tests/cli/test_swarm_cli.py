@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from journeyman.cli.app import app
@@ -26,6 +28,7 @@ from tests.fakes.swarm import (
     write_then_finish,
 )
 from tests.support.cli import clean_env, jm
+from tests.support.shared_state import REDIS_MISSING, free_port, redis_server
 
 NO_BROKEN = "if grep -rn BROKEN --include='*.txt' .; then exit 1; fi"
 """The check: no text file may say BROKEN."""
@@ -240,3 +243,92 @@ def test_a_reader_that_goes_away_stops_the_swarm_quietly(
     assert process.wait(timeout=60) == 141
     assert "Traceback" not in process.stderr.read()
     assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_a_second_swarm_starts_with_the_first_ones_failures(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """By default the shared state is a SQLite file in the session folder; --shared-state
+    names another store, shared by swarms whatever their session folders."""
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
+    breaks = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "BROKEN\n")})
+    fixes = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "new\n")})
+    no_retry = ("--verify", NO_BROKEN)
+
+    def second_prompt(*args: str) -> str:
+        fake_openai.default = openai_reply(breaks)
+        code, out, err = swarm(fake_openai, tmp_path, repo, *no_retry, *args)
+        assert code == 1 and "[w1] gate failed" in out, out + err
+        seen = len(worker_requests(fake_openai, "w1"))
+        fake_openai.default = openai_reply(fixes)
+        code, out, err = swarm(fake_openai, tmp_path, repo, *no_retry, *args)
+        assert code == 0, out + err
+        assert "swarm: shared state: " in out
+        return worker_requests(fake_openai, "w1")[seen]
+
+    prompt = second_prompt()
+    # both attempts of the first swarm's w1 failed the gate; the second swarm's w1 reads them
+    assert "./a.txt:1:BROKEN" in prompt and prompt.count("/w1") >= 2
+    assert prompt.count("tried: Update a.") == 2
+    assert (tmp_path / "sessions" / "swarm-shared-state.db").is_file()
+    git(repo, "reset", "-q", "--hard", "HEAD~1")  # the first pair's merge
+    store = tmp_path / "elsewhere.db"
+    prompt = second_prompt("--shared-state", f"sqlite:{store}", "--session-dir", str(tmp_path))
+    assert prompt.count("tried: Update a.") == 2  # this store holds this pair's failures alone
+    assert store.is_file()
+
+
+def test_bad_shared_state_stores_exit_2(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
+    (tmp_path / "a-file").write_text("not a folder\n")
+    env = {"OPENAI_API_KEY": "sk-test-swarm", "OPENAI_BASE_URL": fake_openai.base_url}
+    for store, expected in (
+        ("ftp://host/x", "unknown kind of store; give sqlite:PATH, json:DIR, redis://"),
+        (f"sqlite:{tmp_path / 'a-file' / 's.db'}", "cannot open the state database"),
+        (f"json:{tmp_path / 'a-file' / 'd'}", "cannot create the state directory"),
+        (f"redis://127.0.0.1:{free_port()}/0", "check that the server runs"),
+    ):
+        done = CliRunner().invoke(
+            app, ["swarm", "goal", "-w", str(repo), "--verify", "true", "--session-dir",
+                  str(tmp_path / "s"), "--shared-state", store],
+            env=env,
+        )  # fmt: skip
+        assert done.exit_code == 2, done.output
+        assert done.exception is None or isinstance(done.exception, SystemExit)
+        assert expected in " ".join(done.output.split()), done.output
+    assert fake_openai.requests == []
+
+
+def test_help_says_which_limits_cap_the_whole_swarm() -> None:
+    done = CliRunner().invoke(app, ["swarm", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.output).split())
+    assert "--max-duration is a time limit for the whole swarm too" in text
+    assert "no worker starts once it has passed" in text
+    assert "sqlite:PATH, json:DIR, redis://HOST:PORT/DB, or none" in text
+
+
+def test_swarms_share_their_state_through_a_redis_server(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip(REDIS_MISSING)
+    repo = git_repo(tmp_path / "repo", {"a.txt": "old\n"})
+    with redis_server() as url:
+        store = ("--shared-state", url, "--verify", NO_BROKEN)
+        fake_openai.default = openai_reply(
+            SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "BROKEN\n")})
+        )
+        code, out, err = swarm(fake_openai, tmp_path, repo, *store)
+        assert code == 1 and "[w1] gate failed" in out, out + err
+        seen = len(worker_requests(fake_openai, "w1"))
+        fake_openai.default = openai_reply(
+            SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "new\n")})
+        )
+        # another machine: its own clone and session folder, the same server
+        clone = tmp_path / "clone"
+        git(tmp_path, "clone", "-q", str(repo), str(clone))
+        code, out, err = swarm(
+            fake_openai, tmp_path, clone, *store, "--session-dir", str(tmp_path / "other")
+        )
+        assert code == 0, out + err
+    assert "./a.txt:1:BROKEN" in worker_requests(fake_openai, "w1")[seen]

@@ -59,10 +59,12 @@ def test_the_user_may_trust_the_workspace_hooks() -> None:
 
 def test_every_agent_setting_has_a_workspace_rule() -> None:
     from journeyman.loop.config import AgentConfig
+    from journeyman.loop.subagent_config import SubagentConfig
     from journeyman.policy.permissions import PermissionsConfig
 
-    names = set(AgentConfig.model_fields) - {"permissions"}
+    names = set(AgentConfig.model_fields) - {"permissions", "subagents"}
     names |= {f"permissions.{name}" for name in PermissionsConfig.model_fields}
+    names |= {f"subagents.{name}" for name in SubagentConfig.model_fields}
     assert names == set(WORKSPACE_RULES)
 
 

@@ -205,3 +205,47 @@ def test_a_workspace_without_a_check_is_refused(tmp_path: Path) -> None:
     assert swarm.config.workers == 2 and swarm.config.verify_command is None
     with pytest.raises(ConfigurationError, match="--verify"):
         asyncio.run(swarm.run("goal"))
+
+
+def test_with_one_worker_a_later_subtask_sees_an_earlier_subtasks_failure(
+    tmp_path: Path,
+) -> None:
+    model = SwarmModel(
+        [subtask("a", ["a.txt"]), subtask("b", ["b.txt"])],
+        {"w1": write_then_finish("a.txt", "BROKEN a\n"), "w2": write_then_finish("b.txt", "B\n")},
+    )
+    result, provider, _ = run_swarm(
+        tmp_path,
+        model,
+        {"a.txt": "a\n", "b.txt": "b\n"},
+        verify="! grep -rn BROKEN --include='*.txt' .",
+        swarm_options={"workers": 1, "gate_retries": 0},
+    )
+    assert [w.state for w in result.workers] == [WorkerState.FAILED, WorkerState.MERGED]
+    first_of_w2 = next(r.system for r in provider.requests if "Subtask id: w2" in r.system)
+    # the other subtask's gate failure, recorded before w2 started (one worker at a time)
+    assert "./a.txt:1:BROKEN a" in first_of_w2
+    assert "Update a." in first_of_w2
+
+
+def test_max_duration_is_a_time_limit_for_the_whole_swarm(tmp_path: Path) -> None:
+    model = SwarmModel(
+        [subtask("a", ["a.txt"]), subtask("b", ["b.txt"])],
+        {"w1": write_then_finish("a.txt", "A\n"), "w2": write_then_finish("b.txt", "B\n")},
+    )
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
+    # each reply takes 0.3 s: the planner's leaves w1 less than one reply's time of the 0.5 s
+    swarm = Swarm(
+        RoutedProvider(model, delay_s=0.3),
+        workspace=repo,
+        config=SwarmConfig(verify_command="true", workers=1),
+        agent_config=AgentConfig(
+            session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL, max_duration_s=0.5
+        ),
+    )
+    result = asyncio.run(swarm.run("the goal"))
+    first, second = result.workers
+    assert first.state is WorkerState.FAILED and first.error is not None
+    assert "duration" in first.error
+    assert second.state is WorkerState.SKIPPED and second.attempts == 0
+    assert second.error is not None and "time limit (0.5s, --max-duration) ran out" in second.error

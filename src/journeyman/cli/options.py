@@ -208,7 +208,11 @@ SubagentsOpt = Annotated[
     typer.Option(
         "--subagents",
         help="Give the model the spawn_agent tool: subagents with their own task, read-only "
-        "unless asked to write, budgeted from this run's limits (which cap the whole tree).",
+        "unless asked to write, budgeted from this run's limits (which cap the whole tree). "
+        "Their limits are set in the subagents table of your config.toml: max_depth (2), "
+        "max_children_per_turn (4), max_parallel (3), max_child_share (0.6 of what remains), "
+        "child_max_iterations (30), child_timeout_s (1800); a project's file may only lower "
+        "them.",
     ),
 ]
 ProjectHooksOpt = Annotated[

@@ -640,7 +640,7 @@ def _refuse_batch_record(record: SessionRecord) -> None:
 def _with_subagents(agent: Agent, enabled: bool) -> Agent:
     from journeyman.swarm.spawn import with_subagents  # the swarm layer loads only when used
 
-    return with_subagents(agent, enabled)
+    return with_subagents(agent, enabled, agent.config.subagents)
 
 
 def _restore_subagents(agent: Agent, settings: dict[str, Any]) -> Agent:

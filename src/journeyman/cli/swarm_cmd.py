@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.swarm.orchestrator import SwarmResult
     from journeyman.swarm.progress import SwarmEvent
+    from journeyman.swarm.shared.persistence import PersistenceAdapter
 
 WorkersOpt = Annotated[
     int,
@@ -79,6 +80,19 @@ SwarmYesOpt = Annotated[
         help="Workers may edit and run commands in their worktrees without asking (deny rules "
         "and the plan permission mode still refuse). Workers cannot ask you: with --ask, calls "
         "that need approval are refused.",
+    ),
+]
+
+SharedStateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shared-state",
+        metavar="STORE",
+        help="Where the workers' shared state (failures, references, call counts) is kept, so "
+        "it outlives the swarm and swarms in several processes or machines learn from each "
+        "other: sqlite:PATH, json:DIR, redis://HOST:PORT/DB, or none. Default: the SQLite "
+        "file swarm-shared-state.db in the session folder. State is kept per project (its "
+        "first commit): a new swarm starts with the failures earlier ones recorded.",
     ),
 ]
 
@@ -166,6 +180,7 @@ def swarm(
     allow_network: AllowNetworkOpt = False,
     project_hooks: ProjectHooksOpt = False,
     otel: OtelOpt = False,
+    shared_state: SharedStateOpt = None,
 ) -> None:
     """Split GOAL into subtasks with one planning turn, work on them in parallel, and merge the
     results.
@@ -181,10 +196,18 @@ def swarm(
     merged result; never overwritten. A final check runs --verify on the merged result.
     Branches of failed subtasks are kept (named in the output); worktrees are removed.
 
+    Shared state: what the workers learn (failures, references, call counts) is kept in a
+    store (--shared-state; by default a SQLite file in the session folder), per project, so
+    the next swarm's workers start with the failures this one recorded, and swarms running
+    at the same time learn from each other.
+
     Limits: --max-budget-usd and --max-total-tokens cap the whole swarm (each worker gets an
-    allocation from them); --max-iterations caps each worker (at most 50). A worker that makes
-    the same call 3 times in a row is stopped; a call repeated more than 10 times across
-    workers stops them all and no more work is started.
+    allocation from them); --max-duration is a time limit for the whole swarm too: the
+    planner and each worker get what is left of it, and no worker starts once it has passed
+    (the checks and merges of finished work still run, each within --verify-timeout);
+    --max-iterations caps each worker (at most 50). A worker that makes the same call 3 times
+    in a row is stopped; a call repeated more than 10 times across workers stops them all
+    and no more work is started.
 
     Exit status: 0 when every subtask was merged and the final check passed; 1 otherwise; 2
     bad input (not a repository, uncommitted changes, no check command, bad options); 130
@@ -224,6 +247,7 @@ def swarm(
         fail(EXIT_CONFIG, error.message)
     for item in loaded.ignored:
         typer.echo(f"journeyman: warning: {item.message}", err=True)
+    store = _open_store(shared_state, config.session_dir)
     from journeyman.cli.run_cmd import _tracing
 
     tracing = _tracing(otel)
@@ -231,7 +255,7 @@ def swarm(
         code, message = _run(
             goal,
             root,
-            config_values={"agent_config": config},
+            config_values={"agent_config": config, "shared_state": store},
             provider_settings={
                 "provider": provider,
                 "model": model,
@@ -250,11 +274,28 @@ def swarm(
     finally:
         if tracing is not None:
             tracing.close()  # sends the last spans
+        from journeyman.swarm.shared.stores import close_shared_state
+
+        close_shared_state(store)
     if code == EXIT_CLOSED_STDOUT:  # `| head`: nothing to say to anyone
         raise typer.Exit(code)
     if code != EXIT_OK:
         fail(code, message)
     raise typer.Exit(EXIT_OK)
+
+
+def _open_store(spec: str | None, session_dir: Path | None) -> PersistenceAdapter | None:
+    """The shared state's store `--shared-state` names (a SQLite file in the session folder
+    by default); exits 2 saying why when it cannot be used."""
+    from journeyman.session.store import default_session_root
+    from journeyman.swarm.shared.stores import default_store_spec, open_shared_state
+
+    if spec is None:
+        spec = default_store_spec(session_dir or default_session_root())
+    try:
+        return open_shared_state(spec)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
 
 
 def _run(

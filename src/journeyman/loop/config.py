@@ -11,6 +11,7 @@ from journeyman.context.memory import MemorySettings
 from journeyman.context.pack import PackSettings
 from journeyman.economics.choices import BudgetMode
 from journeyman.loop.choices import ModeName as ModeName
+from journeyman.loop.subagent_config import SubagentConfig
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.tools.choices import EditToolChoice, SandboxKind
@@ -54,6 +55,9 @@ class AgentConfig(BaseModel):
     goes back to the model with the command's output."""
     phased: PhasedSettings = Field(default_factory=PhasedSettings)
     """Context pack and memory settings of the phased mode."""
+    subagents: SubagentConfig = Field(default_factory=SubagentConfig)
+    """Limits of the subagent tree when subagents are on (`--subagents`): depth, children per
+    turn and at once, a child's largest share of the budget; ``[subagents]`` in a config file."""
     max_iterations: int = Field(default=50, ge=1)
     """Stop after this many turns of a run (finish reason `max_iterations`), in every budget
     mode; in the phased mode every phase step (plan, act, verify) is a turn."""

@@ -8,9 +8,10 @@ Sources, later ones winning (the command line's flags come on top, in the CLI):
 3. environment variables ``JOURNEYMAN_<FIELD>`` for the scalar fields of `AgentConfig`
    (``JOURNEYMAN_MAX_ITERATIONS=80``) and ``JOURNEYMAN_PERMISSION_MODE``.
 
-Keys are `AgentConfig` field names at the top level, plus a ``[permissions]`` table and
-``[[hooks]]`` entries. Scalars of a later source replace earlier ones; the rule lists of
-``[permissions]`` and the hooks are concatenated, so a project cannot drop the user's deny rules.
+Keys are `AgentConfig` field names at the top level, plus ``[permissions]`` and
+``[subagents]`` tables and ``[[hooks]]`` entries. Scalars of a later source replace earlier
+ones (key by key inside those two tables); the rule lists of ``[permissions]`` and the hooks
+are concatenated, so a project cannot drop the user's deny rules.
 
 A project file may only tighten what the user's sources decided: `policy.settings` holds the one
 allow-list of keys it may set and, per key, what "tighter" means. Every key that would loosen
@@ -40,7 +41,9 @@ from journeyman.session.store import SESSION_DIR_ENV, SessionRecord, default_ses
 PROJECT_FILES = ("journeyman.toml", ".journeyman/config.toml")
 ENV_PREFIX = "JOURNEYMAN_"
 _LIST_KEYS = ("allow", "ask", "deny")
-_NOT_FROM_ENV = frozenset({"permissions", "hooks", "system_prompt", "phased"})
+_NOT_FROM_ENV = frozenset({"permissions", "hooks", "system_prompt", "phased", "subagents"})
+_KEYED_TABLES = ("permissions", "subagents")
+"""Tables merged key by key: a later source's ``[subagents]`` changes only the keys it sets."""
 
 
 @dataclass
@@ -224,14 +227,14 @@ def _merge(into: dict[str, Any], data: Mapping[str, Any], *, replace_lists: bool
     for key, value in data.items():
         if key == "hooks" and not replace_lists:
             into["hooks"] = [*into.get("hooks", []), *value]
-        elif key == "permissions" and isinstance(value, Mapping):
-            merged = dict(into.get("permissions") or {})
+        elif key in _KEYED_TABLES and isinstance(value, Mapping):
+            merged = dict(into.get(key) or {})
             for name, item in value.items():
                 if name in _LIST_KEYS and not replace_lists:
                     merged[name] = [*merged.get(name, []), *item]
                 else:
                     merged[name] = item
-            into["permissions"] = merged
+            into[key] = merged
         else:
             into[key] = value
 

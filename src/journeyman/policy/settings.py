@@ -98,6 +98,16 @@ def not_above(base: Any, value: Any) -> str | None:
     return f"it would raise the limit above {_show(base)}; a workspace may only lower limits"
 
 
+def not_below(base: Any, value: Any) -> str | None:
+    """A floor or a reserve that may only go up (a larger share kept back, a larger smallest
+    allocation)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "a limit must be a number"
+    if base is None or value >= base:
+        return None
+    return f"it would lower {_show(base)}; a workspace may only raise this one"
+
+
 def ranked(order: tuple[str, ...], what: str) -> Rule:
     """A choice from `order` (strictest first) that may only move towards the strict end."""
 
@@ -175,6 +185,16 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "permissions.deny": accept,
     "permissions.ask": accept,
     "permissions.allow": refuse(f"a repository cannot grant itself permissions; {USER_ONLY}"),
+    # the subagent tree: only smaller (its floors and the parent's reserve only larger)
+    "subagents.max_depth": not_above,
+    "subagents.max_children_per_turn": not_above,
+    "subagents.max_parallel": not_above,
+    "subagents.max_child_share": not_above,
+    "subagents.child_max_iterations": not_above,
+    "subagents.child_timeout_s": not_above,
+    "subagents.reserve_share": not_below,
+    "subagents.min_child_tokens": not_below,
+    "subagents.min_child_usd": not_below,
     # isolation
     "sandbox": sandbox_not_weaker,
     "allow_network": only(False, f"a workspace cannot open the network; {USER_ONLY}"),
@@ -192,7 +212,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
 Nested tables are listed by dotted key; a key not listed here is ignored."""
 
 _TABLES = frozenset(name.partition(".")[0] for name in WORKSPACE_RULES if "." in name)
-"""Tables whose keys have rules of their own (``permissions``)."""
+"""Tables whose keys have rules of their own (``permissions``, ``subagents``)."""
 
 DATA_KEYS = frozenset(
     {"provider", "model", "tool_format", "imported_from", "format", "mini_version"}

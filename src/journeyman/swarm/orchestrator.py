@@ -23,8 +23,17 @@ How a run goes:
    merged so far, and reported failed if it conflicts again.
 6. The final check runs the verify command on the merged result. The swarm succeeds only
    when every subtask was merged and that check passed.
+With a `shared_state` store (`journeyman swarm` uses a SQLite file in the session folder
+unless `--shared-state` names another), what the workers learn outlives the swarm: the
+failures and references of earlier swarms on the same project (the same first commit) are
+loaded at the start, the state is synced with the store before each attempt and saved after
+each check, so swarms in several processes or on several machines learn from each other.
+Call counts (global doom loops) are read only from swarms still running.
 Worktrees are removed at the end, and the branches of merged work deleted; the branch of a
 failed subtask is kept and named in its outcome.
+`max_duration_s` of the agent config is a time limit for the whole swarm: every run (the
+planner's, each worker's) gets what is left of it, and no attempt starts once it has passed;
+the checks and merges of finished work still run, each within `verify_timeout_s`.
 """
 
 from __future__ import annotations
@@ -40,8 +49,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.context.profile import detect_profile, runnable_test_command
-from journeyman.core.errors import ConfigurationError
+from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
+from journeyman.economics.choices import BudgetMode
 from journeyman.economics.ledger import (
     AllocationRefused,
     Amount,
@@ -76,6 +86,7 @@ from journeyman.swarm.progress import (
 )
 from journeyman.swarm.shared import (
     GlobalDoomLoop,
+    PersistenceAdapter,
     SharedContextEngine,
     SharedContextState,
     SharedEconomicsState,
@@ -84,7 +95,11 @@ from journeyman.swarm.shared import (
     WorkerTask,
     attach_worker,
     call_fingerprint,
+    load_shared_state,
+    save_shared_state,
+    sync_shared_state,
 )
+from journeyman.swarm.shared.stores import describe_store
 from journeyman.swarm.shared.worker_budget import call_label
 from journeyman.swarm.worktrees import Repo, Worktree, WorktreePool, open_repo
 
@@ -115,6 +130,14 @@ class SwarmConfig(BaseModel):
     global_doom_threshold: int = Field(default=10, ge=1)
     """Calls of one tool with the same arguments, across workers, that make a global doom
     loop."""
+    shared_state_scope: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$"
+    )
+    """Name the shared state is kept under in its store; None: the repository's first commit,
+    so every clone of one project shares it and other projects do not."""
+    live_counts_max_age_s: float = Field(default=3_600.0, gt=0)
+    """Call counts of other swarms in the store are read only from swarms still running that
+    saved within this many seconds (failures and references are read however old)."""
 
 
 @dataclass
@@ -212,6 +235,9 @@ class _Attempt:
         """The worker id of this attempt (`w2`, then `w2-2`): the shared state tells each
         attempt what the earlier ones got wrong."""
         self.tree = tree
+        self.shared_id = name
+        """The id its failures and calls are recorded under in the shared state (qualified
+        by the swarm's id, so workers of different swarms in one store never share one)."""
         self.session_id = ""
         self.result: RunResult | None = None
         self.error: str | None = None
@@ -236,6 +262,7 @@ class Swarm:
         permission_approver: Approver | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
+        shared_state: PersistenceAdapter | None = None,
     ) -> None:
         config = config or SwarmConfig()
         shortcuts = {"workers": workers, "verify_command": verify}
@@ -257,6 +284,11 @@ class Swarm:
         self.shared = SharedContextState()
         self.economics = SharedEconomicsState(self.config.global_doom_threshold)
         self.engine = SharedContextEngine(self.shared, self.economics)
+        self.shared_state = shared_state
+        """Where the shared state is loaded from and saved to (None: kept in memory only)."""
+        self._scope = ""
+        self._node = ""
+        self._store_failed = False
         self._agents: list[Agent] = []
         self.on_agent: Callable[[Agent], object] | None = None
         """Called with every agent the swarm builds (the planner's, each worker attempt's),
@@ -264,6 +296,8 @@ class Swarm:
         self._doom_reported: set[str] = set()
         self._cancelled = False
         self._verify = ""
+        self._deadline: float | None = None
+        """When the swarm's time limit (`max_duration_s`) runs out (monotonic clock)."""
 
     # -- events ----------------------------------------------------------------------------
 
@@ -304,6 +338,8 @@ class Swarm:
         """Plan, work, gate, merge and check `goal`. Raises `ConfigurationError` before any
         model call when the workspace cannot host a swarm or no check command is known."""
         started = time.monotonic()
+        if self.agent_config.max_duration_s is not None:
+            self._deadline = started + self.agent_config.max_duration_s
         repo, verify = self.prepare()
         self._verify = verify
         self.engine.goal = goal
@@ -315,10 +351,12 @@ class Swarm:
             LedgerPolicy(reserve_share=0.0, min_tokens=1),
         )
         files = (await repo.arun("ls-files")).output.splitlines()
+        await self._load_shared(repo, root_id)
         self._emit(SwarmUpdate(SwarmStage.PLANNING, goal))
         try:
             subtasks = await self._plan(goal, files, repo.root, root_id)
         except PlanError as error:
+            await self._store("save", finished=True)
             return self._finish(goal, root_id, [], verify, None, error.message, started)
         outcomes = {
             s.worker_id: WorkerOutcome(s.worker_id, s.title, s.task, s.files, WorkerState.FAILED)
@@ -355,6 +393,7 @@ class Swarm:
             final = await run_check(verify, repo.root, self.config.verify_timeout_s)
             self._emit(SwarmUpdate(SwarmStage.FINAL_VERIFY, final.summary(), passed=final.passed))
         finally:
+            await self._store("save", finished=True)
             for tree in pool.worktrees:
                 keep = any(o.branch == tree.branch for o in outcomes.values())
                 await pool.remove(tree, keep_branch=keep)
@@ -414,6 +453,65 @@ class Swarm:
         finally:
             store.close()
 
+    # -- the shared state's store ------------------------------------------------------------
+
+    async def _load_shared(self, repo: Repo, root_id: str) -> None:
+        """Fold what earlier and running swarms of this project saved into the shared state."""
+        self._node = root_id
+        if self.shared_state is None:
+            return
+        scope = self.config.shared_state_scope
+        if scope is None:
+            roots = (await repo.arun("rev-list", "--max-parents=0", "HEAD")).output.split()
+            scope = f"repo-{sorted(roots)[0][:16]}" if roots else "repo"
+        self._scope = scope
+        before = self.shared.failure_count
+        if await self._store("load"):
+            where = describe_store(self.shared_state)
+            loaded = self.shared.failure_count - before
+            self._emit(
+                SwarmUpdate(
+                    SwarmStage.SHARED_STATE,
+                    f"{loaded} failure{'s' if loaded != 1 else ''} recorded by earlier "
+                    f"swarms of this project loaded from {where}",
+                )
+            )
+
+    async def _store(self, action: str, *, finished: bool = False) -> bool:
+        """Load, sync or save the shared state (in a thread: the store may be remote); whether
+        it worked. A failing store is reported once and the swarm goes on without it."""
+        store = self.shared_state
+        if store is None or self._store_failed or not self._scope:
+            return False
+        scope, node, context, economics = self._scope, self._node, self.shared, self.economics
+        max_age = self.config.live_counts_max_age_s
+
+        def act() -> None:
+            if action == "load":
+                load_shared_state(
+                    store, scope, context, economics, economics_max_age_s=max_age, skip_node=node
+                )
+            elif action == "sync":
+                sync_shared_state(
+                    store, scope, node, context, economics, economics_max_age_s=max_age
+                )
+            else:
+                save_shared_state(store, scope, node, context, economics, finished=finished)
+
+        try:
+            await asyncio.to_thread(act)
+        except AgentError as error:  # PersistenceError, CorruptRecordError, bad keys
+            self._store_failed = True
+            self._emit(
+                SwarmUpdate(
+                    SwarmStage.SHARED_STATE,
+                    f"the store failed, the swarm goes on without it: {error.message}",
+                    passed=False,
+                )
+            )
+            return False
+        return True
+
     # -- planning ----------------------------------------------------------------------------
 
     async def _plan(self, goal: str, files: list[str], root: Path, root_id: str) -> list[Subtask]:
@@ -444,6 +542,7 @@ class Swarm:
                 "verify": False,
                 "max_iterations": 1,
                 "session_dir": self.session_root,
+                "max_duration_s": self._run_duration(),
             }
         )
         agent = Agent(
@@ -473,10 +572,22 @@ class Swarm:
     def _global_doom_loop(self, loop: GlobalDoomLoop) -> None:
         self._emit(SwarmUpdate(SwarmStage.GLOBAL_DOOM_LOOP, loop.describe()))
 
+    def _time_left(self) -> float | None:
+        """Seconds left of the swarm's time limit (None: no limit)."""
+        if self._deadline is None:
+            return None
+        return self._deadline - time.monotonic()
+
     def _blocked(self, subtask: Subtask) -> str | None:
         """Why no further attempt of `subtask` may start, or None."""
         if self._cancelled:
             return "the swarm was cancelled"
+        left = self._time_left()
+        if left is not None and left <= 0 and self.agent_config.budget_mode is BudgetMode.STRICT:
+            return (
+                f"not started: the swarm's time limit ({self.agent_config.max_duration_s:g}s, "
+                "--max-duration) ran out"
+            )
         loops = self.economics.global_doom_loops()
         if loops:
             return f"not started: a global doom loop stops new work ({loops[0].describe()})"
@@ -511,19 +622,22 @@ class Swarm:
             sharers = 1
             if attempt.error is not None:  # the worker itself did not finish: not retried
                 if not attempt.recorded:
-                    self.shared.record_failure(attempt.name, subtask.task, attempt.error)
+                    self.shared.record_failure(attempt.shared_id, subtask.task, attempt.error)
+                await self._store("save")
                 self._failed(subtask, attempt, outcome, attempt.error)
                 return None
             gate = await run_check(verify, attempt.tree.path, self.config.verify_timeout_s)
             if gate.passed:
+                await self._store("save")  # the calls and failures of its run
                 self._update(subtask, WorkerState.GATE_PASSED, number, detail=gate.summary())
                 return attempt
             self.shared.record_failure(
-                attempt.name,
+                attempt.shared_id,
                 subtask.task,
                 f"the check `{verify}` failed after this change ({gate.summary()}):\n"
                 f"{gate.output[-1500:]}",
             )
+            await self._store("save")
             self._update(subtask, WorkerState.GATE_FAILED, number, detail=gate.summary())
             if number == last:
                 self._failed(subtask, attempt, outcome, f"failed the check: {gate.summary()}")
@@ -559,6 +673,7 @@ class Swarm:
         name = subtask.worker_id if number == 1 else f"{subtask.worker_id}-{number}"
         tree = await pool.create(name, base)
         attempt = _Attempt(subtask, number, name, tree)
+        attempt.shared_id = f"{root_id}/{name}"
         attempt.session_id = f"{root_id}-{name}"
         outcome.attempts = number
         outcome.session_ids.append(attempt.session_id)
@@ -574,6 +689,7 @@ class Swarm:
         except AllocationRefused as refused:
             attempt.error = f"no budget left for this worker: {refused.message}"
             return attempt
+        await self._store("sync")  # what other swarms learned meanwhile, into this prompt
         agent = self._worker_agent(attempt, reservation)
         tracker = self._watch(agent, attempt)
         try:
@@ -590,12 +706,18 @@ class Swarm:
         outcome.changed_files = await pool.changed_files(tree)
         return attempt
 
+    def _run_duration(self) -> float | None:
+        """The time limit of a run starting now: what is left of the swarm's."""
+        left = self._time_left()
+        return None if left is None else max(left, 0.001)
+
     def _worker_agent(self, attempt: _Attempt, reservation: Reservation) -> Agent:
         subtask, number = attempt.subtask, attempt.number
         prompt = self.engine.build_worker_system_prompt(
             WorkerTask(
                 description=subtask.task,
                 worker_id=attempt.name,
+                shared_id=attempt.shared_id,
                 task_id=subtask.worker_id,
                 files=subtask.files,
                 verify=self._verify,
@@ -621,6 +743,7 @@ class Swarm:
                 "hard_token_limit": True,  # an allocation from the swarm's pool: never passed
                 "max_budget_usd": granted.usd,
                 "session_dir": self.session_root,
+                "max_duration_s": self._run_duration(),
             }
         )
         agent = Agent(
@@ -643,7 +766,10 @@ class Swarm:
         call the swarm flagged as a global doom loop is refused and the loop told to every
         worker. A worker that makes a flagged call again after that refusal is stopped."""
         tracker = WorkerBudgetTracker(
-            attempt.name, self.config.worker_budget, self.economics, task=attempt.subtask.worker_id
+            attempt.shared_id,
+            self.config.worker_budget,
+            self.economics,
+            task=attempt.subtask.worker_id,
         )
         attach_worker(agent, tracker, self.shared)
         refused: set[str] = set()
@@ -703,10 +829,11 @@ class Swarm:
                 branch=attempt.tree.branch,
             )
             self.shared.record_failure(
-                attempt.name,
+                attempt.shared_id,
                 subtask.task,
                 f"its branch could not be merged with the work merged before it: {conflict}",
             )
+            await self._store("save")
             if retries <= 0:
                 self._failed(subtask, attempt, outcome, conflict)
                 return

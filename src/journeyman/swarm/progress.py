@@ -30,6 +30,8 @@ class SwarmStage(StrEnum):
     PLAN_RETRY = "plan_retry"
     FINAL_VERIFY = "final_verify"
     GLOBAL_DOOM_LOOP = "global_doom_loop"
+    SHARED_STATE = "shared_state"
+    """The shared state was loaded from its store, or the store failed (the swarm goes on)."""
     FINISHED = "finished"
 
 
@@ -118,6 +120,7 @@ def describe(event: WorkerUpdate | SwarmUpdate) -> str:
             SwarmStage.FINAL_VERIFY: "swarm: final check "
             + ("passed" if event.passed else "failed"),
             SwarmStage.GLOBAL_DOOM_LOOP: "swarm: global doom loop",
+            SwarmStage.SHARED_STATE: "swarm: shared state",
             SwarmStage.FINISHED: "swarm: finished",
         }[event.stage]
         return f"{text}: {event.detail}" if event.detail else text

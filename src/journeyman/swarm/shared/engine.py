@@ -84,6 +84,9 @@ class WorkerTask:
     verify: str = ""
     """Command that must pass for the subtask to be accepted."""
     attempt: int = 1
+    shared_id: str = ""
+    """The id this worker's failures are recorded under in the shared state, when it is not
+    `worker_id` (a swarm qualifies it with its own id); its own failures are left out."""
 
 
 class SharedContextEngine:
@@ -118,7 +121,7 @@ class SharedContextEngine:
         if isinstance(task, str):
             task = WorkerTask(description=task)
         sections = [self.shared_prefix()]
-        guidance = self.failure_guidance(exclude_worker=task.worker_id or None)
+        guidance = self.failure_guidance(exclude_worker=task.shared_id or task.worker_id or None)
         if guidance:
             sections.append(guidance)
         if self.config.include_insights:
