@@ -241,11 +241,17 @@ def resume_state(
             if _exists(store, session_id):
                 last = attempt
         state.spent = Spending(usd, tokens)
+        earlier = previous.get(task.id)
         if last:
             state.attempt = last
             summary = store.summary(session_id_for(settings.batch_id, task.id, last))
             reason = _reason(summary.finish_reason)
-            earlier = previous.get(task.id)
+            # the time its earlier runs took: from their row, else from the stored steps
+            state.duration_s = (
+                earlier.duration_s
+                if earlier is not None and earlier.session_id is not None
+                else _stored_duration(store, summary.record)
+            )
             if reason is None or reason in INFRA_REASONS:
                 state.resumed = True
             elif reason.category is FinishCategory.SUCCESS or not settings.retry_failed:
@@ -265,6 +271,15 @@ def batch_spending(store: SessionStore, batch_id: str) -> Amount:
             tokens += row.usage.total_tokens
             usd += row.cost_usd or 0.0
     return Amount(tokens, usd)
+
+
+def _stored_duration(store: SessionStore, record: Any) -> float:
+    """How long a session ran, as its stored steps tell (from its start to its last step):
+    the estimate for a run whose row the batch never wrote (it was killed first)."""
+    last = None
+    for _step, stored_at, _checkpoint in store.step_checkpoints(record.id):
+        last = stored_at
+    return max(0.0, last - record.created_at) if last is not None else 0.0
 
 
 def _reason(value: str | None) -> FinishReason | None:
@@ -302,7 +317,7 @@ def _stored_result(
         finish_reason=reason.value,
         cost_usd=round(state.spent.usd, 10),
         tokens=state.spent.tokens,
-        duration_s=0.0,
+        duration_s=round(state.duration_s, 3),
         iterations=summary.steps,
         verify_passed=None,
         session_id=session_id,

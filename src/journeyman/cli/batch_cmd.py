@@ -183,12 +183,19 @@ def batch(
     if out_dir.exists() and not out_dir.is_dir():
         fail(EXIT_CONFIG, f"--out {out_dir} is a file; give a folder")
     from journeyman.batch.executor import make_executor
-    from journeyman.batch.runner import batch_identity, run_batch, summary_json
+    from journeyman.batch.runner import (
+        batch_identity,
+        run_batch,
+        summary_json,
+        tasks_fingerprint,
+    )
     from journeyman.batch.scheduler import BatchSettings
 
     try:
         chosen = make_executor(executor, max_parallel=max_parallel, ray_address=ray_address)
-        identity = batch_identity(out_dir, str(tasks), must_exist=resume)
+        identity = batch_identity(
+            out_dir, str(tasks), must_exist=resume, fingerprint=tasks_fingerprint(loaded)
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     except OSError as error:

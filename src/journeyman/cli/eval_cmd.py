@@ -125,6 +125,12 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
         tasks = load_suite(suite, staging=out.resolve() / "exercises", test_cmds=test_cmds)
     except SuiteError as error:
         fail(EXIT_CONFIG, error.message)
+    from journeyman.batch.runner import TasksChangedError, check_same_tasks
+
+    try:
+        check_same_tasks(out, tasks, suite)
+    except TasksChangedError as error:
+        fail(EXIT_CONFIG, error.message)
     try:
         out.mkdir(parents=True, exist_ok=True)
         suite_file = out / SUITE_FILE
