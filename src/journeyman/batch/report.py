@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from journeyman.batch.evaluation import EvalSummary, summary_rows
 from journeyman.batch.results import TaskResult
 from journeyman.economics.ledger import Amount
 
@@ -32,6 +33,8 @@ class ReportInput:
     cap: Amount
     budget_exhausted: bool
     started_tasks: int
+    evaluation: EvalSummary | None = None
+    """An eval's figures (resolved rate, interval, cost per resolved task); None for a batch."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ def render_markdown(rows: Sequence[TaskResult], info: ReportInput) -> str:
     ]
     if info.budget_exhausted:
         lines.append(f"- Budget exhausted after {info.started_tasks} of {figures.total} tasks")
+    if info.evaluation is not None:
+        lines += [f"- {label}: {value}" for label, value in summary_rows(info.evaluation)]
     lines += [
         f"- Cost per task: {_spread(figures.cost, _usd)}",
         f"- Tokens per task: {_spread(figures.tokens, _int)}",
@@ -188,6 +193,8 @@ def render_html(rows: Sequence[TaskResult], info: ReportInput) -> str:
     ]
     if info.budget_exhausted:
         summary.append(("Budget", f"exhausted after {info.started_tasks} of {figures.total} tasks"))
+    if info.evaluation is not None:
+        summary += [(e(label), e(value)) for label, value in summary_rows(info.evaluation)]
     charts = [
         _figure("Outcomes", _bars([(s, counts[s]) for s in _STATUSES], str)),
         _figure("Spend against the cap", _spend_bar(info)),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from journeyman.batch.evaluation import summarize_rows
 from journeyman.batch.executor import Executor
 from journeyman.batch.report import ReportInput, write_reports
 from journeyman.batch.results import write_preds, write_results
@@ -235,7 +236,7 @@ async def run_batch(
             summary = await scheduler.run()
         finally:
             await executor.close()
-        finish_files(settings, summary)
+        finish_files(settings, summary, graded=any(t.grading is not None for t in tasks))
         store.record_outcome(
             settings.batch_id,
             "completed" if summary.all_succeeded else "batch_incomplete",
@@ -247,8 +248,10 @@ async def run_batch(
         store.close()
 
 
-def finish_files(settings: BatchSettings, summary: BatchSummary) -> None:
+def finish_files(settings: BatchSettings, summary: BatchSummary, *, graded: bool = False) -> None:
+    """results.jsonl, the reports (with the eval's figures when the tasks are graded), preds."""
     write_results(settings.out, summary.results)
+    evaluation = summarize_rows(summary.results) if graded else None
     info = ReportInput(
         batch_id=summary.batch_id,
         model=settings.model,
@@ -256,6 +259,7 @@ def finish_files(settings: BatchSettings, summary: BatchSummary) -> None:
         cap=summary.cap,
         budget_exhausted=summary.budget_exhausted,
         started_tasks=summary.started_tasks,
+        evaluation=evaluation,
     )
     write_reports(settings.out, summary.results, info)
     write_preds(settings.out, summary.results, settings.model)
