@@ -80,6 +80,16 @@ def batch(
     max_parallel: Annotated[
         int, typer.Option(min=1, help="Tasks running at the same time (default 4).")
     ] = 4,
+    cpus_per_task: Annotated[
+        float | None,
+        typer.Option(
+            "--cpus-per-task",
+            help="With --executor ray: the CPUs each task asks the cluster for (more than 0; "
+            "default 1; e.g. 2 for tasks whose tests run in parallel, 0.5 to pack two on a CPU). "
+            "Refused with the local executor.",
+            show_default=False,
+        ),
+    ] = None,
     global_budget_usd: Annotated[
         float | None,
         typer.Option(
@@ -192,7 +202,12 @@ def batch(
     from journeyman.batch.scheduler import BatchSettings
 
     try:
-        chosen = make_executor(executor, max_parallel=max_parallel, ray_address=ray_address)
+        chosen = make_executor(
+            executor,
+            max_parallel=max_parallel,
+            ray_address=ray_address,
+            cpus_per_task=cpus_per_task,
+        )
         identity = batch_identity(
             out_dir, str(tasks), must_exist=resume, fingerprint=tasks_fingerprint(loaded)
         )
