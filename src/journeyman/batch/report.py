@@ -16,6 +16,7 @@ from pathlib import Path
 
 from journeyman.batch.evaluation import EvalSummary, summary_rows
 from journeyman.batch.results import TaskResult
+from journeyman.batch.scheduler import tasks_count
 from journeyman.economics.ledger import Amount
 
 TOP_EXPENSIVE = 10
@@ -110,7 +111,9 @@ def render_markdown(rows: Sequence[TaskResult], info: ReportInput) -> str:
         f"- Spend: {_spend_line(info)}",
     ]
     if info.budget_exhausted:
-        lines.append(f"- Budget exhausted after {info.started_tasks} of {figures.total} tasks")
+        lines.append(
+            f"- Budget exhausted after {info.started_tasks} of {tasks_count(figures.total)}"
+        )
     if info.evaluation is not None:
         lines += [f"- {label}: {value}" for label, value in summary_rows(info.evaluation)]
     lines += [
@@ -192,7 +195,9 @@ def render_html(rows: Sequence[TaskResult], info: ReportInput) -> str:
         ("Duration per task", e(_spread(figures.durations, _secs))),
     ]
     if info.budget_exhausted:
-        summary.append(("Budget", f"exhausted after {info.started_tasks} of {figures.total} tasks"))
+        summary.append(
+            ("Budget", f"exhausted after {info.started_tasks} of {tasks_count(figures.total)}")
+        )
     if info.evaluation is not None:
         summary += [(e(label), e(value)) for label, value in summary_rows(info.evaluation)]
     charts = [

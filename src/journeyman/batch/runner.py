@@ -28,6 +28,7 @@ from journeyman.batch.scheduler import (
     Scheduler,
     batch_spending,
     open_ledger,
+    tasks_count,
 )
 from journeyman.batch.tasks import BatchTask
 from journeyman.core.errors import ConfigurationError
@@ -143,7 +144,7 @@ def claim_batch_record(
     except SessionNotFoundError:
         record = SessionRecord(
             id=settings.batch_id,
-            task=f"batch of {len(tasks)} tasks from {tasks_file}",
+            task=f"batch of {tasks_count(len(tasks))} from {tasks_file}",
             workspace=str(settings.out.resolve()),
             settings={
                 "kind": "batch",
