@@ -77,9 +77,6 @@ def batch(
             "the batch and stopped when it ends. See docs/distributed.md."
         ),
     ] = None,
-    max_parallel: Annotated[
-        int, typer.Option(min=1, help="Tasks running at the same time (default 4).")
-    ] = 4,
     cpus_per_task: Annotated[
         float | None,
         typer.Option(
@@ -90,6 +87,9 @@ def batch(
             show_default=False,
         ),
     ] = None,
+    max_parallel: Annotated[
+        int, typer.Option(min=1, help="Tasks running at the same time (default 4).")
+    ] = 4,
     global_budget_usd: Annotated[
         float | None,
         typer.Option(
