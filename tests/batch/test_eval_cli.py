@@ -224,3 +224,29 @@ def test_help_explains_suites_and_compare() -> None:
     assert shown.returncode == 0
     for phrase in ("micro", "SWE-bench", "compare RUN_A RUN_B", "--global-budget-usd", "Wilson"):
         assert phrase in shown.stdout, phrase
+
+
+def test_eval_refuses_what_is_not_an_eval_before_running_anything(tmp_path: Path) -> None:
+    env = clean_env()
+    plain = tmp_path / "tasks.jsonl"
+    lines = [{"id": f"t{i}", "task": "fix it", "workspace": str(tmp_path)} for i in range(4)]
+    plain.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ungraded = journeyman("eval", str(plain), "--out", str(tmp_path / "e"), env=env)
+    assert ungraded.returncode == 2, ungraded.stdout
+    assert "not an eval suite" in ungraded.stderr and "4 of its 4 tasks" in ungraded.stderr
+    assert "journeyman batch" in ungraded.stderr and "grading" in ungraded.stderr
+    for run in ("a", "b"):  # two plain batch runs: results, no grading
+        (tmp_path / run).mkdir()
+        row = {"id": "t1", "status": "succeeded", "cost_usd": 0.1, "tokens": 1, "grade": None}
+        (tmp_path / run / "results.jsonl").write_text(json.dumps(row) + "\n")
+    compared = journeyman("eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"), env=env)
+    assert compared.returncode == 2 and "is not an eval run" in compared.stderr
+    cmds = tmp_path / "tc.json"
+    cmds.write_text('{"some/repo": "pytest"}')
+    micro = journeyman(
+        "eval", "micro", "--test-cmds", str(cmds), "--out", str(tmp_path / "m"), env=env
+    )
+    assert micro.returncode == 2 and "SWE-bench suites only" in micro.stderr
+    for done in (ungraded, compared, micro):
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "e").exists() and not (tmp_path / "m").exists()

@@ -134,6 +134,8 @@ def test_compare_wins_losses_and_cost(tmp_path: Path) -> None:
             _row("only-b", False, 0.2, 1),
         ],
     )
+    write_eval_report(a, "micro", None)
+    write_eval_report(b, "micro", None)
     comparison = compare_runs(a, b)
     assert comparison.wins == ["t2"] and comparison.losses == ["t3"]
     assert comparison.both == ["t1"] and comparison.neither == ["t4"]
@@ -149,3 +151,57 @@ def test_reading_something_that_is_not_a_run(tmp_path: Path) -> None:
         read_graded(tmp_path / "missing")
     with pytest.raises(EvalInputError, match=r"holds no results\.jsonl"):
         read_graded(tmp_path)
+
+
+def test_compare_refuses_batch_runs_that_were_never_graded(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", [_row("t1", True, 0.1, 1)])
+    b = _run(tmp_path / "b", [_row("t1", False, 0.1, 1)])
+    write_eval_report(a, "micro", None)
+    with pytest.raises(EvalInputError, match=r"b is not an eval run.*no eval\.json"):
+        compare_runs(a, b)
+
+
+def _not_run(task: str) -> dict[str, Any]:
+    return {"id": task, "status": "not_run", "cost_usd": 0.0, "tokens": 0, "grade": None}
+
+
+def test_tasks_that_never_ran_are_left_out_of_the_rate(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path / "a",
+        [_row("t1", True, 0.1, 10), _row("t2", False, 0.1, 10), _not_run("t3"), _not_run("t4")],
+    )
+    summary = write_eval_report(out, "micro", None)
+    assert (summary.ran, summary.not_run, summary.rate) == (2, 2, 0.5)
+    assert (summary.low, summary.high) == wilson_interval(1, 2)
+    assert "resolved 1/2 (50.0 %" in summary.line() and "2 not run" in summary.line()
+    markdown = (out / "eval.md").read_text()
+    assert "| Resolved | 1 of 2 (50.0 %) |" in markdown
+    assert "| Not run | 2 (budget exhausted; left out of the rate) |" in markdown
+    nothing = write_eval_report(_run(tmp_path / "b", [_not_run("t1")] * 1), "micro", None)
+    assert nothing.line().startswith("resolved 0/0 (no task ran); 1 not run")
+
+
+def test_an_evals_batch_reports_carry_its_resolved_rate(tmp_path: Path) -> None:
+    from journeyman.batch.results import TaskResult
+    from journeyman.batch.runner import finish_files
+    from journeyman.batch.scheduler import BatchSettings, BatchSummary
+    from journeyman.economics.ledger import Amount
+
+    def result(task: str, resolved: bool | None, status: str = "succeeded") -> TaskResult:
+        grade = None if resolved is None else {"resolved": resolved}
+        return TaskResult(task, status, None, 0.25, 100, 1.0, 1, None, None, grade=grade)  # type: ignore[arg-type]
+
+    rows = [result("t1", True), result("t2", False), result("t3", None, "not_run")]
+    out = tmp_path / "out"
+    out.mkdir()
+    settings = BatchSettings(batch_id="b", out=out, store_path=tmp_path / "s")
+    summary = BatchSummary("b", rows, True, Amount(300, 0.75), Amount(None, 1.0), Amount(0, 0), 2)
+    finish_files(settings, summary, graded=True)
+    markdown = (out / "report.md").read_text()
+    assert "- Resolved: 1 of 2 (50.0 %)" in markdown
+    assert "- 95 % interval (Wilson):" in markdown and "- Not run: 1" in markdown
+    assert "- Per resolved task: $0.7500, 300 tokens" in markdown
+    page = (out / "report.html").read_text()
+    assert "<th>Resolved</th><td>1 of 2 (50.0 %)</td>" in page and "Per resolved task" in page
+    finish_files(settings, summary)  # a plain batch: no eval figures
+    assert "Resolved" not in (out / "report.md").read_text()

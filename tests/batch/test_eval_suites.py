@@ -331,3 +331,18 @@ def test_a_folder_without_exercises_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "suite" / "nothing").mkdir(parents=True)
     with pytest.raises(SuiteError, match="holds no exercise"):
         load_suite(tmp_path / "suite", staging=tmp_path / "staging")
+
+
+def test_swebench_base_commit_missing_from_its_repository_is_refused_with_the_line(
+    tmp_path: Path,
+) -> None:
+    repo, commit = _buggy_repo(tmp_path)
+    suite = _jsonl(
+        tmp_path / "s.jsonl",
+        _instance(repo, commit),
+        _instance(repo, "1" * 40, instance_id="lost-1"),
+    )
+    with pytest.raises(SuiteError) as refused:
+        load_suite(suite)
+    message = refused.value.message
+    assert message.startswith(f"{suite}:2: task lost-1: its base_commit {'1' * 40} is not there")

@@ -53,7 +53,7 @@ def test_plain_lines_say_what_changed_with_control_characters_escaped(
     assert "\x1b" not in err and "started (resumed)" in err
     assert "[2/3 done, 1 running, 1 failed, $0.5000 of $2.00] a failed (max_budget_usd)" in err
     assert "rate-limited: requeued, concurrency now 2, pause 1.5 s" in err
-    assert "budget exhausted: 1 tasks will not start" in err
+    assert "budget exhausted: 1 task will not start" in err
 
 
 def test_the_live_bar_runs_without_a_terminal_too(capsys: pytest.CaptureFixture[str]) -> None:

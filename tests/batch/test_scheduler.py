@@ -133,7 +133,7 @@ def test_a_task_whose_worker_dies_is_retried_from_its_last_step(
     assert {e["reason"] for e in retried} == {"infra_error"}
     assert "task-1" in {e["task_id"] for e in retried} and len(retried) <= 2
     victim = read_results(tmp_path / "out")["task-1"]
-    assert victim.attempts == 1 and victim.iterations == 3  # the same session, continued
+    assert victim.attempts == 2 and victim.iterations == 3  # the same session, continued
 
 
 def test_agent_failures_are_retried_only_when_asked(

@@ -17,7 +17,11 @@ def write(path: Path, *lines: object) -> Path:
     return path
 
 
-def test_tasks_load_with_their_limits_and_grading(tmp_path: Path) -> None:
+def test_tasks_load_with_their_limits_and_grading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative workspace is taken from the current folder
+    (tmp_path / "ws").mkdir()
     path = write(
         tmp_path / "t.jsonl",
         {"id": "a", "task": "fix it", "workspace": "ws", "limits": {"max_iterations": 5}},
@@ -43,7 +47,11 @@ def test_tasks_load_with_their_limits_and_grading(tmp_path: Path) -> None:
         ({"id": "b", "task": "x", "workspace": "w", "limits": {"max_iterations": 0}}, ":2: limits"),
     ],
 )
-def test_a_bad_line_is_refused_with_its_number(tmp_path: Path, line: object, expected: str) -> None:
+def test_a_bad_line_is_refused_with_its_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: object, expected: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w").mkdir()
     path = write(tmp_path / "t.jsonl", {"id": "a", "task": "x", "workspace": "w"}, line)
     with pytest.raises(TaskFileError) as refused:
         load_tasks(path)
@@ -85,6 +93,57 @@ def test_a_repository_task_gets_a_clone_at_its_commit_and_the_original_is_untouc
     bad = BatchTask(id="r2", task="x", workspace=str(repo), base_commit="0" * 40)
     with pytest.raises(WorkspaceError, match="cannot check out"):
         prepare_workspace(bad, tmp_path / "out")
+
+
+def test_workspaces_that_cannot_be_prepared_are_refused_when_the_file_loads(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    (repo / "a.txt").write_text("one\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-qm", "one")
+    commit = git(repo, "rev-parse", "HEAD")
+    inside = repo / "sub"  # a plain folder inside a repository is not one
+    inside.mkdir()
+    good = {"id": "ok", "task": "x", "workspace": str(repo), "base_commit": commit[:10]}
+    cases = [
+        ({"id": "gone", "task": "x", "workspace": str(tmp_path / "nope")}, "does not exist"),
+        ({"id": "file", "task": "x", "workspace": str(repo / "a.txt")}, "is a file, not a folder"),
+        (
+            {"id": "plain", "task": "x", "workspace": str(inside), "base_commit": commit},
+            f"its workspace {inside} is not a git repository",
+        ),
+        (
+            {"id": "lost", "task": "x", "workspace": str(repo), "base_commit": "0" * 40},
+            f"its base_commit {'0' * 40} is not there in the repository {repo}",
+        ),
+    ]
+    assert [t.id for t in load_tasks(write(tmp_path / "ok.jsonl", good))] == ["ok"]
+    for line, expected in cases:
+        path = write(tmp_path / "t.jsonl", good, line)
+        with pytest.raises(TaskFileError) as refused:
+            load_tasks(path)
+        assert refused.value.message.startswith(f"{path}:2: task {line['id']}: ")
+        assert expected in refused.value.message and "fatal:" not in refused.value.message
+    many = write(
+        tmp_path / "many.jsonl",
+        *({**good, "id": f"t{i}", "base_commit": "f" * 40} for i in range(8)),
+    )
+    with pytest.raises(TaskFileError, match="and 3 more like these"):
+        load_tasks(many)
+
+
+def test_a_batch_with_a_missing_workspace_exits_2_before_running(tmp_path: Path) -> None:
+    from tests.support.cli import clean_env, journeyman
+
+    tasks = write(tmp_path / "t.jsonl", {"id": "a", "task": "x", "workspace": str(tmp_path / "x")})
+    done = journeyman("batch", str(tasks), "--out", str(tmp_path / "out"), env=clean_env())
+    assert done.returncode == 2 and f"{tasks}:1: task a: its workspace" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
 
 
 def test_a_folder_task_gets_a_copy_and_its_setup_runs_once(tmp_path: Path) -> None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from journeyman.batch.evaluation import EvalSummary, GradedTask, read_graded, summarize
+from journeyman.batch.evaluation import (
+    EVAL_JSON,
+    EvalInputError,
+    EvalSummary,
+    GradedTask,
+    read_graded,
+    summarize,
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,17 @@ class Comparison:
 
 def compare_runs(run_a: Path, run_b: Path) -> Comparison:
     """Compare the eval runs in two --out folders (`EvalInputError` if one is not a run)."""
-    return compare_tasks(read_graded(run_a), read_graded(run_b))
+    graded = []
+    for run in (run_a, run_b):
+        tasks = read_graded(run)
+        if not (run / EVAL_JSON).is_file():
+            raise EvalInputError(
+                f"{run} is not an eval run: it holds a batch's results but no {EVAL_JSON} (its "
+                "tasks were never graded); compare the --out folders of two `journeyman eval` "
+                "runs"
+            )
+        graded.append(tasks)
+    return compare_tasks(graded[0], graded[1])
 
 
 def compare_tasks(a: dict[str, GradedTask], b: dict[str, GradedTask]) -> Comparison:
@@ -57,10 +74,14 @@ def render_comparison(comparison: Comparison, name_a: str, name_b: str) -> str:
     a, b = comparison.a, comparison.b
 
     def rate(summary: EvalSummary) -> str:
-        return (
-            f"{summary.resolved}/{summary.tasks} resolved ({summary.rate * 100:.1f} %, "
-            f"95 % CI {summary.low * 100:.1f}-{summary.high * 100:.1f} %), ${summary.cost_usd:.4f}"
-        )
+        if not summary.ran:
+            figures = "0/0 resolved (no task ran)"
+        else:
+            figures = (
+                f"{summary.resolved}/{summary.ran} resolved ({summary.rate * 100:.1f} %, "
+                f"95 % CI {summary.low * 100:.1f}-{summary.high * 100:.1f} %)"
+            )
+        return f"{figures}{summary.not_run_text()}, ${summary.cost_usd:.4f}"
 
     lines = [
         f"A {name_a}: {rate(a)}",

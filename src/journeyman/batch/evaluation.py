@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from journeyman.batch.results import TaskResult
 from journeyman.batch.stats import wilson_interval
 
 RESULTS_FILE = "results.jsonl"
 EVAL_MD = "eval.md"
 EVAL_JSON = "eval.json"
+NOT_RUN = "not_run"
+"""A batch row's status for a task never started (see `journeyman.batch.results`)."""
 
 
 class EvalInputError(ValueError):
@@ -42,27 +46,50 @@ class EvalSummary:
     """The figures of one eval run."""
 
     tasks: int
+    """Every task of the run."""
     resolved: int
     graded: int
     rate: float
+    """Resolved among the tasks that ran (those never started are left out)."""
     low: float
     high: float
     cost_usd: float
     tokens: int
     usd_per_resolved: float | None
     tokens_per_resolved: float | None
+    ran: int = 0
+    """Tasks that ran: the rate's and the interval's denominator."""
+    not_run: int = 0
+    """Tasks never started (the global budget ran out first)."""
+
+    def rate_text(self) -> str:
+        """ "7/12 (58.3 %, 95 % CI 32.0-80.7 %)", or "0/0 (no task ran)"."""
+        if not self.ran:
+            return "0/0 (no task ran)"
+        return (
+            f"{self.resolved}/{self.ran} ({self.rate * 100:.1f} %, 95 % CI "
+            f"{self.low * 100:.1f}-{self.high * 100:.1f} %)"
+        )
+
+    def not_run_text(self) -> str:
+        """ "; 3 not run (...)" when some tasks never started, else ""."""
+        if not self.not_run:
+            return ""
+        return f"; {self.not_run} not run (budget exhausted; left out of the rate)"
+
+    def per_resolved_text(self) -> str:
+        if self.usd_per_resolved is None or self.tokens_per_resolved is None:
+            return "nothing resolved"
+        return f"${self.usd_per_resolved:.4f} and {self.tokens_per_resolved:,.0f} tokens"
 
     def line(self) -> str:
         """One line: "resolved 7/12 (58.3 %, 95 % CI 32.0-80.7 %), $0.84, $0.12 per resolved"."""
-        per = (
-            f"${self.usd_per_resolved:.4f} and {self.tokens_per_resolved:,.0f} tokens per resolved"
-            if self.usd_per_resolved is not None and self.tokens_per_resolved is not None
-            else "nothing resolved"
-        )
+        per = self.per_resolved_text()
+        if self.usd_per_resolved is not None:
+            per += " per resolved"
         return (
-            f"resolved {self.resolved}/{self.tasks} ({self.rate * 100:.1f} %, 95 % CI "
-            f"{self.low * 100:.1f}-{self.high * 100:.1f} %); spent ${self.cost_usd:.4f} and "
-            f"{self.tokens:,} tokens; {per}"
+            f"resolved {self.rate_text()}{self.not_run_text()}; spent ${self.cost_usd:.4f} "
+            f"and {self.tokens:,} tokens; {per}"
         )
 
 
@@ -104,22 +131,31 @@ def _graded(row: dict[str, Any]) -> GradedTask:
 def summarize(tasks: dict[str, GradedTask]) -> EvalSummary:
     """Resolved rate, its interval and the cost per resolved task."""
     total = len(tasks)
+    not_run = sum(task.status == NOT_RUN for task in tasks.values())
+    ran = total - not_run
     resolved = sum(task.resolved for task in tasks.values())
     cost = sum(task.cost_usd for task in tasks.values())
     tokens = sum(task.tokens for task in tasks.values())
-    low, high = wilson_interval(resolved, total)
+    low, high = wilson_interval(resolved, ran)
     return EvalSummary(
         tasks=total,
         resolved=resolved,
         graded=sum(task.graded for task in tasks.values()),
-        rate=resolved / total if total else 0.0,
+        rate=resolved / ran if ran else 0.0,
         low=low,
         high=high,
         cost_usd=cost,
         tokens=tokens,
         usd_per_resolved=cost / resolved if resolved else None,
         tokens_per_resolved=tokens / resolved if resolved else None,
+        ran=ran,
+        not_run=not_run,
     )
+
+
+def summarize_rows(rows: Iterable[TaskResult]) -> EvalSummary:
+    """`summarize` of a batch's result rows (as the scheduler holds them)."""
+    return summarize({row.id: _graded(asdict(row)) for row in rows})
 
 
 def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
@@ -148,18 +184,10 @@ def render_markdown(
         "",
         "| | |",
         "|---|---|",
-        f"| Resolved | {summary.resolved} of {summary.tasks} ({summary.rate * 100:.1f} %) |",
-        f"| 95 % interval (Wilson) | {summary.low * 100:.1f} % - {summary.high * 100:.1f} % |",
+        *(f"| {label} | {value} |" for label, value in summary_rows(summary)),
         f"| Graded | {summary.graded} of {summary.tasks} |",
         f"| Spent | ${summary.cost_usd:.4f}, {summary.tokens:,} tokens |",
     ]
-    if summary.usd_per_resolved is not None and summary.tokens_per_resolved is not None:
-        lines.append(
-            f"| Per resolved task | ${summary.usd_per_resolved:.4f}, "
-            f"{summary.tokens_per_resolved:,.0f} tokens |"
-        )
-    else:
-        lines.append("| Per resolved task | - (nothing resolved) |")
     lines += ["", "| Task | Resolved | Status | Cost ($) | Tokens |", "|---|---|---|---:|---:|"]
     for task_id, task in sorted(tasks.items()):
         mark = "yes" if task.resolved else ("no" if task.graded else "not graded")
@@ -167,6 +195,29 @@ def render_markdown(
             f"| {task_id} | {mark} | {task.status} | {task.cost_usd:.4f} | {task.tokens:,} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def summary_rows(summary: EvalSummary) -> list[tuple[str, str]]:
+    """The resolved rate, its interval, the tasks left out and the cost per resolved task, as
+    (label, text) rows for every report that shows an eval's figures."""
+    if summary.ran:
+        rows = [
+            (
+                "Resolved",
+                f"{summary.resolved} of {summary.ran} ({summary.rate * 100:.1f} %)",
+            ),
+            (
+                "95 % interval (Wilson)",
+                f"{summary.low * 100:.1f} % - {summary.high * 100:.1f} %",
+            ),
+        ]
+    else:
+        rows = [("Resolved", "0 of 0: no task ran")]
+    if summary.not_run:
+        rows.append(("Not run", f"{summary.not_run} (budget exhausted; left out of the rate)"))
+    per = summary.per_resolved_text().replace(" and ", ", ")
+    rows.append(("Per resolved task", per if summary.resolved else "- (nothing resolved)"))
+    return rows
 
 
 def _write(path: Path, text: str) -> None:

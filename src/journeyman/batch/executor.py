@@ -121,11 +121,28 @@ def _stop_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="batch-parent-watch", daemon=True).start()
 
 
-def make_executor(name: str, *, max_parallel: int, ray_address: str | None = None) -> Executor:
-    """The executor called `name`: "local" or "ray"."""
+def make_executor(
+    name: str,
+    *,
+    max_parallel: int,
+    ray_address: str | None = None,
+    cpus_per_task: float | None = None,
+) -> Executor:
+    """The executor called `name`: "local" or "ray". `cpus_per_task` (Ray only; None: one) is
+    the CPUs each task asks the cluster for."""
+    if cpus_per_task is not None and not cpus_per_task > 0:
+        raise ConfigurationError(
+            f"--cpus-per-task must be more than 0, got {cpus_per_task:g} (e.g. 0.5, 1 or 2)"
+        )
     if name == "local":
         if ray_address is not None:
             raise ConfigurationError("--ray-address goes with --executor ray")
+        if cpus_per_task is not None:
+            raise ConfigurationError(
+                "--cpus-per-task goes with --executor ray (it is the CPUs each task asks the "
+                "cluster for); the local executor runs --max-parallel worker processes that "
+                "share this machine's CPUs. Drop it, or add --executor ray"
+            )
         return LocalExecutor(max_parallel)
     if name == "ray":
         try:
@@ -136,7 +153,9 @@ def make_executor(name: str, *, max_parallel: int, ray_address: str | None = Non
             raise ConfigurationError(
                 f"--executor ray needs Ray: install journeyman[ray] ({error})"
             ) from None
-        executor: Executor = RayExecutor(ray_address, max_parallel)
+        executor: Executor = RayExecutor(
+            ray_address, max_parallel, cpus_per_task=1.0 if cpus_per_task is None else cpus_per_task
+        )
         return executor
     raise ConfigurationError(f"unknown executor {name!r}; use local or ray")
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from journeyman.batch.evaluation import EvalSummary, summary_rows
 from journeyman.batch.results import TaskResult
+from journeyman.batch.scheduler import tasks_count
 from journeyman.economics.ledger import Amount
 
 TOP_EXPENSIVE = 10
@@ -32,6 +34,8 @@ class ReportInput:
     cap: Amount
     budget_exhausted: bool
     started_tasks: int
+    evaluation: EvalSummary | None = None
+    """An eval's figures (resolved rate, interval, cost per resolved task); None for a batch."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,11 @@ def render_markdown(rows: Sequence[TaskResult], info: ReportInput) -> str:
         f"- Spend: {_spend_line(info)}",
     ]
     if info.budget_exhausted:
-        lines.append(f"- Budget exhausted after {info.started_tasks} of {figures.total} tasks")
+        lines.append(
+            f"- Budget exhausted after {info.started_tasks} of {tasks_count(figures.total)}"
+        )
+    if info.evaluation is not None:
+        lines += [f"- {label}: {value}" for label, value in summary_rows(info.evaluation)]
     lines += [
         f"- Cost per task: {_spread(figures.cost, _usd)}",
         f"- Tokens per task: {_spread(figures.tokens, _int)}",
@@ -187,7 +195,11 @@ def render_html(rows: Sequence[TaskResult], info: ReportInput) -> str:
         ("Duration per task", e(_spread(figures.durations, _secs))),
     ]
     if info.budget_exhausted:
-        summary.append(("Budget", f"exhausted after {info.started_tasks} of {figures.total} tasks"))
+        summary.append(
+            ("Budget", f"exhausted after {info.started_tasks} of {tasks_count(figures.total)}")
+        )
+    if info.evaluation is not None:
+        summary += [(e(label), e(value)) for label, value in summary_rows(info.evaluation)]
     charts = [
         _figure("Outcomes", _bars([(s, counts[s]) for s in _STATUSES], str)),
         _figure("Spend against the cap", _spend_bar(info)),

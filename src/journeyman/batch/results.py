@@ -34,6 +34,8 @@ class TaskResult:
     verify_passed: bool | None
     session_id: str | None
     attempts: int = 0
+    """Times the task was started (a resume after an infrastructure error or a 429 counts);
+    0 for a task never started."""
     error: str | None = None
     workspace: str | None = None
     task: str = ""

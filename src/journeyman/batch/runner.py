@@ -8,6 +8,7 @@ parent) is claimed for the length of the run, so two processes never run one bat
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from journeyman.batch.evaluation import summarize_rows
 from journeyman.batch.executor import Executor
 from journeyman.batch.report import ReportInput, write_reports
 from journeyman.batch.results import write_preds, write_results
@@ -24,10 +26,13 @@ from journeyman.batch.scheduler import (
     BatchSummary,
     LedgerClient,
     Scheduler,
+    batch_spending,
     open_ledger,
+    tasks_count,
 )
 from journeyman.batch.tasks import BatchTask
 from journeyman.core.errors import ConfigurationError
+from journeyman.economics.ledger import Amount
 from journeyman.session.lock import SessionBusyError
 from journeyman.session.store import SessionNotFoundError, SessionRecord, SessionStore
 
@@ -46,17 +51,38 @@ class BatchBusyError(ConfigurationError):
     """Another process is running this batch."""
 
 
-def batch_identity(out: Path, tasks_file: str, *, must_exist: bool = False) -> BatchIdentity:
-    """The batch of `out`: the one recorded there, or a new one (recorded now)."""
+class TasksChangedError(ConfigurationError):
+    """`--out` holds a batch of other tasks than the ones given now."""
+
+
+def tasks_fingerprint(tasks: list[BatchTask]) -> str:
+    """A digest of the tasks as loaded (blank lines, comments and key order do not count)."""
+    digest = hashlib.sha256()
+    for task in tasks:
+        canonical = json.dumps(task.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
+        digest.update(canonical.encode() + b"\n")
+    return digest.hexdigest()
+
+
+def batch_identity(
+    out: Path, tasks_file: str, *, must_exist: bool = False, fingerprint: str | None = None
+) -> BatchIdentity:
+    """The batch of `out`: the one recorded there, or a new one (recorded now).
+
+    With `fingerprint` (`tasks_fingerprint` of the tasks given now), a batch recorded for other
+    tasks is refused (`TasksChangedError`) rather than resumed with the wrong ones."""
     path = out / BATCH_FILE
     if path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return BatchIdentity(str(data["batch_id"]), float(data["created_at"]), True)
-        except (ValueError, KeyError, TypeError) as error:
+            identity = BatchIdentity(str(data["batch_id"]), float(data["created_at"]), True)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ConfigurationError(
                 f"{path} is damaged ({error}); remove it to start a new batch in {out}"
             ) from None
+        if fingerprint is not None:
+            _check_fingerprint(out, data, identity.batch_id, tasks_file, fingerprint)
+        return identity
     if must_exist:
         raise ConfigurationError(
             f"nothing to resume: {out} holds no batch ({BATCH_FILE} is missing); "
@@ -73,6 +99,7 @@ def batch_identity(out: Path, tasks_file: str, *, must_exist: bool = False) -> B
                 "batch_id": identity.batch_id,
                 "created_at": identity.created_at,
                 "tasks_file": tasks_file,
+                "tasks_fingerprint": fingerprint,
             },
             indent=2,
         )
@@ -81,6 +108,31 @@ def batch_identity(out: Path, tasks_file: str, *, must_exist: bool = False) -> B
     )
     partial.replace(path)
     return identity
+
+
+def check_same_tasks(out: Path, tasks: list[BatchTask], tasks_file: str) -> None:
+    """Raise `TasksChangedError` when `out` holds a batch recorded for other tasks."""
+    path = out / BATCH_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no batch there (or a damaged record, which `batch_identity` reports)
+    if isinstance(data, dict):
+        batch_id = str(data.get("batch_id") or "")
+        _check_fingerprint(out, data, batch_id, tasks_file, tasks_fingerprint(tasks))
+
+
+def _check_fingerprint(
+    out: Path, data: dict[str, Any], batch_id: str, tasks_file: str, fingerprint: str
+) -> None:
+    recorded = data.get("tasks_fingerprint")
+    if recorded is not None and recorded != fingerprint:  # older records have none
+        raise TasksChangedError(
+            f"{out} holds batch {batch_id}, started from other tasks "
+            f"({data.get('tasks_file') or 'another tasks file'}) than those in {tasks_file}; "
+            f"resuming it would mix the two. Give another --out for these tasks, or delete "
+            f"{out} to start over there (its results are lost)"
+        )
 
 
 def claim_batch_record(
@@ -92,7 +144,7 @@ def claim_batch_record(
     except SessionNotFoundError:
         record = SessionRecord(
             id=settings.batch_id,
-            task=f"batch of {len(tasks)} tasks from {tasks_file}",
+            task=f"batch of {tasks_count(len(tasks))} from {tasks_file}",
             workspace=str(settings.out.resolve()),
             settings={
                 "kind": "batch",
@@ -129,6 +181,32 @@ def batch_record_problem(record: SessionRecord) -> str | None:
     )
 
 
+class CapBelowSpentError(ConfigurationError):
+    """A resumed batch was given a global cap below what it already spent."""
+
+
+def check_cap_above_spent(settings: BatchSettings, spent: Amount) -> None:
+    """Refuse to resume a batch under a global cap its earlier runs already went past: the
+    report would show spend over the cap, and no task could start anyway."""
+    problems = []
+    if settings.global_usd is not None and (spent.usd or 0.0) > settings.global_usd:
+        problems.append(
+            f"${spent.usd or 0.0:.4f}, more than --global-budget-usd {settings.global_usd:g}"
+        )
+    if settings.global_tokens is not None and (spent.tokens or 0) > settings.global_tokens:
+        problems.append(
+            f"{spent.tokens or 0:,} tokens, more than --global-budget-tokens "
+            f"{settings.global_tokens:,}"
+        )
+    if problems:
+        raise CapBelowSpentError(
+            f"batch {settings.batch_id} in {settings.out} already spent "
+            + " and ".join(problems)
+            + "; to continue it, give a global budget above what it spent (the cap covers all "
+            "its runs together), or use another --out to start a new batch"
+        )
+
+
 def _busy(settings: BatchSettings) -> BatchBusyError:
     return BatchBusyError(
         f"batch {settings.batch_id} in {settings.out} is running in another process; wait for "
@@ -148,6 +226,7 @@ async def run_batch(
     """Run (or resume) the batch and write its results, reports and preds in `settings.out`."""
     store = SessionStore(settings.store_path)
     try:
+        check_cap_above_spent(settings, batch_spending(store, settings.batch_id))
         claim_batch_record(store, settings, tasks, tasks_file)
         hosted = getattr(executor, "ledger", None)  # the Ray executor keeps it on the cluster
         if ledger is None and callable(hosted):
@@ -158,7 +237,7 @@ async def run_batch(
             summary = await scheduler.run()
         finally:
             await executor.close()
-        finish_files(settings, summary)
+        finish_files(settings, summary, graded=any(t.grading is not None for t in tasks))
         store.record_outcome(
             settings.batch_id,
             "completed" if summary.all_succeeded else "batch_incomplete",
@@ -170,8 +249,10 @@ async def run_batch(
         store.close()
 
 
-def finish_files(settings: BatchSettings, summary: BatchSummary) -> None:
+def finish_files(settings: BatchSettings, summary: BatchSummary, *, graded: bool = False) -> None:
+    """results.jsonl, the reports (with the eval's figures when the tasks are graded), preds."""
     write_results(settings.out, summary.results)
+    evaluation = summarize_rows(summary.results) if graded else None
     info = ReportInput(
         batch_id=summary.batch_id,
         model=settings.model,
@@ -179,6 +260,7 @@ def finish_files(settings: BatchSettings, summary: BatchSummary) -> None:
         cap=summary.cap,
         budget_exhausted=summary.budget_exhausted,
         started_tasks=summary.started_tasks,
+        evaluation=evaluation,
     )
     write_reports(settings.out, summary.results, info)
     write_preds(settings.out, summary.results, settings.model)
@@ -209,10 +291,15 @@ __all__ = [
     "BATCH_FILE",
     "BatchBusyError",
     "BatchIdentity",
+    "CapBelowSpentError",
+    "TasksChangedError",
     "batch_identity",
     "batch_record_problem",
+    "check_cap_above_spent",
+    "check_same_tasks",
     "claim_batch_record",
     "finish_files",
     "run_batch",
     "summary_json",
+    "tasks_fingerprint",
 ]

@@ -123,6 +123,9 @@ class TaskState:
     duration_s: float = 0.0
     resumed: bool = False
     """An earlier run of the batch left its session unfinished."""
+    runs: int = 0
+    """Times the task was started, over every run of the batch (a resume after an
+    infrastructure error or a 429 counts, as does a fresh attempt)."""
     retry_delay_s: float = 0.0
     """Pause before the next attempt (after an infrastructure error)."""
 
@@ -189,11 +192,16 @@ class BatchSummary:
             f"{self.count('infra_error')} infrastructure errors",
             f"{self.count('not_run')} not run",
         ]
-        text = f"batch {self.batch_id}: {total} tasks: " + ", ".join(parts)
+        text = f"batch {self.batch_id}: {tasks_count(total)}: " + ", ".join(parts)
         if self.budget_exhausted:
-            text += f"; budget exhausted after {self.started_tasks} of {total} tasks"
+            text += f"; budget exhausted after {self.started_tasks} of {tasks_count(total)}"
         text += f"; spent {describe_spend(self.spent, self.cap)}"
         return text
+
+
+def tasks_count(n: int) -> str:
+    """ "1 task", "3 tasks"."""
+    return f"{n} task" if n == 1 else f"{n} tasks"
 
 
 def describe_spend(spent: Amount, cap: Amount) -> str:
@@ -241,11 +249,16 @@ def resume_state(
             if _exists(store, session_id):
                 last = attempt
         state.spent = Spending(usd, tokens)
+        earlier = previous.get(task.id)
         if last:
             state.attempt = last
             summary = store.summary(session_id_for(settings.batch_id, task.id, last))
             reason = _reason(summary.finish_reason)
-            earlier = previous.get(task.id)
+            # the time its earlier runs took: from their row, else from the stored steps
+            if earlier is not None and earlier.session_id is not None:
+                state.duration_s, state.runs = earlier.duration_s, max(earlier.attempts, 1)
+            else:
+                state.duration_s, state.runs = _stored_duration(store, summary.record), last
             if reason is None or reason in INFRA_REASONS:
                 state.resumed = True
             elif reason.category is FinishCategory.SUCCESS or not settings.retry_failed:
@@ -265,6 +278,15 @@ def batch_spending(store: SessionStore, batch_id: str) -> Amount:
             tokens += row.usage.total_tokens
             usd += row.cost_usd or 0.0
     return Amount(tokens, usd)
+
+
+def _stored_duration(store: SessionStore, record: Any) -> float:
+    """How long a session ran, as its stored steps tell (from its start to its last step):
+    the estimate for a run whose row the batch never wrote (it was killed first)."""
+    last = None
+    for _step, stored_at, _checkpoint in store.step_checkpoints(record.id):
+        last = stored_at
+    return max(0.0, last - record.created_at) if last is not None else 0.0
 
 
 def _reason(value: str | None) -> FinishReason | None:
@@ -302,11 +324,11 @@ def _stored_result(
         finish_reason=reason.value,
         cost_usd=round(state.spent.usd, 10),
         tokens=state.spent.tokens,
-        duration_s=0.0,
+        duration_s=round(state.duration_s, 3),
         iterations=summary.steps,
         verify_passed=None,
         session_id=session_id,
-        attempts=state.attempt,
+        attempts=state.runs,
         error=summary.error,
         task=_short(task.task),
     )
@@ -465,6 +487,7 @@ class Scheduler:
         if state.retry_delay_s:  # an infrastructure error: give it a moment to clear
             await asyncio.sleep(state.retry_delay_s)
         before = await asyncio.to_thread(self._spending, session_id)
+        state.runs += 1
         outcome: TaskOutcome | None = None
         try:
             workspace = await asyncio.to_thread(
@@ -564,7 +587,7 @@ class Scheduler:
             iterations=outcome.iterations,
             verify_passed=outcome.verify_passed,
             session_id=outcome.session_id,
-            attempts=state.attempt,
+            attempts=state.runs,
             error=outcome.error,
             workspace=str(
                 (settings.out / "workspaces").joinpath(
@@ -627,19 +650,13 @@ class Scheduler:
         self.on_event({"type": kind, "batch_id": self.settings.batch_id, **fields, **counts})
 
     def counts(self) -> dict[str, int]:
-        done = failed = 0
+        """Finished tasks by status (`failed` is the agent's failures only: a task being
+        retried after an infrastructure error is in none of them until it ends)."""
+        counts = {"succeeded": 0, "failed": 0, "infra_error": 0, "not_run": 0}
         for state in self.states:
             if state.result is not None:
-                if state.result.status == "succeeded":
-                    done += 1
-                else:
-                    failed += 1
-        return {
-            "total": len(self.states),
-            "succeeded": done,
-            "failed": failed,
-            "running": self.gate.running,
-        }
+                counts[state.result.status] += 1
+        return {"total": len(self.states), **counts, "running": self.gate.running}
 
 
 def _least(*values: Any) -> Any:

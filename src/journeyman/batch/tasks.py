@@ -2,7 +2,9 @@
 
 A line holds `id`, `task`, `workspace` (a local folder, or a git repository used with
 `base_commit`), and optionally `verify`, `setup`, `limits` and `grading`. A bad line is refused
-with its line number before anything runs, so a batch never dies half-way over a typo.
+with its line number before anything runs, so a batch never dies half-way over a typo; so is a
+workspace that is missing, not a git repository while `base_commit` is set, or that lacks the
+`base_commit` named.
 """
 
 from __future__ import annotations
@@ -101,7 +103,100 @@ def load_tasks(path: Path) -> list[BatchTask]:
         tasks.append(task)
     if not tasks:
         raise TaskFileError(f"tasks file {path} holds no task (one JSON object per line)")
+    check_workspaces([(f"{path}:{seen[task.id]}", task) for task in tasks])
     return tasks
+
+
+MAX_PROBLEMS_SHOWN = 5
+
+
+def check_workspaces(located: list[tuple[str, BatchTask]]) -> None:
+    """Refuse (`TaskFileError`) tasks whose workspace cannot be prepared, before anything runs:
+    a folder that is missing, a `base_commit` on a folder that is not a git repository, or a
+    `base_commit` the repository does not hold. `located` pairs each task with where it was
+    written (file:line), which every message starts with."""
+    problems: list[str] = []
+    commits: dict[Path, list[tuple[str, BatchTask]]] = {}
+    for where, task in located:
+        problem = _folder_problem(task)
+        if problem is not None:
+            problems.append(f"{where}: task {task.id}: {problem}")
+        elif task.base_commit:
+            source = Path(task.workspace).expanduser().resolve()
+            commits.setdefault(source, []).append((where, task))
+    for repository, wanted in commits.items():
+        problems += _missing_commits(repository, wanted)
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        raise TaskFileError(
+            "; ".join(shown) + (f"; and {more} more like these" if more > 0 else "")
+        )
+
+
+def _folder_problem(task: BatchTask) -> str | None:
+    source = Path(task.workspace).expanduser()
+    relative = "" if source.is_absolute() else f" (relative to {Path.cwd()})"
+    if not source.exists():
+        return f"its workspace {source}{relative} does not exist; give an existing folder"
+    if not source.is_dir():
+        return f"its workspace {source}{relative} is a file, not a folder"
+    if task.base_commit and not _is_repository_top(source):
+        return (
+            f"it has a base_commit, but its workspace {source}{relative} is not a git "
+            "repository (no .git in it); give the repository's top folder, or drop base_commit "
+            "to copy the folder as it is"
+        )
+    return None
+
+
+def _is_repository_top(folder: Path) -> bool:
+    """A git repository whose top is `folder` (not merely a folder inside one)."""
+    if (folder / ".git").exists():
+        return True
+    done = _git(folder, "rev-parse", "--is-bare-repository")
+    return done is not None and done.returncode == 0 and done.stdout.strip() == "true"
+
+
+def _missing_commits(repository: Path, wanted: list[tuple[str, BatchTask]]) -> list[str]:
+    """The tasks whose base_commit `repository` does not hold, as messages (one git call)."""
+    names = [f"{task.base_commit}^{{commit}}" for _, task in wanted]
+    done = _git(repository, "cat-file", "--batch-check", stdin="".join(n + "\n" for n in names))
+    if done is None or done.returncode != 0:
+        why = "git is not installed" if done is None else (done.stderr.strip() or "no output")
+        return [
+            f"{wanted[0][0]}: task {wanted[0][1].id}: cannot look up commits in {repository} "
+            f"({why})"
+        ]
+    answers = done.stdout.splitlines()
+    problems = []
+    for index, (where, task) in enumerate(wanted):
+        answer = answers[index] if index < len(answers) else "missing"
+        if answer.split()[1:2] == ["commit"]:
+            continue
+        why = "is ambiguous (give more of its digits)" if "ambiguous" in answer else "is not there"
+        problems.append(
+            f"{where}: task {task.id}: its base_commit {task.base_commit} {why} in the "
+            f"repository {repository}; fetch that commit into it, or correct the id"
+        )
+    return problems
+
+
+def _git(folder: Path, *args: str, stdin: str | None = None) -> Any:
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "-C", str(folder), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return subprocess.CompletedProcess(args, 1, "", str(error))
 
 
 def _parse_line(path: Path, number: int, line: str) -> BatchTask:
@@ -145,4 +240,4 @@ def _load_suite(path: Path) -> list[BatchTask]:
     return tasks
 
 
-__all__ = ["BatchTask", "TaskFileError", "TaskLimits", "load_tasks"]
+__all__ = ["BatchTask", "TaskFileError", "TaskLimits", "check_workspaces", "load_tasks"]

@@ -58,6 +58,11 @@ def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
 
 def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
     """A clone sharing the repository's objects (the original is never written to)."""
+    if not (source / ".git").exists() and not (source / "HEAD").is_file():
+        raise WorkspaceError(
+            f"task {task_id}: it has a base_commit, but its workspace {source} is not a git "
+            "repository; give the repository's top folder, or drop base_commit"
+        )
     steps = [
         ["git", "clone", "--quiet", "--shared", "--no-checkout", str(source), str(target)],
         ["git", "-C", str(target), "checkout", "--quiet", "--detach", commit],

@@ -77,6 +77,16 @@ def batch(
             "the batch and stopped when it ends. See docs/distributed.md."
         ),
     ] = None,
+    cpus_per_task: Annotated[
+        float | None,
+        typer.Option(
+            "--cpus-per-task",
+            help="With --executor ray: the CPUs each task asks the cluster for (more than 0; "
+            "default 1; e.g. 2 for tasks whose tests run in parallel, 0.5 to pack two on a CPU). "
+            "Refused with the local executor.",
+            show_default=False,
+        ),
+    ] = None,
     max_parallel: Annotated[
         int, typer.Option(min=1, help="Tasks running at the same time (default 4).")
     ] = 4,
@@ -183,12 +193,24 @@ def batch(
     if out_dir.exists() and not out_dir.is_dir():
         fail(EXIT_CONFIG, f"--out {out_dir} is a file; give a folder")
     from journeyman.batch.executor import make_executor
-    from journeyman.batch.runner import batch_identity, run_batch, summary_json
+    from journeyman.batch.runner import (
+        batch_identity,
+        run_batch,
+        summary_json,
+        tasks_fingerprint,
+    )
     from journeyman.batch.scheduler import BatchSettings
 
     try:
-        chosen = make_executor(executor, max_parallel=max_parallel, ray_address=ray_address)
-        identity = batch_identity(out_dir, str(tasks), must_exist=resume)
+        chosen = make_executor(
+            executor,
+            max_parallel=max_parallel,
+            ray_address=ray_address,
+            cpus_per_task=cpus_per_task,
+        )
+        identity = batch_identity(
+            out_dir, str(tasks), must_exist=resume, fingerprint=tasks_fingerprint(loaded)
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     except OSError as error:
@@ -343,17 +365,32 @@ class Progress:
             sys.stderr.write(printable(self._redact(text)) + "\n")
             sys.stderr.flush()
 
+    @staticmethod
+    def _done(event: dict[str, Any]) -> int:
+        return sum(event.get(key, 0) for key in ("succeeded", "failed", "infra_error", "not_run"))
+
+    @staticmethod
+    def _troubles(event: dict[str, Any]) -> str:
+        """ "2 failed", plus the infrastructure errors apart (they are not the agent's)."""
+        text = f"{event['failed']} failed"
+        infra = event.get("infra_error", 0)
+        if infra:
+            text += f", {infra} infrastructure error" + ("s" if infra != 1 else "")
+        return text
+
     def _describe(self, event: dict[str, Any]) -> str:
+        from journeyman.batch.scheduler import tasks_count
+
         kind = event["type"]
         state = (
-            f"[{event['succeeded'] + event['failed']}/{event['total']} done, "
-            f"{event['running']} running, {event['failed']} failed" + self._spend(event) + "]"
+            f"[{self._done(event)}/{event['total']} done, {event['running']} running, "
+            f"{self._troubles(event)}" + self._spend(event) + "]"
         )
         if kind == "batch_started":
             note = (
                 f", {event['finished_before']} finished before" if event["finished_before"] else ""
             )
-            return f"{state} batch {event['batch_id']}: {event['to_run']} tasks to run{note}"
+            return f"{state} batch {event['batch_id']}: {tasks_count(event['to_run'])} to run{note}"
         if kind == "task_started":
             how = " (resumed)" if event.get("resumed") else ""
             return f"{state} {event['task_id']} started{how}"
@@ -371,7 +408,7 @@ class Progress:
                 f"{state} {event['task_id']} infrastructure error, retrying: {event.get('error')}"
             )
         if kind == "budget_exhausted":
-            return f"{state} budget exhausted: {event['not_started']} tasks will not start"
+            return f"{state} budget exhausted: {tasks_count(event['not_started'])} will not start"
         return ""
 
     @staticmethod
@@ -396,8 +433,8 @@ class Progress:
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=event.get("total") or 0)
-        done = event["succeeded"] + event["failed"]
-        description = f"{event['running']} running, {event['failed']} failed{self._spend(event)}"
+        done = self._done(event)
+        description = f"{event['running']} running, {self._troubles(event)}{self._spend(event)}"
         self._bar.update(self._task, completed=done, description=description)
         if event["type"] in ("task_finished", "budget_exhausted", "task_requeued") and text:
             self._bar.console.print(printable(self._redact(text)), markup=False, highlight=False)

@@ -54,8 +54,9 @@ TestCmdsOpt = Annotated[
     Path | None,
     typer.Option(
         "--test-cmds",
-        help="SWE-bench suites: a JSON file mapping each instance's `repo` to its test command, "
-        "or to a map from `version` to command (a line's own test_cmd wins).",
+        help="SWE-bench suites only (refused for others): a JSON file mapping each instance's "
+        "`repo` to its test command, or to a map from `version` to command (a line's own "
+        "test_cmd wins).",
     ),
 ]
 
@@ -72,8 +73,10 @@ def eval_command(suite: str, runs: list[str] | None = None, **options: Any) -> N
 
     Hidden tests are never in the agent's workspace while it works. A task is resolved when
     every FAIL_TO_PASS test passes and every PASS_TO_PASS test still passes (for exercises:
-    every test passes). eval.md gives the resolved rate with a 95 % (Wilson) interval and the
-    dollars and tokens spent per resolved task.
+    every test passes). eval.md, report.md and report.html give the resolved rate with a 95 %
+    (Wilson) interval and the dollars and tokens spent per resolved task; tasks the budget left
+    unstarted are counted apart ("N not run"), outside the rate. A plain batch tasks file is a
+    suite only when every task has a `grading` object.
 
     `journeyman eval compare RUN_A RUN_B` compares two eval runs (their --out folders): both
     rates, the tasks B resolved and A did not (wins) and the reverse (losses), and the cost
@@ -120,10 +123,18 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     if out.exists() and not out.is_dir():
         fail(EXIT_CONFIG, f"--out {out} is a file; give a folder")
     test_cmds = _read_test_cmds(options.pop("test_cmds", None))
+    if test_cmds is not None:
+        _check_test_cmds_apply(suite)
     try:
         # Exercise folders are split into the agent's copy and the hidden tests inside --out.
         tasks = load_suite(suite, staging=out.resolve() / "exercises", test_cmds=test_cmds)
     except SuiteError as error:
+        fail(EXIT_CONFIG, error.message)
+    from journeyman.batch.runner import TasksChangedError, check_same_tasks
+
+    try:
+        check_same_tasks(out, tasks, suite)
+    except TasksChangedError as error:
         fail(EXIT_CONFIG, error.message)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -176,6 +187,32 @@ def _read_test_cmds(path: Path | None) -> dict[str, Any] | None:
         )
     commands: dict[str, Any] = data
     return commands
+
+
+SUITE_KINDS = {
+    "micro": "the bundled micro-suite",
+    "micro-folder": "a folder of micro-suite tasks",
+    "exercises": "a folder of exercises (their own tests grade them)",
+    "tasks": "a tasks file (each task's grading.test_cmd is its command)",
+}
+
+
+def _check_test_cmds_apply(suite: str) -> None:
+    """--test-cmds only means something to a SWE-bench suite: refuse it elsewhere rather than
+    let it be silently ignored."""
+    from journeyman.batch.suites import SuiteError, suite_kind
+
+    try:
+        kind = suite_kind(suite)
+    except SuiteError:
+        return  # loading the suite says what is wrong with it
+    if kind != "swebench":
+        fail(
+            EXIT_CONFIG,
+            f"--test-cmds applies to SWE-bench suites only; {suite} is "
+            f"{SUITE_KINDS.get(kind, 'not one')}, whose test commands come with its tasks. "
+            "Drop --test-cmds",
+        )
 
 
 def _suite_name(suite: str) -> str:

@@ -156,6 +156,8 @@ def show(
         + (
             f"  (forked from {record.parent_id} at step {record.forked_at_step})"
             if record.parent_id and record.forked_at_step is not None
+            else f"  (task of batch {record.parent_id})"
+            if record.parent_id and record.settings.get("batch")
             else f"  (subagent of {record.parent_id})"
             if record.parent_id
             else ""
@@ -164,7 +166,8 @@ def show(
     out.print(f"workspace {_safe(record.workspace)}")
     settings = record.settings
     if settings.get("model"):
-        out.print(f"model {_safe(str(settings.get('provider')))}:{_safe(str(settings['model']))}")
+        provider = f"{settings['provider']}:" if settings.get("provider") else ""
+        out.print(f"model {_safe(provider + str(settings['model']))}")
     elif settings.get("model_name"):
         out.print(f"model {_safe(str(settings['model_name']))} (recorded by the imported run)")
     if settings.get("imported_from"):
@@ -195,7 +198,8 @@ def show(
             f"({change.tool}, {state})"
         )
     if tree.children:
-        out.print(f"[bold]subagents[/] (tree cost {_cost(tree.tree_cost_usd)})")
+        children = "tasks" if settings.get("kind") == "batch" else "subagents"
+        out.print(f"[bold]{children}[/] (tree cost {_cost(tree.tree_cost_usd)})")
         for depth, node in tree.walk():
             rec, status = node.summary.record, node.summary.finish_reason or "unfinished"
             task = rec.task if len(rec.task) < 60 else rec.task[:59] + "…"

@@ -2,7 +2,7 @@
 
 - `micro` — the bundled micro-suite (`micro.py`, tasks under `micro/`);
 - a JSONL file whose records have `instance_id` — SWE-bench format (`swebench.py`);
-- a JSONL file of plain batch tasks (their `grading` field, if any, is used as is);
+- a JSONL file of plain batch tasks, every one with its `grading` field (used as is);
 - a folder of exercise folders, or one exercise folder (`exercises.py`);
 - a folder of micro-format task folders (`task.json` + `repo/` + `hidden/`).
 """
@@ -48,9 +48,23 @@ def load_suite(
     from journeyman.batch.tasks import TaskFileError, load_tasks
 
     try:
-        return load_tasks(path)
+        tasks = load_tasks(path)
     except TaskFileError as error:
         raise SuiteError(error.message) from None
+    ungraded = [task.id for task in tasks if task.grading is None]
+    if ungraded:
+        shown = ", ".join(ungraded[:5]) + (
+            f" and {len(ungraded) - 5} more" if len(ungraded) > 5 else ""
+        )
+        raise SuiteError(
+            f"{path} is a batch tasks file, not an eval suite: {len(ungraded)} of its "
+            f"{len(tasks)} tasks ({shown}) say nothing of how to grade them. An eval suite is "
+            "`micro`, a SWE-bench JSONL file, a folder of exercise folders, or a tasks file "
+            "whose every task has a `grading` object (at least `test_cmd`, the hidden tests' "
+            f"command; see docs/eval.md). To run the tasks without grading: journeyman batch "
+            f"{path}"
+        )
+    return tasks
 
 
 def suite_kind(path_or_name: str | Path) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from journeyman.batch.grading import GradingError, GradingSpec, check_patch_paths
 from journeyman.batch.suites.errors import SuiteError
-from journeyman.batch.tasks import TASK_ID, BatchTask
+from journeyman.batch.tasks import TASK_ID, BatchTask, TaskFileError, check_workspaces
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "FAIL_TO_PASS")
 
@@ -59,6 +59,10 @@ def load_swebench(path: Path, test_cmds: TestCommands | None = None) -> list[Bat
         tasks.append(task)
     if not tasks:
         raise SuiteError(f"SWE-bench file {path} holds no instance")
+    try:  # every base_commit must be in its repository: say so now, not when the task starts
+        check_workspaces([(f"{path}:{seen[task.id]}", task) for task in tasks])
+    except TaskFileError as error:
+        raise SuiteError(error.message) from None
     return tasks
 
 
