@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import chat
 from journeyman.integrations.mcp import McpManager
 from journeyman.tui.app import ChatApp
+from tests.support.cli import clean_env
 
 
 @pytest.fixture
@@ -18,6 +24,7 @@ def opened(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ChatApp]:
     """The apps `chat` would have run."""
     apps: list[ChatApp] = []
     monkeypatch.setattr(ChatApp, "run", lambda self, **_: apps.append(self))
+    monkeypatch.setattr(chat_cmd, "terminal_problem", lambda: None)  # pytest has no terminal
     monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(tmp_path / "user-config"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("JOURNEYMAN_LSP", raising=False)
@@ -54,3 +61,30 @@ def test_chat_mcp_starts_the_workspace_servers_and_no_mcp_none(
     open_chat(tmp_path, lsp=False)  # by default the workspace's servers need --mcp
     assert opened[-1].agent.mcp is None
     assert "pass --mcp to start them" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stdin_is_a_file", [True, False])
+def test_chat_without_a_terminal_exits_2_with_one_line(
+    tmp_path: Path, stdin_is_a_file: bool
+) -> None:
+    """No escape codes into a file, no hang waiting for keys that never come; a terminal on
+    stdin alone is not enough either."""
+    terminal, other_end = pty.openpty()
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"), OPENAI_API_KEY="sk-test")
+    args = ["chat", "--provider", "openai", "--model", "gpt-4.1-mini"]
+    args += ["--base-url", "http://127.0.0.1:9/v1", "--no-lsp", "--no-mcp"]
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", *args],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL if stdin_is_a_file else other_end,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    os.close(terminal)
+    os.close(other_end)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "needs a terminal" in done.stderr
+    assert ("stdin and stdout" if stdin_is_a_file else "stdout") in done.stderr

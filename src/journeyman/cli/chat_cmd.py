@@ -3,6 +3,7 @@ the agent load only when the app starts."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -129,6 +130,9 @@ def open_app(
     from journeyman.providers.factory import create_provider
     from journeyman.tui.app import ChatApp
 
+    problem = terminal_problem()
+    if problem:
+        fail(EXIT_CONFIG, problem)
     try:
         provider = create_provider(spec["provider"], spec["model"], options.base_url)
     except ConfigurationError as error:
@@ -170,6 +174,22 @@ def open_app(
             tracing.close()  # sends the last spans
         for line in held:
             typer.echo(line, err=True)
+
+
+def terminal_problem() -> str | None:
+    """Why the app cannot open here (it draws on a terminal and reads keys from one), or None."""
+    missing = [
+        name
+        for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
+        if stream is None or not stream.isatty()
+    ]
+    if not missing:
+        return None
+    return (
+        f"chat needs a terminal, but {' and '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not one; "
+        "use `journeyman run TASK` for scripts and pipes"
+    )
 
 
 def _tracing(explicit: bool, held: list[str]) -> AgentTracing | None:
