@@ -14,7 +14,9 @@ import pytest
 
 from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import chat
+from journeyman.economics.choices import BudgetMode
 from journeyman.integrations.mcp import McpManager
+from journeyman.tools.choices import SandboxKind
 from journeyman.tui.app import ChatApp
 from tests.support.cli import clean_env
 
@@ -88,3 +90,55 @@ def test_chat_without_a_terminal_exits_2_with_one_line(
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "needs a terminal" in done.stderr
     assert ("stdin and stdout" if stdin_is_a_file else "stdout") in done.stderr
+
+
+def test_chat_takes_runs_limits_check_and_sandbox(tmp_path: Path, opened: list[ChatApp]) -> None:
+    open_chat(
+        tmp_path,
+        lsp=False,
+        mcp=False,
+        max_iterations=7,
+        max_budget_usd=1.5,
+        max_total_tokens=1000,
+        budget_mode=BudgetMode.ADVISORY,
+        verify="make check",
+        sandbox=SandboxKind.LOCAL,
+    )
+    config = opened[-1].agent.config
+    assert (config.max_iterations, config.max_budget_usd, config.max_total_tokens) == (
+        7,
+        1.5,
+        1000,
+    )
+    assert config.budget_mode is BudgetMode.ADVISORY
+    assert config.verify_command == "make check" and config.verify
+    assert config.sandbox is SandboxKind.LOCAL
+
+    open_chat(tmp_path, lsp=False, mcp=False, no_verify=True)
+    assert opened[-1].agent.config.verify is False
+
+
+def test_chat_parses_the_run_options_on_the_command_line(tmp_path: Path) -> None:
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"), OPENAI_API_KEY="sk-test")
+    options = ["--max-iterations", "3", "--max-budget-usd", "0.5", "--max-total-tokens", "900"]
+    options += ["--budget-mode", "soft", "--verify", "true", "--no-verify", "--sandbox", "local"]
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", "chat", "--provider", "openai", *options],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "needs a terminal" in done.stderr  # parsed, then stopped
+    refused = subprocess.run(
+        [sys.executable, "-m", "journeyman", "chat", "--max-iterations", "0"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "--max-iterations" in refused.stderr

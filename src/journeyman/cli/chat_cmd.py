@@ -13,15 +13,23 @@ from journeyman.cli.exits import EXIT_CONFIG, fail
 from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
     BaseUrlOpt,
+    BudgetModeOpt,
+    MaxBudgetOpt,
+    MaxIterationsOpt,
+    MaxTokensOpt,
     McpOpt,
     ModelOpt,
     ModeOpt,
+    NoVerifyOpt,
     OtelOpt,
     PermissionModeOpt,
     ProviderOpt,
+    SandboxOpt,
     SessionDirOpt,
+    VerifyOpt,
     WorkspaceOpt,
     YesOpt,
+    given_limits,
 )
 from journeyman.cli.sessions_cmd import open_store, resolve_session, usable_session_folder
 from journeyman.core.errors import ConfigurationError
@@ -55,9 +63,24 @@ def chat(
     lsp: LspOpt = True,
     mcp: McpOpt = None,
     otel: OtelOpt = False,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
-    and commands, undo; /help lists the commands."""
+    and commands, undo; /help lists the commands. Limits, the check and the sandbox work as
+    for `run`; a reopened session keeps its own unless given here."""
+    flags = {
+        **given_limits(max_iterations, max_budget_usd, max_total_tokens, None, budget_mode, None),
+        "verify_command": verify,
+        "verify": False if no_verify else None,
+        "sandbox": sandbox,
+    }
+    flags = {key: value for key, value in flags.items() if value is not None}
     root = (workspace or Path(".")).resolve()
     session_id = None
     settings: dict[str, Any] = {}
@@ -77,10 +100,14 @@ def chat(
     try:
         loaded = load_config(root)
         config = loaded.build(
-            session_dir=session_dir, stream=True, permission_mode=permission_mode, mode=mode
+            session_dir=session_dir,
+            stream=True,
+            permission_mode=permission_mode,
+            mode=mode,
+            **flags,
         )
         if settings.get("config"):  # a resumed session keeps its settings, flags on top
-            stored = {**settings["config"], "session_dir": session_dir, "stream": True}
+            stored = {**settings["config"], **flags, "session_dir": session_dir, "stream": True}
             if mode is not None:
                 stored["mode"] = mode
             if permission_mode is not None:
