@@ -142,3 +142,19 @@ def test_chat_parses_the_run_options_on_the_command_line(tmp_path: Path) -> None
         timeout=60,
     )
     assert refused.returncode == 2 and "--max-iterations" in refused.stderr
+
+
+def test_chat_refuses_resume_together_with_last(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"))
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", "chat", "--resume", "abc", "--last"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "journeyman: give --resume SESSION or --last, not both\n"

@@ -74,6 +74,8 @@ def chat(
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
     and commands, undo; /help lists the commands. Limits, the check and the sandbox work as
     for `run`; a reopened session keeps its own unless given here."""
+    if resume and last:
+        fail(EXIT_CONFIG, "give --resume SESSION or --last, not both")
     flags = {
         **given_limits(max_iterations, max_budget_usd, max_total_tokens, None, budget_mode, None),
         "verify_command": verify,
