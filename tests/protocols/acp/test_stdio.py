@@ -56,15 +56,23 @@ def test_an_empty_input_ends_the_agent_at_once(tmp_path: Path) -> None:
 
 
 def test_a_line_that_is_not_json_gets_the_parse_error(tmp_path: Path) -> None:
+    """And the requests of a file are answered before the end of the file ends the agent."""
     requests = tmp_path / "garbage.txt"
-    requests.write_text("this is not json\n[1, 2]\n")
+    initialize = {"jsonrpc": "2.0", "id": 7, "method": "initialize"}
+    initialize["params"] = {"protocolVersion": 1}
+    requests.write_text("this is not json\n[1, 2]\n" + json.dumps(initialize) + "\n")
     answers = tmp_path / "answers.jsonl"
     with requests.open("rb") as stdin, answers.open("wb") as stdout:
         done = acp_with(tmp_path, stdin, stdout)
     assert done.returncode == 0
     assert b"Traceback" not in done.stderr
     replies = [json.loads(line) for line in answers.read_text().splitlines()]
-    assert [(r["id"], r["error"]["code"]) for r in replies] == [(None, -32700), (None, -32600)]
+    assert [(r["id"], r.get("error", {}).get("code")) for r in replies] == [
+        (None, -32700),
+        (None, -32600),
+        (7, None),
+    ]
+    assert replies[2]["result"]["agentCapabilities"]["loadSession"] is True
     assert b"not JSON" in done.stderr
 
 

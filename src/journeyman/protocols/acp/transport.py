@@ -1,8 +1,11 @@
 """Newline-delimited JSON-RPC messages over two file descriptors, whatever they are: pipes,
 sockets, regular files or /dev/null. Reading and writing happen in threads, so a descriptor
-that the event loop cannot watch (a file, /dev/null) works like a pipe, and the end of the
-input is the end of the connection. A line that is not JSON is answered with the JSON-RPC
-parse error instead of being dropped."""
+that the event loop cannot watch (a file, /dev/null) works like a pipe. A line that is not
+JSON is answered with the JSON-RPC parse error instead of being dropped.
+
+The end of the input ends the connection. From a pipe or socket it means the client went
+away: at once. From a file it means the client said everything: the requests read are
+answered first, unless the agent asks the client something (nobody is left to answer)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import threading
 from typing import Any
 
@@ -33,24 +37,54 @@ class LineTransport:
         self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._write_lock = asyncio.Lock()
         self._closed = False
+        mode = os.fstat(read_fd).st_mode
+        self._answers_all = not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+        self._unanswered: set[str] = set()
+        """Ids of the client's requests not answered yet (as JSON text)."""
+        self._asked: set[str] = set()
+        """Ids of the agent's requests to the client not answered yet."""
+        self._changed = asyncio.Event()
         threading.Thread(target=self._read_lines, name="acp-stdin", daemon=True).start()
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
         async with self._write_lock:  # one whole line at a time, in order
             await asyncio.to_thread(self._write_all, data)
+        self._track(message, self._asked, self._unanswered)  # once it is written
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
             line = await self._lines.get()
             if line is None:
+                await self._drained()
                 return None
             message = await self._decoded(line)
             if message is not None:
+                self._track(message, self._unanswered, self._asked)
                 return message
 
     async def close(self) -> None:
         self._closed = True
+
+    def _track(self, message: dict[str, Any], requests: set[str], answered: set[str]) -> None:
+        """Note a request in `requests`, or an answer to one of `answered`."""
+        if "id" not in message:
+            return  # a notification
+        key = json.dumps(message["id"])
+        if "method" in message:
+            requests.add(key)
+        else:
+            answered.discard(key)
+        self._changed.set()
+
+    async def _drained(self) -> None:
+        """At the end of a file: wait until the client's requests are answered, or until the
+        agent asks the client something."""
+        if not self._answers_all:
+            return
+        while self._unanswered and not self._asked:
+            self._changed.clear()
+            await self._changed.wait()
 
     async def _decoded(self, line: bytes) -> dict[str, Any] | None:
         """The message on `line`, or None after answering the client with what is wrong."""
