@@ -79,7 +79,8 @@ def chat(
     flags = {
         **given_limits(max_iterations, max_budget_usd, max_total_tokens, None, budget_mode, None),
         "verify_command": verify,
-        "verify": False if no_verify else None,
+        # --verify turns the check on again in a reopened session stored with --no-verify
+        "verify": False if no_verify else (True if verify else None),
         "sandbox": sandbox,
     }
     flags = {key: value for key, value in flags.items() if value is not None}
