@@ -210,6 +210,13 @@ def test_chat_resume_finds_the_session_and_keeps_writing_there(
     assert opened["config"].session_dir == setup.chosen
     assert not setup.default.exists()
 
+    # the run's limits and check stay unless given again; given ones go on top
+    assert opened["config"].verify is False and opened["config"].max_iterations == 50
+    chat_cmd.chat(resume=session[:10], last=False, max_iterations=9, verify="make check")
+    assert opened["config"].max_iterations == 9
+    assert opened["config"].verify_command == "make check" and opened["config"].verify
+    assert opened["config"].session_dir == setup.chosen
+
 
 def test_the_environment_variable_comes_before_the_user_config(setup: Setup) -> None:
     workspace = setup.workspace("ws")

@@ -64,6 +64,19 @@ def test_a_session_that_cannot_be_found_exits_2(
     assert not list(tmp_path.glob("*.html"))
 
 
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_folder_without_sessions_is_refused_and_left_as_it_was(
+    tmp_path: Path, exists: bool
+) -> None:
+    empty = tmp_path / "x" / "empty"
+    if exists:
+        empty.mkdir(parents=True)
+    done = jm("inspect", "--session-dir", str(empty), "abc", env=clean_env(), cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"no sessions in {empty}" in done.stderr and done.stderr.count("\n") == 1
+    assert (list(empty.iterdir()) == []) if exists else not (tmp_path / "x").exists()
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders")
 def test_a_read_only_folder_exits_2(fixed: Built, tmp_path: Path) -> None:
     locked = tmp_path / "locked"

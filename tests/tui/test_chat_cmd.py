@@ -4,13 +4,21 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import chat
+from journeyman.economics.choices import BudgetMode
 from journeyman.integrations.mcp import McpManager
+from journeyman.tools.choices import SandboxKind
 from journeyman.tui.app import ChatApp
+from tests.support.cli import clean_env
 
 
 @pytest.fixture
@@ -18,6 +26,7 @@ def opened(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ChatApp]:
     """The apps `chat` would have run."""
     apps: list[ChatApp] = []
     monkeypatch.setattr(ChatApp, "run", lambda self, **_: apps.append(self))
+    monkeypatch.setattr(chat_cmd, "terminal_problem", lambda: None)  # pytest has no terminal
     monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(tmp_path / "user-config"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("JOURNEYMAN_LSP", raising=False)
@@ -54,3 +63,98 @@ def test_chat_mcp_starts_the_workspace_servers_and_no_mcp_none(
     open_chat(tmp_path, lsp=False)  # by default the workspace's servers need --mcp
     assert opened[-1].agent.mcp is None
     assert "pass --mcp to start them" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stdin_is_a_file", [True, False])
+def test_chat_without_a_terminal_exits_2_with_one_line(
+    tmp_path: Path, stdin_is_a_file: bool
+) -> None:
+    """No escape codes into a file, no hang waiting for keys that never come; a terminal on
+    stdin alone is not enough either."""
+    terminal, other_end = pty.openpty()
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"), OPENAI_API_KEY="sk-test")
+    args = ["chat", "--provider", "openai", "--model", "gpt-4.1-mini"]
+    args += ["--base-url", "http://127.0.0.1:9/v1", "--no-lsp", "--no-mcp"]
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", *args],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL if stdin_is_a_file else other_end,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    os.close(terminal)
+    os.close(other_end)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "needs a terminal" in done.stderr
+    assert ("stdin and stdout" if stdin_is_a_file else "stdout") in done.stderr
+
+
+def test_chat_takes_runs_limits_check_and_sandbox(tmp_path: Path, opened: list[ChatApp]) -> None:
+    open_chat(
+        tmp_path,
+        lsp=False,
+        mcp=False,
+        max_iterations=7,
+        max_budget_usd=1.5,
+        max_total_tokens=1000,
+        budget_mode=BudgetMode.ADVISORY,
+        verify="make check",
+        sandbox=SandboxKind.LOCAL,
+    )
+    config = opened[-1].agent.config
+    assert (config.max_iterations, config.max_budget_usd, config.max_total_tokens) == (
+        7,
+        1.5,
+        1000,
+    )
+    assert config.budget_mode is BudgetMode.ADVISORY
+    assert config.verify_command == "make check" and config.verify
+    assert config.sandbox is SandboxKind.LOCAL
+
+    open_chat(tmp_path, lsp=False, mcp=False, no_verify=True)
+    assert opened[-1].agent.config.verify is False
+
+
+def test_chat_parses_the_run_options_on_the_command_line(tmp_path: Path) -> None:
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"), OPENAI_API_KEY="sk-test")
+    options = ["--max-iterations", "3", "--max-budget-usd", "0.5", "--max-total-tokens", "900"]
+    options += ["--budget-mode", "soft", "--verify", "true", "--no-verify", "--sandbox", "local"]
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", "chat", "--provider", "openai", *options],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "needs a terminal" in done.stderr  # parsed, then stopped
+    refused = subprocess.run(
+        [sys.executable, "-m", "journeyman", "chat", "--max-iterations", "0"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "--max-iterations" in refused.stderr
+
+
+def test_chat_refuses_resume_together_with_last(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"))
+    done = subprocess.run(
+        [sys.executable, "-m", "journeyman", "chat", "--resume", "abc", "--last"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "journeyman: give --resume SESSION or --last, not both\n"

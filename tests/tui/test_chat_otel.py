@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.proto", reason="the otel extra is not installed")
 
+from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import chat
 from journeyman.tui.app import ChatApp
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -47,6 +48,7 @@ def app_runs_one_task(
         while_open.append(capsys.readouterr().err)
 
     monkeypatch.setattr(ChatApp, "run", run)
+    monkeypatch.setattr(chat_cmd, "terminal_problem", lambda: None)  # pytest has no terminal
     monkeypatch.setenv("JOURNEYMAN_CONFIG_DIR", str(tmp_path / "user-config"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     for name in [n for n in os.environ if n.startswith("OTEL_")]:

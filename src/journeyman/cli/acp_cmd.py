@@ -73,7 +73,8 @@ def acp_command(
 
     from journeyman import __version__
     from journeyman.cli.sessions_cmd import usable_session_folder
-    from journeyman.protocols.acp.launch import LaunchOptions
+    from journeyman.core.errors import ConfigurationError
+    from journeyman.protocols.acp.launch import LaunchOptions, check_launch_options
     from journeyman.protocols.acp.stdio import configure_logging, serve, take_stdout
 
     # one folder for the sessions it runs and the ones the editor reopens
@@ -88,6 +89,10 @@ def acp_command(
     }
     from journeyman.cli.run_cmd import _tracing
 
+    try:
+        check_launch_options(LaunchOptions(provider=provider, model=model, tool_format=tool_format))
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
     tracing = _tracing(otel)  # before stdout is taken: its notes go to stderr, as all do here
     options = LaunchOptions(
         provider=provider,

@@ -3,6 +3,7 @@ the agent load only when the app starts."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,15 +13,23 @@ from journeyman.cli.exits import EXIT_CONFIG, fail
 from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
     BaseUrlOpt,
+    BudgetModeOpt,
+    MaxBudgetOpt,
+    MaxIterationsOpt,
+    MaxTokensOpt,
     McpOpt,
     ModelOpt,
     ModeOpt,
+    NoVerifyOpt,
     OtelOpt,
     PermissionModeOpt,
     ProviderOpt,
+    SandboxOpt,
     SessionDirOpt,
+    VerifyOpt,
     WorkspaceOpt,
     YesOpt,
+    given_limits,
 )
 from journeyman.cli.sessions_cmd import open_store, resolve_session, usable_session_folder
 from journeyman.core.errors import ConfigurationError
@@ -54,9 +63,27 @@ def chat(
     lsp: LspOpt = True,
     mcp: McpOpt = None,
     otel: OtelOpt = False,
+    max_iterations: MaxIterationsOpt = None,
+    max_budget_usd: MaxBudgetOpt = None,
+    max_total_tokens: MaxTokensOpt = None,
+    budget_mode: BudgetModeOpt = None,
+    verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
-    and commands, undo; /help lists the commands."""
+    and commands, undo; /help lists the commands. Limits, the check and the sandbox work as
+    for `run`; a reopened session keeps its own unless given here."""
+    if resume and last:
+        fail(EXIT_CONFIG, "give --resume SESSION or --last, not both")
+    flags = {
+        **given_limits(max_iterations, max_budget_usd, max_total_tokens, None, budget_mode, None),
+        "verify_command": verify,
+        # --verify turns the check on again in a reopened session stored with --no-verify
+        "verify": False if no_verify else (True if verify else None),
+        "sandbox": sandbox,
+    }
+    flags = {key: value for key, value in flags.items() if value is not None}
     root = (workspace or Path(".")).resolve()
     session_id = None
     settings: dict[str, Any] = {}
@@ -76,10 +103,14 @@ def chat(
     try:
         loaded = load_config(root)
         config = loaded.build(
-            session_dir=session_dir, stream=True, permission_mode=permission_mode, mode=mode
+            session_dir=session_dir,
+            stream=True,
+            permission_mode=permission_mode,
+            mode=mode,
+            **flags,
         )
         if settings.get("config"):  # a resumed session keeps its settings, flags on top
-            stored = {**settings["config"], "session_dir": session_dir, "stream": True}
+            stored = {**settings["config"], **flags, "session_dir": session_dir, "stream": True}
             if mode is not None:
                 stored["mode"] = mode
             if permission_mode is not None:
@@ -129,6 +160,9 @@ def open_app(
     from journeyman.providers.factory import create_provider
     from journeyman.tui.app import ChatApp
 
+    problem = terminal_problem()
+    if problem:
+        fail(EXIT_CONFIG, problem)
     try:
         provider = create_provider(spec["provider"], spec["model"], options.base_url)
     except ConfigurationError as error:
@@ -170,6 +204,22 @@ def open_app(
             tracing.close()  # sends the last spans
         for line in held:
             typer.echo(line, err=True)
+
+
+def terminal_problem() -> str | None:
+    """Why the app cannot open here (it draws on a terminal and reads keys from one), or None."""
+    missing = [
+        name
+        for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
+        if stream is None or not stream.isatty()
+    ]
+    if not missing:
+        return None
+    return (
+        f"chat needs a terminal, but {' and '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not one; "
+        "use `journeyman run TASK` for scripts and pipes"
+    )
 
 
 def _tracing(explicit: bool, held: list[str]) -> AgentTracing | None:

@@ -11,7 +11,7 @@ import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, fail
 from journeyman.cli.options import SessionDirOpt, WorkspaceOpt
-from journeyman.cli.sessions_cmd import open_store, resolve_session
+from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 
@@ -44,7 +44,16 @@ def inspect(
 
     if session and last:
         fail(EXIT_CONFIG, "give a session id or --last, not both")
-    store = open_store(session_dir)
+    from journeyman.session.store import DATABASE_FILE
+
+    root = session_folder(session_dir)
+    if not (root / DATABASE_FILE).is_file():  # inspect only reads: it creates no store
+        fail(
+            EXIT_CONFIG,
+            f"no sessions in {root} (it holds no {DATABASE_FILE}); pass --session-dir the "
+            "folder your runs were stored in",
+        )
+    store = open_store(root)
     try:
         record = resolve_session(store, session, last, workspace)
         report = load_report(store, record.id)

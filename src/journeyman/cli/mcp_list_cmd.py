@@ -102,11 +102,14 @@ def mcp_serve_cmd(
         ),
     ] = ServeTransport.STDIO,
     port: Annotated[
-        int,
+        int | None,
         typer.Option(
-            min=0, max=65535, help="With --transport http: the port (0 takes a free one)."
+            min=0,
+            max=65535,
+            help=f"With --transport http: the port (default {DEFAULT_HTTP_PORT}; 0 takes a "
+            "free one).",
         ),
-    ] = DEFAULT_HTTP_PORT,
+    ] = None,
     yes: Annotated[
         bool,
         typer.Option(
@@ -152,6 +155,8 @@ def mcp_serve_cmd(
     and diffs, and undo. Runs obey this command's limits, permission mode and sandbox (and the
     user and workspace config files, under the same trust rules as `run`); a client may only
     tighten them. See docs/mcp-server.md."""
+    if port is not None and transport is not ServeTransport.HTTP:
+        fail(EXIT_CONFIG, "--port needs --transport http (stdio has no port)")
     limits = given_limits(
         max_iterations,
         max_budget_usd,
@@ -183,7 +188,7 @@ def mcp_serve_cmd(
         approval_timeout_s=approval_timeout,
         lsp=lsp,
         transport=transport.value,
-        port=port,
+        port=DEFAULT_HTTP_PORT if port is None else port,
         otel=otel,
     )
 

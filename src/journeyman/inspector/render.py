@@ -657,9 +657,19 @@ def _change(change: FileChange, lines: list[str], open_all: bool) -> str:
     )
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of a file as editors and the tools count them: broken at "\n" only (with a
+    "\r" before it dropped), never at the other breaks `str.splitlines` knows (U+2028, form
+    feed, ...), so a diff's +/- counts agree with the line counts shown elsewhere."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the break at the end of the last line starts no new line
+    return [line.removesuffix("\r") for line in lines]
+
+
 def _diff_lines(change: FileChange) -> list[str]:
-    before = (change.before or "").splitlines()
-    after = (change.after or "").splitlines()
+    before = text_lines(change.before or "")
+    after = text_lines(change.after or "")
     return list(
         difflib.unified_diff(
             before, after, f"a/{change.path}", f"b/{change.path}", n=3, lineterm=""

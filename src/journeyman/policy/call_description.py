@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.core.display import command_for_approval, printable
+from journeyman.core.errors import ToolError
+from journeyman.tools.edit_match import apply_edit
 
 DIFF_LINES_SHOWN = 400
 """Lines of an edit's diff shown in an approval question; the rest is counted, not shown."""
@@ -23,9 +25,10 @@ def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") 
         return _indent("$ " + command_for_approval(args["command"]))
     path = args.get("path")
     if isinstance(path, str) and isinstance(args.get("old_string"), str):
-        diff = _diff(path, args["old_string"], str(args.get("new_string", "")))
         every = " (every occurrence)" if args.get("replace_all") else ""
-        return _indent(f"edit {printable(path)}{every}:\n{diff}")
+        old_text, new_text, note = _edited(workspace, path, args)
+        diff = _diff(path, old_text, new_text)
+        return _indent(f"edit {printable(path)}{every}{note}:\n{diff}")
     if isinstance(path, str) and isinstance(args.get("content"), str):
         exists, before = _current_text(workspace, path)
         verb = "overwrite" if exists else "create"
@@ -35,6 +38,25 @@ def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") 
     if isinstance(args.get("patch"), str):
         return _indent("patch:\n" + _capped(printable(args["patch"]).splitlines()))
     return _indent(printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str)))
+
+
+def _edited(workspace: str, path: str, args: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The file before and after an edit_file call, found as the tool finds it, so the diff
+    has the file's own line numbers; when the file cannot be read or the quoted text does not
+    match one place, the quoted text and its replacement, with a note saying so."""
+    old, new = args["old_string"], str(args.get("new_string", ""))
+    exists, text = _current_text(workspace, path)
+    if text is not None:
+        try:
+            outcome = apply_edit(text, old, new, replace_all=bool(args.get("replace_all")))
+        except ToolError:
+            return old, new, " (the quoted text does not match one place in the file; shown alone)"
+        return text, outcome.text, ""
+    if not exists:
+        if old == "":
+            return "", new, ""  # a new file
+        return old, new, " (no such file; the quoted text is shown alone)"
+    return old, new, " (the file cannot be read; the quoted text is shown alone)"
 
 
 def _diff(path: str, before: str, after: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
 MODES = {"react": ModeName.REACT, "phased": ModeName.PHASED, "plan": ModeName.PLAN_SOLVE}
 CHANGES_STATE = frozenset({"undo", "resume", "fork", "mode", "plan", "model", "extend"})
 """Commands refused while a turn runs (they change what the turn works with)."""
+
+
+def in_app_words(message: str) -> str:
+    """A fork error of the session layer, which names the command line's `--at-step`, worded
+    for the app, where the step is /fork's argument."""
+    return re.sub(r"--at-step (\d+)", r"/fork \1", message).replace("--at-step", "the step")
 
 
 class SlashHandler:
@@ -178,7 +185,10 @@ class SlashHandler:
     async def do_fork(self, args: list[str]) -> None:
         if len(args) != 1 or not args[0].isdigit():
             raise ValueError("usage: /fork STEP (a step number of this session)")
-        fork = self.app.conversation.prepare_fork(int(args[0]))
+        try:
+            fork = self.app.conversation.prepare_fork(int(args[0]))
+        except AgentError as error:
+            raise ValueError(in_app_words(error.message)) from None
         self.app.note(
             f"forked {fork.parent_id} at step {fork.step}: files rolled back; your next "
             "message starts the new session"

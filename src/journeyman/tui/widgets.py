@@ -1,5 +1,6 @@
 """The pieces of the conversation screen: messages, tool cards, the status bar. Model and tool
-text is always shown as plain `Text`, never parsed as markup."""
+text is always shown as plain `Text`, never parsed as markup; where a widget only takes markup
+(a card's title), it goes through `literal` first."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ from journeyman.policy.call_description import describe_call
 RESULT_CHARS_SHOWN = 20_000
 """Characters of a tool result an expanded card shows; the rest is counted, not rendered."""
 KEY_ARGUMENTS = ("command", "path", "pattern", "query", "url", "summary", "name")
+
+
+def literal(text: str) -> str:
+    """`text` as markup that shows exactly `text`: every `[` is escaped, so no part of it can
+    open a tag (`[bold]`, `[$accent]`, `[@click=...]`) and restyle or fake what is around it."""
+    return text.replace("[", "\\[")
 
 
 def key_argument(call: ToolCall) -> str:
@@ -102,10 +109,11 @@ class ToolCard(Collapsible):
         return Text("")
 
     def _heading(self) -> str:
+        """The title (markup, as a collapsible's title is parsed): all of it literal."""
         took = "" if self.duration_s is None else f" {self.duration_s:.2f}s"
         name = printable(self.call.name)
         mark = STATUS_MARK.get(self.status, "✗")
-        return f"{mark} {self.status} {name} {key_argument(self.call)}{took}"
+        return literal(f"{mark} {self.status} {name} {key_argument(self.call)}{took}")
 
     def finished(self, result: ToolResult, duration_s: float) -> None:
         exit_code = result.metadata.get("exit_code")

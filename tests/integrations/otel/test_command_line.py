@@ -28,6 +28,38 @@ def no_otel_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+    for name in command_line.PROTOCOL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc"),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"),
+        (  # the traces-only variable wins
+            {
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            },
+            None,
+        ),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, None),
+    ],
+)
+def test_a_protocol_other_than_http_protobuf_is_said_at_start(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], said: str | None
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    notes: list[str] = []
+    assert command_line.tracing_wanted(True, note=notes.append)
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and said in notes[0]
+        assert "http/protobuf" in notes[0] and "4318" in notes[0]
 
 
 def test_off_without_the_flag_or_an_endpoint() -> None:

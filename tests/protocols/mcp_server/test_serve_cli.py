@@ -68,3 +68,12 @@ def test_a_zero_approval_timeout_is_refused(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--approval-timeout" in done.stderr
+
+
+@pytest.mark.parametrize("transport", [[], ["--transport", "stdio"]])
+def test_a_port_without_the_http_transport_is_refused(tmp_path: Path, transport: list[str]) -> None:
+    done = journeyman(
+        "mcp", "serve", "-w", str(tmp_path), "--port", "9000", *transport, env=clean_env()
+    )
+    assert done.returncode == 2
+    assert done.stderr == "journeyman: --port needs --transport http (stdio has no port)\n"

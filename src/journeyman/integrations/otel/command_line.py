@@ -5,8 +5,9 @@ never a traceback."""
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from journeyman.core.errors import ConfigurationError
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 
 Note = Callable[[str], None]
 """Prints a line for the user (the CLI adds `journeyman: note:` or `warning:`)."""
+
+PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+"""Where the OTLP protocol is chosen, the traces-only variable first (it wins, as in the SDK)."""
+SUPPORTED_PROTOCOL = "http/protobuf"
 
 
 def tracing_for_run(explicit: bool, *, note: Note, warn: Note) -> AgentTracing | None:
@@ -54,7 +59,28 @@ def tracing_wanted(explicit: bool, *, note: Note) -> bool:
             raise ConfigurationError(f"--otel: {EXTRA_MISSING}")
         note(f"{endpoint_variable()} is set, but no traces are sent: {EXTRA_MISSING}")
         return False
+    problem = protocol_problem(os.environ)
+    if problem:
+        note(problem)
     return True
+
+
+def protocol_problem(env: Mapping[str, str]) -> str | None:
+    """What is wrong when the environment asks for an OTLP protocol other than the one spans
+    are sent with (OTLP over HTTP with protobuf), or None. Sending HTTP to a gRPC receiver
+    only fails later with a vague export warning, so it is said at start."""
+    for variable in PROTOCOL_VARIABLES:
+        asked = env.get(variable, "").strip().lower()
+        if not asked:
+            continue
+        if asked == SUPPORTED_PROTOCOL:
+            return None
+        return (
+            f"{variable}={asked}, but journeyman sends traces only as {SUPPORTED_PROTOCOL} "
+            "(OTLP over HTTP, usually port 4318, not gRPC's 4317); point the endpoint at the "
+            f"collector's HTTP receiver and set {variable}={SUPPORTED_PROTOCOL}"
+        )
+    return None
 
 
 class _ExportFailures(logging.Handler):

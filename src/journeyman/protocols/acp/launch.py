@@ -46,6 +46,30 @@ class LaunchOptions:
     """OpenTelemetry tracing of every session's runs (`--otel` or an OTLP endpoint)."""
 
 
+def check_launch_options(options: LaunchOptions) -> None:
+    """Say at start-up, not at the editor's first session, that a flag names an unknown
+    provider, gives the model twice or an unknown tool format. A missing API key is left to
+    each session (its error reaches the editor; a loaded session may use another provider)."""
+    from journeyman.providers.factory import DEFAULT_MODELS, parse_spec
+
+    if options.provider is not None:
+        name, spec_model = parse_spec(options.provider)
+        if name not in DEFAULT_MODELS:
+            known = ", ".join(sorted(DEFAULT_MODELS))
+            raise ConfigurationError(
+                f"--provider {options.provider!r} is not a provider; use one of {known} "
+                "(any OpenAI-compatible server is openai with --base-url)"
+            )
+        if spec_model and options.model and spec_model != options.model:
+            raise ConfigurationError(
+                f"the model is given twice, as {spec_model!r} in --provider and as --model "
+                f"{options.model!r}; give it once"
+            )
+    if options.model is not None and not options.model.strip():
+        raise ConfigurationError("--model is empty; give a model name or leave the flag out")
+    AgentLauncher._tool_format(options.tool_format)
+
+
 class AgentLauncher:
     """Builds a session's `Agent` (an `AgentBuilder` for `JourneymanAcpAgent`)."""
 

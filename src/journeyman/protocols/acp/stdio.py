@@ -4,7 +4,6 @@ child process's) can never corrupt the stream of messages."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
@@ -15,6 +14,7 @@ import acp
 from journeyman.loop.config_file import session_root
 from journeyman.protocols.acp.launch import AgentLauncher, LaunchOptions
 from journeyman.protocols.acp.server import JourneymanAcpAgent
+from journeyman.protocols.acp.transport import LineTransport
 
 STREAM_LIMIT_BYTES = 50 * 1024 * 1024
 """Longest message line read from the client (prompts may embed whole files)."""
@@ -29,25 +29,13 @@ def take_stdout() -> int:
     return protocol_fd
 
 
-async def _streams(protocol_fd: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=STREAM_LIMIT_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    write_protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())  # gives drain()
-    transport, _ = await loop.connect_write_pipe(
-        lambda: write_protocol, os.fdopen(protocol_fd, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
-    return reader, writer
-
-
 async def serve(options: LaunchOptions, version: str, protocol_fd: int) -> None:
     """Answer the client on stdin / `protocol_fd` until it closes the connection."""
     agent = JourneymanAcpAgent(AgentLauncher(options), session_root(options.session_dir), version)
-    reader, writer = await _streams(protocol_fd)
+    transport = LineTransport(sys.stdin.fileno(), protocol_fd, max_line_bytes=STREAM_LIMIT_BYTES)
     try:
         # methods it does not define (list, fork, modes) are answered "method not found"
-        await acp.run_agent(cast(acp.Agent, agent), writer, reader)
+        await acp.run_agent(cast(acp.Agent, agent), transport)
     finally:
         await agent.close()
 

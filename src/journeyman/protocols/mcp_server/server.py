@@ -536,7 +536,40 @@ def _configured(build: Callable[[], T]) -> T:
     except ConfigurationError as error:
         raise ToolError(error.message) from None
     except ValidationError as error:
-        raise ToolError(f"invalid request: {error}") from None
+        raise ToolError(f"invalid request: {plain_validation_error(error)}") from None
+
+
+def plain_validation_error(error: ValidationError) -> str:
+    """Each problem as `argument: what is wrong (what was given)` on one line, without the
+    validation library's layout, error codes and links."""
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        given = repr(item.get("input"))
+        given = given if len(given) <= 60 else given[:59] + "…"
+        expected = (item.get("ctx") or {}).get("expected")
+        if item["type"] == "enum" and expected:
+            problems.append(f"{where}: {given} is not one of {expected}")
+        elif item["type"] == "missing":
+            problems.append(f"{where}: required")
+        else:
+            message = str(item["msg"])
+            problems.append(f"{where}: {message[:1].lower()}{message[1:]} (got {given})")
+    return "; ".join(problems)
+
+
+class _PlainErrorServer(MCPServer):
+    """The SDK's server, with arguments that fail validation reported in one plain line."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if isinstance(cause, ValidationError):
+                plain = f"{name}: invalid arguments: {plain_validation_error(cause)}"
+                raise ToolError(plain) from cause
+            raise
 
 
 @contextmanager
@@ -573,7 +606,7 @@ def build_server(
     from journeyman import __version__
 
     tools = JourneymanTools(policy, provider_factory, tracing)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _PlainErrorServer(
         "journeyman", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
