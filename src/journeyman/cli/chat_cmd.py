@@ -130,7 +130,13 @@ def open_app(
     from journeyman.tui.app import ChatApp
 
     try:
-        provider = create_provider(spec["provider"], spec["model"], options.base_url)
+        provider = create_provider(
+            spec["provider"],
+            spec["model"],
+            options.base_url,
+            tool_format=options.tool_format,
+            discover_local=True,
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
 
