@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.redact import remember_secret, remember_url_credentials
@@ -60,6 +61,24 @@ def _local_server(
     return server.base_url, chosen
 
 
+def check_base_url(url: str | None) -> None:
+    """Refuse a base URL that cannot be asked anything: not http(s), or no host."""
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number or too big
+    except ValueError as error:
+        raise ConfigurationError(
+            f"the base URL {url!r} is not usable ({error}); give one like http://127.0.0.1:11434/v1"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"the base URL {url!r} is not an http:// or https:// URL with a host; give one like "
+            "http://127.0.0.1:11434/v1"
+        )
+
+
 def _seed(env: Mapping[str, str]) -> int | None:
     seed = env.get(SEED_ENV)
     if seed is None or not seed.strip():
@@ -106,6 +125,7 @@ def create_provider(
     `ConfigurationError` saying what to set when something is missing or unknown.
     """
     env = os.environ if env is None else env
+    check_base_url(base_url)
     remember_url_credentials(base_url)  # never shown to the model in tool output
     remember_secret(api_key)
     chosen, spec_model = parse_spec(spec) if spec else (None, None)
@@ -142,6 +162,7 @@ def create_provider(
         from journeyman.providers.openai import OpenAIProvider
 
         url = base_url or env.get("OPENAI_BASE_URL")
+        check_base_url(url)
         key = api_key or env.get("OPENAI_API_KEY")
         if not key:
             if not url:

@@ -53,6 +53,10 @@ def candidate_servers(env: Mapping[str, str]) -> tuple[tuple[str, int], ...]:
                 f"{PORTS_ENV}={given!r}: {item.strip()!r} is not a port; write ports "
                 'separated by commas, each optionally named ("Ollama=11434,8080"), or "none"'
             ) from None
+        if not 0 < number < 65536:
+            raise ConfigurationError(
+                f"{PORTS_ENV}={given!r}: {number} is not a port (ports run from 1 to 65535)"
+            )
         found.append((name.strip() if equals else f"port {number}", number))
     return tuple(found)
 
