@@ -79,6 +79,27 @@ def check_base_url(url: str | None) -> None:
         )
 
 
+def _is_openai_api(url: str) -> bool:
+    return (urlsplit(url).hostname or "").endswith("openai.com")
+
+
+def _listed_model(
+    url: str, api_key: str | None, on_notice: Callable[[str], None] | None
+) -> str | None:
+    """The model to use on the server at `url` when none was given: its only one, else a
+    `ConfigurationError` listing them (as for a server found on the local ports); None when
+    the server lists no models (the provider's default is tried)."""
+    from journeyman.providers.local_servers import pick_model, server_at
+
+    server = server_at(url, api_key=api_key)
+    if server is None:
+        return None
+    chosen = pick_model(server, None)
+    if on_notice is not None:
+        on_notice(f"no model given: using {chosen}, the only model the server at {url} lists")
+    return chosen
+
+
 def _seed(env: Mapping[str, str]) -> int | None:
     seed = env.get(SEED_ENV)
     if seed is None or not seed.strip():
@@ -172,8 +193,11 @@ def create_provider(
                     "(OPENAI_BASE_URL, --base-url or base_url=)"
                 )
             key = "no-key-needed"  # local servers accept any key
+        model = model or env.get("JOURNEYMAN_MODEL")
+        if not model and url and not _is_openai_api(url):
+            model = _listed_model(url, key if key != "no-key-needed" else None, on_notice)
         return OpenAIProvider(
-            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["openai"],
+            model or DEFAULT_MODELS["openai"],
             api_key=key,
             base_url=url,
             timeout=timeout_s,
