@@ -102,3 +102,10 @@ def test_run_with_a_base_url_and_no_model_uses_the_servers_model(
     one = jm("run", "hi", "-w", str(tmp_path), "--base-url", url(one_model), env=env)
     assert "gpt-4.1-mini" not in one.stdout + one.stderr
     assert "openai:qwen2.5-coder:7b" in one.stdout
+
+
+def test_a_server_that_takes_an_api_key_is_not_asked(fake_openai: FakeOpenAIServer) -> None:
+    """A key means a hosted service: its default model is used, nothing is listed."""
+    env = {"OPENAI_API_KEY": "sk-test"}
+    assert create_provider(base_url=fake_openai.base_url, env=env).model == "gpt-4.1-mini"
+    assert fake_openai.requests == []

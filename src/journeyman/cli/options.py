@@ -45,8 +45,8 @@ ModelOpt = Annotated[
     str | None,
     typer.Option(
         help="Model name. With --provider local: PATH.gguf or an alias (smollm2-135m, "
-        "gemma3-270m). If omitted: a server other than OpenAI's own (--base-url, or one found "
-        "on the local ports) is asked for its models and its only one is used (several are "
+        "gemma3-270m). If omitted: a server that needs no API key (--base-url, or one found on "
+        "the local ports) is asked for its models and its only one is used (several are "
         "listed to choose from); otherwise the provider's default."
     ),
 ]

@@ -19,6 +19,8 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1-mini",
     "local": "smollm2-135m",
 }
+NO_KEY = "no-key-needed"
+"""The API key sent to a server that needs none (the SDK insists on one)."""
 SEED_ENV = "JOURNEYMAN_SEED"
 """Sampling seed of the embedded model and of OpenAI-compatible requests (`seed`)."""
 
@@ -83,15 +85,13 @@ def _is_openai_api(url: str) -> bool:
     return (urlsplit(url).hostname or "").endswith("openai.com")
 
 
-def _listed_model(
-    url: str, api_key: str | None, on_notice: Callable[[str], None] | None
-) -> str | None:
+def _listed_model(url: str, on_notice: Callable[[str], None] | None) -> str | None:
     """The model to use on the server at `url` when none was given: its only one, else a
     `ConfigurationError` listing them (as for a server found on the local ports); None when
     the server lists no models (the provider's default is tried)."""
     from journeyman.providers.local_servers import pick_model, server_at
 
-    server = server_at(url, api_key=api_key)
+    server = server_at(url)
     if server is None:
         return None
     chosen = pick_model(server, None)
@@ -192,10 +192,11 @@ def create_provider(
                     "api_key=), or give the base URL of a local OpenAI-compatible server "
                     "(OPENAI_BASE_URL, --base-url or base_url=)"
                 )
-            key = "no-key-needed"  # local servers accept any key
+            key = NO_KEY  # local servers accept any key
         model = model or env.get("JOURNEYMAN_MODEL")
-        if not model and url and not _is_openai_api(url):
-            model = _listed_model(url, key if key != "no-key-needed" else None, on_notice)
+        if not model and url and key == NO_KEY and not _is_openai_api(url):
+            # a server that needs no key (a local one): its models are what it has loaded
+            model = _listed_model(url, on_notice)
         return OpenAIProvider(
             model or DEFAULT_MODELS["openai"],
             api_key=key,
