@@ -326,13 +326,15 @@ async def test_connection_dropped_is_retryable(
     assert fake_anthropic.base_url in caught.value.message
 
 
-async def test_connection_refused_is_retryable() -> None:
+async def test_connection_refused_on_this_machine_is_final() -> None:
+    """A local server that is not running does not start while we retry."""
     with FakeAnthropicServer() as server:
-        url = server.base_url
+        url, port = server.base_url, server.port
     p = AnthropicProvider("claude-test", api_key="k", base_url=url, timeout=2)
     with pytest.raises(ProviderError) as caught:
         await p.complete(request())
-    assert caught.value.retryable is True
+    assert caught.value.retryable is False
+    assert f"nothing is listening on 127.0.0.1:{port}" in caught.value.message
 
 
 async def test_malformed_json_body_is_retryable_llm_error(

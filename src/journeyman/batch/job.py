@@ -271,6 +271,7 @@ def build_config(job: TaskJob, before: Spending) -> AgentConfig:
 
     limits = job.task.limits
     flags: dict[str, Any] = dict(job.config)
+    flags.pop("tool_format", None)  # the provider's setting (`_guarded_provider`), not the agent's
     flags["mode"] = job.mode
     flags["verify_command"] = job.verify
     flags["session_dir"] = Path(job.store_path)
@@ -294,12 +295,8 @@ def _guarded_provider(job: TaskJob, config: AgentConfig) -> GrantGuard:
     from journeyman.providers.factory import create_provider
     from journeyman.providers.pricing import cost_usd
 
-    tool_format = job.config.get("tool_format", "native")
     inner = create_provider(
-        job.provider,
-        job.model,
-        job.base_url,
-        tool_format="text" if tool_format == "text" else "native",
+        job.provider, job.model, job.base_url, tool_format=job.config.get("tool_format", "auto")
     )
     price = config.price_per_mtok
 

@@ -304,9 +304,12 @@ def _task_config(
     if sandbox is not None:
         config["sandbox"] = sandbox.value
     if tool_format is not None:
-        if tool_format not in ("native", "text"):
-            fail(EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}")
-        config["tool_format"] = tool_format
+        from journeyman.providers.tool_modes import parse_tool_mode
+
+        try:
+            config["tool_format"] = parse_tool_mode(tool_format)
+        except ValueError as error:
+            fail(EXIT_CONFIG, f"--tool-format: {error}")
     return config
 
 
@@ -327,7 +330,7 @@ def _check_provider(
 
     try:
         made = create_provider(
-            provider, model, base_url, tool_format="text" if tool_format == "text" else "native"
+            provider, model, base_url, tool_format=config.get("tool_format", "auto")
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

@@ -164,7 +164,13 @@ def open_app(
     if problem:
         fail(EXIT_CONFIG, problem)
     try:
-        provider = create_provider(spec["provider"], spec["model"], options.base_url)
+        provider = create_provider(
+            spec["provider"],
+            spec["model"],
+            options.base_url,
+            tool_format=options.tool_format,
+            discover_local=True,
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
 

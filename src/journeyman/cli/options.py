@@ -35,10 +35,21 @@ ProviderOpt = Annotated[
     str | None,
     typer.Option(
         help="anthropic, openai (any OpenAI-compatible server) or local (an embedded .gguf "
-        "model); detected from the environment or a local server if omitted."
+        "model). If omitted: ANTHROPIC_API_KEY, else OPENAI_API_KEY or OPENAI_BASE_URL, else "
+        "a server on 127.0.0.1's usual ports (Ollama 11434, llama.cpp 8080, LM Studio 1234, "
+        'vLLM 8000; JOURNEYMAN_LOCAL_PORTS="name=port,..." replaces them, "none" skips the '
+        "search)."
     ),
 ]
-ModelOpt = Annotated[str | None, typer.Option(help="Model name (provider default if omitted).")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Model name. With --provider local: PATH.gguf or an alias (smollm2-135m, "
+        "gemma3-270m). If omitted: a server that needs no API key (--base-url, or one found on "
+        "the local ports) is asked for its models and its only one is used (several are "
+        "listed to choose from); otherwise the provider's default."
+    ),
+]
 BaseUrlOpt = Annotated[
     str | None,
     typer.Option(help="Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp...)."),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -68,6 +69,10 @@ class Renderer:
         return escape(printable(self._redact(text)))
 
     def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.RunStarted):
+            if event.tool_mode is None and self.tool_mode:
+                event = dataclasses.replace(event, tool_mode=self.tool_mode)
+            self.tool_mode = event.tool_mode
         if self.fmt is OutputFormat.STREAM_JSON:
             line = json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
             sys.stdout.write(printable_json(self._redact(line)) + "\n")
@@ -179,6 +184,8 @@ class Renderer:
     def final(self, result: RunResult) -> None:
         if self.fmt is OutputFormat.JSON:
             data = result.to_dict()
+            if self.tool_mode:
+                data["tool_mode"] = self.tool_mode
             if self.ignored_settings:
                 data["ignored_settings"] = self.ignored_settings
             document = json.dumps(data, indent=2, ensure_ascii=False, default=str)

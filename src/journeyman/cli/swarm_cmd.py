@@ -313,19 +313,22 @@ def _run(
     # the agent, the providers and git work load only when a swarm starts
     from journeyman.cli.signals import handle_termination_as_interrupt
     from journeyman.providers.factory import create_provider
+    from journeyman.providers.tool_modes import parse_tool_mode
     from journeyman.swarm.orchestrator import Swarm, SwarmConfig
 
     if not goal.strip():
         return EXIT_CONFIG, "the goal is empty; say what the swarm should achieve"
-    tool_format = provider_settings.get("tool_format") or "native"
-    if tool_format not in ("native", "text"):
-        return EXIT_CONFIG, f"--tool-format must be native or text, not {tool_format!r}"
+    try:
+        tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
+    except ValueError as error:
+        return EXIT_CONFIG, f"--tool-format: {error}"
     try:
         provider = create_provider(
             provider_settings.get("provider"),
             provider_settings.get("model"),
             provider_settings.get("base_url"),
-            tool_format="text" if tool_format == "text" else "native",
+            tool_format=tool_format,
+            discover_local=True,
         )
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message

@@ -28,6 +28,9 @@ class RunStarted:
     """Set when this run continues a stored session after that many steps."""
     parent_call_id: str | None = None
     """For a subagent's run: the id of the parent's `spawn_agent` call that started it."""
+    tool_mode: str | None = None
+    """How tools reach the model and why (OpenAI-compatible servers); None when the provider
+    has only one way (and in sessions stored before it was recorded)."""
     timestamp: float = field(default_factory=_now)
     type: Literal["run_started"] = "run_started"
 

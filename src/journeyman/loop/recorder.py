@@ -137,4 +137,5 @@ def run_started(
         parent_session_id=state.parent_session_id,
         resumed_at_step=state.iterations if resumed else None,
         parent_call_id=parent_call_id,
+        tool_mode=getattr(provider, "tool_mode_description", None),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.redact import remember_secret, remember_url_credentials
@@ -18,6 +19,8 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1-mini",
     "local": "smollm2-135m",
 }
+NO_KEY = "no-key-needed"
+"""The API key sent to a server that needs none (the SDK insists on one)."""
 SEED_ENV = "JOURNEYMAN_SEED"
 """Sampling seed of the embedded model and of OpenAI-compatible requests (`seed`)."""
 
@@ -58,6 +61,43 @@ def _local_server(
     if on_notice is not None:
         on_notice(f"using the {server.name} server found at {server.base_url}, model {chosen}")
     return server.base_url, chosen
+
+
+def check_base_url(url: str | None) -> None:
+    """Refuse a base URL that cannot be asked anything: not http(s), or no host."""
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number or too big
+    except ValueError as error:
+        raise ConfigurationError(
+            f"the base URL {url!r} is not usable ({error}); give one like http://127.0.0.1:11434/v1"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"the base URL {url!r} is not an http:// or https:// URL with a host; give one like "
+            "http://127.0.0.1:11434/v1"
+        )
+
+
+def _is_openai_api(url: str) -> bool:
+    return (urlsplit(url).hostname or "").endswith("openai.com")
+
+
+def _listed_model(url: str, on_notice: Callable[[str], None] | None) -> str | None:
+    """The model to use on the server at `url` when none was given: its only one, else a
+    `ConfigurationError` listing them (as for a server found on the local ports); None when
+    the server lists no models (the provider's default is tried)."""
+    from journeyman.providers.local_servers import pick_model, server_at
+
+    server = server_at(url)
+    if server is None:
+        return None
+    chosen = pick_model(server, None)
+    if on_notice is not None:
+        on_notice(f"no model given: using {chosen}, the only model the server at {url} lists")
+    return chosen
 
 
 def _seed(env: Mapping[str, str]) -> int | None:
@@ -106,6 +146,7 @@ def create_provider(
     `ConfigurationError` saying what to set when something is missing or unknown.
     """
     env = os.environ if env is None else env
+    check_base_url(base_url)
     remember_url_credentials(base_url)  # never shown to the model in tool output
     remember_secret(api_key)
     chosen, spec_model = parse_spec(spec) if spec else (None, None)
@@ -142,6 +183,7 @@ def create_provider(
         from journeyman.providers.openai import OpenAIProvider
 
         url = base_url or env.get("OPENAI_BASE_URL")
+        check_base_url(url)
         key = api_key or env.get("OPENAI_API_KEY")
         if not key:
             if not url:
@@ -150,9 +192,13 @@ def create_provider(
                     "api_key=), or give the base URL of a local OpenAI-compatible server "
                     "(OPENAI_BASE_URL, --base-url or base_url=)"
                 )
-            key = "no-key-needed"  # local servers accept any key
+            key = NO_KEY  # local servers accept any key
+        model = model or env.get("JOURNEYMAN_MODEL")
+        if not model and url and key == NO_KEY and not _is_openai_api(url):
+            # a server that needs no key (a local one): its models are what it has loaded
+            model = _listed_model(url, on_notice)
         return OpenAIProvider(
-            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["openai"],
+            model or DEFAULT_MODELS["openai"],
             api_key=key,
             base_url=url,
             timeout=timeout_s,

@@ -7,9 +7,11 @@ wait, and what to tell the user for authentication failures and context overflow
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import time
 from collections.abc import Mapping
 from datetime import UTC
+from urllib.parse import urlsplit
 
 from journeyman.core.errors import LLMError, ProviderError
 
@@ -111,11 +113,58 @@ def provider_error_from_status(
     )
 
 
+def _refused(cause: BaseException) -> bool:
+    """Whether a connection failure was a refusal (nothing listening on the port)."""
+    seen: set[int] = set()
+    current: BaseException | None = cause
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def is_loopback(base_url: str) -> bool:
+    """Whether `base_url` names this machine (localhost, 127.x.x.x, ::1)."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_and_port(base_url: str) -> str:
+    """`host:port` of `base_url` (the scheme's port when none is written), without any
+    credentials the URL carries."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = None
+    shown = f"[{host}]" if ":" in host else host
+    return f"{shown}:{port}" if port else shown
+
+
 def connection_error(
     provider: str, base_url: str, *, timed_out: bool, cause: BaseException
 ) -> ProviderError:
-    """A request that got no HTTP response: refused, reset, or timed out. Always retryable."""
+    """A request that got no HTTP response: refused, reset, or timed out. Retryable, except a
+    refused connection to this machine: a local server that is not running will not start on
+    its own while we retry."""
     reason = cause.__cause__ or cause
+    if not timed_out and is_loopback(base_url) and _refused(cause):
+        return ProviderError(
+            f"{provider}: nothing is listening on {host_and_port(base_url)}; is the server "
+            "running?",
+            provider=provider,
+            status_code=None,
+            retryable=False,
+            details={"refused": True},
+        )
     if timed_out:
         text = f"{provider}: no answer from {base_url} within the timeout ({type(reason).__name__})"
     else:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.providers.http_errors import host_and_port, is_loopback
 
 PORTS_ENV = "JOURNEYMAN_LOCAL_PORTS"
 USUAL_SERVERS: tuple[tuple[str, int], ...] = (
@@ -53,21 +54,47 @@ def candidate_servers(env: Mapping[str, str]) -> tuple[tuple[str, int], ...]:
                 f"{PORTS_ENV}={given!r}: {item.strip()!r} is not a port; write ports "
                 'separated by commas, each optionally named ("Ollama=11434,8080"), or "none"'
             ) from None
+        if not 0 < number < 65536:
+            raise ConfigurationError(
+                f"{PORTS_ENV}={given!r}: {number} is not a port (ports run from 1 to 65535)"
+            )
         found.append((name.strip() if equals else f"port {number}", number))
     return tuple(found)
 
 
-def _models(base_url: str, timeout: float) -> tuple[str, ...] | None:
-    """The model ids the server lists, or None when nothing usable answers."""
+def _models(base_url: str, timeout: float, api_key: str | None = None) -> tuple[str, ...] | str:
+    """The model ids the server lists, or why they could not be read."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers)
     try:
-        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as reply:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
             body = json.loads(reply.read(1_000_000))
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
+    except urllib.error.HTTPError as error:
+        return f"GET /models answered HTTP {error.code}"
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, ConnectionRefusedError) and is_loopback(base_url):
+            return f"nothing is listening on {host_and_port(base_url)}; is the server running?"
+        return f"GET /models failed: {error.reason}"
+    except (OSError, ValueError) as error:
+        return f"GET /models failed: {error}"
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list):
-        return None
+        return "GET /models did not answer with a model list"
     return tuple(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id"))
+
+
+def server_at(
+    base_url: str, *, api_key: str | None = None, timeout: float = 5.0
+) -> LocalServer | None:
+    """The server at `base_url` with the models it lists; None when it lists none (not every
+    OpenAI-compatible service has `/models`). A loopback port nothing listens on is a
+    `ConfigurationError`: no request to it could succeed."""
+    models = _models(base_url, timeout, api_key)
+    if isinstance(models, str):
+        if models.startswith("nothing is listening"):
+            raise ConfigurationError(models)
+        return None
+    return LocalServer("OpenAI-compatible", base_url, models)
 
 
 def find_local_server(
@@ -77,7 +104,7 @@ def find_local_server(
     for name, port in candidate_servers(env):
         base_url = f"http://127.0.0.1:{port}/v1"
         models = _models(base_url, timeout)
-        if models is not None:
+        if not isinstance(models, str):
             return LocalServer(name, base_url, models)
     return None
 

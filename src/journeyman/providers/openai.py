@@ -31,7 +31,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from journeyman.core.errors import AgentError, ConfigurationError, LLMError
+from journeyman.core.errors import AgentError, ConfigurationError, LLMError, ProviderError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult, Usage
 from journeyman.providers import text_tools, tool_modes
 from journeyman.providers.arguments import decode_arguments, paired_history
@@ -72,6 +72,10 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_TIMEOUT = 600.0
 """Seconds; for streaming it bounds each read, not the whole reply."""
 UNNAMED_TOOL = "unnamed_tool"
+TOOLS_REFUSED = "tools_refused"
+"""Detail key of the error a server answers a request with tools for a model without tool
+support (the auto mode then switches to a mode without `tools`)."""
+TOOLS_REFUSED_HINTS = ("does not support tools", "doesn't support tools", "tools not supported")
 """Name given to a call the server sent without one (it is answered with an error)."""
 
 # --------------------------------------------------------------------------- adapter
@@ -198,6 +202,7 @@ class OpenAIProvider:
         self.tool_format: ToolMode = "native"
         self.response_format_style: ResponseFormatStyle = "json_schema"
         self.tool_mode_reason = "as asked"
+        self._auto = tool_format == "auto"
         self._detect_pending = False
         self._current_tools: tuple[ToolSpec, ...] = ()
         """The tools of the request being answered (constrained replies are read against them)."""
@@ -269,9 +274,16 @@ class OpenAIProvider:
     async def complete(
         self, request: ModelRequest, on_text: TextCallback | None = None
     ) -> ModelResponse:
-        if not (self._detect_pending and request.tools):
+        try:
+            if not (self._detect_pending and request.tools):
+                return await self._complete(request, on_text)
+            response = await self._complete(request, on_text)
+        except ProviderError as error:
+            refused = error.details.get(TOOLS_REFUSED) and self.tool_format == "native"
+            if not (refused and self._auto and request.tools):
+                raise
+            await self._switch_after_refusal(error)
             return await self._complete(request, on_text)
-        response = await self._complete(request, on_text)
         if await self._tools_arrived(request, response):
             return response
         return await self._complete(request, on_text)
@@ -336,7 +348,18 @@ class OpenAIProvider:
             f"the server dropped the tool definitions ({prompt_tokens} prompt tokens counted, "
             f"about {expected} expected with them)"
         )
-        record = await self._find_working_mode(why)
+        await self._adopt(await self._find_working_mode(why), why)
+        return False
+
+    async def _switch_after_refusal(self, error: ProviderError) -> None:
+        """The server refused a request because of its `tools` (Ollama does so for a model
+        whose template has no tool support): the mode that works is found and recorded."""
+        self._detect_pending = False
+        why = f"the server refused native tool calls for this model ({error.details['refused']})"
+        await self._adopt(await self._find_working_mode(why), why)
+
+    async def _adopt(self, record: ToolModeRecord, why: str) -> None:
+        """Use `record` from now on, record it for this server and model, and say so."""
         self.tool_format = record.mode
         self.response_format_style = record.response_format or "json_schema"
         saved = self._mode_records().put(self._base_url, self._model, record)
@@ -346,7 +369,6 @@ class OpenAIProvider:
             f"{why}; using {record.mode} ({MODE_DESCRIPTIONS[record.mode]}) for {self._model} "
             f"at {self._base_url}, {where}; the request is sent again"
         )
-        return False
 
     async def _find_working_mode(self, why: str) -> ToolModeRecord:
         """The first constrained mode whose probe the server honours, else the text format."""
@@ -547,10 +569,33 @@ class OpenAIProvider:
             message = _error_message(exc.body) or exc.message
             code = f" [{exc.code}]" if exc.code and exc.code not in message else ""
             headers = {k.lower(): v for k, v in exc.response.headers.items()}
+            if exc.status_code == 400 and refuses_tools(message):
+                return self._tools_refused(message)
             return provider_error_from_status(
                 self._name, exc.status_code, message + code, headers, env_var=API_KEY_ENV
             )
         return provider_error_from_status(self._name, None, exc.message, {}, env_var=API_KEY_ENV)
+
+    def _tools_refused(self, message: str) -> ProviderError:
+        text = (
+            f"{self._name}: the server refused tool definitions for {self._model} (HTTP 400: "
+            f"{message}); use --tool-format auto (it finds a mode the server accepts), "
+            "json_schema or text, or a model with tool support"
+        )
+        return ProviderError(
+            text,
+            provider=self._name,
+            status_code=400,
+            retryable=False,
+            details={TOOLS_REFUSED: True, "refused": message},
+        )
+
+
+def refuses_tools(message: str) -> bool:
+    """Whether an HTTP 400's message says the model cannot take tool definitions (Ollama:
+    "registry.ollama.ai/library/gemma3:270m does not support tools")."""
+    lowered = message.lower()
+    return any(hint in lowered for hint in TOOLS_REFUSED_HINTS)
 
 
 def tools_were_dropped_for(request: ModelRequest, prompt_tokens: int) -> bool | None:

@@ -88,6 +88,12 @@ class ResilientProvider:
     def capabilities(self) -> Capabilities:
         return self.active.capabilities
 
+    @property
+    def tool_mode_description(self) -> str | None:
+        """The active provider's tool mode, for those that have a choice (see `tool_modes`)."""
+        described = getattr(self.active, "tool_mode_description", None)
+        return described if isinstance(described, str) else None
+
     async def complete(
         self,
         request: ModelRequest,
