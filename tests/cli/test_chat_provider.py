@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import open_app
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.run_options import RunOptions
@@ -25,6 +26,7 @@ def test_chat_looks_for_a_local_server_when_nothing_is_configured(
 ) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "JOURNEYMAN_MODEL"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(chat_cmd, "terminal_problem", lambda: None)  # pytest has no terminal
     port = closed_port()
     monkeypatch.setenv("JOURNEYMAN_LOCAL_PORTS", f"Ollama={port}")
     with pytest.raises(typer.Exit) as stopped:
