@@ -137,7 +137,7 @@ class SubagentRuntime:
     def charge_own_spending(self) -> None:
         """Charge the agent's own spending since the last charge to its ledger."""
         economics = self.agent.economics
-        tokens = economics.incremental_tokens
+        tokens = economics.total_tokens  # every billed token: the tree's cap is a hard one
         usd = economics.cost_usd or 0.0
         delta = Amount(
             max(0, tokens - (self._charged.tokens or 0)),
@@ -213,7 +213,13 @@ def enable_subagents(
     spawn = SpawnAgentTool(runtime)
     agent.registry.register(spawn)
     agent.subagents = runtime  # type: ignore[attr-defined]
-    if depth == 0:  # remembered with the session, so a resume can enable them again
+    if depth == 0:
+        # the root's limits cap the whole tree: its own calls are priced against them too
+        agent.config = agent.config.model_copy(update={"hard_token_limit": True})
+        stored = agent.settings.get("config")
+        if isinstance(stored, dict):
+            stored["hard_token_limit"] = True
+        # remembered with the session, so a resume can enable them again
         agent.settings["subagents"] = config.model_dump(mode="json")
     return spawn
 
@@ -409,8 +415,9 @@ class SpawnAgentTool:
 
 
 def _tree_spending(child: Agent) -> Amount:
-    """What `child` and its own subagents spent, as its limits count it."""
-    own = Amount(child.economics.incremental_tokens, child.economics.cost_usd or 0.0)
+    """What `child` and its own subagents spent: every token billed, as its hard limit counts
+    them."""
+    own = Amount(child.economics.total_tokens, child.economics.cost_usd or 0.0)
     runtime: SubagentRuntime | None = getattr(child, "subagents", None)
     if runtime is None:
         return own
