@@ -444,3 +444,35 @@ async def test_a_token_cap_holds_for_every_billed_token_of_the_tree(
     assert len(node.children) == 3  # the children ran, and so did the root after them
     assert len({row.session_id for row in rows}) == 4
     assert sum(row.usage.total_tokens for row in rows) <= cap
+
+
+async def test_a_child_the_pool_cannot_fund_a_first_call_for_is_refused_before_it_starts(
+    make_tree: Callable[..., Tree],
+) -> None:
+    work = [billed(ToolCall("r", "list_files", {}), reply=500), billed(text="done", reply=50)]
+    tree = make_tree(
+        [
+            billed(*(spawn(f"part {i}", f"s{i}") for i in range(4)), reply=200),
+            billed(text="Combined what came back.", reply=100),
+        ],
+        {f"part {i}": list(work) for i in range(4)},
+        SubagentConfig(max_children_per_turn=4, max_parallel=4),
+        max_budget_usd=0.04,
+        price_per_mtok=(3.0, 15.0),
+        max_concurrency=4,
+    )
+    result = await tree.root.run("do four parts")
+    floor = tree.root.opening_call_floor("part 0", tree.specs[0].tools)
+    assert floor.usd is not None and floor.usd > 0.04 * 0.75 / 4  # an even split is too small
+    results = results_of(tree.root_provider, 1)
+    refused = [r for r in results if r.metadata.get("error") == "allocation_refused"]
+    started = [r for r in results if "child_session_id" in r.metadata]
+    assert refused and started
+    for r in refused:
+        assert r.is_error
+        assert "not started — the pool cannot fund another child: $" in r.content
+        assert "left, a call needs about $" in r.content
+    # every child that started was given enough for its first call, and made it
+    assert all((spec.config.max_budget_usd or 0) >= floor.usd for spec in tree.specs)
+    assert all(r.metadata["tokens"] > 0 for r in started)
+    assert result.success

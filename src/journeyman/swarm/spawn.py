@@ -285,16 +285,23 @@ class SpawnAgentTool:
             try:
                 sharers = runtime._arriving[turn]
                 runtime.charge_own_spending()
+                floor = runtime.agent.opening_call_floor(args.task, self._child_tools(args))
                 reservation = runtime.ledger.reserve(
                     child_id,
                     sharers=sharers,
                     request=Amount(args.max_total_tokens, args.max_budget_usd),
+                    floor=Amount(floor.tokens, floor.usd),
                 )
             except AllocationRefused as refused:
+                why = refused.message
+                if refused.below_floor:
+                    why = (
+                        f"the pool cannot fund another child: {refused.details['short']}, a "
+                        f"call needs about {refused.details['needed']}; finish with what you "
+                        "have, or do the work yourself"
+                    )
                 return fail(
-                    TOOL_NAME,
-                    f"{TOOL_NAME}: not started — {refused.message}",
-                    error="allocation_refused",
+                    TOOL_NAME, f"{TOOL_NAME}: not started — {why}", error="allocation_refused"
                 )
             finally:
                 runtime._arriving[turn] -= 1
@@ -393,14 +400,29 @@ class SpawnAgentTool:
                 ),
             }
         )
-        tools = parent.registry if args.write else parent.registry.restricted_to(READ_ONLY_KINDS)
-        tools = ToolRegistry(
-            t for name in tools.names if name != TOOL_NAME and (t := tools.get(name)) is not None
-        )
+        tools = self._parent_tools(args)
         depth = runtime.depth + 1
         child = runtime.make_child(ChildSpec(parent, args.task, config, tools, args.write, depth))
         enable_subagents(child, runtime.config, make_child=runtime.make_child, depth=depth)
         return child
+
+    def _parent_tools(self, args: SpawnAgentArgs) -> ToolRegistry:
+        """The parent's tools the child may use (the spawn tool is the child's own)."""
+        registry = self.runtime.agent.registry
+        tools = registry if args.write else registry.restricted_to(READ_ONLY_KINDS)
+        return ToolRegistry(
+            t for name in tools.names if name != TOOL_NAME and (t := tools.get(name)) is not None
+        )
+
+    def _child_tools(self, args: SpawnAgentArgs) -> ToolRegistry:
+        """The tools the child will be offered: the parent's it may use, and the spawn tool
+        while it is above the depth cap (a question is offered only reading ones)."""
+        tools = self._parent_tools(args)
+        if self.runtime.depth + 1 < self.runtime.config.max_depth:
+            tools = ToolRegistry([*(t for n in tools.names if (t := tools.get(n))), self])
+        if args.mode is ModeName.ASK:
+            tools = tools.restricted_to(READ_ONLY_KINDS)
+        return tools
 
     def _child_id(self, ctx: ToolContext, args: SpawnAgentArgs) -> str:
         """Stable across a resume: the parent, its turn, and the call (task and options, and
