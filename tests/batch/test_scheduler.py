@@ -102,7 +102,7 @@ def test_tasks_the_budget_cannot_fund_one_call_for_are_not_run_and_run_later(
     for row in rows.values():
         assert (row.status, row.finish_reason) == ("not_run", "budget_exhausted")
         assert row.error is not None and row.error.startswith("not run: budget exhausted")
-        assert "a call needs about $0.0640" in row.error
+        assert "$0.0500 left, its first call needs about $0.0640" in row.error
     # not an agent failure: the same batch with more budget runs them
     again = asyncio.run(scheduler(tasks, replace(settings, global_usd=1.0)).run())
     assert again.all_succeeded and again.count("succeeded") == 4

@@ -384,8 +384,6 @@ class Scheduler:
         self.states: list[TaskState] = []
         self.gate = ProviderGate(ceiling=executor.max_parallel)
         self.budget_exhausted = False
-        self.refusal: str | None = None
-        """Why the ledger refused the last task it could not fund."""
         self._floors: dict[str, Amount] = {}
         self._wake = asyncio.Event()
         self._failures: list[BaseException | None] = []
@@ -507,8 +505,7 @@ class Scheduler:
                 request=Amount(tokens, usd),
                 floor=floor,
             )
-        except AllocationRefused as refused:
-            self.refusal = refused.message
+        except AllocationRefused:
             return None
 
     async def _attempt(
@@ -663,10 +660,23 @@ class Scheduler:
             verify_passed=None,
             session_id=None,
             attempts=0,
-            error="not run: budget exhausted — the global budget could not cover its "
-            "allocation" + (f" ({self.refusal})" if self.refusal else ""),
+            error=self._unfunded(state),
             task=_short(state.task.task),
         )
+
+    def _unfunded(self, state: TaskState) -> str:
+        """Why a task was never started: what the cap had left, and what its first call needs."""
+        stats = self.ledger.stats()
+        floor = self._floors.get(state.task.id) or opening_floor(state.task, self.settings)
+        why = "not run: budget exhausted — the global budget could not cover its allocation"
+        if stats.total.usd is not None and floor.usd is not None:
+            left = stats.total.usd - (stats.spent.usd or 0.0) - (stats.reserved.usd or 0.0)
+            why += f" (${max(0.0, left):.4f} left, its first call needs about ${floor.usd:.4f})"
+        elif stats.total.tokens is not None:
+            left_tokens = stats.total.tokens - (stats.spent.tokens or 0)
+            why += f" ({max(0, left_tokens):,} tokens left, its first call needs about "
+            why += f"{floor.tokens:,})"
+        return why + "; run the batch again with more budget to run it"
 
     def _spend(self) -> dict[str, Any]:
         stats = self.ledger.stats()
