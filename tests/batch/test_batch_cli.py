@@ -106,6 +106,9 @@ def test_a_bad_tasks_line_exits_2_naming_the_line(
     assert unknown.returncode == 2 and "unknown executor 'spark'" in unknown.stderr
     nothing = journeyman(*batch_args(tmp_path, tasks_file, "--resume"), env=env_for(fake_openai))
     assert nothing.returncode == 2 and "nothing to resume" in nothing.stderr
+    for flag in ("--per-task-budget-usd", "--global-budget-usd"):
+        empty = journeyman(*batch_args(tmp_path, tasks_file, flag, "0"), env=env_for(fake_openai))
+        assert empty.returncode == 2 and f"{flag} must be more than 0" in empty.stderr
     assert not (tmp_path / "out").exists() and not fake_openai.requests
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.results import read_results
-from journeyman.batch.scheduler import Scheduler
+from journeyman.batch.scheduler import Scheduler, opening_floor
 from journeyman.session.store import SessionStore
 from tests.batch.support import (
     RateLimitOnce,
@@ -83,6 +84,28 @@ def test_the_global_cap_stops_new_tasks_and_is_never_passed(
     # each task costs $0.20 of its $0.30: two fit, the third's $0.30 does not
     assert summary.count("succeeded") == 2 and summary.count("not_run") == 4
     assert "budget exhausted after" in summary.line()
+
+
+def test_tasks_the_budget_cannot_fund_one_call_for_are_not_run_and_run_later(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    tasks = tasks_for(tmp_path, [task_text(1) for _ in range(4)])
+    settings = settings_for(tmp_path, fake_openai, global_usd=0.05)
+    floor = opening_floor(tasks[0], settings)
+    assert floor.usd == pytest.approx(0.064)  # 64 reply tokens at $0.001; prompts cost nothing
+    summary = asyncio.run(scheduler(tasks, settings).run())
+    assert summary.count("not_run") == 4 and summary.count("failed") == 0
+    assert "budget exhausted after 0 of 4 tasks" in summary.line()
+    assert fake_openai.requests == []  # none was started to fail at its first call
+    rows = read_results(tmp_path / "out")
+    for row in rows.values():
+        assert (row.status, row.finish_reason) == ("not_run", "budget_exhausted")
+        assert row.error is not None and row.error.startswith("not run: budget exhausted")
+        assert "$0.0500 left, its first call needs about $0.0640" in row.error
+    # not an agent failure: the same batch with more budget runs them
+    again = asyncio.run(scheduler(tasks, replace(settings, global_usd=1.0)).run())
+    assert again.all_succeeded and again.count("succeeded") == 4
 
 
 def test_a_429_lowers_concurrency_and_requeues_instead_of_failing(

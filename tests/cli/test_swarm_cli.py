@@ -198,6 +198,9 @@ def test_bad_input_exits_2_before_any_model_call(
     clean = git_repo(tmp_path / "clean", {"a.txt": "old\n"})
     assert "give one with --verify CMD" in bad(clean)
     assert "--mode ask" in bad(clean, "--verify", "true", "--mode", "ask")
+    no_budget = bad(clean, "--verify", "true", "--max-budget-usd", "0")
+    assert "--max-budget-usd must be more than 0, not 0" in no_budget
+    assert not (tmp_path / "s").exists()  # refused before anything was stored
     assert fake_openai.requests == []
     # and through the real command line, without a traceback
     code, _, err = swarm(fake_openai, tmp_path, plain, "--verify", "true")

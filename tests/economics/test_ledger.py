@@ -54,6 +54,26 @@ def test_minimum_is_granted_first_come_then_refused_with_a_clear_message() -> No
     assert sum(grants) <= 0.75
 
 
+def test_a_holders_floor_raises_its_grant_and_below_it_nothing_is_granted() -> None:
+    ledger = BudgetLedger(Amount(usd=0.04, tokens=100_000), LedgerPolicy(reserve_share=0.0))
+    floor = Amount(tokens=2_600, usd=0.009)
+    # an even split among 8 ($0.005) could not pay for one call: raised to the floor
+    first = ledger.reserve("a", sharers=8, floor=floor).granted
+    assert first.usd == pytest.approx(0.009)
+    grants = [first]
+    with pytest.raises(AllocationRefused) as refused:
+        for i in range(8):
+            grants.append(ledger.reserve(f"b{i}", sharers=7 - i, floor=floor).granted)
+    assert all((g.usd or 0) >= 0.009 for g in grants)
+    assert refused.value.below_floor
+    assert "left, a call needs about $0.0090" in refused.value.message
+    # asking for less than the floor is refused too, even from a pool without a USD limit
+    unlimited = BudgetLedger(Amount(tokens=100_000))
+    with pytest.raises(AllocationRefused) as asked_too_little:
+        unlimited.reserve("c", request=Amount(usd=0.001), floor=floor)
+    assert "its own limit is $0.0010, a call needs about $0.0090" in asked_too_little.value.message
+
+
 def test_settle_returns_unused_budget_and_counts_spending() -> None:
     ledger = BudgetLedger(Amount(tokens=1_000), LedgerPolicy(reserve_share=0.0, max_share=1.0))
     held = ledger.reserve("a")

@@ -19,6 +19,7 @@ from journeyman.loop.call_budget import (
     PromptBound,
     Remaining,
     fit_request,
+    least_call,
 )
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.scripted import (
@@ -167,3 +168,21 @@ async def test_the_request_event_carries_the_reply_limit_it_was_sent_with(
     (request,) = provider.requests
     assert request.max_output_tokens < 8_000  # the budget shortened the reply
     assert sent.max_output_tokens == request.max_output_tokens
+
+
+@given(prompt=st.integers(0, 200_000), reply=st.integers(MIN_REPLY_TOKENS, 100_000))
+@settings(max_examples=200, deadline=None)
+def test_a_call_is_refused_exactly_below_its_floor(prompt: int, reply: int) -> None:
+    floor = least_call(prompt, price)
+    assert floor.tokens == prompt + MIN_REPLY_TOKENS
+    assert floor.usd == pytest.approx(price(Usage(prompt, MIN_REPLY_TOKENS)))
+    sent = request(reply)
+    assert fit_request(sent, prompt, Remaining(tokens=floor.tokens), price).max_output_tokens >= (
+        MIN_REPLY_TOKENS
+    )
+    fitted = fit_request(sent, prompt, Remaining(usd=floor.usd), price)
+    assert fitted.max_output_tokens == MIN_REPLY_TOKENS
+    with pytest.raises(BudgetExhaustedError):
+        fit_request(sent, prompt, Remaining(tokens=floor.tokens - 1), price)
+    with pytest.raises(BudgetExhaustedError):
+        fit_request(sent, prompt, Remaining(usd=(floor.usd or 0) * (1 - 1e-9) - 1e-12), price)

@@ -14,10 +14,11 @@ import pytest
 
 from journeyman import Agent, AgentConfig
 from journeyman.core.messages import ToolCall, ToolResult, Usage
+from journeyman.core.result import FinishReason
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload
-from journeyman.providers.base import ModelResponse
+from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.resilient import RetryPolicy
-from journeyman.providers.scripted import ScriptedProvider
+from journeyman.providers.scripted import ScriptedProvider, billed_prompt_tokens
 from journeyman.session.store import SessionStore
 from journeyman.swarm import SubagentConfig, enable_subagents
 from journeyman.swarm.spawn import ChildSpec
@@ -401,3 +402,77 @@ async def test_a_childs_run_names_the_spawn_call_that_started_it(
     for call_id, (run,) in started.items():
         assert run["parent_call_id"] == call_id
         assert run["parent_session_id"] == result.session_id
+
+
+def billed(*calls: ToolCall, text: str = "", reply: int) -> Callable[[ModelRequest], ModelResponse]:
+    """A reply billed like a real provider's: the prompt it was sent and `reply` tokens (cut to
+    the request's reply limit by the scripted provider)."""
+
+    def respond(request: ModelRequest) -> ModelResponse:
+        usage = Usage(billed_prompt_tokens(request), reply)
+        return ModelResponse(text=text, tool_calls=tuple(calls), usage=usage)
+
+    return respond
+
+
+async def test_a_token_cap_holds_for_every_billed_token_of_the_tree(
+    make_tree: Callable[..., Tree],
+) -> None:
+    cap = 40_000
+    busy = [billed(ToolCall(f"r{i}", "list_files", {}), reply=3_000) for i in range(8)]
+    root_after = [billed(ToolCall(f"q{i}", "list_files", {}), reply=4_000) for i in range(10)]
+    tree = make_tree(
+        [
+            billed(*(spawn(f"part {i}", f"s{i}") for i in range(3)), reply=200),
+            *root_after,
+            billed(text="Combined the parts.", reply=300),
+        ],
+        {f"part {i}": [*busy, billed(text="done", reply=100)] for i in range(3)},
+        SubagentConfig(max_children_per_turn=3, max_parallel=3),
+        max_total_tokens=cap,
+        max_concurrency=3,
+    )
+    result = await tree.root.run("do three parts")
+    assert tree.root.config.hard_token_limit
+    assert result.finish_reason is FinishReason.MAX_TOKENS
+    store = tree.store()
+    try:
+        rows = store.usage_rows()
+        node = session_tree(store, result.session_id)
+    finally:
+        store.close()
+    assert len(node.children) == 3  # the children ran, and so did the root after them
+    assert len({row.session_id for row in rows}) == 4
+    assert sum(row.usage.total_tokens for row in rows) <= cap
+
+
+async def test_a_child_the_pool_cannot_fund_a_first_call_for_is_refused_before_it_starts(
+    make_tree: Callable[..., Tree],
+) -> None:
+    work = [billed(ToolCall("r", "list_files", {}), reply=500), billed(text="done", reply=50)]
+    tree = make_tree(
+        [
+            billed(*(spawn(f"part {i}", f"s{i}") for i in range(4)), reply=200),
+            billed(text="Combined what came back.", reply=100),
+        ],
+        {f"part {i}": list(work) for i in range(4)},
+        SubagentConfig(max_children_per_turn=4, max_parallel=4),
+        max_budget_usd=0.04,
+        price_per_mtok=(3.0, 15.0),
+        max_concurrency=4,
+    )
+    result = await tree.root.run("do four parts")
+    floor = tree.root.opening_call_floor("part 0", tree.specs[0].tools)
+    assert floor.usd is not None and floor.usd > 0.04 * 0.75 / 4  # an even split is too small
+    results = results_of(tree.root_provider, 1)
+    refused = [r for r in results if r.metadata.get("error") == "allocation_refused"]
+    started = [r for r in results if "child_session_id" in r.metadata]
+    assert refused and started
+    for r in refused:
+        assert r.is_error
+        assert "not started — the pool cannot fund another child: $" in r.content
+        assert "left, a call needs about $" in r.content
+    # every child that started was given enough for its first call, and made it
+    assert all((spec.config.max_budget_usd or 0) >= floor.usd for spec in tree.specs)
+    assert all(r.metadata["tokens"] > 0 for r in started)
+    assert result.success

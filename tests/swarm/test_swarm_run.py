@@ -127,6 +127,16 @@ def test_the_root_budget_caps_the_whole_swarm(tmp_path: Path) -> None:
     assert result.tokens <= 1_000
 
 
+def test_the_planning_turn_is_priced_against_the_cap_before_it_is_sent(tmp_path: Path) -> None:
+    model = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "A\n")})
+    # the planner's prompt alone is bounded above 200 tokens: its call cannot fit the cap
+    result, provider, _ = run_swarm(tmp_path, model, {"a.txt": "a\n"}, max_total_tokens=200)
+    assert not result.success and result.workers == []
+    assert provider.requests == []
+    assert result.error is not None and "ended max_tokens" in result.error
+    assert result.tokens == 0
+
+
 def test_a_conflict_without_retries_is_reported_failed_and_its_branch_kept(
     tmp_path: Path,
 ) -> None:

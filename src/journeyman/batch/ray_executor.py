@@ -86,8 +86,10 @@ class _LedgerActor:
     def __init__(self, total: Amount, policy: LedgerPolicy) -> None:
         self._ledger = BudgetLedger(total, policy)
 
-    def reserve(self, holder: str, sharers: int, request: Amount | None) -> Reservation:
-        return self._ledger.reserve(holder, sharers=sharers, request=request)
+    def reserve(
+        self, holder: str, sharers: int, request: Amount | None, floor: Amount | None = None
+    ) -> Reservation:
+        return self._ledger.reserve(holder, sharers=sharers, request=request, floor=floor)
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         return self._ledger.settle(reservation, used)
@@ -130,10 +132,18 @@ class RayLedger:
         policy = policy or LedgerPolicy()
         return cls(ray.remote(_LedgerActor).options(**options).remote(total, policy))
 
-    def reserve(self, holder: str, sharers: int = 1, request: Amount | None = None) -> Reservation:
+    def reserve(
+        self,
+        holder: str,
+        sharers: int = 1,
+        request: Amount | None = None,
+        floor: Amount | None = None,
+    ) -> Reservation:
         """Reserve an allocation for `holder` (raises `AllocationRefused` when the pool cannot
         give the smallest one)."""
-        reservation: Reservation = _call(self._actor.reserve.remote(holder, sharers, request))
+        reservation: Reservation = _call(
+            self._actor.reserve.remote(holder, sharers, request, floor)
+        )
         return reservation
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:

@@ -2,8 +2,10 @@
 
 Order of business for each task:
   1. reserve its allocation from the ledger (its per-task budget, or a fair share of what is
-     left among the tasks still to start); a refusal stops all new work — tasks in flight
-     finish within their allocations and the batch ends "budget exhausted after K of N";
+     left among the tasks still to start, never less than its first model call costs:
+     `opening_floor`); a refusal stops all new work — tasks in flight finish within their
+     allocations and the batch ends "budget exhausted after K of N", the tasks never started
+     reported "not run" (a later run of the batch with more budget runs them);
   2. prepare its workspace (a copy or clone, never the original) and run the attempt;
   3. settle the reservation with what the session store says the attempt spent;
   4. record the result (appended and synced), or requeue: an infrastructure error is retried
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -63,7 +66,12 @@ class LedgerClient(Protocol):
     lives where every node of a cluster sees it)."""
 
     def reserve(
-        self, holder: str, *, sharers: int = 1, request: Amount | None = None
+        self,
+        holder: str,
+        *,
+        sharers: int = 1,
+        request: Amount | None = None,
+        floor: Amount | None = None,
     ) -> Reservation: ...
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount: ...
@@ -216,19 +224,58 @@ def describe_spend(spent: Amount, cap: Amount) -> str:
 
 def open_ledger(settings: BatchSettings, task_count: int) -> BudgetLedger:
     """The batch's one ledger: no share kept back for an owner, no cap on one holder's share
-    but its allocation; the smallest allocation worth starting a task with is its per-task
-    budget, or half of an even split of the cap."""
-    split = max(1, task_count)
-    min_usd = settings.per_task_usd or (
-        settings.global_usd / split / 2 if settings.global_usd else 0.0
-    )
-    min_tokens = settings.per_task_tokens or (
-        max(1, settings.global_tokens // split // 2) if settings.global_tokens else 1
-    )
+    but its allocation; a task with a per-task budget starts only when all of it can be
+    reserved, and no task gets less than its first model call costs (the floor each
+    reservation brings, `opening_floor`). `task_count` is kept for callers' convenience."""
+    del task_count  # fair shares are sized at each reservation, among the tasks left
     return BudgetLedger(
         Amount(settings.global_tokens, settings.global_usd),
-        LedgerPolicy(reserve_share=0.0, max_share=1.0, min_tokens=min_tokens, min_usd=min_usd),
+        LedgerPolicy(
+            reserve_share=0.0,
+            max_share=1.0,
+            min_tokens=settings.per_task_tokens or 1,
+            min_usd=settings.per_task_usd or 0.0,
+        ),
     )
+
+
+def opening_floor(task: BatchTask, settings: BatchSettings) -> Amount:
+    """The least the first model call of `task` costs: its prompt (the built-in system prompt
+    with the workspace's rules, the tools, the task) bounded as the run will bound it, and the
+    shortest useful reply, at the batch's model's price. No smaller allocation is granted."""
+    from journeyman.context.rules import RulesLoader, render_rules_section
+    from journeyman.loop import prompts
+    from journeyman.loop.agent import ASK_TOOL_KINDS
+    from journeyman.loop.call_budget import model_pricer, opening_call_floor
+    from journeyman.providers.factory import DEFAULT_MODELS, detect_provider, parse_spec
+    from journeyman.tools.builtin import default_tools
+    from journeyman.tools.registry import ToolRegistry
+
+    name, spec_model = parse_spec(settings.provider) if settings.provider else (None, None)
+    name = name or detect_provider() or ("openai" if settings.base_url else "")
+    model = (
+        settings.model
+        or spec_model
+        or os.environ.get("JOURNEYMAN_MODEL")
+        or DEFAULT_MODELS.get(name, "")
+    )
+    config = settings.config
+    workspace = Path(task.workspace)
+    rules = render_rules_section(RulesLoader(workspace)) if workspace.is_dir() else ""
+    system = prompts.system_prompt(workspace, config.get("system_prompt"), rules)
+    tools = ToolRegistry(
+        default_tools(
+            journal_commands=False, edit_tool=config.get("edit_tool", "auto"), provider=name
+        )
+    )
+    if settings.mode == "ask":
+        tools = tools.restricted_to(ASK_TOOL_KINDS)
+    price = config.get("price_per_mtok")
+    per_mtok = None if price is None else (float(price[0]), float(price[1]))
+    floor = opening_call_floor(
+        system, tools.specs(), task.task, model_pricer(per_mtok, name, model)
+    )
+    return Amount(floor.tokens, floor.usd)
 
 
 def resume_state(
@@ -359,6 +406,7 @@ class Scheduler:
         self.states: list[TaskState] = []
         self.gate = ProviderGate(ceiling=executor.max_parallel)
         self.budget_exhausted = False
+        self._floors: dict[str, Amount] = {}
         self._wake = asyncio.Event()
         self._failures: list[BaseException | None] = []
         """Exceptions of the scheduler's own attempt coroutines (a bug, raised after the run)."""
@@ -469,11 +517,15 @@ class Scheduler:
         if tokens is not None:
             tokens = max(0, tokens - state.spent.tokens)
         per_task = settings.per_task_usd is not None or settings.per_task_tokens is not None
+        floor = self._floors.get(state.task.id)
+        if floor is None:
+            floor = self._floors[state.task.id] = opening_floor(state.task, settings)
         try:
             return self.ledger.reserve(
                 state.task.id,
                 sharers=1 if per_task else sharers,
                 request=Amount(tokens, usd),
+                floor=floor,
             )
         except AllocationRefused:
             return None
@@ -631,9 +683,23 @@ class Scheduler:
             verify_passed=None,
             session_id=None,
             attempts=0,
-            error="not started: the global budget could not cover its allocation",
+            error=self._unfunded(state),
             task=_short(state.task.task),
         )
+
+    def _unfunded(self, state: TaskState) -> str:
+        """Why a task was never started: what the cap had left, and what its first call needs."""
+        stats = self.ledger.stats()
+        floor = self._floors.get(state.task.id) or opening_floor(state.task, self.settings)
+        why = "not run: budget exhausted — the global budget could not cover its allocation"
+        if stats.total.usd is not None and floor.usd is not None:
+            left = stats.total.usd - (stats.spent.usd or 0.0) - (stats.reserved.usd or 0.0)
+            why += f" (${max(0.0, left):.4f} left, its first call needs about ${floor.usd:.4f})"
+        elif stats.total.tokens is not None:
+            left_tokens = stats.total.tokens - (stats.spent.tokens or 0)
+            why += f" ({max(0, left_tokens):,} tokens left, its first call needs about "
+            why += f"{floor.tokens:,})"
+        return why + "; run the batch again with more budget to run it"
 
     def _spend(self) -> dict[str, Any]:
         stats = self.ledger.stats()
@@ -705,5 +771,6 @@ __all__ = [
     "TaskState",
     "describe_spend",
     "open_ledger",
+    "opening_floor",
     "resume_state",
 ]

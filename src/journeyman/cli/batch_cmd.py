@@ -170,6 +170,16 @@ def batch(
     """
     from journeyman.batch.tasks import load_tasks
 
+    for flag, usd in (
+        ("--global-budget-usd", global_budget_usd),
+        ("--per-task-budget-usd", per_task_budget_usd),
+    ):
+        if usd is not None and usd <= 0:
+            fail(
+                EXIT_CONFIG,
+                f"{flag} must be more than 0, not {usd:g}: no task could make a single model "
+                "call; give a positive amount, or leave it out for no cost limit",
+            )
     try:
         loaded = load_tasks(tasks)
     except ConfigurationError as error:

@@ -616,7 +616,7 @@ def fork(
         config=config,
         output_format=output_format,
         auto_extend=auto_extend,
-        action=lambda agent: agent.run(
+        action=lambda agent: _restore_subagents(agent, record.settings).run(
             task or CONTINUE_FORK,
             history=plan.history,
             parent_session_id=record.id,

@@ -222,6 +222,13 @@ def swarm(
         tool_timeout,
         price_per_mtok,
     )
+    if max_budget_usd is not None and max_budget_usd <= 0:
+        fail(
+            EXIT_CONFIG,
+            f"--max-budget-usd must be more than 0, not {max_budget_usd:g}: the planning turn "
+            "and every worker spend from it, so nothing could run; give a positive amount, or "
+            "leave it out for no cost limit",
+        )
     if mode is ModeName.ASK:
         fail(
             EXIT_CONFIG,

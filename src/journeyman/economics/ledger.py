@@ -12,7 +12,10 @@ How an allocation is sized (the seed's dynamic budget pool):
     `remaining / sharers`, raised to the minimum useful allocation when it falls below it;
   - no holder takes more than a share of what remains (default 60 %), so a first holder never
     starves the ones after it;
-  - an allocation that cannot reach the minimum is refused (`AllocationRefused`).
+  - an allocation that cannot reach the minimum is refused (`AllocationRefused`);
+  - a holder may bring its own floor (`reserve(..., floor=)`): the least its first model call
+    costs (`loop.call_budget.opening_call_floor`). Below it a grant would be spent on nothing,
+    so it is refused even when the holder asks for less.
 
 Reservation is atomic (one lock; no method awaits), so holders started concurrently from
 threads or from one event loop can never together reserve more than the pool holds.
@@ -79,6 +82,11 @@ class AllocationRefused(AgentError):
 
     default_category = ErrorCategory.BUDGET
 
+    @property
+    def below_floor(self) -> bool:
+        """Refused because what is left cannot fund the holder's first call."""
+        return bool(self.details.get("below_floor"))
+
 
 @dataclass(frozen=True)
 class Reservation:
@@ -125,18 +133,23 @@ class _Dimension:
         max_share: float,
         sharers: int,
         minimum: float,
+        floor: float,
         request: float | None,
     ) -> float | None:
-        """The allocation for one holder, or None when the minimum cannot be met."""
+        """The allocation for one holder, or None when the minimum or the floor cannot be
+        met."""
         remaining = self.available(reserve_share)
+        if request is not None:
+            minimum = min(minimum, request)  # a holder that asks for less gets what it asked
+        minimum = max(minimum, floor)  # ... but never less than its first call needs
         if math.isinf(remaining):
-            return request  # an unlimited dimension grants what was asked, or no limit
+            # an unlimited dimension grants what was asked, or no limit
+            return None if request is not None and request < floor else request
         ceiling = remaining * max_share
         fair = max(remaining / max(1, sharers), minimum)
         amount = min(fair, ceiling)
         if request is not None:
             amount = min(amount, request)
-            minimum = min(minimum, request)  # a holder that asks for less gets what it asked
         if amount < minimum or amount <= 0.0:
             return None
         return amount
@@ -157,17 +170,25 @@ class BudgetLedger:
         self._ids = count(1)
 
     def reserve(
-        self, holder: str, *, sharers: int = 1, request: Amount | None = None
+        self,
+        holder: str,
+        *,
+        sharers: int = 1,
+        request: Amount | None = None,
+        floor: Amount | None = None,
     ) -> Reservation:
         """Reserve an allocation for `holder`, shared fairly with `sharers - 1` others still to
-        come; `request` caps it. Raises `AllocationRefused` when the pool cannot give it."""
+        come; `request` caps it, `floor` is the least it can do anything with. Raises
+        `AllocationRefused` when the pool cannot give it."""
         policy = self.policy
+        floor = floor or Amount()
         with self._lock:
             tokens = self._tokens.grant(
                 reserve_share=policy.reserve_share,
                 max_share=policy.max_share,
                 sharers=sharers,
                 minimum=float(policy.min_tokens),
+                floor=float(floor.tokens or 0),
                 request=None
                 if request is None or request.tokens is None
                 else float(request.tokens),
@@ -177,20 +198,20 @@ class BudgetLedger:
                 max_share=policy.max_share,
                 sharers=sharers,
                 minimum=policy.min_usd,
+                floor=floor.usd or 0.0,
                 request=None if request is None else request.usd,
             )
+            asked = request or Amount()
             refused = [
-                name
-                for name, dim, value in (("token", self._tokens, tokens), ("USD", self._usd, usd))
-                if dim.total is not None and value is None
+                (name, dim, wanted, at_least)
+                for name, dim, value, wanted, at_least in (
+                    ("token", self._tokens, tokens, asked.tokens, float(floor.tokens or 0)),
+                    ("USD", self._usd, usd, asked.usd, floor.usd or 0.0),
+                )
+                if value is None and (dim.total is not None or wanted is not None)
             ]
             if refused:
-                raise AllocationRefused(
-                    f"budget pool: no {' or '.join(refused)} allocation left for {holder} "
-                    f"({self._describe_available()} available to share among {sharers}); "
-                    "finish with what you have, or do the work yourself",
-                    details={"error": "allocation_refused", "holder": holder},
-                )
+                raise self._refusal(holder, sharers, refused)
             granted = Amount(
                 tokens=None if tokens is None else math.floor(tokens),
                 usd=usd,
@@ -254,6 +275,40 @@ class BudgetLedger:
             dim.overspend += spent - granted
         return max(0.0, granted - spent)
 
+    def _refusal(
+        self, holder: str, sharers: int, refused: list[tuple[str, _Dimension, float | None, float]]
+    ) -> AllocationRefused:
+        """Why `holder` gets nothing: what is left (or what it asked for) is below the floor of
+        its first call, or below the smallest allocation the policy starts a holder with."""
+        details: dict[str, object] = {"error": "allocation_refused", "holder": holder}
+        for name, dim, asked, floor in refused:
+            if not floor:
+                continue
+            grantable = dim.available(self.policy.reserve_share) * self.policy.max_share
+            if asked is not None and asked < floor:
+                short = f"its own limit is {_show(name, asked)}"
+            elif grantable < floor:
+                short = f"{_show(name, grantable)} left"
+            else:
+                continue
+            return AllocationRefused(
+                f"budget pool: cannot fund {holder}: {short}, a call needs about "
+                f"{_show(name, floor)}",
+                details={
+                    **details,
+                    "below_floor": True,
+                    "short": short,
+                    "needed": _show(name, floor),
+                },
+            )
+        names = " or ".join(name for name, *_ in refused)
+        return AllocationRefused(
+            f"budget pool: no {names} allocation left for {holder} "
+            f"({self._describe_available()} available to share among {sharers}); "
+            "finish with what you have, or do the work yourself",
+            details=details,
+        )
+
     def _describe_available(self) -> str:
         tokens = self._tokens.available(self.policy.reserve_share)
         usd = self._usd.available(self.policy.reserve_share)
@@ -263,3 +318,9 @@ class BudgetLedger:
                 usd=None if math.isinf(usd) else usd,
             )
         )
+
+
+def _show(dimension: str, value: float) -> str:
+    return (
+        f"${max(0.0, value):.4f}" if dimension == "USD" else f"{max(0, math.floor(value)):,} tokens"
+    )

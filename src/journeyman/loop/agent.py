@@ -16,6 +16,8 @@ from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
+from journeyman.loop import prompts
+from journeyman.loop.call_budget import CallFloor, model_pricer, opening_call_floor
 from journeyman.loop.checkpoint import load_checkpoint
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
@@ -227,6 +229,18 @@ class Agent:
         if isinstance(self.mcp, McpManager):
             return self.mcp
         return McpManager(self.workspace, dict(self.mcp))
+
+    def opening_call_floor(self, task: str, tools: ToolRegistry | None = None) -> CallFloor:
+        """The least the first call of a new run of `task` will cost (offered `tools` instead
+        of this agent's own): what a budget granted to such a run must at least hold."""
+        registry = self.registry if tools is None else tools
+        if self.config.mode is ModeName.ASK:
+            registry = registry.restricted_to(ASK_TOOL_KINDS)
+        system = prompts.system_prompt(
+            self.workspace, self.config.system_prompt, render_rules_section(self.rules)
+        )
+        price = model_pricer(self.config.price_per_mtok, self.provider.name, self.provider.model)
+        return opening_call_floor(system, registry.specs(), task, price)
 
     def close(self) -> None:
         """Dispose of the agent: it refuses to run any further task."""

@@ -535,6 +535,7 @@ class Swarm:
     async def _planning_call(
         self, task: str, system: str, root: Path, session_id: str, parent_id: str | None
     ) -> str:
+        left = self.ledger.available()  # the swarm's cap, less what planning spent already
         config = self.agent_config.model_copy(
             update={
                 "mode": ModeName.ASK,
@@ -543,6 +544,9 @@ class Swarm:
                 "max_iterations": 1,
                 "session_dir": self.session_root,
                 "max_duration_s": self._run_duration(),
+                "max_total_tokens": left.tokens,
+                "max_budget_usd": left.usd,
+                "hard_token_limit": True,  # the planner spends from the swarm's pool too
             }
         )
         agent = Agent(
@@ -557,9 +561,7 @@ class Swarm:
         if self.on_agent is not None:
             self.on_agent(agent)
         result = await agent.run(task, session_id=session_id, parent_session_id=parent_id)
-        self.ledger.charge(
-            Amount(agent.economics.incremental_tokens, agent.economics.cost_usd or 0.0)
-        )
+        self.ledger.charge(Amount(agent.economics.total_tokens, agent.economics.cost_usd or 0.0))
         if not result.success and not result.final_text.strip():
             raise PlanError(
                 f"the planning turn ended {result.finish_reason.value}: "
@@ -696,7 +698,8 @@ class Swarm:
             task = subtask.task if not note else f"{subtask.task}\n\n{note}"
             result = await agent.run(task, session_id=attempt.session_id, parent_session_id=root_id)
         finally:
-            spent = Amount(agent.economics.incremental_tokens, agent.economics.cost_usd or 0.0)
+            # every billed token: the worker's allocation is a hard limit on them
+            spent = Amount(agent.economics.total_tokens, agent.economics.cost_usd or 0.0)
             self.ledger.settle(reservation, spent)
         attempt.result = result
         if not result.success:

@@ -137,7 +137,7 @@ class SubagentRuntime:
     def charge_own_spending(self) -> None:
         """Charge the agent's own spending since the last charge to its ledger."""
         economics = self.agent.economics
-        tokens = economics.incremental_tokens
+        tokens = economics.total_tokens  # every billed token: the tree's cap is a hard one
         usd = economics.cost_usd or 0.0
         delta = Amount(
             max(0, tokens - (self._charged.tokens or 0)),
@@ -213,7 +213,13 @@ def enable_subagents(
     spawn = SpawnAgentTool(runtime)
     agent.registry.register(spawn)
     agent.subagents = runtime  # type: ignore[attr-defined]
-    if depth == 0:  # remembered with the session, so a resume can enable them again
+    if depth == 0:
+        # the root's limits cap the whole tree: its own calls are priced against them too
+        agent.config = agent.config.model_copy(update={"hard_token_limit": True})
+        stored = agent.settings.get("config")
+        if isinstance(stored, dict):
+            stored["hard_token_limit"] = True
+        # remembered with the session, so a resume can enable them again
         agent.settings["subagents"] = config.model_dump(mode="json")
     return spawn
 
@@ -279,16 +285,23 @@ class SpawnAgentTool:
             try:
                 sharers = runtime._arriving[turn]
                 runtime.charge_own_spending()
+                floor = runtime.agent.opening_call_floor(args.task, self._child_tools(args))
                 reservation = runtime.ledger.reserve(
                     child_id,
                     sharers=sharers,
                     request=Amount(args.max_total_tokens, args.max_budget_usd),
+                    floor=Amount(floor.tokens, floor.usd),
                 )
             except AllocationRefused as refused:
+                why = refused.message
+                if refused.below_floor:
+                    why = (
+                        f"the pool cannot fund another child: {refused.details['short']}, a "
+                        f"call needs about {refused.details['needed']}; finish with what you "
+                        "have, or do the work yourself"
+                    )
                 return fail(
-                    TOOL_NAME,
-                    f"{TOOL_NAME}: not started — {refused.message}",
-                    error="allocation_refused",
+                    TOOL_NAME, f"{TOOL_NAME}: not started — {why}", error="allocation_refused"
                 )
             finally:
                 runtime._arriving[turn] -= 1
@@ -387,14 +400,29 @@ class SpawnAgentTool:
                 ),
             }
         )
-        tools = parent.registry if args.write else parent.registry.restricted_to(READ_ONLY_KINDS)
-        tools = ToolRegistry(
-            t for name in tools.names if name != TOOL_NAME and (t := tools.get(name)) is not None
-        )
+        tools = self._parent_tools(args)
         depth = runtime.depth + 1
         child = runtime.make_child(ChildSpec(parent, args.task, config, tools, args.write, depth))
         enable_subagents(child, runtime.config, make_child=runtime.make_child, depth=depth)
         return child
+
+    def _parent_tools(self, args: SpawnAgentArgs) -> ToolRegistry:
+        """The parent's tools the child may use (the spawn tool is the child's own)."""
+        registry = self.runtime.agent.registry
+        tools = registry if args.write else registry.restricted_to(READ_ONLY_KINDS)
+        return ToolRegistry(
+            t for name in tools.names if name != TOOL_NAME and (t := tools.get(name)) is not None
+        )
+
+    def _child_tools(self, args: SpawnAgentArgs) -> ToolRegistry:
+        """The tools the child will be offered: the parent's it may use, and the spawn tool
+        while it is above the depth cap (a question is offered only reading ones)."""
+        tools = self._parent_tools(args)
+        if self.runtime.depth + 1 < self.runtime.config.max_depth:
+            tools = ToolRegistry([*(t for n in tools.names if (t := tools.get(n))), self])
+        if args.mode is ModeName.ASK:
+            tools = tools.restricted_to(READ_ONLY_KINDS)
+        return tools
 
     def _child_id(self, ctx: ToolContext, args: SpawnAgentArgs) -> str:
         """Stable across a resume: the parent, its turn, and the call (task and options, and
@@ -409,8 +437,9 @@ class SpawnAgentTool:
 
 
 def _tree_spending(child: Agent) -> Amount:
-    """What `child` and its own subagents spent, as its limits count it."""
-    own = Amount(child.economics.incremental_tokens, child.economics.cost_usd or 0.0)
+    """What `child` and its own subagents spent: every token billed, as its hard limit counts
+    them."""
+    own = Amount(child.economics.total_tokens, child.economics.cost_usd or 0.0)
     runtime: SubagentRuntime | None = getattr(child, "subagents", None)
     if runtime is None:
         return own
