@@ -254,7 +254,6 @@ def swarm(
         fail(EXIT_CONFIG, error.message)
     for item in loaded.ignored:
         typer.echo(f"journeyman: warning: {item.message}", err=True)
-    store = _open_store(shared_state, config.session_dir)
     from journeyman.cli.run_cmd import _tracing
 
     tracing = _tracing(otel)
@@ -262,7 +261,8 @@ def swarm(
         code, message = _run(
             goal,
             root,
-            config_values={"agent_config": config, "shared_state": store},
+            config_values={"agent_config": config},
+            shared_state=shared_state,
             provider_settings={
                 "provider": provider,
                 "model": model,
@@ -281,9 +281,6 @@ def swarm(
     finally:
         if tracing is not None:
             tracing.close()  # sends the last spans
-        from journeyman.swarm.shared.stores import close_shared_state
-
-        close_shared_state(store)
     if code == EXIT_CLOSED_STDOUT:  # `| head`: nothing to say to anyone
         raise typer.Exit(code)
     if code != EXIT_OK:
@@ -310,6 +307,7 @@ def _run(
     root: Path,
     *,
     config_values: dict[str, Any],
+    shared_state: str | None,
     provider_settings: dict[str, Any],
     swarm_settings: dict[str, Any],
     output_format: OutputFormat,
@@ -356,6 +354,8 @@ def _run(
         runner.prepare()
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message
+    # opened once the workspace passed its checks: a refused swarm stores nothing
+    runner.shared_state = _open_store(shared_state, config_values["agent_config"].session_dir)
     handle_termination_as_interrupt()
     try:
         result = asyncio.run(runner.run(goal))
@@ -363,6 +363,10 @@ def _run(
         return EXIT_CANCELLED, "cancelled"
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message
+    finally:
+        from journeyman.swarm.shared.stores import close_shared_state
+
+        close_shared_state(runner.shared_state)
     output.call(renderer.final, result)
     if output.closed:
         return EXIT_CLOSED_STDOUT, "the reader of the output went away"
