@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from journeyman import Agent, AgentConfig
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config_file import load_config
+from journeyman.providers.scripted import ScriptedProvider
 from journeyman.swarm.config import SubagentConfig
+from journeyman.swarm.spawn import enable_subagents
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.support.cli import clean_env, jm
@@ -116,3 +119,11 @@ def test_subagents_help_names_the_config_keys() -> None:
     text = " ".join(done.output.replace("│", " ").split())
     assert "subagents table of your config.toml: max_depth (2)" in text
     assert "a project's file may only lower them" in text
+
+
+def test_a_library_agent_gets_the_limits_of_its_own_config(tmp_path: Path) -> None:
+    limits = SubagentConfig(max_depth=3, max_children_per_turn=1)
+    agent = Agent(ScriptedProvider([]), workspace=tmp_path, config=AgentConfig(subagents=limits))
+    tool = enable_subagents(agent)
+    assert tool is not None
+    assert agent.subagents.config == limits  # type: ignore[attr-defined]

@@ -205,8 +205,9 @@ def enable_subagents(
     depth: int = 0,
 ) -> SpawnAgentTool | None:
     """Register the spawn tool on `agent` (the root when `depth` is 0); returns it, or None
-    when `agent` is at the depth cap and may not spawn."""
-    config = config or SubagentConfig()
+    when `agent` is at the depth cap and may not spawn. `config` defaults to the agent's own
+    (``[subagents]`` of its config files)."""
+    config = config or agent.config.subagents
     if depth >= config.max_depth:
         return None
     runtime = SubagentRuntime(agent, config, depth, make_child)
