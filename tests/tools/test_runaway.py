@@ -94,7 +94,9 @@ async def test_fork_bomb_under_a_process_limit(
     kind: str, open_workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # bwrap runs as nobody below, which cannot reach root's home folder to mount its toolchains
+    # or the Python installed there
     monkeypatch.setattr(bubblewrap, "HOME_TOOLCHAINS", ())
+    monkeypatch.setattr(bubblewrap, "own_python", list)
     # The limit counts every process of uid 65534, zombies of an earlier bomb included.
     for _ in range(250):
         if not processes_of(65534):
