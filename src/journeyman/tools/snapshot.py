@@ -366,7 +366,9 @@ class WorkspaceSnapshots:
             # or mtime differ from what it recorded, instead of hashing the whole workspace
             others = sorted(self.git_dir.glob("index-*"), key=lambda p: p.stat().st_mtime)
             if others:
-                shutil.copyfile(others[-1], self.index)
+                # with its times: git and `_rehash_recent` judge the stat data it holds against
+                # when it was written, and a fresh time would make racily clean entries look safe
+                shutil.copy2(others[-1], self.index)
             # once a session: the repository only matters while a command runs (the journal
             # keeps the texts), so git may pack and prune old objects as it sees fit
             with contextlib.suppress(SnapshotUnavailable):
