@@ -172,7 +172,7 @@ async def test_repeated_call_with_new_result_is_progress(tmp_path: Path) -> None
         ScriptedProvider(script),
         workspace=tmp_path / "ws",
         tools=[tick],
-        config=AgentConfig(session_dir=tmp_path / "s"),
+        config=AgentConfig(session_dir=tmp_path / "s", verify=False),
     )
     result = await agent.run("tick")
     assert result.finish_reason is FinishReason.ANSWERED

@@ -171,7 +171,7 @@ async def test_rerunning_a_command_with_new_output_is_not_a_loop(tmp_path: Path)
         ScriptedProvider([call, call, call, ModelResponse(text="green")]),
         workspace=ws,
         tools=[run_tests],
-        config=AgentConfig(session_dir=tmp_path / "s"),
+        config=AgentConfig(session_dir=tmp_path / "s", verify=False),
         on_event=events.append,
     )
     result = await agent.run("x")

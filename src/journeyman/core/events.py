@@ -217,6 +217,24 @@ class PhaseChanged:
 
 
 @dataclass(frozen=True)
+class CheckFixed:
+    """The check a session is judged by, fixed before the model's first turn from the
+    workspace as it was (or `--verify`), with the test infrastructure it rests on and how the
+    check ended then; never re-detected from files the model wrote."""
+
+    command: str | None
+    """None when no check was configured or found."""
+    source: str
+    runner: str | None
+    infra: dict[str, Any]
+    """The manifest of test files and settings (`context.test_infra.TestInfra.to_dict`)."""
+    before: dict[str, Any] | None = None
+    """The check's run before the first turn: exit_code, tests, duration_s (None if not run)."""
+    timestamp: float = field(default_factory=_now)
+    type: Literal["check_fixed"] = "check_fixed"
+
+
+@dataclass(frozen=True)
 class RunFinished:
     result: RunResult
     timestamp: float = field(default_factory=_now)
@@ -240,6 +258,7 @@ Event = (
     | ContextCompacted
     | SummaryCallMade
     | PhaseChanged
+    | CheckFixed
     | RunFinished
 )
 

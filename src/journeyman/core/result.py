@@ -40,6 +40,9 @@ class FinishReason(StrEnum):
     REFUSED = "refused"
     """The model finished, but edit or command calls it made were refused (permissions) and
     never succeeded later, and no passing check shows they were not needed."""
+    UNVERIFIED = "unverified"
+    """The model finished, but no check could confirm it: none was configured (`--verify`)
+    and none was found in the workspace (`--no-verify` accepts the model's word)."""
     VERIFICATION_FAILED = "verification_failed"
     """The model finished, but the check command kept failing after the harness sent its
     failures back (or the run ended before a check passed after the last change)."""
@@ -72,6 +75,8 @@ _CATEGORIES: dict[FinishReason, FinishCategory] = {
     FinishReason.REFUSED: FinishCategory.FATAL,
     # another attempt (or a stronger model) may well make the check pass
     FinishReason.VERIFICATION_FAILED: FinishCategory.RETRYABLE,
+    # the user must name a check (or waive it): another attempt finds none either
+    FinishReason.UNVERIFIED: FinishCategory.FATAL,
     FinishReason.INTERNAL_ERROR: FinishCategory.FATAL,
 }
 
@@ -91,14 +96,17 @@ class RefusedCall:
 
 @dataclass(frozen=True)
 class CheckEvidence:
-    """The last run of the check command by the harness: what ran, how it ended, and when."""
+    """The receipt of a run: the harness's last run of the check, what it ran, and on which
+    tree. A success carries one whose check passed, ran at least one test, with the test
+    infrastructure as it was at the start, on the tree the run ended with."""
 
     command: str
     passed: bool
     exit_code: int | None
     """None when the command did not run to an exit code (refused, timed out, not startable)."""
     after_last_change: bool
-    """No file changed in the workspace after the check ran (per the undo journal)."""
+    """The workspace was the same when the check ran and when the run ended (equal
+    fingerprints; before fingerprints existed, per the undo journal)."""
     duration_s: float
     output_tail: str
     """The last lines of the command's output."""
@@ -107,6 +115,30 @@ class CheckEvidence:
     """The check's own time limit (`--verify-timeout`), never the tool timeout."""
     not_run: str | None = None
     """Why the command did not run at all (e.g. a deny rule), None when it ran."""
+    source: str | None = None
+    """Where the check came from: "--verify" (the user's), or what the project profile found
+    it in (e.g. "Makefile target 'test'")."""
+    runner: str | None = None
+    """The test runner whose summary was read (pytest, unittest, make, tox, ...), if known."""
+    sandbox: str | None = None
+    """Where the check ran, as the sandbox describes itself."""
+    tests: dict[str, Any] | None = None
+    """Tests counted in the runner's summary (passed, failed, errors, skipped, ran, failing
+    names); None when the output held no summary."""
+    before: dict[str, Any] | None = None
+    """The same check before the model's first turn: exit_code, tests, duration_s."""
+    problem: str | None = None
+    """Why a check that ran is not a pass: "failed", "no_tests", "no_summary",
+    "tests_removed" or "test_changes"; None when it passed."""
+    test_changes: tuple[dict[str, Any], ...] = ()
+    """Test files and settings that differ from the start (path, change, role, allowed)."""
+    tests_removed: bool = False
+    """Fewer tests ran than before the model's first turn."""
+    fingerprint: str | None = None
+    """The workspace's fingerprint when the check ran."""
+    final_fingerprint: str | None = None
+    """The workspace's fingerprint when the run ended (equal to `fingerprint` when the check
+    ran on the final tree)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +150,16 @@ class CheckEvidence:
             "timed_out": self.timed_out,
             "timeout_s": self.timeout_s,
             "not_run": self.not_run,
+            "source": self.source,
+            "runner": self.runner,
+            "sandbox": self.sandbox,
+            "tests": self.tests,
+            "before": self.before,
+            "problem": self.problem,
+            "test_changes": list(self.test_changes),
+            "tests_removed": self.tests_removed,
+            "fingerprint": self.fingerprint,
+            "final_fingerprint": self.final_fingerprint,
             "output_tail": self.output_tail,
         }
 

@@ -50,6 +50,11 @@ class AgentConfig(BaseModel):
     mode); False accepts the model's word (`--no-verify`)."""
     verify_timeout_s: float = Field(default=600.0, gt=0)
     """Seconds the check command may run (its own limit, never `tool_timeout_s`)."""
+    allow_test_edits: bool = False
+    """Let the run succeed although it changed the test infrastructure (existing test files,
+    conftest.py, test settings, modules that shadow the runner) or runs fewer tests than
+    before; for tasks that are about the tests (`--allow-test-edits`). The changes are listed
+    on the receipt either way."""
     max_verify_rounds: int = Field(default=3, ge=1)
     """Failed checks after which the run ends as `verification_failed`; each earlier failure
     goes back to the model with the command's output."""

@@ -268,6 +268,8 @@ class Kernel:
             spent = self.budget.capacity_message(state.budget.driver)
             refusal = f"not starting a new task: {spent} leaves too little for it"
             return Termination(capacity_reason(state.budget), refusal)
+        if not resumed:
+            await self.verdict.prepare(state)  # the check is fixed before the first turn
         while True:
             ending = await self._check_gates(state)
             if ending is not None:

@@ -1,60 +1,66 @@
 """The harness's verdict on a run: the model says it is done, the harness decides whether it is.
 
-A success claim (a `finish` call, or a prose answer without tool calls) is accepted when:
+The check is fixed before the model's first turn (`fixed_check`): the user's `--verify`, else
+the test command the project profile finds in the workspace as it was, together with a
+manifest of the test infrastructure; it also runs once then, so the receipt can show before
+and after. A success claim (a `finish` call, or a prose answer without tool calls) is accepted
+only when that check, run on the tree as it is now (`check_runner`: the run's sandbox,
+environment, redaction and time limit):
 
-- a check command is known and it passed after the last change to the workspace; the check is
-  the configured one (`verify_command`, `--verify`), else the first test command the project
-  profile detected whose program is installed (`context.profile.runnable_test_command`);
-- or no check is known (or checking is off: `--no-verify`, the ask mode, the plan permission
-  mode) and no edit or command call of the run was refused without succeeding later. In the
-  plan permission mode the user asked for nothing to change, so refused calls are listed in
-  the result but do not fail the run.
+- exited 0, and its runner's own summary shows at least one test ran (a detected check, or a
+  known runner, that prints no summary or counts no test is *inconclusive*, not a pass);
+- ran with the test infrastructure as it was at the start: existing test files, conftest.py
+  files, test settings and modules that shadow the runner unchanged (new test files run too);
+- ran no fewer tests than before the first turn;
+- and no edit or command call of the run was refused without succeeding later.
 
-A failing check goes back to the model as a harness message (command, exit code, output tail)
-and the loop goes on, up to `max_verify_rounds` failed checks; then the run ends as
-`verification_failed` (or `refused`, when refused calls may explain the failure). A check that
-cannot run at all (a deny rule, exit code 126/127) is a configuration error: no edit of the
-model can fix it.
+`allow_test_edits` (`--allow-test-edits`) lets the last two pass for tasks about the tests;
+the changes stay on the receipt. No check at all ends the run `unverified`; with checking off
+(`--no-verify`, the ask mode, the plan permission mode) the model's word is taken, and in the
+plan permission mode refused calls are listed but do not fail the run.
 
-The check runs through the same `run_command` tool as the model's commands (same sandbox,
-same undo journal), under its own time limit (`verify_timeout_s`), never the tool timeout. It
-is the harness's own action, decided by the user's configuration or the project's own test
-command, so it does not ask for approval; a deny rule that matches it still holds.
+A check that does not pass goes back to the model as a harness message, up to
+`max_verify_rounds` times; then the run ends as `verification_failed` (or `refused`, when
+refused calls may explain it). A check that cannot run at all (a deny rule, exit code 126/127)
+is a configuration error: no edit of the model can fix it. The check is the harness's own
+action, so it asks for no approval; a deny rule that matches it still holds.
 
-Every mode uses this module: the kernel consults `Verdict.review` where it accepts a success
-and `Verdict.annotate` where it builds the RunResult; the phased mode's VERIFY step runs its
-checks through `Verdict.check`.
+The receipt (`CheckEvidence`) carries the command, where it came from, the sandbox it ran in,
+its exit code and test counts, before and after, the test infrastructure changes, and the
+workspace fingerprints when it ran and when the run ended: equal fingerprints are what "the
+check ran on the final tree" means.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from journeyman.context.memory import normalise
-from journeyman.context.profile import detect_profile, runnable_test_command
+from journeyman.context.test_infra import TestChange, blocking, take_manifest
 from journeyman.core import events as ev
-from journeyman.core.errors import (
-    AgentError,
-    ConfigurationError,
-    PermissionDeniedError,
-    ToolError,
-    ToolTimeoutError,
-)
+from journeyman.core.errors import AgentError, PermissionDeniedError, ToolError
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.result import CheckEvidence, FinishReason, RefusedCall, RunResult
 from journeyman.core.text import one_line
-from journeyman.economics.loop_detector import result_digest
+from journeyman.loop.check_runner import (
+    CHECK_CALL_PREFIX,
+    COMMAND_TOOL,
+    PYTEST_NO_TESTS,
+    CheckRun,
+    CheckRunner,
+    failure_output,
+    judge_error,
+    output_tail,
+    tally_of,
+)
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.endings import Termination
+from journeyman.loop.fixed_check import FixedCheck, fix_check, stored_check
 from journeyman.loop.recorder import FOLLOW_UP_EVENT
 from journeyman.policy.permissions import (
     PERMISSION_ERROR_KIND,
@@ -64,27 +70,27 @@ from journeyman.policy.permissions import (
 )
 from journeyman.session.store import SessionStore
 from journeyman.tools.base import ToolKind
-from journeyman.tools.context import ToolContext, tool_session_id
+from journeyman.tools.fingerprint import fingerprint
 from journeyman.tools.registry import ToolRegistry
-from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 
 if TYPE_CHECKING:
     from journeyman.loop.state import LoopState, TurnOutcome
 
+__all__ = [
+    "CHECK_CALL_PREFIX",
+    "COMMAND_TOOL",
+    "CheckRun",
+    "Ruling",
+    "Verdict",
+    "failure_output",
+    "output_tail",
+]
+
 log = logging.getLogger(__name__)
 
-COMMAND_TOOL = RunCommandTool.name
-"""The tool the check runs through."""
-SHELL_CANNOT_EXECUTE = 126
-SHELL_NOT_FOUND = 127
-OUTPUT_TAIL_LINES = 40
-OUTPUT_TAIL_CHARS = 3_000
-STOP_GRACE_S = 30.0
-"""Extra seconds past the check's own limit before the harness gives up waiting for it."""
 NUDGE_KIND = "verification"
-CHECK_CALL_PREFIX = "verify-"
-"""Call ids of the harness's own checks (so a display can tell them from the model's calls)."""
 REFUSAL_CHARS = 240
+BEFORE_CALL_ID = f"{CHECK_CALL_PREFIX}before"
 
 
 class Ruling(StrEnum):
@@ -96,107 +102,11 @@ class Ruling(StrEnum):
     """Not done: a harness message is queued for the model and the loop goes on."""
 
 
-@dataclass(frozen=True)
-class CheckRun:
-    """One run of the check command by the harness."""
-
-    command: str
-    result: ToolResult
-    """The `run_command` result, as a tool result (for the mode's accounting)."""
-    passed: bool
-    exit_code: int | None
-    duration_s: float
-    timeout_s: float
-    changes_after: int
-    """Entries in the session's undo journal right after the check (its own writes included)."""
-    error: AgentError | None = None
-    """Why it did not pass, as a typed error (None when it passed)."""
-    not_run: str | None = None
-
-    @property
-    def output(self) -> str:
-        return self.result.content
-
-    @property
-    def timed_out(self) -> bool:
-        return bool(self.result.metadata.get("timed_out"))
-
-    @property
-    def fingerprint(self) -> str:
-        """Identity of the outcome with numbers masked (timings, line numbers), so the same
-        failure seen again is recognised by the loop detector."""
-        return result_digest(normalise(self.output))
-
-    @property
-    def cannot_run(self) -> bool:
-        """The command itself is unusable (refused, not found, not startable): no edit helps."""
-        return isinstance(self.error, ConfigurationError | PermissionDeniedError)
-
-    def describe(self) -> str:
-        """How it ended, in a few words: "exit code 1", "stopped after 600 s", ..."""
-        if self.not_run is not None:
-            return f"not run: {self.not_run}"
-        if self.timed_out:
-            return f"stopped after {self.timeout_s:g} s, its time limit"
-        if self.exit_code is None:
-            return "did not run to an exit code"
-        return f"exit code {self.exit_code}"
-
-    def evidence(self, *, after_last_change: bool) -> CheckEvidence:
-        return CheckEvidence(
-            command=self.command,
-            passed=self.passed,
-            exit_code=self.exit_code,
-            after_last_change=after_last_change,
-            duration_s=self.duration_s,
-            output_tail=output_tail(self.output),
-            timed_out=self.timed_out,
-            timeout_s=self.timeout_s,
-            not_run=self.not_run,
-        )
-
-
-def judge_error(command: str, result: ToolResult, timeout_s: float) -> AgentError | None:
-    """Why running `command` did not pass, decided by the exit code; None when it passed."""
-    exit_code = result.metadata.get("exit_code")
-    code = exit_code if isinstance(exit_code, int) else None
-    if result.metadata.get("timed_out") or result.metadata.get("error") == "timeout":
-        return ToolTimeoutError(
-            f"the check `{command}` was still running after {timeout_s:g} s, its time limit, "
-            "and was stopped; make the tests faster or raise --verify-timeout"
-        )
-    if code is None:
-        return ConfigurationError(
-            f"the check `{command}` could not be run: {result.content.strip()[:300]}"
-        )
-    if code in (SHELL_CANNOT_EXECUTE, SHELL_NOT_FOUND):
-        return ConfigurationError(
-            f"the check `{command}` cannot be executed (exit code {code}); pass a working one "
-            "with --verify, or --no-verify"
-        )
-    if code != 0:
-        return ToolError(f"the check `{command}` failed with exit code {code}")
-    return None
-
-
-def output_tail(output: str) -> str:
-    """The last lines of a command's output, without the tool's bracketed notes at its end."""
-    lines = failure_output(output).splitlines()[-OUTPUT_TAIL_LINES:]
-    text = "\n".join(lines)
-    return text[-OUTPUT_TAIL_CHARS:]
-
-
-def failure_output(output: str) -> str:
-    """The command's own output, without the tool's bracketed notes at its end."""
-    lines = output.rstrip().splitlines()
-    while lines and lines[-1].startswith("[") and lines[-1].endswith("]"):
-        lines.pop()
-    return "\n".join(lines)
-
-
 CHECK_FAILED = """\
 Before accepting the result, journeyman ran the check `{command}`{when}: {how}. The task is not \
 done yet.
+
+{problem}
 
 Last lines of its output:
 {tail}
@@ -208,6 +118,38 @@ REFUSED_NOTE = (
     "\n\nThese calls were refused by the permission policy and did not run: {calls}. Asking "
     "for them again will be refused too; find another way, or say in your final answer what "
     "the user must allow."
+)
+PROBLEM_TEXT = {
+    "failed": "The tests fail.",
+    "no_tests": (
+        "It ran no test at all, and a check that tests nothing proves nothing. If your changes "
+        "removed tests or broke how they are found, put that back."
+    ),
+    "no_summary": (
+        "Its output holds no test summary, so nothing shows that any test ran (a test run that "
+        "ends the process early looks like this)."
+    ),
+    "tests_removed": (
+        "It ran {after} test(s), fewer than the {before} it ran before you started; tests may "
+        "not be removed."
+    ),
+    "test_changes": (
+        "The check judges your work with the project's tests as they were when you started, "
+        "and these differ now: {changes}. Put them back as they were (new test files are "
+        "fine). Only the user can allow changed tests, for a task that is about them."
+    ),
+}
+USER_ADVICE = {
+    "no_tests": "; give a check that runs tests with --verify CMD, or --no-verify for a task "
+    "that needs no check",
+    "no_summary": "; give a check whose runner prints its summary with --verify CMD, or "
+    "--no-verify for a task that needs no check",
+    "tests_removed": "; pass --allow-test-edits if the task is to remove tests",
+    "test_changes": "; pass --allow-test-edits if the task is to change the tests",
+}
+NO_CHECK = (
+    "no check confirms the work: none was given (--verify) and no test command was found in "
+    "{workspace}; pass --verify CMD to name one, or --no-verify to accept the model's word"
 )
 
 
@@ -231,17 +173,16 @@ class Verdict:
         self.store = store
         self.permissions = permissions
         self.emit = emit
-        self.journal = journal
-        """The run's undo journal writer (so files the check changes are journaled too)."""
+        self.runner = CheckRunner(workspace, registry, journal)
+        """Runs the check the way the run runs commands (sandbox, environment, limits)."""
         self.last: CheckRun | None = None
         """The latest check of this kernel (the harness's or the phased mode's)."""
         self.failures = 0
         """Failed checks of `review` so far (the phased mode's own checks do not count)."""
         self._counted_for: str | None = None
         """The session whose earlier failed checks (before a resume) are in `failures`."""
-        self._command: str | None = None
-        self._resolved = False
-        self._runner: RunCommandTool | None = None
+        self._fixed: FixedCheck | None = None
+        self._fixed_for: str | None = None
 
     # --- the check command ----------------------------------------------------------------
 
@@ -258,32 +199,52 @@ class Verdict:
         gate = self.permissions
         return gate is not None and gate.policy.mode is PermissionMode.PLAN
 
+    async def prepare(self, state: LoopState) -> None:
+        """Fix a new session's check from the workspace as it is, record it, and run it once
+        before the model's first turn (the receipt's "before")."""
+        if not self.active:
+            return
+        fixed = await fix_check(self.workspace, self.config.verify_command)
+        if fixed.command is not None and self._denied(fixed.command) is None:
+            before = await self._execute(state, fixed.command, BEFORE_CALL_ID)
+            fixed = FixedCheck(
+                fixed.command, fixed.source, fixed.runner, fixed.infra, before.summary()
+            )
+        self._fixed, self._fixed_for = fixed, state.session_id
+        self.emit(fixed.event())
+
+    async def fixed(self, session_id: str) -> FixedCheck:
+        """The session's fixed check: stored with it, else fixed now (a session from before
+        checks were fixed, or one that started with checking off)."""
+        if self._fixed is None or self._fixed_for != session_id:
+            stored = stored_check(self.store, session_id)
+            fixed = stored or await fix_check(self.workspace, self.config.verify_command)
+            self._fixed, self._fixed_for = fixed, session_id
+            if stored is None:
+                self.emit(fixed.event())
+        return self._fixed
+
     async def command(self) -> str | None:
-        """The check command: configured, else the first runnable detected one; None if none."""
-        if not self._resolved:
-            configured = (self.config.verify_command or "").strip()
-            if configured:
-                self._command = configured
-            else:
-                profile = await asyncio.to_thread(detect_profile, self.workspace)
-                self._command = runnable_test_command(profile)
-            self._resolved = True
-        return self._command
+        """The check command: the session's fixed one, else the configured or detected one."""
+        if self._fixed is not None:
+            return self._fixed.command
+        return (await fix_check(self.workspace, self.config.verify_command)).command
 
     async def check(self, state: LoopState, command: str | None = None) -> CheckRun:
-        """Run the check now (under its own timeout) and remember the outcome."""
-        command = command or await self.command()
+        """Run the check now (under its own timeout), judge it and remember the outcome."""
+        fixed = await self.fixed(state.session_id)
+        command = command or fixed.command
         if command is None:
-            raise ConfigurationError(
-                "no check command is configured (--verify) or detected in the workspace"
-            )
+            raise ToolError(NO_CHECK.format(workspace=self.workspace))
+        run = await self._execute(state, command, f"{CHECK_CALL_PREFIX}{state.iterations}")
+        self.last = await self._judge(run, fixed)
+        return self.last
+
+    async def _execute(self, state: LoopState, command: str, call_id: str) -> CheckRun:
+        """Run `command` as the check, with its events; judged by its exit code alone."""
         timeout = self.config.verify_timeout_s
-        call = ToolCall(
-            f"{CHECK_CALL_PREFIX}{state.iterations}", COMMAND_TOOL, {"command": command}
-        )
-        iteration = state.iterations
-        self.emit(ev.ToolCallStarted(iteration, call))
-        started = time.monotonic()
+        call = ToolCall(call_id, COMMAND_TOOL, {"command": command})
+        self.emit(ev.ToolCallStarted(state.iterations, call))
         refusal = self._denied(command)
         if refusal is not None:
             result = ToolResult(
@@ -293,32 +254,85 @@ class Verdict:
                 is_error=True,
                 metadata={"error": "verification_refused"},
             )
-        else:
-            result = await self._run(call, command, timeout, state)
-        duration = time.monotonic() - started
-        self.emit(ev.ToolResultReceived(iteration, result, duration))
-        if refusal is not None:
+            duration, tree = 0.0, ""
             error: AgentError | None = PermissionDeniedError(
                 f"the check `{command}` is refused by the permission policy ({refusal}); allow "
                 f"it, pass another check with --verify, or run with --no-verify",
                 tool_name=COMMAND_TOOL,
             )
         else:
+            result, duration, tree = await self.runner.run(
+                call, command, timeout, state.session_id, state.iterations
+            )
             error = judge_error(command, result, timeout)
+        self.emit(ev.ToolResultReceived(state.iterations, result, duration))
         code = result.metadata.get("exit_code")
-        run = CheckRun(
+        return CheckRun(
             command=command,
             result=result,
             passed=error is None,
             exit_code=code if isinstance(code, int) else None,
             duration_s=duration,
             timeout_s=timeout,
-            changes_after=self._changes(state.session_id),
+            workspace_fingerprint=tree,
             error=error,
             not_run=refusal,
+            tally=None if refusal is not None else tally_of(result),
         )
-        self.last = run
-        return run
+
+    async def _judge(self, run: CheckRun, fixed: FixedCheck) -> CheckRun:
+        """The run with what makes it a pass or not beyond its exit code (module docstring)."""
+        if run.not_run is not None or run.cannot_run or run.timed_out:
+            return _replace(run, problem="failed")
+        now = await asyncio.to_thread(take_manifest, self.workspace)
+        changes = tuple(now.changes_since(fixed.infra))
+        before, tally = fixed.tests_before, run.tally
+        removed = before is not None and tally is not None and tally.ran < before
+        allowed = self.config.allow_test_edits
+        problem: str | None = None
+        no_tests = tally is not None and tally.ran == 0
+        if run.exit_code != 0:
+            problem = "no_tests" if no_tests or run.exit_code == PYTEST_NO_TESTS else "failed"
+        elif tally is None and fixed.needs_summary:
+            problem = "no_summary"
+        elif no_tests:
+            problem = "no_tests"
+        elif blocking(list(changes)) and not allowed:
+            problem = "test_changes"
+        elif removed and not allowed:
+            problem = "tests_removed"
+        error = run.error
+        if problem not in (None, "failed"):
+            error = ToolError(self._problem_text(run, problem, changes, user=True))
+        return _replace(
+            run,
+            passed=problem is None,
+            problem=problem,
+            error=error,
+            test_changes=changes,
+            tests_removed=removed,
+        )
+
+    def _problem_text(
+        self, run: CheckRun, problem: str, changes: tuple[TestChange, ...], *, user: bool
+    ) -> str:
+        """Why the check is not a pass: for the model (`user=False`) or for the user."""
+        listed = ", ".join(c.describe() for c in blocking(list(changes))) or "none"
+        before = self._fixed.tests_before if self._fixed is not None else None
+        after = run.tally.ran if run.tally is not None else 0
+        if not user:
+            text = PROBLEM_TEXT[problem].format(changes=listed, before=before, after=after)
+            if problem != "test_changes" and blocking(list(changes)):
+                text += "\n\n" + PROBLEM_TEXT["test_changes"].format(changes=listed)
+            return text
+        what = {
+            "failed": f"still fails ({run.describe()})",
+            "no_tests": "ran no test, so it proves nothing",
+            "no_summary": "printed no test summary, so nothing shows a test ran",
+            "tests_removed": f"ran {after} test(s), fewer than the {before} before the run",
+            "test_changes": f"ran with test files or settings changed by the run: {listed}",
+        }[problem]
+        return f"the check `{run.command}` {what}{USER_ADVICE.get(problem, '')}"
 
     def _denied(self, command: str) -> str | None:
         """The deny rule's reason when the user's rules forbid the check, else None."""
@@ -326,42 +340,6 @@ class Verdict:
             return None
         decision = self.permissions.policy.decide(COMMAND_TOOL, {"command": command}, False)
         return decision.reason if decision.kind is DecisionKind.DENY else None
-
-    async def _run(
-        self, call: ToolCall, command: str, timeout: float, state: LoopState
-    ) -> ToolResult:
-        runner = self._command_runner(timeout)
-        ctx = ToolContext(
-            self.workspace,
-            session_id=tool_session_id(state.session_id),
-            run_session_id=state.session_id,
-            iteration=state.iterations,
-            journal=self.journal(),
-        )
-        args = RunCommandArgs(command=command, timeout=timeout)
-        try:
-            result = await asyncio.wait_for(runner.execute(args, ctx), timeout + STOP_GRACE_S)
-        except TimeoutError:
-            result = ToolResult(
-                call.id,
-                COMMAND_TOOL,
-                f"the check was still running after {timeout:g} s and was stopped",
-                is_error=True,
-                metadata={"error": "timeout", "timed_out": True},
-            )
-        except AgentError as error:
-            result = ToolResult(call.id, COMMAND_TOOL, error.message, is_error=True)
-        return dataclasses.replace(result, call_id=call.id, name=COMMAND_TOOL)
-
-    def _command_runner(self, timeout: float) -> RunCommandTool:
-        """The run's `run_command` tool (same sandbox and journal), allowed `timeout` seconds."""
-        if self._runner is None:
-            tools = (self.registry.get(name) for name in self.registry.names)
-            found = next((t for t in tools if isinstance(t, RunCommandTool)), None)
-            # a shallow copy shares the sandbox and the command snapshots of the original
-            self._runner = copy.copy(found) if found is not None else RunCommandTool()
-        self._runner.max_timeout = max(self._runner.max_timeout, timeout)
-        return self._runner
 
     # --- the verdict ----------------------------------------------------------------------
 
@@ -376,40 +354,37 @@ class Verdict:
                 for event in self._current_message_events(state.session_id)
                 if event.get("type") == "nudge" and event.get("kind") == NUDGE_KIND
             )
-        command = await self.command() if self.active else None
-        if command is None:
+        if not self.active:
             if refused:
-                return self._reject(
-                    state, outcome, FinishReason.REFUSED, refused_summary(refused) + "."
-                )
+                return _reject(state, outcome, FinishReason.REFUSED, refused_summary(refused))
             return Ruling.ACCEPT
-        changes = self._changes(state.session_id)
+        fixed = await self.fixed(state.session_id)
+        if fixed.command is None:
+            if refused:
+                return _reject(state, outcome, FinishReason.REFUSED, refused_summary(refused))
+            return _reject(
+                state, outcome, FinishReason.UNVERIFIED, NO_CHECK.format(workspace=self.workspace)
+            )
+        tree = await asyncio.to_thread(fingerprint, self.workspace)
         run = self.last
-        if run is None or not run.passed or run.changes_after != changes:
-            run = await self.check(state, command)
+        if run is None or not run.passed or run.workspace_fingerprint != tree.digest:
+            run = await self.check(state, fixed.command)
         if run.passed:
             return Ruling.ACCEPT
         assert run.error is not None
         if run.cannot_run:
-            return self._reject(state, outcome, FinishReason.CONFIGURATION_ERROR, run.error.message)
+            return _reject(state, outcome, FinishReason.CONFIGURATION_ERROR, run.error.message)
         self.failures += 1
         limit = self.config.max_verify_rounds
         if self.failures >= limit:
-            error = (
-                f"the check `{run.command}` still fails ({run.describe()}) after {self.failures} "
-                "check(s); the task is not done"
-            )
-            if run.timed_out:
-                error += "; if the check needs longer, raise --verify-timeout"
-            if refused:
-                error += f"; {refused_summary(refused)}"
-            reason = FinishReason.REFUSED if refused else FinishReason.VERIFICATION_FAILED
-            return self._reject(state, outcome, reason, error)
+            return _reject(state, outcome, *self._final_failure(run, refused))
+        problem = run.problem or "failed"
         calls = ", ".join(_call_text(r) for r in refused)
         message = CHECK_FAILED.format(
             command=run.command,
-            when="" if changes else NOTHING_CHANGED,
+            when="" if self._changes(state.session_id) else NOTHING_CHANGED,
             how=run.describe(),
+            problem=self._problem_text(run, problem, run.test_changes, user=False),
             tail=output_tail(run.output) or "(no output)",
             count=self.failures,
             limit=limit,
@@ -418,14 +393,23 @@ class Verdict:
         state.pending_nudges.append((NUDGE_KIND, message))
         return Ruling.RETRY
 
-    def _reject(
-        self, state: LoopState, outcome: TurnOutcome, reason: FinishReason, error: str
-    ) -> Termination:
-        state.final_text = outcome.final_text
-        return Termination(reason, error)
+    def _final_failure(self, run: CheckRun, refused: list[RefusedCall]) -> tuple[FinishReason, str]:
+        problem = run.problem or "failed"
+        if problem == "failed":
+            error = (
+                f"the check `{run.command}` still fails ({run.describe()}) after "
+                f"{self.failures} check(s); the task is not done"
+            )
+            if run.timed_out:
+                error += "; if the check needs longer, raise --verify-timeout"
+        else:
+            error = self._problem_text(run, problem, run.test_changes, user=True)
+        if refused:
+            error += f"; {refused_summary(refused)}"
+        return (FinishReason.REFUSED if refused else FinishReason.VERIFICATION_FAILED), error
 
     def annotate(self, state: LoopState, result: RunResult) -> None:
-        """Fill in the result's refused calls, changed files and check evidence."""
+        """Fill in the result's refused calls, changed files and receipt."""
         try:
             changes = self.store.file_changes(state.session_id)
             refused = self.refusals(state.session_id)
@@ -437,9 +421,34 @@ class Verdict:
         )
         result.refused_calls = refused
         if self.last is not None:
-            result.verification = self.last.evidence(
-                after_last_change=self.last.changes_after == len(changes)
-            )
+            result.verification = self.receipt(self.last)
+
+    def receipt(self, run: CheckRun) -> CheckEvidence:
+        """The evidence of `run`, with the workspace's fingerprint taken now."""
+        final = fingerprint(self.workspace).digest
+        fixed = self._fixed
+        return CheckEvidence(
+            command=run.command,
+            passed=run.passed,
+            exit_code=run.exit_code,
+            after_last_change=bool(run.workspace_fingerprint)
+            and run.workspace_fingerprint == final,
+            duration_s=run.duration_s,
+            output_tail=output_tail(run.output),
+            timed_out=run.timed_out,
+            timeout_s=run.timeout_s,
+            not_run=run.not_run,
+            source=fixed.source if fixed is not None else None,
+            runner=fixed.runner if fixed is not None else None,
+            sandbox=self.runner.sandbox,
+            tests=None if run.tally is None else run.tally.to_dict(),
+            before=fixed.before if fixed is not None else None,
+            problem=run.problem,
+            test_changes=tuple(change.to_dict() for change in run.test_changes),
+            tests_removed=run.tests_removed,
+            fingerprint=run.workspace_fingerprint or None,
+            final_fingerprint=final,
+        )
 
     # --- what the journal and the events say ----------------------------------------------
 
@@ -506,3 +515,14 @@ def _key_argument(arguments: dict[str, Any], name: str | None) -> str | None:
 
 def _shorten(text: str) -> str:
     return one_line(text, REFUSAL_CHARS)
+
+
+def _reject(
+    state: LoopState, outcome: TurnOutcome, reason: FinishReason, error: str
+) -> Termination:
+    state.final_text = outcome.final_text
+    return Termination(reason, error)
+
+
+def _replace(run: CheckRun, **changes: Any) -> CheckRun:
+    return dataclasses.replace(run, **changes)

@@ -179,6 +179,9 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "verify": only(
         True, f"a workspace cannot turn off the check that decides success; {USER_ONLY}"
     ),
+    "allow_test_edits": only(
+        False, f"a workspace cannot let a run rewrite the tests that judge it; {USER_ONLY}"
+    ),
     "price_per_mtok": refuse(f"a lower price would quietly lift your USD cap; {USER_ONLY}"),
     # permissions: stricter mode, more deny and ask rules, never an allow rule
     "permissions.mode": ranked(PERMISSION_MODE_ORDER, "permission mode"),
