@@ -12,6 +12,7 @@ import typer
 from journeyman.cli.exits import EXIT_CANCELLED, EXIT_CONFIG, EXIT_OK, fail
 from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
+    AllowTestEditsOpt,
     BaseUrlOpt,
     MaxBudgetOpt,
     MaxDurationOpt,
@@ -49,6 +50,7 @@ def acp_command(
     mode: ModeOpt = None,
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
+    allow_test_edits: AllowTestEditsOpt = False,
     sandbox: SandboxOpt = None,
     max_iterations: MaxIterationsOpt = None,
     max_budget_usd: MaxBudgetOpt = None,
@@ -85,6 +87,7 @@ def acp_command(
         "mode": mode,
         "verify_command": verify,
         "verify": False if no_verify else None,
+        "allow_test_edits": True if allow_test_edits else None,
         "sandbox": sandbox,
     }
     from journeyman.cli.run_cmd import _tracing

@@ -12,6 +12,7 @@ import typer
 from journeyman.cli.exits import EXIT_CONFIG, fail
 from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
+    AllowTestEditsOpt,
     BaseUrlOpt,
     BudgetModeOpt,
     MaxBudgetOpt,
@@ -69,6 +70,7 @@ def chat(
     budget_mode: BudgetModeOpt = None,
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
+    allow_test_edits: AllowTestEditsOpt = False,
     sandbox: SandboxOpt = None,
 ) -> None:
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
@@ -81,6 +83,7 @@ def chat(
         "verify_command": verify,
         # --verify turns the check on again in a reopened session stored with --no-verify
         "verify": False if no_verify else (True if verify else None),
+        "allow_test_edits": True if allow_test_edits else None,
         "sandbox": sandbox,
     }
     flags = {key: value for key, value in flags.items() if value is not None}

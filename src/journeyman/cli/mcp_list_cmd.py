@@ -14,6 +14,7 @@ from journeyman.cli.exits import EXIT_CONFIG, fail
 from journeyman.cli.options import (
     MCP_CONFIG,
     AllowNetworkOpt,
+    AllowTestEditsOpt,
     BaseUrlOpt,
     BudgetModeOpt,
     MaxBudgetOpt,
@@ -146,6 +147,7 @@ def mcp_serve_cmd(
     session_dir: SessionDirOpt = None,
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
+    allow_test_edits: AllowTestEditsOpt = False,
     lsp: Annotated[
         bool, typer.Option("--lsp/--no-lsp", help="Offer runs the configured language servers.")
     ] = True,
@@ -174,6 +176,7 @@ def mcp_serve_cmd(
         "session_dir": session_dir,
         "verify_command": verify,
         "verify": False if no_verify else None,
+        "allow_test_edits": True if allow_test_edits else None,
     }
     serve_command(
         roots=[workspace or Path("."), *(root or [])],

@@ -138,12 +138,15 @@ VerifyOpt = Annotated[
     typer.Option(
         "--verify",
         metavar="CMD",
-        help="Shell command that checks the work (every mode): when the model says it is "
-        "done, journeyman runs it after the last change; exit code 0 passes, anything else "
-        "goes back to the model, and after --max-verify-rounds failures the run ends as "
-        "verification_failed. Default: the first test command detected in the workspace whose "
-        "program is installed (make test, pytest, npm test, ...). Runs in the run_command "
-        "sandbox without asking (deny rules still hold).",
+        help="Shell command that checks the work (every mode). It is fixed before the model's "
+        "first turn and runs once then; when the model says it is done it runs again on the "
+        "final tree. It passes only if it exits 0, its runner's summary (pytest, unittest, "
+        "tox, make, ...) shows at least one test ran, and the tests and their settings are "
+        "as they were at the start; otherwise its output goes back to the model, and after "
+        "--max-verify-rounds failures the run ends as verification_failed. Default: the test "
+        "command detected in the workspace before the run (make test, pytest, unittest, "
+        "...); with none, the run cannot succeed (finish reason unverified). Runs in the "
+        "run_command sandbox without asking (deny rules still hold).",
     ),
 ]
 NoVerifyOpt = Annotated[
@@ -153,6 +156,16 @@ NoVerifyOpt = Annotated[
         help="Accept the model's word that it is done: no check runs (for questions and tasks "
         "without tests; see also --mode ask). Edit or command calls that were refused still "
         "end the run as refused. The phased mode still checks each change (its workflow).",
+    ),
+]
+AllowTestEditsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-test-edits",
+        help="Let the run succeed although it changed existing test files, conftest.py, test "
+        "settings (pytest.ini, tox.ini, the test tables of pyproject.toml and setup.cfg, the "
+        "Makefile) or runs fewer tests than before: for tasks about the tests. The changes "
+        "are listed on the receipt either way. Only you can give it, never a repository.",
     ),
 ]
 VerifyTimeoutOpt = Annotated[

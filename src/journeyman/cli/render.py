@@ -12,10 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from journeyman.cli.options import OutputFormat
+from journeyman.context.test_results import TestTally
 from journeyman.core import events as ev
 from journeyman.core.display import printable, printable_json
 from journeyman.core.events import event_to_dict
-from journeyman.core.result import RunResult
+from journeyman.core.result import CheckEvidence, RunResult
 from journeyman.core.text import one_line
 from journeyman.economics.usage_log import ModelUsage
 from journeyman.loop.verdict import CHECK_CALL_PREFIX
@@ -138,10 +139,27 @@ class Renderer:
                     f"~{event.tokens_before:,} → ~{event.tokens_after:,} tokens "
                     f"by {', '.join(event.stages)}[/]"
                 )
+            case ev.CheckFixed():
+                self._check_fixed(event)
             case ev.RunFinished():
                 self._summary(event.result)
             case _:
                 pass
+
+    def _check_fixed(self, event: ev.CheckFixed) -> None:
+        if event.command is None:
+            self.console.print(
+                "[yellow]! no check: none given (--verify) and no test command found; the run "
+                "cannot end verified (--verify CMD names one, --no-verify waives it)[/]"
+            )
+            return
+        before = ""
+        if event.before is not None:
+            before = f"; before the run: {_check_outcome(event.before)}"
+        self.console.print(
+            f"[dim]check: {self._safe(_one_line(event.command, 120))} "
+            f"(from {self._safe(event.source)}){self._safe(before)}[/]"
+        )
 
     def _budget_line(self, event: ev.BudgetUpdated) -> None:
         """A compact line whenever the level changes or another tenth of the budget is used."""
@@ -196,26 +214,7 @@ class Renderer:
         out = self.console
         check = result.verification
         if check is not None:
-            ended = (
-                f"not run ({check.not_run})"
-                if check.not_run
-                else f"timed out after {check.timeout_s:g} s"
-                if check.timed_out
-                else f"exit {check.exit_code}"
-            )
-            colour = "green" if check.passed else "red"
-            if not check.after_last_change:
-                when = "BEFORE later changes"
-            else:
-                when = "after the last change" if result.files_changed else "no file changed"
-            out.print(
-                f"  check: [{colour}]{self._safe(check.command)} → {self._safe(ended)}[/], {when}, "
-                f"{check.duration_s:.1f} s"
-            )
-            if not check.passed and check.output_tail.strip():
-                tail = check.output_tail.strip().splitlines()[-5:]
-                for line in tail:
-                    out.print(f"    [dim]{self._safe(_one_line(line, 160))}[/]")
+            self._receipt(check, result)
         elif result.files_changed and result.success:
             out.print("  check: none ran (no check command known, or --no-verify)")
         if result.files_changed:
@@ -232,6 +231,58 @@ class Renderer:
                 f"  [red]refused:[/] {self._safe(refused.tool + _one_line(target, 80))} — "
                 f"{self._safe(_one_line(refused.reason, 160))}"
             )
+
+
+    def _receipt(self, check: CheckEvidence, result: RunResult) -> None:
+        """The check's receipt: command, outcome before and after, tree, test changes."""
+        out = self.console
+        if check.not_run:
+            ended = f"not run ({check.not_run})"
+        elif check.timed_out:
+            ended = f"timed out after {check.timeout_s:g} s"
+        else:
+            ended = _check_outcome({"exit_code": check.exit_code, "tests": check.tests})
+        if check.before is not None:
+            ended = f"{_check_outcome(check.before)} before → {ended}"
+        colour = "green" if check.passed else "red"
+        if not check.after_last_change:
+            when = "BEFORE later changes"
+        else:
+            when = "on the final tree" if result.files_changed else "no file changed"
+        out.print(
+            f"  check: [{colour}]{self._safe(check.command)} → {self._safe(ended)}[/], {when}, "
+            f"{check.duration_s:.1f} s"
+        )
+        if check.problem not in (None, "failed"):
+            out.print(f"    [red]{self._safe(PROBLEM_NAMES.get(check.problem or '', ''))}[/]")
+        for change in check.test_changes:
+            mark = "[dim]new test[/]" if change.get("allowed") else "[red]changed[/]"
+            out.print(
+                f"    {mark} {self._safe(str(change.get('path')))} "
+                f"({self._safe(str(change.get('role')))} {self._safe(str(change.get('change')))})"
+            )
+        if not check.passed and check.output_tail.strip():
+            tail = check.output_tail.strip().splitlines()[-5:]
+            for line in tail:
+                out.print(f"    [dim]{self._safe(_one_line(line, 160))}[/]")
+
+
+PROBLEM_NAMES = {
+    "no_tests": "no test ran: a check that tests nothing proves nothing",
+    "no_summary": "no test summary in the output: nothing shows a test ran",
+    "tests_removed": "fewer tests ran than before the run",
+    "test_changes": "the tests or their settings were changed by the run",
+}
+
+
+def _check_outcome(record: dict[str, Any]) -> str:
+    """"exit 0, 2 passed" from a check's exit code and test counts."""
+    code = record.get("exit_code")
+    text = f"exit {code}" if code is not None else "no exit code"
+    tests = record.get("tests")
+    if isinstance(tests, dict):
+        text += f", {TestTally.from_dict(tests).describe()}"
+    return text
 
 
 def usage_table(rows: list[ModelUsage], console: Console | None = None) -> None:

@@ -23,6 +23,7 @@ from journeyman.cli.exits import (
 from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
     AllowNetworkOpt,
+    AllowTestEditsOpt,
     AutoExtendOpt,
     BaseUrlOpt,
     BudgetModeOpt,
@@ -244,6 +245,7 @@ def run(
     mode: ModeOpt = None,
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
+    allow_test_edits: AllowTestEditsOpt = False,
     verify_timeout: VerifyTimeoutOpt = None,
     max_verify_rounds: VerifyRoundsOpt = None,
     sandbox: SandboxOpt = None,
@@ -271,11 +273,13 @@ def run(
     file may only tighten (lower limits, stricter modes, more deny/ask rules, a stronger
     sandbox); a key that would loosen is ignored with a warning naming it.
 
-    Exit status: 0 only when the task is done: the model finished, no edit or command it
-    needed was refused, and the check (--verify, or the detected test command) passed after
-    the last change; 1 the run did not succeed (finish reason refused, verification_failed, a
-    limit, ...), 2 configuration error, 130 cancelled, 141 the reader of the output went away
-    (`| head`). Questions: --mode ask or --no-verify.
+    Exit status: 0 only when the task is done, with a receipt: the model finished, no edit or
+    command it needed was refused, and the check fixed before the first turn (--verify, or
+    the test command detected then) ran at least one test and passed on the final tree, with
+    the tests as they were at the start; 1 the run did not succeed (finish reason refused,
+    verification_failed, unverified: no check found, a limit, ...), 2 configuration error,
+    130 cancelled, 141 the reader of the output went away (`| head`). Questions: --mode ask
+    or --no-verify.
     """
     from journeyman.loop.config_file import load_config
 
@@ -320,6 +324,7 @@ def run(
             mode=mode,
             verify_command=verify,
             verify=False if no_verify else None,
+            allow_test_edits=True if allow_test_edits else None,
             verify_timeout_s=verify_timeout,
             max_verify_rounds=max_verify_rounds,
             sandbox=sandbox,
