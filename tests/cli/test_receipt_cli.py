@@ -231,3 +231,34 @@ def test_the_text_summary_shows_the_receipt(fake_openai: FakeOpenAIServer, tmp_p
     assert "before the run: exit 1, 1 failed, 1 passed" in done.stdout
     assert "exit 1, 1 failed, 1 passed before → exit 0, 2 passed" in done.stdout
     assert "on the final tree" in done.stdout
+
+
+def test_verify_reruns_a_sessions_check_on_the_current_tree(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    root = project(tmp_path / "repo")
+    fake_openai.enqueue(reply(tool_calls=[FIX]), reply(tool_calls=[FINISH]))
+    done, result = run(fake_openai, root, "--verify", PYTEST)
+    assert done.returncode == 0
+    env = clean_env()
+    where = ("--session-dir", str(tmp_path / "sessions"), "--sandbox", "local")
+
+    holds = jm("verify", result["session_id"], *where, env=env, timeout=120)
+    assert holds.returncode == 0, holds.stderr
+    assert "the receipt still holds" in holds.stdout and "2 passed" in holds.stdout
+
+    (root / "calc.py").write_text(BUGGY)
+    broken = jm("verify", result["session_id"][:8], *where, "-o", "json", env=env, timeout=120)
+    assert broken.returncode == 1
+    report = json.loads(broken.stdout)
+    assert report["passed"] is False and report["same_tree_as_receipt"] is False
+    assert report["tests"]["failed"] == 1
+
+    (root / "calc.py").write_text(FIXED)
+    (root / "tests" / "test_calc.py").write_text("def test_nothing():\n    assert True\n")
+    tampered = jm("verify", result["session_id"], *where, env=env, timeout=120)
+    assert tampered.returncode == 1
+    assert "tests/test_calc.py" in tampered.stdout and "--allow-test-edits" in tampered.stdout
+
+    missing = jm("verify", "nosuchsession", *where, env=env, timeout=60)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr

@@ -1,8 +1,8 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
 `run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
-terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `sessions_cmd`,
-`usage_cmd`, `rules_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list, mcp serve), `acp_cmd`,
-`inspect_cmd`; shared options in `options`, exit codes in `exits`.
+terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `verify_cmd`,
+`sessions_cmd`, `usage_cmd`, `rules_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list, mcp serve),
+`acp_cmd`, `inspect_cmd`; shared options in `options`, exit codes in `exits`.
 
 Of the surfaces, the command line alone imports the others (the app, the ACP agent, the MCP
 server, the inspector): it launches them. None of them imports the command line; what they
@@ -30,6 +30,7 @@ COMMANDS = {
     "eval": "journeyman.cli.eval_cmd:eval_command",
     "undo": "journeyman.cli.changes_cmd:undo",
     "diff": "journeyman.cli.changes_cmd:diff",
+    "verify": "journeyman.cli.verify_cmd:verify",
     "usage": "journeyman.cli.usage_cmd:usage",
     "rules": "journeyman.cli.rules_cmd:rules",
     "sessions": "journeyman.cli.sessions_cmd:sessions_app",

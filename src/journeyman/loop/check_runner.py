@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.context.memory import normalise
-from journeyman.context.test_infra import TestChange
+from journeyman.context.test_infra import TestChange, TestInfra, blocking
 from journeyman.context.test_results import TestTally, parse_test_output
 from journeyman.core.errors import (
     AgentError,
@@ -31,6 +31,7 @@ from journeyman.core.errors import (
 )
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.economics.loop_detector import result_digest
+from journeyman.loop.fixed_check import FixedCheck
 from journeyman.tools.context import ToolContext, tool_session_id
 from journeyman.tools.fingerprint import fingerprint
 from journeyman.tools.registry import ToolRegistry
@@ -153,6 +154,60 @@ def failure_output(output: str) -> str:
 
 def tally_of(result: ToolResult) -> TestTally | None:
     return parse_test_output(failure_output(result.content))
+
+
+def assess(
+    run: CheckRun, fixed: FixedCheck, now: TestInfra, *, allow_test_edits: bool
+) -> CheckRun:
+    """`run` judged beyond its exit code: a test summary with at least one test, the test
+    infrastructure of `fixed` unchanged in `now`, no fewer tests than before the first turn
+    (the last two waived by `allow_test_edits`); `problem` names the first thing that fails."""
+    changes = tuple(now.changes_since(fixed.infra))
+    before, tally = fixed.tests_before, run.tally
+    removed = before is not None and tally is not None and tally.ran < before
+    no_tests = tally is not None and tally.ran == 0
+    problem: str | None = None
+    if run.exit_code != 0:
+        problem = "no_tests" if no_tests or run.exit_code == PYTEST_NO_TESTS else "failed"
+    elif tally is None and fixed.needs_summary:
+        problem = "no_summary"
+    elif no_tests:
+        problem = "no_tests"
+    elif blocking(list(changes)) and not allow_test_edits:
+        problem = "test_changes"
+    elif removed and not allow_test_edits:
+        problem = "tests_removed"
+    judged = dataclasses.replace(
+        run, passed=problem is None, problem=problem, test_changes=changes, tests_removed=removed
+    )
+    if problem not in (None, "failed"):
+        judged = dataclasses.replace(judged, error=ToolError(explain(judged, before)))
+    return judged
+
+
+ADVICE = {
+    "no_tests": "; give a check that runs tests with --verify CMD, or --no-verify for a task "
+    "that needs no check",
+    "no_summary": "; give a check whose runner prints its summary with --verify CMD, or "
+    "--no-verify for a task that needs no check",
+    "tests_removed": "; pass --allow-test-edits if the task is to remove tests",
+    "test_changes": "; pass --allow-test-edits if the task is to change the tests",
+}
+
+
+def explain(run: CheckRun, tests_before: int | None) -> str:
+    """Why `run` is not a pass, in one line for the user, with what to do about it."""
+    problem = run.problem or "failed"
+    listed = ", ".join(c.describe() for c in blocking(list(run.test_changes)))
+    after = run.tally.ran if run.tally is not None else 0
+    what = {
+        "failed": f"fails ({run.describe()})",
+        "no_tests": "ran no test, so it proves nothing",
+        "no_summary": "printed no test summary, so nothing shows a test ran",
+        "tests_removed": f"ran {after} test(s), fewer than the {tests_before} before the run",
+        "test_changes": f"ran with test files or settings the run changed: {listed}",
+    }[problem]
+    return f"the check `{run.command}` {what}{ADVICE.get(problem, '')}"
 
 
 class CheckRunner:

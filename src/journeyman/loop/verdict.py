@@ -41,7 +41,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from journeyman.context.test_infra import TestChange, blocking, take_manifest
+from journeyman.context.test_infra import blocking, take_manifest
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, PermissionDeniedError, ToolError
 from journeyman.core.messages import ToolCall, ToolResult
@@ -50,9 +50,10 @@ from journeyman.core.text import one_line
 from journeyman.loop.check_runner import (
     CHECK_CALL_PREFIX,
     COMMAND_TOOL,
-    PYTEST_NO_TESTS,
     CheckRun,
     CheckRunner,
+    assess,
+    explain,
     failure_output,
     judge_error,
     output_tail,
@@ -138,14 +139,6 @@ PROBLEM_TEXT = {
         "and these differ now: {changes}. Put them back as they were (new test files are "
         "fine). Only the user can allow changed tests, for a task that is about them."
     ),
-}
-USER_ADVICE = {
-    "no_tests": "; give a check that runs tests with --verify CMD, or --no-verify for a task "
-    "that needs no check",
-    "no_summary": "; give a check whose runner prints its summary with --verify CMD, or "
-    "--no-verify for a task that needs no check",
-    "tests_removed": "; pass --allow-test-edits if the task is to remove tests",
-    "test_changes": "; pass --allow-test-edits if the task is to change the tests",
 }
 NO_CHECK = (
     "no check confirms the work: none was given (--verify) and no test command was found in "
@@ -283,56 +276,20 @@ class Verdict:
     async def _judge(self, run: CheckRun, fixed: FixedCheck) -> CheckRun:
         """The run with what makes it a pass or not beyond its exit code (module docstring)."""
         if run.not_run is not None or run.cannot_run or run.timed_out:
-            return _replace(run, problem="failed")
+            return dataclasses.replace(run, problem="failed")
         now = await asyncio.to_thread(take_manifest, self.workspace)
-        changes = tuple(now.changes_since(fixed.infra))
-        before, tally = fixed.tests_before, run.tally
-        removed = before is not None and tally is not None and tally.ran < before
-        allowed = self.config.allow_test_edits
-        problem: str | None = None
-        no_tests = tally is not None and tally.ran == 0
-        if run.exit_code != 0:
-            problem = "no_tests" if no_tests or run.exit_code == PYTEST_NO_TESTS else "failed"
-        elif tally is None and fixed.needs_summary:
-            problem = "no_summary"
-        elif no_tests:
-            problem = "no_tests"
-        elif blocking(list(changes)) and not allowed:
-            problem = "test_changes"
-        elif removed and not allowed:
-            problem = "tests_removed"
-        error = run.error
-        if problem not in (None, "failed"):
-            error = ToolError(self._problem_text(run, problem, changes, user=True))
-        return _replace(
-            run,
-            passed=problem is None,
-            problem=problem,
-            error=error,
-            test_changes=changes,
-            tests_removed=removed,
-        )
+        return assess(run, fixed, now, allow_test_edits=self.config.allow_test_edits)
 
-    def _problem_text(
-        self, run: CheckRun, problem: str, changes: tuple[TestChange, ...], *, user: bool
-    ) -> str:
-        """Why the check is not a pass: for the model (`user=False`) or for the user."""
-        listed = ", ".join(c.describe() for c in blocking(list(changes))) or "none"
+    def _model_text(self, run: CheckRun, problem: str) -> str:
+        """Why the check is not a pass, for the model."""
+        changes = blocking(list(run.test_changes))
+        listed = ", ".join(c.describe() for c in changes) or "none"
         before = self._fixed.tests_before if self._fixed is not None else None
         after = run.tally.ran if run.tally is not None else 0
-        if not user:
-            text = PROBLEM_TEXT[problem].format(changes=listed, before=before, after=after)
-            if problem != "test_changes" and blocking(list(changes)):
-                text += "\n\n" + PROBLEM_TEXT["test_changes"].format(changes=listed)
-            return text
-        what = {
-            "failed": f"still fails ({run.describe()})",
-            "no_tests": "ran no test, so it proves nothing",
-            "no_summary": "printed no test summary, so nothing shows a test ran",
-            "tests_removed": f"ran {after} test(s), fewer than the {before} before the run",
-            "test_changes": f"ran with test files or settings changed by the run: {listed}",
-        }[problem]
-        return f"the check `{run.command}` {what}{USER_ADVICE.get(problem, '')}"
+        text = PROBLEM_TEXT[problem].format(changes=listed, before=before, after=after)
+        if problem != "test_changes" and changes:
+            text += "\n\n" + PROBLEM_TEXT["test_changes"].format(changes=listed)
+        return text
 
     def _denied(self, command: str) -> str | None:
         """The deny rule's reason when the user's rules forbid the check, else None."""
@@ -384,7 +341,7 @@ class Verdict:
             command=run.command,
             when="" if self._changes(state.session_id) else NOTHING_CHANGED,
             how=run.describe(),
-            problem=self._problem_text(run, problem, run.test_changes, user=False),
+            problem=self._model_text(run, problem),
             tail=output_tail(run.output) or "(no output)",
             count=self.failures,
             limit=limit,
@@ -403,7 +360,7 @@ class Verdict:
             if run.timed_out:
                 error += "; if the check needs longer, raise --verify-timeout"
         else:
-            error = self._problem_text(run, problem, run.test_changes, user=True)
+            error = explain(run, self._fixed.tests_before if self._fixed is not None else None)
         if refused:
             error += f"; {refused_summary(refused)}"
         return (FinishReason.REFUSED if refused else FinishReason.VERIFICATION_FAILED), error
@@ -522,7 +479,3 @@ def _reject(
 ) -> Termination:
     state.final_text = outcome.final_text
     return Termination(reason, error)
-
-
-def _replace(run: CheckRun, **changes: Any) -> CheckRun:
-    return dataclasses.replace(run, **changes)
