@@ -81,17 +81,18 @@ def test_end_to_end_fixes_the_demo(
     store = SessionStore(sessions)
     events = list(store.events(result["session_id"]))
     kinds = [e["type"] for e in events]
-    # the model's four calls, then the harness's check of its finish
-    assert kinds.count("tool_result") == 5 and kinds[-1] == "run_finished"
+    # the harness's check before the first turn, the model's four calls, then the harness's
+    # check of its finish
+    assert kinds.count("tool_result") == 6 and kinds[-1] == "run_finished"
+    assert kinds.count("check_fixed") == 1
     check = result["verification"]
     assert check["command"] == "python -m unittest discover -s tests -t ."
     assert check["exit_code"] == 0 and check["after_last_change"] is True
     assert result["files_changed"] == ["calc/stats.py"] and result["refused_calls"] == []
     assert events[-1]["result"]["session_id"] == result["session_id"]
     ran = [e for e in events if e["type"] == "tool_result" and e["result"]["name"] == "run_command"]
-    assert (
-        "exit code 0" in ran[0]["result"]["content"].lower() or "OK" in ran[0]["result"]["content"]
-    )
+    assert ran[0]["result"]["call_id"] == "verify-before" and "FAILED" in ran[0]["result"]["content"]
+    assert "OK" in ran[1]["result"]["content"]
     store.close()
     for stored in sessions.glob("journeyman.db*"):  # the database and its WAL
         assert b"sk-test-e2e" not in stored.read_bytes()

@@ -148,7 +148,7 @@ def test_a_command_cannot_rewrite_the_config_to_disarm_the_next_run(
         reply(tool_calls=[("run_command", {"command": f"printf '{planted}' > journeyman.toml"})]),
         reply(tool_calls=[FINISH]),
     )
-    first = journeyman("run", "x", "-w", str(ws), "--yes", env=env)
+    first = journeyman("run", "x", "-w", str(ws), "--yes", "--no-verify", env=env)
     assert first.returncode == 0, first.stderr
     assert 'mode = "bypass"' in (ws / "journeyman.toml").read_text()
 
@@ -156,7 +156,7 @@ def test_a_command_cannot_rewrite_the_config_to_disarm_the_next_run(
         reply(tool_calls=[("run_command", {"command": f"touch {tmp_path / 'pwned'}"})]),
         reply(tool_calls=[FINISH]),
     )
-    second = journeyman("run", "y", "-w", str(ws), env=env)
+    second = journeyman("run", "y", "-w", str(ws), "--no-verify", env=env)
     assert not (tmp_path / "pwned").exists()
     for key in ("sandbox", "journal_commands", "permissions.mode", "permissions.allow"):
         assert f"ignored {key} = " in second.stderr

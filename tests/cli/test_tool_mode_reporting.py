@@ -22,7 +22,7 @@ def run(server: FakeOpenAIServer, tmp_path: Path, output: str) -> str:
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
     server.enqueue(reply("Nothing to do."))
     done = journeyman(
-        "run", "say hi", "--yes", "-w", str(workspace), "--model", "tiny",
+        "run", "say hi", "--yes", "--no-verify", "-w", str(workspace), "--model", "tiny",
         "--tool-format", "text", "--session-dir", str(tmp_path / "sessions"), "-o", output,
         env=env,
     )  # fmt: skip

@@ -85,8 +85,9 @@ def test_a_failed_check_goes_back_to_the_model_until_it_fixes_the_code(
     assert "journeyman ran the check" in told["content"] and "exit code 1" in told["content"]
     # the harness's own check is shown as such, and the summary shows the evidence
     assert "→ check by journeyman python -m unittest discover" in done.stdout
-    assert "check: python -m unittest discover -s tests -t . → exit 0" in done.stdout
-    assert "after the last change" in done.stdout
+    assert "check: python -m unittest discover -s tests -t . → exit 1" in done.stdout
+    assert "before → exit 0" in done.stdout
+    assert "on the final tree" in done.stdout
     assert "files changed: calc/stats.py" in done.stdout
 
 

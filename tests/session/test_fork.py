@@ -68,7 +68,9 @@ class Parent:
         self.final = snapshot(self.ws)
 
     def agent(self, provider: ScriptedProvider, ws: Path) -> Agent:
-        return Agent(provider, workspace=ws, config=AgentConfig(session_dir=self.sessions))
+        return Agent(
+            provider, workspace=ws, config=AgentConfig(session_dir=self.sessions, verify=False)
+        )
 
 
 @pytest.fixture
@@ -215,7 +217,12 @@ def jm(*args: str, env: dict[str, str]) -> Result:
 def env(fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    return {"OPENAI_API_KEY": "sk-test-fork", "OPENAI_BASE_URL": fake_openai.base_url}
+    # the scripted runs write files in a folder without tests: no check to hold them to
+    return {
+        "OPENAI_API_KEY": "sk-test-fork",
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "JOURNEYMAN_VERIFY": "false",
+    }
 
 
 def cli_parent(

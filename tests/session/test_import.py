@@ -68,7 +68,11 @@ def test_our_jsonl_export_imports_back_unchanged(tmp_path: Path) -> None:
         ModelResponse(text="", tool_calls=(ToolCall("r", "read_file", {"path": "a.txt"}),)),
         ModelResponse(text="", tool_calls=(ToolCall("f", "finish", {"summary": "all done"}),)),
     ]
-    agent = Agent(ScriptedProvider(script), workspace=ws, config=AgentConfig(session_dir=sessions))
+    agent = Agent(
+        ScriptedProvider(script),
+        workspace=ws,
+        config=AgentConfig(session_dir=sessions, verify=False),
+    )
     result = asyncio.run(agent.run("make a.txt"))
     assert result.finish_reason is FinishReason.COMPLETED
     original = result.session_id
@@ -283,7 +287,9 @@ def test_an_imported_peer_run_can_be_forked_and_continued(tmp_path: Path) -> Non
     provider = ScriptedProvider(
         [ModelResponse(text="", tool_calls=(ToolCall("f", "finish", {"summary": "ok"}),))]
     )
-    agent = Agent(provider, workspace=plan.workspace, config=AgentConfig(session_dir=sessions))
+    agent = Agent(
+        provider, workspace=plan.workspace, config=AgentConfig(session_dir=sessions, verify=False)
+    )
     result = asyncio.run(
         agent.run("fix it with edit_file", history=plan.history, parent_session_id=sid)
     )
@@ -637,7 +643,11 @@ def test_an_imported_sessions_settings_never_choose_programs_or_the_endpoint(
         reply(tool_calls=[("run_command", {"command": f"touch {tmp_path / 'ran'}"})]),
         reply(tool_calls=[("finish", {"summary": "done"})]),
     )
-    env = {"OPENAI_API_KEY": "sk-user", "OPENAI_BASE_URL": fake_openai.base_url}
+    env = {
+        "OPENAI_API_KEY": "sk-user",
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "JOURNEYMAN_VERIFY": "false",
+    }
     forked = CliRunner().invoke(
         app,
         [
@@ -717,7 +727,8 @@ def test_a_session_imported_before_filtering_is_filtered_on_fork(
         ],
         env={"OPENAI_API_KEY": "sk-user", "OPENAI_BASE_URL": fake_openai.base_url},
     )
-    assert forked.exit_code == 0, forked.output
+    # the fork ran (one request) without the stored hook; its folder has no test to check
+    assert forked.exit_code == 1 and "unverified" in forked.output, forked.output
     assert len(fake_openai.requests) == 1 and not marker.exists()
     assert "ignored base_url = " in forked.stderr
 

@@ -19,7 +19,7 @@ from tests.fakes.agents import Crash, crash
 async def test_resume_answers_a_stored_call_that_had_no_result(tmp_path: Path) -> None:
     workspace, root = tmp_path / "ws", tmp_path / "s"
     workspace.mkdir()
-    config = AgentConfig(session_dir=root)
+    config = AgentConfig(session_dir=root, verify=False)
     calls = (ToolCall("v", "list_files", {}), ToolCall("w", "list_files", {"path": "."}))
     later = ModelResponse(text="one more", tool_calls=(ToolCall("x", "list_files", {}),))
     first = ScriptedProvider([ModelResponse(text="two calls", tool_calls=calls), later, crash])

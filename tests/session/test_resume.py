@@ -41,7 +41,7 @@ def script() -> list[Any]:
 
 def agent(provider: ScriptedProvider, ws: Path, root: Path) -> Agent:
     # a token budget that crosses the warning level mid-run, so nudges are part of the history
-    config = AgentConfig(session_dir=root, max_total_tokens=1500)
+    config = AgentConfig(session_dir=root, max_total_tokens=1500, verify=False)
     return Agent(provider, workspace=ws, config=config)
 
 

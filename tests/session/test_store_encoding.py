@@ -54,7 +54,7 @@ async def test_a_run_with_broken_text_and_file_names_resumes(tmp_path: Path) -> 
     with open(os.path.join(os.fsencode(ws), b"caf\xe9.txt"), "w") as handle:
         handle.write("x")
     listing = ModelResponse(text=BROKEN, tool_calls=(ToolCall("l1", "list_files", {}),))
-    config = AgentConfig(session_dir=tmp_path / "s")
+    config = AgentConfig(session_dir=tmp_path / "s", verify=False)
     with pytest.raises(Crash):
         await Agent(ScriptedProvider([listing, crash]), workspace=ws, config=config).run("look")
     store = SessionStore(tmp_path / "s")

@@ -89,7 +89,7 @@ def run_steps(ws: Path, sessions: Path, steps: Sequence[Sequence[ToolCall]]) -> 
         ScriptedProvider(script),
         workspace=ws,
         tools=[*default_tools(), DeleteFileTool()],
-        config=AgentConfig(session_dir=sessions),
+        config=AgentConfig(session_dir=sessions, verify=False),
     )
     result = asyncio.run(agent.run("change some files"))
     assert result.finish_reason is FinishReason.COMPLETED, result.error

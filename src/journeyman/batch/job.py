@@ -99,6 +99,8 @@ class TaskOutcome:
     retry_after_s: float | None = None
     """With `rate_limited`: how long the provider asked to wait, when it said."""
     files_changed: tuple[str, ...] = ()
+    receipt: dict[str, Any] | None = None
+    """The run's check evidence (`CheckEvidence.to_dict`, its output tail left out)."""
 
     @property
     def finished(self) -> bool:
@@ -203,6 +205,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         duration_s=time.monotonic() - started,
         iterations=result.iterations,
         verify_passed=_verify_passed(result),
+        receipt=_receipt(result),
         error=result.error,
         grade=grade,
         retry_after_s=retry_after,
@@ -312,6 +315,13 @@ def _guarded_provider(job: TaskJob, config: AgentConfig) -> GrantGuard:
         tokens=_least(job.granted_tokens, limits.max_total_tokens),
         price=priced,
     )
+
+
+def _receipt(result: RunResult) -> dict[str, Any] | None:
+    check = result.verification
+    if check is None:
+        return None
+    return {k: v for k, v in check.to_dict().items() if k != "output_tail"}
 
 
 def _verify_passed(result: RunResult) -> bool | None:

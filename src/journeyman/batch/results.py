@@ -42,6 +42,9 @@ class TaskResult:
     """The task's text (shortened), for the reports."""
     grade: dict[str, Any] | None = None
     files_changed: list[str] = field(default_factory=list)
+    receipt: dict[str, Any] | None = None
+    """The check's evidence: command, sandbox, exit code, tests before and after, test
+    changes, fingerprints (None when no check ran)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, default=str)

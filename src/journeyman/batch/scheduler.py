@@ -638,6 +638,7 @@ class Scheduler:
             duration_s=round(state.duration_s, 3),
             iterations=outcome.iterations,
             verify_passed=outcome.verify_passed,
+            receipt=outcome.receipt,
             session_id=outcome.session_id,
             attempts=state.runs,
             error=outcome.error,

@@ -16,7 +16,7 @@ from typing import Any
 from journeyman.core.messages import Message, Role, Usage
 from journeyman.core.redact import Redactor
 from journeyman.economics.usage_log import UsageRow
-from journeyman.loop.verdict import CHECK_CALL_PREFIX
+from journeyman.loop.verdict import BEFORE_CALL_ID, CHECK_CALL_PREFIX
 from journeyman.session.store import FileChange, SessionRecord, SessionStore, SessionSummary
 from journeyman.swarm.tree import SessionNode, session_tree
 
@@ -59,7 +59,10 @@ class CallView:
 
     @property
     def failed(self) -> bool:
-        """The call failed, or the command it ran exited non-zero."""
+        """The call failed, or the command it ran exited non-zero (the check's run before the
+        first turn excepted: its failing tests are the task, not an error)."""
+        if self.call_id == BEFORE_CALL_ID:
+            return False
         return self.is_error or bool(self.exit_code)
 
     @property

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from journeyman.context.test_results import TestTally
 from journeyman.core.messages import Message, Role
 from journeyman.core.text import clip
 from journeyman.inspector.assets import SCRIPT, STYLE
@@ -237,8 +238,23 @@ def _check(report: Report) -> str:
         )
     if check.get("after_last_change") is False:
         verdict += ", but files changed after it ran"
+    tests = check.get("tests")
+    if isinstance(tests, dict):
+        verdict += f"; {TestTally.from_dict(tests).describe()}"
+    before = check.get("before")
+    if isinstance(before, dict) and isinstance(before.get("tests"), dict):
+        verdict += f" (before the run: {TestTally.from_dict(before['tests']).describe()})"
+    if check.get("problem") not in (None, "failed"):
+        verdict += f"; not a pass: {check['problem']}"
+    changes = [c for c in check.get("test_changes") or [] if isinstance(c, dict)]
+    listed = "".join(
+        f"<li>{escape(str(c.get('path')))}: {escape(str(c.get('change')))}"
+        f"{' (new test)' if c.get('allowed') else ''}</li>"
+        for c in changes
+    )
     command = escape(str(check["command"]))
-    return f'<div class="check">check <code>{command}</code>: {escape(verdict)}</div>'
+    extra = f"<ul>{listed}</ul>" if listed else ""
+    return f'<div class="check">check <code>{command}</code>: {escape(verdict)}{extra}</div>'
 
 
 def _limits(config: dict[str, Any]) -> str:

@@ -49,6 +49,8 @@ STOP_GRACE_S = 30.0
 """Extra seconds past the check's own limit before the harness gives up waiting for it."""
 CHECK_CALL_PREFIX = "verify-"
 """Call ids of the harness's own checks (so a display can tell them from the model's calls)."""
+BEFORE_CALL_ID = f"{CHECK_CALL_PREFIX}before"
+"""The call id of the check's run before the first turn (a failure there is the task)."""
 
 
 @dataclass(frozen=True)

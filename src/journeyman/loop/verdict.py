@@ -48,6 +48,7 @@ from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.result import CheckEvidence, FinishReason, RefusedCall, RunResult
 from journeyman.core.text import one_line
 from journeyman.loop.check_runner import (
+    BEFORE_CALL_ID,
     CHECK_CALL_PREFIX,
     COMMAND_TOOL,
     CheckRun,
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from journeyman.loop.state import LoopState, TurnOutcome
 
 __all__ = [
+    "BEFORE_CALL_ID",
     "CHECK_CALL_PREFIX",
     "COMMAND_TOOL",
     "CheckRun",
@@ -91,7 +93,6 @@ log = logging.getLogger(__name__)
 
 NUDGE_KIND = "verification"
 REFUSAL_CHARS = 240
-BEFORE_CALL_ID = f"{CHECK_CALL_PREFIX}before"
 
 
 class Ruling(StrEnum):

@@ -40,15 +40,20 @@ async def test_a_fix_task_streams_text_and_tool_calls_and_edits_the_file(
     chunks = client.of("agent_message_chunk")
     assert len(chunks) > 1  # streamed, not sent whole
     assert "The add function subtracts; fixing it." in client.agent_text()
-    assert client.agent_text().rstrip().endswith("add now adds")  # the finish summary
-    started, check = client.of("tool_call")  # the model's edit, then journeyman's check
+    text = client.agent_text().rstrip()
+    assert "add now adds" in text  # the finish summary, then the check's receipt
+    assert text.endswith("passed: 1 passed, on the final tree]")
+    # journeyman's check before the first turn, the model's edit, then journeyman's check
+    before, started, check = client.of("tool_call")
+    assert before.tool_call_id == "verify-before" and before.title == CALC_TEST_COMMAND
     assert started.kind == "edit" and started.status == "pending"
     assert check.kind == "execute" and check.title == CALC_TEST_COMMAND
     assert started.title == "edit_file calc/__init__.py"
     assert started.content[0].old_text == "a - b" and started.content[0].new_text == "a + b"
     finished = [u for u in client.of("tool_call_update") if u.status == "completed"]
-    assert [u.tool_call_id for u in finished] == [started.tool_call_id, check.tool_call_id]
-    [diff] = finished[0].content
+    ids = [before.tool_call_id, started.tool_call_id, check.tool_call_id]
+    assert [u.tool_call_id for u in finished] == ids
+    [diff] = finished[1].content
     target = str(tmp_path / "ws" / "calc" / "__init__.py")
     assert diff.type == "diff" and diff.path == target  # absolute, whole file before and after
     assert diff.old_text == BUGGY_ADD and "a + b" in diff.new_text

@@ -4,6 +4,7 @@ every refusal is a tool error with a clear text, after which the server keeps se
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,10 @@ async def test_a_background_run_reports_progress_and_can_be_cancelled(
         started = answer(await client.call_tool("start_run", {"task": "wait", "wait": False}))
         session = started["session_id"]
         assert started["status"] == "running"
+        for _ in range(600):  # past the check's run before the first turn
+            if fake_openai.requests:
+                break
+            await asyncio.sleep(0.05)
         busy = refusal(
             await client.call_tool("send_message", {"session_id": session, "message": "hi"})
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 from acp import schema
 
+from journeyman.context.test_results import TestTally
 from journeyman.core.display import printable
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
@@ -64,9 +65,16 @@ def stop_reason(reason: FinishReason) -> schema.StopReason:
 
 
 def ending_message(result: RunResult) -> str | None:
-    """What the client is told when a run did not end in success (None when it did)."""
-    if result.success or result.finish_reason is FinishReason.CANCELLED:
+    """What the client is told at the end of a run: why it did not succeed, or the receipt
+    of the check that confirmed it (None when there is neither)."""
+    if result.finish_reason is FinishReason.CANCELLED:
         return None
+    if result.success:
+        check = result.verification
+        if check is None or not check.passed:
+            return None
+        tests = TestTally.from_dict(check.tests).describe() if check.tests else "no summary"
+        return f"\n\n[journeyman check `{check.command}` passed: {tests}, on the final tree]"
     why = result.error or "the run did not succeed"
     return f"\n\n[journeyman stopped: {result.finish_reason.value}] {why}"
 

@@ -506,11 +506,7 @@ def _result_status(result: RunResult, run: ActiveRun) -> dict[str, Any]:
         "refused_calls": [call.to_dict() for call in result.refused_calls],
         "verification": None
         if result.verification is None
-        else {
-            "command": result.verification.command,
-            "passed": result.verification.passed,
-            "exit_code": result.verification.exit_code,
-        },
+        else {k: v for k, v in result.verification.to_dict().items() if k != "output_tail"},
     }
     notes = list(run.notes)
     if run.cannot_ask and result.refused_calls:
