@@ -91,7 +91,8 @@ def test_end_to_end_fixes_the_demo(
     assert result["files_changed"] == ["calc/stats.py"] and result["refused_calls"] == []
     assert events[-1]["result"]["session_id"] == result["session_id"]
     ran = [e for e in events if e["type"] == "tool_result" and e["result"]["name"] == "run_command"]
-    assert ran[0]["result"]["call_id"] == "verify-before" and "FAILED" in ran[0]["result"]["content"]
+    assert ran[0]["result"]["call_id"] == "verify-before"
+    assert "FAILED" in ran[0]["result"]["content"]
     assert "OK" in ran[1]["result"]["content"]
     store.close()
     for stored in sessions.glob("journeyman.db*"):  # the database and its WAL
