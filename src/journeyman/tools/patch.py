@@ -493,7 +493,8 @@ class ApplyPatchTool(BaseTool):
         "Apply a multi-file patch: add, change, delete and rename files in one call. Accepts "
         "a unified diff or the '*** Begin Patch' envelope. All hunks are checked before anything "
         "is written: if one does not match, no file changes and the reply shows the closest "
-        "lines. Prefer edit_file for a single small change."
+        "lines. A hunk whose lines match only with their indentation off has its '+' lines "
+        "moved by the same offset, or is refused when no one offset fits."
     )
     args_model = ApplyPatchArgs
 

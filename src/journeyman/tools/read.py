@@ -53,7 +53,7 @@ class ReadFileTool(BaseTool):
     name = "read_file"
     description = (
         "Read a text file of the workspace. Lines come back numbered (number, tab, text); the "
-        "numbers are not part of the file, so leave them out of edit_file's old_string. Long "
+        "numbers are not part of the file, so leave them out of any text quoted in an edit. Long "
         f"files are returned {MAX_READ_LINES} lines (or {MAX_READ_BYTES // 1024} KB) at a time; "
         "the reply says which offset to pass to read on."
     )
