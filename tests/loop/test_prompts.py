@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from journeyman import Agent, AgentConfig
+from journeyman.core.messages import ToolCall
 from journeyman.integrations.lsp import tools as lsp_tools
 from journeyman.loop import prompts
 from journeyman.loop.choices import ModeName
@@ -258,6 +259,22 @@ async def test_the_phased_mode_names_only_its_tools(
     assert {"note", "apply_patch", "finish"} <= offered
     discovery = sent(fake_openai.requests[0])[2][-1]
     assert "`note` tool" in discovery and "call finish" in discovery
+
+
+@pytest.mark.parametrize("mode", [ModeName.ASK, ModeName.REACT])
+async def test_a_tool_result_suggests_run_command_only_when_offered(
+    tmp_path: Path, mode: ModeName
+) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "logo.png").write_bytes(b"\x89PNG\x00\x01" * 40)
+    script = [turn(ToolCall("r", "read_file", {"path": "logo.png"})), turn(text="a picture")]
+    agent, provider = make_agent(tmp_path, script, mode=mode, verify=False)
+    await agent.run("what is logo.png?")
+    result = provider.requests[1].messages[-1].tool_result
+    assert result is not None and "is a binary file" in result.content
+    offered = {spec.name for spec in provider.requests[1].tools}
+    assert ("run_command" in result.content) is (mode is ModeName.REACT)
+    assert named(result.content) <= offered
 
 
 async def test_a_session_continued_with_another_edit_tool_is_told_the_new_one(
