@@ -91,6 +91,24 @@ def test_tabs_for_spaces_and_spaces_for_tabs() -> None:
     assert applied(tabbed, spaced) == after.replace("    ", "\t")
 
 
+def test_a_hunk_indented_as_the_file_is_applied_as_written() -> None:
+    # Found only ignoring whitespace (a doubled space inside the line), but indented as the
+    # file is: the '+' lines, a continuation line among them, keep their own indentation.
+    patch = envelope(
+        "@@\n", "-    print(total([1,  -2, 3]))\n",
+        "+    print(total([1, -2, 3]),\n", "+      end='')\n",
+    )  # fmt: skip
+    assert applied(SOURCE, patch).endswith("    print(total([1, -2, 3]),\n      end='')\n")
+
+
+def test_a_one_depth_hunk_that_reads_two_ways_is_refused() -> None:
+    # `result += x` quoted at 6 for the file's 12: shifted by 6, or at two spaces a level?
+    # The new line at 8 would go to 14 or to 16.
+    patch = envelope("@@\n", "-      result += x\n", "+      if x:\n", "+        result += x\n")
+    with pytest.raises(ToolError, match="cannot be told"):
+        applied(SOURCE, patch)
+
+
 def test_inconsistent_indentation_is_refused_with_the_files_lines() -> None:
     # `for` at 2 for 4, `if` at 5 for 8, `result` at 10 for 12: no one offset or unit maps
     # the hunk on the file, and the '+' line sits at none of those depths.

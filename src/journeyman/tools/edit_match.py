@@ -278,7 +278,10 @@ def _scale_of(mapping: dict[str, str], quoted: list[str], unit: str | None) -> _
     if o2 != o1:
         slope = Fraction(f2 - f1, o2 - o1)
     else:
-        slope = _one_pair_slope(old_char, file_char, (o1, f1), quoted, unit)
+        one_pair = _one_pair_slope(old_char, file_char, (o1, f1), quoted, unit)
+        if one_pair is None:
+            return None
+        slope = one_pair
     shift = f1 - slope * o1
     if slope <= 0 or any(slope * old + shift != new for old, new in pairs):
         return None
@@ -287,23 +290,26 @@ def _scale_of(mapping: dict[str, str], quoted: list[str], unit: str | None) -> _
 
 def _one_pair_slope(
     old_char: str, file_char: str, pair: tuple[int, int], quoted: list[str], unit: str | None
-) -> Fraction:
+) -> Fraction | None:
     """File columns per quoted column when the quoted lines all sit at one width (`pair`:
     that width and the file's), judged by the steps between the quoted and new widths and
-    the file's own step. Tabs for spaces (or the reverse) is a change of unit; otherwise a
-    shift, unless the quote's step divides the file's (two spaces a level for four)."""
+    the file's own step: tabs for spaces (or the reverse) is a change of unit, the same
+    character a shift. None when a shift and narrower steps (two spaces a level for four)
+    would both explain the quote: where its deeper or shallower lines go cannot be told."""
     widths = sorted({len(indent) for indent in quoted})
     steps = [deeper - shallower for shallower, deeper in itertools.pairwise(widths)]
     old_step = 1 if old_char == "\t" else (math.gcd(*steps) if steps else None)
     file_step = len(unit) if unit and unit[0] == file_char else None
     old_width, file_width = pair
+    if old_char == file_char and old_width == file_width:
+        return Fraction(1)  # the quote is indented as the file is: nothing to translate
     if old_char != file_char:
         if old_width and file_width:
             return Fraction(file_width, old_width)
         default = 1 if file_char == "\t" else 4
         return Fraction(file_step or default, old_step or 4)
     if old_step and file_step and old_step < file_step and file_step % old_step == 0:
-        return Fraction(file_step, old_step)
+        return None
     return Fraction(1)
 
 
