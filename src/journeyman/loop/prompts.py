@@ -94,7 +94,7 @@ def _guidance(tools: Sequence[str]) -> list[str]:
         )
     if changes:
         lines.append(changes)
-    lines.extend(_checking(offered, can_change=bool(changes)))
+    lines.append(_checking(offered, can_change=bool(changes)))
     if looking:
         lines.append("Several independent reads or searches may be requested in one turn.")
     if SPAWN_TOOL in offered:
@@ -132,22 +132,22 @@ def _edit_guidance(offered: set[str]) -> str:
     return f"{text}."
 
 
-def _checking(offered: set[str], *, can_change: bool) -> list[str]:
+def _checking(offered: set[str], *, can_change: bool) -> str:
     """How to check the work, by whether commands can be run and files changed."""
     if RUN_COMMAND in offered and can_change:
-        return [
+        return (
             "After changing code, run the project's tests or the command that shows the change "
             f"works with {RUN_COMMAND}, and read the output. If something fails, find out why "
             "before editing again."
-        ]
+        )
     if RUN_COMMAND in offered:
-        return [f"{RUN_COMMAND} runs commands in the workspace; read their output."]
+        return f"{RUN_COMMAND} runs commands in the workspace; read their output."
     if can_change:
-        return ["No command can be run here: check each change by reading the code it touches."]
-    return [
+        return "No command can be run here: check each change by reading the code it touches."
+    return (
         "This run is for looking only: no tool here changes files or runs commands, so answer "
         "from what you read."
-    ]
+    )
 
 
 def _ending(offered: set[str], *, can_change: bool) -> str:
