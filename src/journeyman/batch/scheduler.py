@@ -262,7 +262,6 @@ def opening_floor(task: BatchTask, settings: BatchSettings) -> Amount:
     config = settings.config
     workspace = Path(task.workspace)
     rules = render_rules_section(RulesLoader(workspace)) if workspace.is_dir() else ""
-    system = prompts.system_prompt(workspace, config.get("system_prompt"), rules)
     tools = ToolRegistry(
         default_tools(
             journal_commands=False, edit_tool=config.get("edit_tool", "auto"), provider=name
@@ -270,6 +269,7 @@ def opening_floor(task: BatchTask, settings: BatchSettings) -> Amount:
     )
     if settings.mode == "ask":
         tools = tools.restricted_to(ASK_TOOL_KINDS)
+    system = prompts.system_prompt(workspace, tools.names, config.get("system_prompt"), rules)
     price = config.get("price_per_mtok")
     per_mtok = None if price is None else (float(price[0]), float(price[1]))
     floor = opening_call_floor(

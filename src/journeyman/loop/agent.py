@@ -237,7 +237,10 @@ class Agent:
         if self.config.mode is ModeName.ASK:
             registry = registry.restricted_to(ASK_TOOL_KINDS)
         system = prompts.system_prompt(
-            self.workspace, self.config.system_prompt, render_rules_section(self.rules)
+            self.workspace,
+            registry.names,
+            self.config.system_prompt,
+            render_rules_section(self.rules),
         )
         price = model_pricer(self.config.price_per_mtok, self.provider.name, self.provider.model)
         return opening_call_floor(system, registry.specs(), task, price)

@@ -101,7 +101,7 @@ class Kernel:
             self.emit,
             lambda: self.observer.phases.phase,
             registry.specs(),
-            prompts.system_prompt(workspace, config.system_prompt, rules),
+            prompts.system_prompt(workspace, registry.names, config.system_prompt, rules),
         )
         compactor = Compactor(config.compaction) if config.compaction else None
         self.window = ContextWindow(compactor, self.model, self.hooks, economics, self.emit)
@@ -205,7 +205,12 @@ class Kernel:
         record = self.store.load_session(session_id)
         step, stored = self.store.checkpoint(session_id)
         messages = self.store.messages(session_id)
-        self.model.system_prompt = record.system_prompt
+        if self.config.system_prompt is not None or not prompts.names_unoffered(
+            record.system_prompt, self.registry.names
+        ):
+            self.model.system_prompt = record.system_prompt
+        # else the stored prompt names tools this run does not offer (it was written for
+        # another provider's edit tool): the prompt built for this run's tools replaces it
         state = LoopState(
             task=record.task,
             session_id=session_id,

@@ -89,6 +89,13 @@ class ToolContext:
     extra: dict[str, object] = field(default_factory=dict)
     journal: Callable[[FileChangeIntent], None] | None = None
     """Called before every file write so a crash between write and step end loses nothing."""
+    offered: frozenset[str] | None = None
+    """The names of the tools the run offers the model; None when not known (then a message
+    may suggest any built-in tool)."""
+
+    def offers(self, tool: str) -> bool:
+        """Whether a message may suggest `tool` to the model: it is offered, or who knows."""
+        return self.offered is None or tool in self.offered
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from journeyman.core.errors import ToolError
 from journeyman.tools.fileio import count_lines
@@ -170,7 +172,7 @@ def _replace_fuzzy(text: str, old: str, new: str, window: _Window, where: str) -
     matched = file_lines[window.start : window.start + window.length]
     eol = "\r\n" if matched[0].endswith("\r\n") else "\n"
     ends_with_break = matched[-1].endswith("\n")
-    reindented = _reindent(new_lines, old_lines, matched)
+    reindented = reindent(new_lines, old_lines, matched, indent_unit(file_lines))
     if reindented is None:
         first, last = window.start + 1, window.start + window.length
         raise ToolError(
@@ -191,14 +193,18 @@ def _replace_fuzzy(text: str, old: str, new: str, window: _Window, where: str) -
     return EditOutcome(result, 1, "whitespace", ((first, first + max(0, len(reindented) - 1)),))
 
 
-def _reindent(new_lines: list[str], old_lines: list[str], matched: list[str]) -> list[str] | None:
-    """Give new_string the file's indentation, as old_string's lines map onto the file's;
-    None when that cannot be decided safely.
+def reindent(
+    new_lines: list[str], old_lines: list[str], matched: list[str], unit: str | None = None
+) -> list[str] | None:
+    """Give `new_lines` the file's indentation, as `old_lines` (the quoted text) map onto
+    `matched` (the file lines they matched ignoring whitespace); None when that cannot be
+    decided safely. `unit` is the file's own indentation step, when known (`indent_unit`).
 
-    When old_string's indentation is a faithful copy of the file's at another width or base
-    (each old indentation maps to one file indentation, deeper to deeper), every new line is
-    translated through that mapping. Otherwise old_string lost its indentation, and each new
-    line is placed by its own counterpart (see `_reindent_by_counterpart`).
+    When the quoted indentation is a faithful copy of the file's, shifted or at another width
+    or in tabs for spaces (each quoted indentation maps to one file indentation, deeper to
+    deeper), every new line is translated through that mapping. Otherwise the quote lost its
+    indentation, and each new line is placed by its own counterpart
+    (see `_reindent_by_counterpart`).
     """
     mapping: dict[str, str] = {}
     faithful = True
@@ -210,26 +216,122 @@ def _reindent(new_lines: list[str], old_lines: list[str], matched: list[str]) ->
     if faithful and all(
         len(shallow[1]) < len(deep[1]) for shallow, deep in itertools.pairwise(by_depth)
     ):
-        return _translate_indents(new_lines, mapping)
+        translated = _translate_indents(new_lines, old_lines, mapping, unit)
+        if translated is not None:
+            return translated
     return _reindent_by_counterpart(new_lines, old_lines, matched)
 
 
-def _translate_indents(new_lines: list[str], mapping: dict[str, str]) -> list[str]:
-    """Translate each new line's indentation through the longest old indentation it starts
-    with; lines that start with none of them are left alone. Blank lines become empty."""
-    by_length = sorted(mapping, key=len, reverse=True)
+def reindent_in_file_frame(new_lines: list[str], matched: list[str]) -> list[str] | None:
+    """`new_lines` as they are, when each already sits at the file's depth of the matched
+    line it keeps or replaces (the quote lost its indentation, the new text did not); None
+    otherwise."""
+    return _reindent_by_counterpart(new_lines, [line.rstrip(_EOL) for line in matched], matched)
+
+
+def indent_unit(lines: list[str]) -> str | None:
+    """The file's indentation step: a tab when its indented lines start with tabs, else the
+    greatest common width of its space indentations; None when nothing is indented."""
+    indents = [_indent(line) for line in lines if line.strip()]
+    tabs = sum(1 for i in indents if i.startswith("\t"))
+    spaces = [len(i) for i in indents if i and set(i) == {" "}]
+    if tabs > len(spaces):
+        return "\t"
+    width = math.gcd(*spaces) if spaces else 0
+    return " " * width if width else None
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """Quoted indentation of one character to file indentation of one character: a file
+    width is `slope` * the quoted width + `shift`."""
+
+    old_char: str
+    file_char: str
+    slope: Fraction
+    shift: Fraction
+
+    def apply(self, indent: str) -> str | None:
+        if indent.strip(self.old_char):
+            return None  # another character, or a mix
+        width = self.slope * len(indent) + self.shift
+        if width < 0 or width.denominator != 1:
+            return None
+        return self.file_char * int(width)
+
+
+def _scale_of(mapping: dict[str, str], quoted: list[str], unit: str | None) -> _Scale | None:
+    """The scale that `mapping` (quoted indentation -> file indentation) follows, if any;
+    `quoted` are every indentation of the quoted and new text, `unit` the file's step."""
+    old_chars, file_chars = set("".join([*mapping, *quoted])), set("".join(mapping.values()))
+    if len(old_chars) > 1 or len(file_chars) > 1:
+        return None  # tabs and spaces mixed: no one scale
+    old_char = old_chars.pop() if old_chars else None
+    file_char = file_chars.pop() if file_chars else (unit[0] if unit else old_char)
+    old_char = old_char or file_char
+    if old_char is None or file_char is None:
+        return None  # nothing is indented anywhere: nothing to translate
+    pairs = sorted((len(old), len(new)) for old, new in mapping.items())
+    if not pairs:
+        return None
+    (o1, f1), (o2, f2) = pairs[0], pairs[-1]
+    if o2 != o1:
+        slope = Fraction(f2 - f1, o2 - o1)
+    else:
+        one_pair = _one_pair_slope(old_char, file_char, (o1, f1), quoted, unit)
+        if one_pair is None:
+            return None
+        slope = one_pair
+    shift = f1 - slope * o1
+    if slope <= 0 or any(slope * old + shift != new for old, new in pairs):
+        return None
+    return _Scale(old_char, file_char, slope, shift)
+
+
+def _one_pair_slope(
+    old_char: str, file_char: str, pair: tuple[int, int], quoted: list[str], unit: str | None
+) -> Fraction | None:
+    """File columns per quoted column when the quoted lines all sit at one width (`pair`:
+    that width and the file's), judged by the steps between the quoted and new widths and
+    the file's own step: tabs for spaces (or the reverse) is a change of unit, the same
+    character a shift. None when a shift and narrower steps (two spaces a level for four)
+    would both explain the quote: where its deeper or shallower lines go cannot be told."""
+    widths = sorted({len(indent) for indent in quoted})
+    steps = [deeper - shallower for shallower, deeper in itertools.pairwise(widths)]
+    old_step = 1 if old_char == "\t" else (math.gcd(*steps) if steps else None)
+    file_step = len(unit) if unit and unit[0] == file_char else None
+    old_width, file_width = pair
+    if old_char == file_char and old_width == file_width:
+        return Fraction(1)  # the quote is indented as the file is: nothing to translate
+    if old_char != file_char:
+        if old_width and file_width:
+            return Fraction(file_width, old_width)
+        default = 1 if file_char == "\t" else 4
+        return Fraction(file_step or default, old_step or 4)
+    if old_step and file_step and old_step < file_step and file_step % old_step == 0:
+        return None
+    return Fraction(1)
+
+
+def _translate_indents(
+    new_lines: list[str], old_lines: list[str], mapping: dict[str, str], unit: str | None
+) -> list[str] | None:
+    """Translate each new line's indentation through `mapping`: by the scale it follows when
+    there is one (so lines deeper or shallower than every quoted line are placed too), else
+    only lines indented exactly like a quoted line. None when a line cannot be translated.
+    Blank lines become empty."""
+    quoted = [_indent(line) for line in (*old_lines, *new_lines) if line.strip()]
+    scale = _scale_of(mapping, quoted, unit)
     out = []
     for line in new_lines:
         if not line.strip():
             out.append("")
             continue
         indent = _indent(line)
-        for old_indent in by_length:
-            if indent.startswith(old_indent):
-                out.append(mapping[old_indent] + line[len(old_indent) :])
-                break
-        else:
-            out.append(line)
+        placed = scale.apply(indent) if scale is not None else mapping.get(indent)
+        if placed is None:
+            return None
+        out.append(placed + line[len(indent) :])
     return out
 
 

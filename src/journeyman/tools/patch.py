@@ -11,7 +11,11 @@ Two patch formats are accepted:
 
 Every hunk of every file is located and the new texts computed before anything is written;
 one miss leaves every file untouched. Hunks are found exactly first, then ignoring trailing
-whitespace, then ignoring all whitespace; context lines always keep the file's own text.
+whitespace, then ignoring all whitespace; context lines always keep the file's own text. A hunk
+found only by ignoring all whitespace has its '+' lines moved by the offset between its lines
+and the file's (shifted, or tabs for spaces: `edit_match.reindent`, as edit_file does), and is
+refused, with the file's lines, when no one offset explains it: code is never written at a
+depth the model did not mean.
 
 Permission rules see the paths (`ApplyPatchTool.paths_of`): every file the patch touches,
 including both ends of a move, must pass; the `patch` argument itself is not a path.
@@ -32,7 +36,13 @@ from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, ok
 from journeyman.tools.context import ToolContext, echo
-from journeyman.tools.edit_match import closest_text
+from journeyman.tools.edit_match import (
+    closest_text,
+    indent_unit,
+    numbered_lines,
+    reindent,
+    reindent_in_file_frame,
+)
 from journeyman.tools.fileio import (
     change_metadata,
     check_edit_size,
@@ -316,19 +326,22 @@ def apply_hunks(text: str, hunks: list[Hunk], where: str) -> tuple[str, int, int
     cursor = 0
     drift = 0  # how far hunks landed from their unified-diff line numbers
     pieces: list[tuple[int, int, list[str]]] = []
+    unit: str | None = None
     for hunk in hunks:
-        start = _locate(doc.lines, hunk, cursor, drift, where)
+        start, loose = _locate(doc.lines, hunk, cursor, drift, where)
         old = hunk.old
+        new_side = [line for op, line in hunk.lines if op != "-"]
+        if loose:
+            unit = unit or indent_unit(doc.lines)
+            new_side = _reindented(doc.lines, start, hunk, unit, where)
         new: list[str] = []
-        k = start
-        for op, line in hunk.lines:
+        k = start  # the file line of the hunk's next context or '-' line
+        for op, _ in hunk.lines:
             if op == " ":
                 new.append(doc.lines[k])  # the file's own text, even when matched loosely
-                k += 1
-            elif op == "-":
-                k += 1
-            else:
-                new.append(line)
+            elif op == "+":
+                new.append(new_side[len(new)])
+            k += op != "+"
         pieces.append((start, start + len(old), new))
         if hunk.old_start is not None:
             drift = start - _expected_index(hunk)
@@ -350,8 +363,36 @@ def apply_hunks(text: str, hunks: list[Hunk], where: str) -> tuple[str, int, int
     return result.render(), added, removed
 
 
-def _locate(lines: list[str], hunk: Hunk, cursor: int, drift: int, where: str) -> int:
-    """Index of the first file line the hunk replaces."""
+def _reindented(
+    lines: list[str], start: int, hunk: Hunk, unit: str | None, where: str
+) -> list[str]:
+    """The hunk's new side (context and '+' lines) with the '+' lines at the file's depths,
+    for a hunk whose lines match the file at `start` only ignoring whitespace.
+
+    The '+' lines move by the offset (or change of unit, tabs for spaces) between the hunk's
+    context and '-' lines and the file's lines they matched; '+' lines that already sit at
+    the depth of the file lines they keep company are left as they are. Anything else is
+    refused: where the '+' lines belong cannot be told."""
+    new_side = [line for op, line in hunk.lines if op != "-"]
+    matched = lines[start : start + len(hunk.old)]
+    placed = reindent(new_side, hunk.old, matched, unit)
+    if placed is None:
+        placed = reindent_in_file_frame(new_side, matched)
+    if placed is None:
+        first, last = start + 1, start + len(matched)
+        raise ToolError(
+            f"{TOOL}: hunk {hunk.number} of {where} matches lines {first}-{last} only when "
+            "indentation is ignored, and its indentation does not follow the file's by one "
+            "consistent offset, so how deep its '+' lines belong cannot be told. No file was "
+            f"changed. The file's lines there are:\n{numbered_lines(lines, first, last)}\n"
+            "Redo the hunk with the file's exact indentation on every line."
+        )
+    return placed
+
+
+def _locate(lines: list[str], hunk: Hunk, cursor: int, drift: int, where: str) -> tuple[int, bool]:
+    """Index of the first file line the hunk replaces, and whether the hunk's lines match
+    there only when all whitespace is ignored (so its indentation may not be the file's)."""
     old = hunk.old
     if hunk.anchor:
         found = _find_anchor(lines, hunk.anchor, cursor)
@@ -365,10 +406,10 @@ def _locate(lines: list[str], hunk: Hunk, cursor: int, drift: int, where: str) -
         cursor = found + 1
     if not old:  # pure addition
         if hunk.old_start is not None:
-            return min(max(_expected_index(hunk) + drift, cursor), len(lines))
-        return len(lines) if not hunk.anchor else cursor
+            return min(max(_expected_index(hunk) + drift, cursor), len(lines)), False
+        return (len(lines) if not hunk.anchor else cursor), False
     hint = None if hunk.old_start is None else max(cursor, _expected_index(hunk) + drift)
-    for _, key in _MATCHERS:
+    for name, key in _MATCHERS:
         wanted = [key(line) for line in old]
         keyed = [key(line) for line in lines]
         starts = [
@@ -379,9 +420,8 @@ def _locate(lines: list[str], hunk: Hunk, cursor: int, drift: int, where: str) -
         if hunk.at_end:
             starts = [i for i in starts if i + len(old) == len(lines)]
         if starts:
-            if hint is None:
-                return starts[0]
-            return min(starts, key=lambda i: abs(i - hint))
+            best = starts[0] if hint is None else min(starts, key=lambda i: abs(i - hint))
+            return best, name == "whitespace"
     raise ToolError(_miss_message(lines, hunk, where))
 
 
@@ -453,7 +493,8 @@ class ApplyPatchTool(BaseTool):
         "Apply a multi-file patch: add, change, delete and rename files in one call. Accepts "
         "a unified diff or the '*** Begin Patch' envelope. All hunks are checked before anything "
         "is written: if one does not match, no file changes and the reply shows the closest "
-        "lines. Prefer edit_file for a single small change."
+        "lines. A hunk whose lines match only with their indentation off has its '+' lines "
+        "moved by the same offset, or is refused when no one offset fits."
     )
     args_model = ApplyPatchArgs
 

@@ -53,7 +53,7 @@ class ReadFileTool(BaseTool):
     name = "read_file"
     description = (
         "Read a text file of the workspace. Lines come back numbered (number, tab, text); the "
-        "numbers are not part of the file, so leave them out of edit_file's old_string. Long "
+        "numbers are not part of the file, so leave them out of any text quoted in an edit. Long "
         f"files are returned {MAX_READ_LINES} lines (or {MAX_READ_BYTES // 1024} KB) at a time; "
         "the reply says which offset to pass to read on."
     )
@@ -78,12 +78,12 @@ class ReadFileTool(BaseTool):
         page = await asyncio.to_thread(_read_page, path, args.offset, args.limit)
         meta: dict[str, Any] = {"path": rel, "total_lines": page.total_lines}
         if page.binary:
-            return fail(
-                self.name,
-                f"{self.name}: {rel} is a binary file ({page.size:,} bytes) and is not shown; "
-                "inspect it with run_command (e.g. `file` or `xxd | head`) if you need to",
-                **meta,
-            )
+            message = f"{self.name}: {rel} is a binary file ({page.size:,} bytes) and is not shown"
+            if ctx.offers("run_command"):
+                message += (
+                    "; inspect it with run_command (e.g. `file` or `xxd | head`) if you need to"
+                )
+            return fail(self.name, message, **meta)
         if page.total_lines == 0:
             return ok(self.name, f"[{rel} is empty]", **meta)
         if page.total_lines is not None and args.offset > page.total_lines:

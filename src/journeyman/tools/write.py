@@ -36,7 +36,7 @@ class WriteFileTool(BaseTool):
     permission_arg = "path"
     description = (
         "Create a text file, or replace an existing one's whole content. To change part of an "
-        "existing file prefer edit_file, which is shorter and safer."
+        "existing file, a targeted edit (when an edit tool is offered) is shorter and safer."
     )
     args_model = WriteFileArgs
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from journeyman.core.messages import Message, ToolResult, pair_tool_results
+from journeyman.core.messages import Message, ToolCall, ToolResult, pair_tool_results
 from journeyman.core.result import FinishReason
 from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
@@ -10,9 +10,10 @@ from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.policy.permissions import PERMISSION_ERROR_KIND
 
-EMPTY_REPLY = (
-    "Your last reply was empty. Call a tool to continue the task, or call finish if it is done."
-)
+
+def offers(port: TurnPort, tool: str) -> bool:
+    """Whether the run's request offers `tool` (by name)."""
+    return port.tool_kind(ToolCall("", tool, {})) is not None
 
 
 class ReactMode:
@@ -26,7 +27,8 @@ class ReactMode:
 
         if not response.tool_calls:
             if not response.text.strip():
-                state.messages.append(Message.user(EMPTY_REPLY))
+                reminder = prompts.empty_reply(offers(port, prompts.FINISH))
+                state.messages.append(Message.user(reminder))
                 return TurnOutcome(mistake=True)
             # a wrap-up forced by the budget ends for lack of budget, not as a success
             reason = capacity_reason(state.budget) if text_only else FinishReason.ANSWERED

@@ -43,6 +43,7 @@ from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import Message, ToolCall, ToolResult
 from journeyman.core.result import FinishReason
 from journeyman.economics.loop_detector import LoopCheck
+from journeyman.loop import prompts
 from journeyman.loop.budget_gate import capacity_reason
 from journeyman.loop.config import PhasedSettings
 from journeyman.loop.endings import Termination, finish_reason_for
@@ -57,7 +58,7 @@ from journeyman.loop.modes.phased.knowledge import (
 )
 from journeyman.loop.modes.phased.recovery import Severity, classify, format_for_model
 from journeyman.loop.modes.phased.workflow import Edge, WorkflowPhase, transition
-from journeyman.loop.modes.react import EMPTY_REPLY, counts_as_mistake, reject_malformed_reply
+from journeyman.loop.modes.react import counts_as_mistake, offers, reject_malformed_reply
 from journeyman.loop.port import TurnPort
 from journeyman.loop.state import LoopState, TurnOutcome
 from journeyman.loop.verdict import COMMAND_TOOL, CheckRun, failure_output
@@ -74,8 +75,10 @@ DISCOVERY = """\
 {pack}
 
 {planning}Work in small steps with tool calls. After you change the workspace, `{command}` runs \
-to check it (exit code 0 passes). When the task is complete, call finish: the run ends only \
-once that check has passed after your last change."""
+to check it (exit code 0 passes). When the task is complete, {done}: the run ends only once \
+that check has passed after your last change."""
+DONE_BY_FINISH = "call finish"
+DONE_BY_ANSWER = "say so in a reply without tool calls"
 PLAN_REQUEST = (
     "Before your first change, say in one sentence what the task asks for, then lay out your "
     "plan as a numbered list: both are kept in your memory and shown to you at every step. "
@@ -218,11 +221,14 @@ class PhasedMode:
         text = pack.to_string(size)
         # never ask for a plan the model already wrote
         planning = "" if self.agent_state.memory.long_term.plan else PLAN_REQUEST
-        if port.tool_kind(ToolCall("", NOTE_TOOL, {})) is not None:
+        if offers(port, NOTE_TOOL):
             planning += NOTE_HINT
+        done = DONE_BY_FINISH if offers(port, FINISH_TOOL) else DONE_BY_ANSWER
         state.messages.append(
             Message.user(
-                DISCOVERY.format(header=header, pack=text, command=command, planning=planning)
+                DISCOVERY.format(
+                    header=header, pack=text, command=command, planning=planning, done=done
+                )
             )
         )
         self.rediscovery = False
@@ -248,7 +254,8 @@ class PhasedMode:
             return TurnOutcome(text=response.text, finish_reason=reason, final_text=response.text)
         if not calls:
             if not response.text.strip():
-                state.messages.append(Message.user(EMPTY_REPLY))
+                reminder = prompts.empty_reply(offers(port, FINISH_TOOL))
+                state.messages.append(Message.user(reminder))
                 return TurnOutcome(mistake=True)
             claim = DoneClaim(FinishReason.ANSWERED, response.text)
             return self._claim_done(claim, TurnOutcome(text=response.text))
