@@ -22,18 +22,14 @@ from journeyman.cli.options import (
 from journeyman.cli.sessions_cmd import open_store, resolve_session
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.messages import ToolCall
 from journeyman.core.result import CheckEvidence
 from journeyman.loop.check_runner import (
     CHECK_CALL_PREFIX,
-    COMMAND_TOOL,
     CheckRun,
     CheckRunner,
     assess,
     explain,
-    judge_error,
     output_tail,
-    tally_of,
 )
 from journeyman.loop.fixed_check import FixedCheck, stored_check
 from journeyman.session.store import SessionRecord, SessionStore
@@ -123,27 +119,13 @@ def _run(
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     runner = CheckRunner(root, ToolRegistry([RunCommandTool(sandbox=box)]))
-    timeout = config.verify_timeout_s
-    call = ToolCall(f"{CHECK_CALL_PREFIX}again", COMMAND_TOOL, {"command": fixed.command})
 
     async def go() -> CheckRun:
         try:
-            result, duration, tree = await runner.run(call, fixed.command or "", timeout, "", 0)
+            call_id = f"{CHECK_CALL_PREFIX}again"
+            return await runner.check(fixed.command or "", config.verify_timeout_s, call_id)
         finally:
             await box.close()
-        error = judge_error(fixed.command or "", result, timeout)
-        code = result.metadata.get("exit_code")
-        return CheckRun(
-            command=fixed.command or "",
-            result=result,
-            passed=error is None,
-            exit_code=code if isinstance(code, int) else None,
-            duration_s=duration,
-            timeout_s=timeout,
-            workspace_fingerprint=tree,
-            error=error,
-            tally=tally_of(result),
-        )
 
     run = asyncio.run(go())
     if not (run.cannot_run or run.timed_out):

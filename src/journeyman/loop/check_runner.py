@@ -30,6 +30,7 @@ from journeyman.core.errors import (
     ToolTimeoutError,
 )
 from journeyman.core.messages import ToolCall, ToolResult
+from journeyman.core.redact import redact_own_secrets
 from journeyman.economics.loop_detector import result_digest
 from journeyman.loop.fixed_check import FixedCheck
 from journeyman.tools.context import ToolContext, tool_session_id
@@ -261,8 +262,31 @@ class CheckRunner:
             result = ToolResult(call.id, COMMAND_TOOL, error.message, is_error=True)
         duration = time.monotonic() - started
         tree = await asyncio.to_thread(fingerprint, self.workspace)
-        result = dataclasses.replace(result, call_id=call.id, name=COMMAND_TOOL)
+        # the agent's own secrets never reach the model, a store or a prompt through a check
+        content = redact_own_secrets(result.content)
+        result = dataclasses.replace(result, call_id=call.id, name=COMMAND_TOOL, content=content)
         return result, duration, tree.digest
+
+    async def check(
+        self, command: str, timeout: float, call_id: str, session_id: str = "", iteration: int = 0
+    ) -> CheckRun:
+        """Run `command` as the check and judge it by its exit code alone (`assess` does
+        the rest)."""
+        call = ToolCall(call_id, COMMAND_TOOL, {"command": command})
+        result, duration, tree = await self.run(call, command, timeout, session_id, iteration)
+        error = judge_error(command, result, timeout)
+        code = result.metadata.get("exit_code")
+        return CheckRun(
+            command=command,
+            result=result,
+            passed=error is None,
+            exit_code=code if isinstance(code, int) else None,
+            duration_s=duration,
+            timeout_s=timeout,
+            workspace_fingerprint=tree,
+            error=error,
+            tally=tally_of(result),
+        )
 
     def _command_tool(self, timeout: float) -> RunCommandTool:
         """The run's `run_command` tool (same sandbox and journal), allowed `timeout` seconds."""

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from journeyman.context.test_infra import blocking, take_manifest
 from journeyman.core import events as ev
-from journeyman.core.errors import AgentError, PermissionDeniedError, ToolError
+from journeyman.core.errors import PermissionDeniedError, ToolError
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.result import CheckEvidence, FinishReason, RefusedCall, RunResult
 from journeyman.core.text import one_line
@@ -56,9 +56,7 @@ from journeyman.loop.check_runner import (
     assess,
     explain,
     failure_output,
-    judge_error,
     output_tail,
-    tally_of,
 )
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.endings import Termination
@@ -236,42 +234,40 @@ class Verdict:
 
     async def _execute(self, state: LoopState, command: str, call_id: str) -> CheckRun:
         """Run `command` as the check, with its events; judged by its exit code alone."""
-        timeout = self.config.verify_timeout_s
         call = ToolCall(call_id, COMMAND_TOOL, {"command": command})
         self.emit(ev.ToolCallStarted(state.iterations, call))
         refusal = self._denied(command)
-        if refusal is not None:
-            result = ToolResult(
-                call.id,
-                COMMAND_TOOL,
-                f"{COMMAND_TOOL}: the check was not run: {refusal}",
-                is_error=True,
-                metadata={"error": "verification_refused"},
-            )
-            duration, tree = 0.0, ""
-            error: AgentError | None = PermissionDeniedError(
-                f"the check `{command}` is refused by the permission policy ({refusal}); allow "
-                f"it, pass another check with --verify, or run with --no-verify",
-                tool_name=COMMAND_TOOL,
+        if refusal is None:
+            run = await self.runner.check(
+                command, self.config.verify_timeout_s, call_id, state.session_id, state.iterations
             )
         else:
-            result, duration, tree = await self.runner.run(
-                call, command, timeout, state.session_id, state.iterations
-            )
-            error = judge_error(command, result, timeout)
-        self.emit(ev.ToolResultReceived(state.iterations, result, duration))
-        code = result.metadata.get("exit_code")
+            run = self._refused(call, command, refusal)
+        self.emit(ev.ToolResultReceived(state.iterations, run.result, run.duration_s))
+        return run
+
+    def _refused(self, call: ToolCall, command: str, refusal: str) -> CheckRun:
+        result = ToolResult(
+            call.id,
+            COMMAND_TOOL,
+            f"{COMMAND_TOOL}: the check was not run: {refusal}",
+            is_error=True,
+            metadata={"error": "verification_refused"},
+        )
+        error = PermissionDeniedError(
+            f"the check `{command}` is refused by the permission policy ({refusal}); allow "
+            f"it, pass another check with --verify, or run with --no-verify",
+            tool_name=COMMAND_TOOL,
+        )
         return CheckRun(
             command=command,
             result=result,
-            passed=error is None,
-            exit_code=code if isinstance(code, int) else None,
-            duration_s=duration,
-            timeout_s=timeout,
-            workspace_fingerprint=tree,
+            passed=False,
+            exit_code=None,
+            duration_s=0.0,
+            timeout_s=self.config.verify_timeout_s,
             error=error,
             not_run=refusal,
-            tally=None if refusal is not None else tally_of(result),
         )
 
     async def _judge(self, run: CheckRun, fixed: FixedCheck) -> CheckRun:
