@@ -165,6 +165,8 @@ class Agent:
         self._connected_registry: ToolRegistry | None = None
         self._cancel = asyncio.Event()
         self._compaction_requested = False
+        self._granted_between_runs: list[tuple[int, float]] = []
+        """Extensions granted with `extend_budget` that no stored step holds yet."""
 
     @asynccontextmanager
     async def connected(self) -> AsyncIterator[list[McpServerStatus]]:
@@ -251,6 +253,13 @@ class Agent:
         """Ask the running task to stop before its next turn."""
         self._cancel.set()
 
+    def extend_budget(self, additional_tokens: int = 0, additional_usd: float = 0.0) -> None:
+        """Grant a budget extension between runs (the app's /extend): the limits grow now, and
+        again on top of the stored limits the next `send` or `resume` restores, since no stored
+        step holds it yet."""
+        self.economics.record_extension(additional_tokens, additional_usd)
+        self._granted_between_runs.append((additional_tokens, additional_usd))
+
     def request_compaction(self) -> None:
         """Compact the history at the start of the next run, send or resume, whatever its size
         (once; nothing changes when compaction is off or the history is too short to shrink)."""
@@ -266,6 +275,7 @@ class Agent:
         forked_at_step: int | None = None,
     ) -> RunResult:
         """Start a new session on `task` (after `history`, when continuing a fork)."""
+        self._granted_between_runs.clear()  # the live economics hold them: the steps store them
         async with self._kernel() as kernel:
             return await kernel.run(
                 task,
@@ -320,6 +330,9 @@ class Agent:
         def restored(state: LoopState) -> None:
             if override_limits:
                 self.economics.limits = economics_for(self.config).limits
+            granted, self._granted_between_runs = self._granted_between_runs, []
+            for tokens, usd in granted:
+                self.economics.record_extension(tokens, usd)
             if follow_up is not None:
                 added = follow_up_messages(state.messages, follow_up)
                 # stored now, before any model call: a cancelled follow-up is not lost
