@@ -50,7 +50,6 @@ class Tmux:
     def kill(self) -> None:
         self("kill-server")
 
-
     def type_line(self, line: str) -> None:
         self("send-keys", "-t", self.target, "-l", line)
         self("send-keys", "-t", self.target, "Enter")
