@@ -3,6 +3,7 @@ model's answer on screen, /extend's dialog answers to keys, Ctrl-D quits with st
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -94,6 +95,10 @@ def test_the_binary_opens_the_app_answers_and_quits(
         assert "session 2" in tmux.screen()  # the status bar names the session
         tmux("send-keys", "-t", "jm", "C-d")
         tmux.wait_for("JM-EXITED-0")
+        # the terminal is back: the session and how to reopen it are left on it
+        farewell = tmux.screen()
+        assert "`journeyman chat --last` reopens" in farewell
+        assert re.search(r"session 2\d{7}-\S+ saved", farewell), farewell
         # `journeyman chat --last` reopens the session with its history on screen
         tmux("new-session", "-d", "-s", "again", "-x", "100", "-y", "30", command("chat", "--last"))
         tmux.target = "again"

@@ -19,8 +19,9 @@ from textual.widgets import Input
 
 from journeyman.core import events as ev
 from journeyman.core.display import printable
+from journeyman.core.lifecycle import AgentState
 from journeyman.core.messages import Role
-from journeyman.core.result import RunResult
+from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
@@ -84,6 +85,8 @@ class ChatApp(App[None]):
         self.status = StatusBar()
         self.slash = SlashHandler(self)
         self.turn: asyncio.Task[RunResult | None] | None = None
+        self.turn_cancelled = False
+        """The last turn was cancelled (Ctrl-C or quitting), not failed."""
         self.question: asyncio.Task[None] | None = None
         """A slash command waiting on the user's answer in a dialog (/extend)."""
         self._question_name = ""
@@ -176,6 +179,8 @@ class ChatApp(App[None]):
         facts.cost_usd = economics.cost_usd
         facts.phase = self.phases.phase.value
         facts.state = self.agent.lifecycle.state.value
+        if self.agent.lifecycle.state is AgentState.ERROR and self.turn_cancelled:
+            facts.state = "cancelled"  # the kernel ends a cancelled run in ERROR
         self.status.refresh_facts()
 
     # --- input ----------------------------------------------------------------------------
@@ -227,6 +232,7 @@ class ChatApp(App[None]):
     def send(self, text: str) -> None:
         """Start a turn of the conversation on `text`."""
         self.transcript.add(UserMessage(text))
+        self.turn_cancelled = False
         self.turn = asyncio.create_task(self._turn(text))
 
     async def _turn(self, text: str) -> RunResult | None:
@@ -237,11 +243,19 @@ class ChatApp(App[None]):
         except Exception as error:  # shown, never a traceback; the session stays usable
             self.note(Text(f"error: {printable(str(error))}", style="bold red"))
             return None
+        except asyncio.CancelledError:
+            self.turn_cancelled = True
+            raise
         finally:
             self._streaming = None
+            for card in self._cards.values():
+                card.cancelled("cancelled before it finished (it may have done part of its work)")
             self._cards.clear()
             self.refresh_usage()
         self.results.append(result)
+        if result.finish_reason is FinishReason.CANCELLED:
+            self.turn_cancelled = True
+            self.refresh_usage()
         self.status.facts.session_id = result.session_id
         self._report(result)
         if compaction_due and self.compaction_asked:
