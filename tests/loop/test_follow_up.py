@@ -67,6 +67,45 @@ async def test_budgets_go_on_from_what_the_session_spent(tmp_path: Path) -> None
     assert agent.economics.usage.output_tokens == 10
 
 
+async def test_an_extension_granted_between_messages_outlives_the_restore(
+    tmp_path: Path,
+) -> None:
+    script = [finish("first"), finish("second"), finish("third")]
+    agent, _ = make_agent(tmp_path, script, verify=False, max_total_tokens=1000)
+    first = await agent.run("one")
+
+    agent.extend_budget(additional_tokens=500)
+    # the follow-up restores the stored limits (1,000) and puts the grant back on top, once
+    await agent.send(first.session_id, "two")
+    assert agent.economics.limits.max_total_tokens == 1500
+    assert agent.economics.extensions_granted == 1
+    await agent.send(first.session_id, "three")  # now a stored step holds it: not added again
+    assert agent.economics.limits.max_total_tokens == 1500
+    assert agent.economics.extensions_granted == 1
+
+
+async def test_an_extension_outlives_a_follow_up_cancelled_before_any_step(
+    tmp_path: Path,
+) -> None:
+    script = [finish("first"), finish("second")]
+    agent, provider = make_agent(tmp_path, script, verify=False, max_total_tokens=1000)
+    first = await agent.run("one")
+    agent.extend_budget(additional_tokens=500)
+    hanging = hang_at(provider, 1)
+    sending = asyncio.create_task(agent.send(first.session_id, "slow one"))
+    await hanging.wait()
+    agent.cancel()
+    sending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sending
+
+    agent.load_session(first.session_id)  # what the app does on /resume
+    assert agent.economics.limits.max_total_tokens == 1500
+    await agent.send(first.session_id, "new one")  # no step stored the grant: it comes back
+    assert agent.economics.limits.max_total_tokens == 1500
+    assert agent.economics.extensions_granted == 1
+
+
 async def test_a_new_agent_continues_a_stored_session(tmp_path: Path) -> None:
     agent, _ = make_agent(tmp_path, [finish("first")], verify=False)
     first = await agent.run("one")

@@ -237,9 +237,13 @@ async def test_ctrl_c_cancels_the_turn_and_the_session_goes_on(tmp_path: Path) -
         await finish_turn(pilot)
         assert app.results[0].finish_reason is FinishReason.CANCELLED
         assert "cancelled; the session is saved" in notes(app)
+        # the interrupted call and the bar say it was cancelled, not running, not an error
+        assert str(app.query(ToolCard).first().title).startswith("■ cancelled slow")
+        assert "CANCELLED" in status_parts(app) and "ERROR" not in status_parts(app)
         clock.advance(5)  # a later Ctrl-C is a new first press
         await submit(pilot, "go on")
         await finish_turn(pilot)
+        assert "IDLE" in status_parts(app)
         assert app.results[1].final_text == "after the cancel"
         assert app.results[1].session_id == app.results[0].session_id
         await pilot.press("ctrl+c")

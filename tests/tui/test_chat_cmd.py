@@ -158,3 +158,23 @@ def test_chat_refuses_resume_together_with_last(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr == "journeyman: give --resume SESSION or --last, not both\n"
+
+
+def test_leaving_the_app_names_the_session_and_how_to_reopen_it(
+    tmp_path: Path,
+    opened: list[ChatApp],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    open_chat(tmp_path, lsp=False, mcp=False)  # quit before any message: nothing to reopen
+    assert "saved" not in capsys.readouterr().out
+
+    def talk_then_quit(app: ChatApp, **_: object) -> None:
+        app.conversation.session_id = "20261127-101010-abcd1234"
+
+    monkeypatch.setattr(ChatApp, "run", talk_then_quit)
+    open_chat(tmp_path, lsp=False, mcp=False)
+    out = capsys.readouterr().out
+    assert "session 20261127-101010-abcd1234 saved" in out
+    assert "`journeyman chat --last`" in out
+    assert "`journeyman chat --resume 20261127-101010-abcd1234`" in out

@@ -1,14 +1,16 @@
 """The real `journeyman` binary in a real terminal (tmux): it opens the app, a message gets the
-model's answer on screen, Ctrl-D quits with status 0."""
+model's answer on screen, /extend's dialog answers to keys, Ctrl-D quits with status 0."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,16 +51,19 @@ class Tmux:
     def kill(self) -> None:
         self("kill-server")
 
+    def type_line(self, line: str) -> None:
+        self("send-keys", "-t", self.target, "-l", line)
+        self("send-keys", "-t", self.target, "Enter")
 
-def test_the_binary_opens_the_app_answers_and_quits(
-    fake_openai: FakeOpenAIServer, tmp_path: Path
-) -> None:
+
+def chat_command(server: FakeOpenAIServer, tmp_path: Path) -> Callable[..., str]:
+    """The shell line that opens `journeyman ARGS...` on the fake server in `tmp_path / "ws"`,
+    then prints its exit status as JM-EXITED-N."""
     workspace = tmp_path / "ws"
-    workspace.mkdir()
-    fake_openai.enqueue(reply("hello from the fake model"))
+    workspace.mkdir(exist_ok=True)
     env = clean_env(
         OPENAI_API_KEY="sk-test",
-        OPENAI_BASE_URL=fake_openai.base_url,
+        OPENAI_BASE_URL=server.base_url,
         JOURNEYMAN_SESSION_DIR=str(tmp_path / "sessions"),
         TERM="xterm-256color",
     )
@@ -71,6 +76,14 @@ def test_the_binary_opens_the_app_answers_and_quits(
             "echo JM-EXITED-$?; sleep 60"
         )
 
+    return command
+
+
+def test_the_binary_opens_the_app_answers_and_quits(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(reply("hello from the fake model"))
+    command = chat_command(fake_openai, tmp_path)
     tmux = Tmux()
     try:
         tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command())
@@ -82,6 +95,10 @@ def test_the_binary_opens_the_app_answers_and_quits(
         assert "session 2" in tmux.screen()  # the status bar names the session
         tmux("send-keys", "-t", "jm", "C-d")
         tmux.wait_for("JM-EXITED-0")
+        # the terminal is back: the session and how to reopen it are left on it
+        farewell = tmux.screen()
+        assert "`journeyman chat --last` reopens" in farewell
+        assert re.search(r"session 2\d{7}-\S+ saved", farewell), farewell
         # `journeyman chat --last` reopens the session with its history on screen
         tmux("new-session", "-d", "-s", "again", "-x", "100", "-y", "30", command("chat", "--last"))
         tmux.target = "again"
@@ -94,3 +111,56 @@ def test_the_binary_opens_the_app_answers_and_quits(
     finally:
         tmux.kill()
     assert fake_openai.requests[0].json["messages"][-1]["content"] == "say hello"
+
+
+EXTEND_CHAT = ("chat", "--max-total-tokens", "100000", "--no-verify")
+EXTEND_QUESTION = "Extend the budget by +50,000 tokens?"
+
+
+def test_extend_answers_n_and_y_and_the_app_goes_on(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(reply("still listening"))
+    command = chat_command(fake_openai, tmp_path)
+    tmux = Tmux()
+    try:
+        tmux("new-session", "-d", "-s", "jm", "-x", "120", "-y", "40", command(*EXTEND_CHAT))
+        tmux.wait_for("Ask journeyman")
+        tmux.type_line("/extend")
+        tmux.wait_for(EXTEND_QUESTION)
+        tmux("send-keys", "-t", "jm", "n")
+        tmux.wait_for("budget extension denied")
+        tmux.type_line("/extend")
+        tmux.wait_for(EXTEND_QUESTION)
+        tmux("send-keys", "-t", "jm", "y")
+        tmux.wait_for("budget extension granted")
+        tmux.type_line("/budget")
+        tmux.wait_for("tokens 0 of 150000")
+        tmux.type_line("are you there?")
+        tmux.wait_for("still listening")
+        tmux("send-keys", "-t", "jm", "C-d")
+        tmux.wait_for("JM-EXITED-0")
+    finally:
+        tmux.kill()
+
+
+@pytest.mark.slow
+def test_an_unanswered_extend_closes_after_60_s_and_keys_still_work(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    command = chat_command(fake_openai, tmp_path)
+    tmux = Tmux()
+    try:
+        tmux("new-session", "-d", "-s", "jm", "-x", "120", "-y", "40", command(*EXTEND_CHAT))
+        tmux.wait_for("Ask journeyman")
+        tmux.type_line("/extend")
+        tmux.wait_for(EXTEND_QUESTION)
+        seconds = tmux.wait_for("budget extension denied", timeout_s=180)
+        print(f"/extend unanswered -> denied: {seconds:.1f} s")
+        assert EXTEND_QUESTION not in tmux.screen()
+        tmux.type_line("/cost")
+        tmux.wait_for("0 model call(s)")
+        tmux("send-keys", "-t", "jm", "C-d")
+        tmux.wait_for("JM-EXITED-0")
+    finally:
+        tmux.kill()

@@ -213,6 +213,12 @@ def open_app(
             tracing.close()  # sends the last spans
         for line in held:
             typer.echo(line, err=True)
+    session = app.conversation.session_id
+    if session:  # the terminal is the user's again: where to find the conversation
+        typer.echo(
+            f"session {session} saved: `journeyman chat --last` reopens the workspace's latest "
+            f"session, `journeyman chat --resume {session}` this one"
+        )
 
 
 def terminal_problem() -> str | None:

@@ -165,6 +165,8 @@ class Agent:
         self._connected_registry: ToolRegistry | None = None
         self._cancel = asyncio.Event()
         self._compaction_requested = False
+        self._granted_between_runs: list[tuple[int, float]] = []
+        """Extensions granted with `extend_budget` that no stored step holds yet."""
 
     @asynccontextmanager
     async def connected(self) -> AsyncIterator[list[McpServerStatus]]:
@@ -254,6 +256,17 @@ class Agent:
         """Ask the running task to stop before its next turn."""
         self._cancel.set()
 
+    def extend_budget(self, additional_tokens: int = 0, additional_usd: float = 0.0) -> None:
+        """Grant a budget extension between runs (the app's /extend): the limits grow now, and
+        again on top of the stored limits that `send`, `resume` or `load_session` restore,
+        until a step stored after the grant holds it."""
+        self.economics.record_extension(additional_tokens, additional_usd)
+        self._granted_between_runs.append((additional_tokens, additional_usd))
+
+    def _apply_granted(self) -> None:
+        for tokens, usd in self._granted_between_runs:
+            self.economics.record_extension(tokens, usd)
+
     def request_compaction(self) -> None:
         """Compact the history at the start of the next run, send or resume, whatever its size
         (once; nothing changes when compaction is off or the history is too short to shrink)."""
@@ -269,6 +282,7 @@ class Agent:
         forked_at_step: int | None = None,
     ) -> RunResult:
         """Start a new session on `task` (after `history`, when continuing a fork)."""
+        self._granted_between_runs.clear()  # the live economics hold them: the steps store them
         async with self._kernel() as kernel:
             return await kernel.run(
                 task,
@@ -316,13 +330,19 @@ class Agent:
         self.economics.restore(spent)
         if override_limits:
             self.economics.limits = economics_for(self.config).limits
+        self._apply_granted()
 
     async def _continue(
         self, session_id: str, *, override_limits: bool, follow_up: str | None = None
     ) -> RunResult:
+        restored_at = 0
+
         def restored(state: LoopState) -> None:
+            nonlocal restored_at
+            restored_at = state.iterations  # the step the stored limits come from
             if override_limits:
                 self.economics.limits = economics_for(self.config).limits
+            self._apply_granted()
             if follow_up is not None:
                 added = follow_up_messages(state.messages, follow_up)
                 # stored now, before any model call: a cancelled follow-up is not lost
@@ -336,7 +356,10 @@ class Agent:
 
         async with self._kernel() as kernel:
             kernel.on_restore = restored
-            return await kernel.resume(session_id)
+            result = await kernel.resume(session_id)
+            if self._granted_between_runs and kernel.store.checkpoint(session_id)[0] > restored_at:
+                self._granted_between_runs.clear()  # a newer stored step holds them now
+            return result
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         """`run` for code that is not async."""

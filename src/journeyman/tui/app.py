@@ -19,8 +19,9 @@ from textual.widgets import Input
 
 from journeyman.core import events as ev
 from journeyman.core.display import printable
+from journeyman.core.lifecycle import AgentState
 from journeyman.core.messages import Role
-from journeyman.core.result import RunResult
+from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.economics.phases import PhaseTracker
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
@@ -84,6 +85,11 @@ class ChatApp(App[None]):
         self.status = StatusBar()
         self.slash = SlashHandler(self)
         self.turn: asyncio.Task[RunResult | None] | None = None
+        self.turn_cancelled = False
+        """The last turn was cancelled (Ctrl-C or quitting), not failed."""
+        self.question: asyncio.Task[None] | None = None
+        """A slash command waiting on the user's answer in a dialog (/extend)."""
+        self._question_name = ""
         self.phases = PhaseTracker(self.agent.config.exploration_saturation)
         self._streaming: AssistantText | None = None
         self._cards: dict[str, ToolCard] = {}
@@ -173,6 +179,8 @@ class ChatApp(App[None]):
         facts.cost_usd = economics.cost_usd
         facts.phase = self.phases.phase.value
         facts.state = self.agent.lifecycle.state.value
+        if self.agent.lifecycle.state is AgentState.ERROR and self.turn_cancelled:
+            facts.state = "cancelled"  # the kernel ends a cancelled run in ERROR
         self.status.refresh_facts()
 
     # --- input ----------------------------------------------------------------------------
@@ -188,16 +196,43 @@ class ChatApp(App[None]):
             return
         parsed = commands.parse(line)
         if parsed is not None:
-            await self.slash.run(*parsed)
+            await self.run_command(*parsed)
             return
         if self.busy:
             self.note("the agent is still working; wait for it, or Ctrl-C to cancel the turn")
             return
         self.send(line)
 
+    async def run_command(self, name: str, args: list[str]) -> None:
+        """Run a slash command. One that asks the user runs beside this handler: the dialog's
+        keys, and its answer, reach it only through the app's message queue, which an awaiting
+        handler would hold until the answer came (it never could)."""
+        command = commands.BY_NAME.get(name)
+        if command is None or not command.asks:
+            await self.slash.run(name, args)
+            return
+        if self.asking:
+            self.note("answer the open question first (Ctrl-C cancels it)")
+            return
+        self._question_name = name
+        self.question = asyncio.create_task(self._ask_command(name, args))
+
+    @property
+    def asking(self) -> bool:
+        return self.question is not None and not self.question.done()
+
+    async def _ask_command(self, name: str, args: list[str]) -> None:
+        try:
+            await self.slash.run(name, args)
+        except Exception as error:  # shown, never a traceback; the app stays usable
+            self.note(Text(f"/{name}: error: {printable(str(error))}", style="bold red"))
+        finally:
+            self.refresh_usage()
+
     def send(self, text: str) -> None:
         """Start a turn of the conversation on `text`."""
         self.transcript.add(UserMessage(text))
+        self.turn_cancelled = False
         self.turn = asyncio.create_task(self._turn(text))
 
     async def _turn(self, text: str) -> RunResult | None:
@@ -208,11 +243,19 @@ class ChatApp(App[None]):
         except Exception as error:  # shown, never a traceback; the session stays usable
             self.note(Text(f"error: {printable(str(error))}", style="bold red"))
             return None
+        except asyncio.CancelledError:
+            self.turn_cancelled = True
+            raise
         finally:
             self._streaming = None
+            for card in self._cards.values():
+                card.cancelled("cancelled before it finished (it may have done part of its work)")
             self._cards.clear()
             self.refresh_usage()
         self.results.append(result)
+        if result.finish_reason is FinishReason.CANCELLED:
+            self.turn_cancelled = True
+            self.refresh_usage()
         self.status.facts.session_id = result.session_id
         self._report(result)
         if compaction_due and self.compaction_asked:
@@ -250,6 +293,9 @@ class ChatApp(App[None]):
             self.note(
                 "cancelled; the session is saved — send a message to go on (Ctrl-C again quits)"
             )
+        elif self.asking:
+            await self.cancel_question()
+            self.note(f"/{self._question_name} cancelled: nothing changed (Ctrl-C again quits)")
         else:
             self.note("press Ctrl-C again within 2 s, or Ctrl-D, to quit")
 
@@ -270,8 +316,17 @@ class ChatApp(App[None]):
         with contextlib.suppress(asyncio.CancelledError):
             await self.turn
 
+    async def cancel_question(self) -> None:
+        """Close the open /extend dialog unanswered: nothing it asked about happens."""
+        if self.question is None or self.question.done():
+            return
+        self.question.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.question
+
     async def quit_safely(self) -> None:
         """Quit; a turn in progress is cancelled first so the store holds everything."""
+        await self.cancel_question()
         await self.cancel_turn()
         await self._stop_servers()
         self.exit()

@@ -10,13 +10,15 @@ class SlashCommand:
     name: str
     usage: str
     help: str
+    asks: bool = False
+    """It waits on the user's answer in a dialog (so it must not hold the app's input)."""
 
 
 COMMANDS = (
     SlashCommand("undo", "/undo [turn|file PATH]", "undo the last change, turn, or file"),
     SlashCommand("diff", "/diff", "the session's pending changes as a diff"),
     SlashCommand("budget", "/budget", "budget use, limits and enforcement level"),
-    SlashCommand("extend", "/extend", "ask for a budget extension now"),
+    SlashCommand("extend", "/extend", "ask for a budget extension now", asks=True),
     SlashCommand("cost", "/cost", "tokens and cost of the session"),
     SlashCommand("mode", "/mode react|phased|plan", "the loop mode of the next message"),
     SlashCommand("plan", "/plan [off]", "plan mode: read-only until you approve the plan"),

@@ -116,7 +116,7 @@ class SlashHandler:
         if not request.can_request:
             raise ValueError(request.refusal or "no extension can be granted now")
         if await self.app.ask_extension(request):
-            economics.record_extension(add_tokens, add_usd)
+            self.app.agent.extend_budget(add_tokens, add_usd)
             self.app.note("budget extension granted")
         else:
             self.app.note("budget extension denied")

@@ -86,7 +86,7 @@ class AssistantText(Static):
         self.update(Text(printable(text)))
 
 
-STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗"}
+STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗", "cancelled": "■"}
 
 
 class ToolCard(Collapsible):
@@ -114,6 +114,14 @@ class ToolCard(Collapsible):
         name = printable(self.call.name)
         mark = STATUS_MARK.get(self.status, "✗")
         return literal(f"{mark} {self.status} {name} {key_argument(self.call)}{took}")
+
+    def cancelled(self, why: str) -> None:
+        """The call will never get a result: its turn was cancelled or its run stopped."""
+        self.status = "cancelled"
+        self.title = self._heading()
+        body = self.preview.copy()
+        body.append(why)
+        self.body.update(body)
 
     def finished(self, result: ToolResult, duration_s: float) -> None:
         exit_code = result.metadata.get("exit_code")
