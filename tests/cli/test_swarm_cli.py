@@ -29,6 +29,7 @@ from tests.fakes.swarm import (
 )
 from tests.support.cli import clean_env, jm
 from tests.support.shared_state import REDIS_MISSING, free_port, redis_server
+from tests.tools.sandboxes import needs_bwrap
 
 NO_BROKEN = "if grep -rn BROKEN --include='*.txt' .; then exit 1; fi"
 """The check: no text file may say BROKEN."""
@@ -335,3 +336,35 @@ def test_swarms_share_their_state_through_a_redis_server(
         )
         assert code == 0, out + err
     assert "./a.txt:1:BROKEN" in worker_requests(fake_openai, "w1")[seen]
+
+
+@needs_bwrap
+def test_the_gate_and_final_check_run_model_code_inside_the_sandbox(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = git_repo(
+        tmp_path / "repo",
+        {"calc.py": "def add(a, b):\n    return a - b\n",
+         "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
+    )  # fmt: skip
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    marker = outside / "written-by-conftest"
+    planted = f"open({str(marker)!r}, 'w').write('the host ran model code')\n"
+    model = SwarmModel(
+        [subtask("calc", ["calc.py", "conftest.py"])],
+        {"w1": write_then_finish("conftest.py", planted)},
+    )
+    fake_openai.default = openai_reply(model)
+    env = clean_env(OPENAI_API_KEY="sk-test-swarm", OPENAI_BASE_URL=fake_openai.base_url)
+    done = jm(
+        "swarm", "make the change", "-w", str(repo), "--model", "gpt-4.1-mini", "--yes",
+        "--sandbox", "bubblewrap", "--session-dir", str(tmp_path / "sessions"),
+        "--verify", f"{sys.executable} -m pytest -q -p no:cacheprovider",
+        env=env, timeout=180,
+    )  # fmt: skip
+
+    # with --sandbox local the marker is written: this is the sandbox's doing, not luck
+    assert not marker.exists(), "the gate or the final check ran the worker's code on the host"
+    assert done.returncode != 0  # the bug is still there, and a conftest.py was added
+    assert "Traceback" not in done.stderr

@@ -95,11 +95,16 @@ def runner_of(command: str) -> str | None:
 
 async def fix_check(workspace: Path, configured: str | None) -> FixedCheck:
     """The check of a new session, from the workspace as it is now (see the module doc)."""
-    infra = await asyncio.to_thread(take_manifest, workspace)
+    return await asyncio.to_thread(fix_check_now, workspace, configured)
+
+
+def fix_check_now(workspace: Path, configured: str | None) -> FixedCheck:
+    """`fix_check`, blocking (reads files, runs nothing)."""
+    infra = take_manifest(workspace)
     command = (configured or "").strip()
     if command:
         return FixedCheck(command, USER_SOURCE, runner_of(command), infra)
-    profile = await asyncio.to_thread(detect_profile, workspace)
+    profile = detect_profile(workspace)
     found = runnable_test_command(profile)
     if found is None:
         return FixedCheck(None, "no test command found", None, infra)

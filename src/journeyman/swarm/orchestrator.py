@@ -48,7 +48,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from journeyman.context.profile import detect_profile, runnable_test_command
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.choices import BudgetMode
@@ -61,12 +60,13 @@ from journeyman.economics.ledger import (
 )
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
+from journeyman.loop.fixed_check import fix_check_now
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload
 from journeyman.policy.permissions import Approver
 from journeyman.providers.base import Provider
 from journeyman.providers.factory import create_provider
 from journeyman.session.store import SessionStore, default_session_root
-from journeyman.swarm.merge import CheckOutcome, merge_branch, run_check
+from journeyman.swarm.merge import CheckOutcome, SwarmCheck, merge_branch, run_check
 from journeyman.swarm.planner import (
     MAX_SUBTASKS,
     RETRY_NOTE,
@@ -296,6 +296,7 @@ class Swarm:
         self._doom_reported: set[str] = set()
         self._cancelled = False
         self._verify = ""
+        self._check: SwarmCheck | None = None
         self._deadline: float | None = None
         """When the swarm's time limit (`max_duration_s`) runs out (monotonic clock)."""
 
@@ -326,13 +327,25 @@ class Swarm:
         when the workspace cannot host a swarm or no check command is known (`run` calls it
         first; call it yourself to find out before starting)."""
         repo = open_repo(self.workspace)
-        verify = self.config.verify_command or runnable_test_command(detect_profile(repo.root))
-        if not verify:
+        fixed = fix_check_now(repo.root, self.config.verify_command)
+        if fixed.command is None:
             raise ConfigurationError(
                 "the swarm needs a check command for its quality gate and its final check, and "
                 f"none was detected in {repo.root}; give one with --verify CMD"
             )
-        return repo, verify
+        self._check = SwarmCheck(
+            fixed,
+            self.config.verify_timeout_s,
+            self.agent_config.sandbox,
+            self.agent_config.allow_network,
+            self.agent_config.allow_test_edits,
+        )
+        return repo, fixed.command
+
+    def _fixed_check(self) -> SwarmCheck:
+        if self._check is None:
+            raise ConfigurationError("the swarm's check is fixed by prepare(), which run() calls")
+        return self._check
 
     async def run(self, goal: str) -> SwarmResult:
         """Plan, work, gate, merge and check `goal`. Raises `ConfigurationError` before any
@@ -390,7 +403,7 @@ class Swarm:
                     await self._merge(
                         subtask, attempt, repo, pool, root_id, verify, outcomes[subtask.worker_id]
                     )
-            final = await run_check(verify, repo.root, self.config.verify_timeout_s)
+            final = await run_check(self._fixed_check(), repo.root)
             self._emit(SwarmUpdate(SwarmStage.FINAL_VERIFY, final.summary(), passed=final.passed))
         finally:
             await self._store("save", finished=True)
@@ -628,7 +641,7 @@ class Swarm:
                 await self._store("save")
                 self._failed(subtask, attempt, outcome, attempt.error)
                 return None
-            gate = await run_check(verify, attempt.tree.path, self.config.verify_timeout_s)
+            gate = await run_check(self._fixed_check(), attempt.tree.path)
             if gate.passed:
                 await self._store("save")  # the calls and failures of its run
                 self._update(subtask, WorkerState.GATE_PASSED, number, detail=gate.summary())
