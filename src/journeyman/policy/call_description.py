@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.core.display import command_for_approval, printable
-from journeyman.core.errors import ToolError
+from journeyman.core.errors import AgentError, ToolError
+from journeyman.tools.context import ToolContext
 from journeyman.tools.edit_match import apply_edit
+from journeyman.tools.patch import preview_patch
 
 DIFF_LINES_SHOWN = 400
 """Lines of an edit's diff shown in an approval question; the rest is counted, not shown."""
@@ -36,8 +38,26 @@ def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") 
         diff = _diff(path, before or "", args["content"])
         return _indent(f"{verb} {printable(path)}{unseen}:\n{diff}")
     if isinstance(args.get("patch"), str):
-        return _indent("patch:\n" + _capped(printable(args["patch"]).splitlines()))
+        return _indent(_patch(workspace, args["patch"]))
     return _indent(printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str)))
+
+
+def _patch(workspace: str, patch: str) -> str:
+    """A patch as the diff of every file it would change (computed as the tool computes it,
+    so a file the patch adds or deletes is shown too); the patch itself, escaped, when it
+    would not apply."""
+    try:
+        changes = preview_patch(patch, ToolContext(Path(workspace or ".").resolve()))
+    except AgentError:
+        return "patch (it does not apply as it stands):\n" + _capped(
+            printable(patch).splitlines()
+        )
+    parts = [f"patch changing {len(changes)} file(s):"]
+    for change in changes:
+        verb = "create" if change.before is None else "delete" if change.after is None else "edit"
+        diff = _diff(change.path, change.before or "", change.after or "")
+        parts.append(f"{verb} {printable(change.path)}:\n{diff}")
+    return "\n".join(parts)
 
 
 def _edited(workspace: str, path: str, args: Mapping[str, Any]) -> tuple[str, str, str]:

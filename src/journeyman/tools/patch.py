@@ -528,6 +528,23 @@ class ApplyPatchTool(BaseTool):
         return ok(self.name, f"applied the patch:\n{summary}", files=files)
 
 
+@dataclass(frozen=True)
+class PatchPreview:
+    """What applying a patch would do to one file (None: the file does not exist on that
+    side: added, or deleted / moved away)."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+
+def preview_patch(text: str, ctx: ToolContext) -> list[PatchPreview]:
+    """Every file the patch would change, with its whole text before and after, written
+    nowhere; raises ToolError as the tool would (the patch does not parse or apply)."""
+    planned = _plan(parse_patch(text), ctx)
+    return [PatchPreview(change.rel, change.before, change.after) for change in planned]
+
+
 def _plan(patches: list[FilePatch], ctx: ToolContext) -> list[_Planned]:
     """Check every file and hunk and compute the new texts, writing nothing."""
     planned: list[_Planned] = []

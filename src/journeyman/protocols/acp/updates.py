@@ -14,11 +14,14 @@ from acp import schema
 
 from journeyman.context.test_results import TestTally
 from journeyman.core.display import printable
+from journeyman.core.errors import AgentError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.core.text import clip_noted
 from journeyman.core.tool_kind import ToolKind
 from journeyman.session.store import FileChange
+from journeyman.tools.context import ToolContext
+from journeyman.tools.patch import preview_patch
 
 RESULT_CHARS_SHOWN = 4_000
 """Characters of a tool's output shown in its tool call; the model still gets all of it."""
@@ -133,7 +136,7 @@ def proposed_content(
     args = call.arguments
     command = args.get("command")
     if isinstance(command, str):
-        return [_text(f"$ {command}")]
+        return [_text(f"$ {printable(command)}")]
     path = args.get("path")
     if kind is ToolKind.EDIT and isinstance(path, str):
         if isinstance(args.get("old_string"), str):
@@ -156,8 +159,28 @@ def proposed_content(
             ]
     patch = args.get("patch")
     if isinstance(patch, str):
-        return [_text(clip_noted(patch, RESULT_CHARS_SHOWN, "{cut:,} more characters"))]
+        return patch_content(root, patch)
     return []
+
+
+def patch_content(
+    root: Path, patch: str
+) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
+    """Every file a patch would change, as a whole-file diff; the whole patch, escaped, when
+    it cannot be applied as it stands. Never cut: what is approved is what runs."""
+    try:
+        changes = preview_patch(patch, ToolContext(root))
+    except AgentError:
+        return [_text(printable(patch))]
+    return [
+        schema.FileEditToolCallContent(
+            type="diff",
+            path=absolute(root, change.path),
+            old_text=change.before,
+            new_text=change.after or "",
+        )
+        for change in changes
+    ]
 
 
 def change_diffs(root: Path, changes: Sequence[FileChange]) -> list[schema.FileEditToolCallContent]:

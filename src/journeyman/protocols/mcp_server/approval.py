@@ -17,6 +17,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import ClientCapabilities, ElicitationCapability
 from pydantic import BaseModel, Field
 
+from journeyman.core.display import printable
 from journeyman.policy.call_description import describe_call
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
 
@@ -108,7 +109,7 @@ def question(request: ApprovalRequest, workspace: str) -> str:
     if request.remember_as:
         lines.append(
             "allow_always also allows from now on, in this project: "
-            + ", ".join(request.remember_as)
+            + printable(", ".join(request.remember_as))
         )
     lines.append(
         "Choose allow_once, allow_always or deny."
