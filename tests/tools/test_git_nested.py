@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -336,3 +337,20 @@ def test_journeymans_own_git_runs_nothing_a_repository_names(tmp_path: Path) -> 
     for call in runs:
         call()
     assert [p.name for p in tmp_path.glob("MARK-*")] == []
+
+
+def test_a_scan_given_the_previous_one_still_finds_a_deep_new_repository(
+    workspace: Path,
+) -> None:
+    deep = workspace / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (workspace / "a" / "other").mkdir()
+    first = scan(workspace, racy_ns=0)
+    time.sleep(0.05)  # past the timestamp granularity, so `first` is trusted
+    host_git("init", "-q", cwd=deep)
+    again = scan(workspace, first, racy_ns=0)
+    assert deep.resolve() / ".git" / "config" in again.entries
+    assert (
+        again.folders[str(workspace.resolve() / "a" / "other")]
+        is first.folders[str(workspace.resolve() / "a" / "other")]
+    )

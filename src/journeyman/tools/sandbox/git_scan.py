@@ -107,6 +107,21 @@ class Seen:
     """The file's bytes (None for a link, a folder, or a file too large to read)."""
 
 
+@dataclass(frozen=True)
+class Folder:
+    """One folder of the workspace as a scan listed it."""
+
+    stamp: tuple[int, int]
+    """(inode, ctime)."""
+    subfolders: tuple[str, ...]
+    """Names of the folders in it (links not included, `.git` left out)."""
+    entries: int
+    dot_git: bool
+    """It holds an entry named `.git`."""
+    bare: bool
+    """It looks like a git directory itself (HEAD, objects, refs)."""
+
+
 @dataclass
 class Scan:
     """The git metadata of a workspace at one moment."""
@@ -116,6 +131,13 @@ class Scan:
     """The walk stopped at `MAX_ENTRIES`: parts of the workspace were not looked at."""
     started_ns: int = 0
     """When the scan began (wall clock, ns)."""
+    folders: dict[str, Folder] = field(default_factory=dict)
+    """Every folder listed (or taken from the previous scan), by path."""
+
+    def trusted_folders(self, racy_ns: int) -> dict[str, Folder]:
+        """The folders a later scan may take by their stamp (see `trusted`)."""
+        limit = self.started_ns - racy_ns
+        return {path: seen for path, seen in self.folders.items() if seen.stamp[1] < limit}
 
     def trusted(self, racy_ns: int) -> dict[Path, Seen]:
         """The entries a later scan may take by their stamp: those not changed within `racy_ns`
@@ -184,35 +206,34 @@ def _looks_like_git_dir(names: set[str]) -> bool:
 def scan(workspace: Path, previous: Scan | None = None, racy_ns: int = RACY_NS) -> Scan:
     """Every piece of git metadata in `workspace` (see the module's description).
 
-    A configuration file whose stamp is the one `previous` recorded, and was not changed within
-    `racy_ns` of that scan, is not read again (as in `git_guard`)."""
+    What `previous` recorded is reused where nothing can have changed since: a folder whose
+    inode and ctime are the same is not listed again (adding, removing or renaming an entry
+    moves a folder's ctime, and no command can set a ctime), and a file with the same stamp is
+    not read again. Anything changed within `racy_ns` of that scan is looked at again, as
+    `git_guard` does."""
     result = Scan(started_ns=time.time_ns())
     reuse = previous.trusted(racy_ns) if previous is not None else {}
+    known = previous.trusted_folders(racy_ns) if previous is not None else {}
     root = Path(os.path.realpath(workspace))
-    budget = [MAX_ENTRIES]
+    budget = MAX_ENTRIES
     git_dirs: list[Path] = []
-    pending = [root]
+    pending = [str(root)]
     while pending:
         folder = pending.pop()
-        try:
-            with os.scandir(folder) as listing:
-                children = list(listing)
-        except OSError:
+        listed = _list_folder(folder, known)
+        if listed is None:
             continue
-        budget[0] -= len(children)
-        if budget[0] < 0:
+        result.folders[folder] = listed
+        budget -= listed.entries
+        if budget < 0:
             result.truncated = True
             break
-        names = {child.name for child in children}
-        if folder != root and _looks_like_git_dir(names):
-            git_dirs.append(folder)  # a bare repository
+        if listed.bare and folder != str(root):
+            git_dirs.append(Path(folder))
             continue
-        for child in children:
-            path = Path(child.path)
-            if child.name == ".git":
-                _note_dot_git(result, root, path, git_dirs, reuse)
-            elif child.is_dir(follow_symlinks=False):
-                pending.append(path)
+        if listed.dot_git:
+            _note_dot_git(result, root, Path(folder, ".git"), git_dirs, reuse)
+        pending += [os.path.join(folder, name) for name in listed.subfolders]
     seen_dirs: set[Path] = set()
     while git_dirs:
         git_dir = git_dirs.pop()
@@ -221,6 +242,30 @@ def scan(workspace: Path, previous: Scan | None = None, racy_ns: int = RACY_NS) 
         seen_dirs.add(git_dir)
         _note_git_dir(result, root, git_dir, git_dirs, reuse)
     return result
+
+
+def _list_folder(folder: str, known: dict[str, Folder]) -> Folder | None:
+    """What `scan` needs of one folder: from `known` when unchanged, else by listing it."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    stamp = (info.st_ino, info.st_ctime_ns)
+    cached = known.get(folder)
+    if cached is not None and cached.stamp == stamp:
+        return cached
+    try:
+        with os.scandir(folder) as listing:
+            children = list(listing)
+    except OSError:
+        return None
+    names = {child.name for child in children}
+    subfolders = tuple(
+        child.name
+        for child in children
+        if child.name != ".git" and child.is_dir(follow_symlinks=False)
+    )
+    return Folder(stamp, subfolders, len(children), ".git" in names, _looks_like_git_dir(names))
 
 
 def _note(
