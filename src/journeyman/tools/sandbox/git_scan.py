@@ -503,6 +503,33 @@ def read_config(path: Path) -> list[tuple[str, str | None]] | None:
     return entries
 
 
+def repository_config_names(repo: Path) -> list[str]:
+    """The key names the repository at `repo` sets itself (its config and worktree config,
+    with what they include; not the user's or the system's), for `safe_git_command`'s
+    `config_names`; empty when git cannot tell."""
+    env = safe_git_env(os.environ)
+    try:
+        done = subprocess.run(
+            safe_git_command("config", "--show-scope", "--name-only", "--null", "--list"),
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode != 0:
+        return []
+    names = []
+    fields = done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    for scope, name in zip(fields[::2], fields[1::2], strict=False):
+        if scope in ("local", "worktree"):
+            names.append(name)
+    return names
+
+
 def _git_config(path: Path, *args: str) -> bool:
     done = _run_git("config", "--file", str(path), *args)
     return done is not None and done.returncode == 0
