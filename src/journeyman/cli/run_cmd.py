@@ -56,6 +56,7 @@ from journeyman.cli.options import (
     given_limits,
 )
 from journeyman.cli.signals import handle_termination_as_interrupt
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 
 # Only what the command signatures need is imported here: `run --help` must not load the run
@@ -160,6 +161,8 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
+    for warning in agent.rules.warnings:
+        typer.echo(f"journeyman: warning: {printable(warning)}", err=True)
     if tracing is not None:
         tracing.attach(agent)
 
