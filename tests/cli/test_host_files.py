@@ -131,3 +131,19 @@ def test_a_fifo_project_config_does_not_hang(
     os.mkfifo(ws / ".journeyman" / "config.toml")
     _, stderr = run_once(fake_openai, tmp_path, ws, timeout=60)
     assert "config.toml: ignored (every setting)" in stderr and "a FIFO" in stderr
+
+
+def test_workspace_mcp_and_lsp_settings_linking_out_are_refused(
+    tmp_path: Path, ws: Path, secret_file: Path
+) -> None:
+    from journeyman.core.errors import ConfigurationError
+    from journeyman.integrations.lsp import load_lsp_config
+    from journeyman.integrations.mcp.config import load_mcp_config
+
+    (ws / ".journeyman" / "mcp.json").symlink_to(secret_file)
+    (ws / ".journeyman" / "lsp.toml").symlink_to(secret_file)
+    with pytest.raises(ConfigurationError, match="links outside the workspace") as mcp:
+        load_mcp_config(ws)
+    with pytest.raises(ConfigurationError, match="links outside the workspace") as lsp:
+        load_lsp_config(ws)
+    assert SECRET not in str(mcp.value) + str(lsp.value)
