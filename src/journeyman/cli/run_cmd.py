@@ -478,9 +478,11 @@ def _reopen(
 ) -> NoReturn:
     """Launch `action` on an agent built from a stored session's settings (`resume`,
     `run --continue`), with the flags given now on top."""
+    from journeyman.cli.sessions_cmd import workspace_of_import
     from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
 
+    workspace = workspace_of_import(record, workspace, session_dir)
     settings, ignored = restorable_settings(record)
     provider_settings, config = _remembered(
         settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
@@ -565,6 +567,15 @@ def fork(
         bool,
         typer.Option(help="With --in-place: roll back files edited since the agent's change too."),
     ] = False,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="For an imported session: the folder whose files the fork starts from "
+            "(default: the one named when importing, else the current folder).",
+        ),
+    ] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -581,7 +592,12 @@ def fork(
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
-    from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
+    from journeyman.cli.sessions_cmd import (
+        open_store,
+        resolve_session,
+        session_folder,
+        workspace_of_import,
+    )
     from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
     from journeyman.session.fork import prepare_fork
@@ -591,7 +607,16 @@ def fork(
     try:
         record = resolve_session(store, session, False, None)
         _refuse_batch_record(record)
-        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
+        source = workspace_of_import(record, workspace, session_dir)
+        plan = prepare_fork(
+            store,
+            record.id,
+            at_step,
+            into=into,
+            in_place=in_place,
+            force=force,
+            source=source if record.settings.get("imported_from") else None,
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     finally:
