@@ -19,7 +19,7 @@ import pytest
 from journeyman.core.messages import ToolResult
 from journeyman.core.safe_git import safe_git_command, safe_git_env
 from journeyman.tools.context import ToolContext
-from journeyman.tools.sandbox import BubblewrapSandbox, LocalSandbox, Sandbox
+from journeyman.tools.sandbox import BubblewrapSandbox, LocalSandbox, Sandbox, git_scan
 from journeyman.tools.sandbox.git_scan import is_program_key, read_config, scan
 from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 
@@ -354,3 +354,17 @@ def test_a_scan_given_the_previous_one_still_finds_a_deep_new_repository(
         again.folders[str(workspace.resolve() / "a" / "other")]
         is first.folders[str(workspace.resolve() / "a" / "other")]
     )
+
+
+async def test_a_workspace_too_large_to_scan_is_said_once(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_scan, "MAX_ENTRIES", 5)
+    for index in range(10):
+        (workspace / f"f{index}").write_text("x")
+    tool = RunCommandTool(sandbox=LocalSandbox(workspace), kill_grace=0.5)
+    ctx = ToolContext(workspace=workspace)
+    first = await tool.execute(RunCommandArgs(command="true"), ctx)
+    second = await tool.execute(RunCommandArgs(command="true"), ctx)
+    assert "over 5 entries" in first.metadata["warnings"][0]
+    assert "warnings" not in second.metadata

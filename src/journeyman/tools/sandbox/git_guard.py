@@ -141,6 +141,7 @@ class GitMetadataGuard:
         )
         """The workspace's git metadata as the command found it (as the previous guard left
         it, when there is one); after `restore()`, as the guard left it."""
+        self._told_truncated = previous._told_truncated if previous is not None else False
         self.had_repository = os.path.lexists(workspace / ".git")
         self._saved: dict[Path, _Saved | None] = {}
         self._dirs: list[Path] = []
@@ -204,6 +205,9 @@ class GitMetadataGuard:
         the scan then holds what is left (also called at the end of a run)."""
         after = git_scan.scan(self.workspace, self.scan, racy_ns=RACY_NS)
         found = git_scan.disarm(self.workspace, self.scan, after)
+        if found.truncated:  # said once a run, not after every command
+            found.truncated = not self._told_truncated
+            self._told_truncated = True
         if found.changed:
             after = git_scan.scan(self.workspace, after, racy_ns=RACY_NS)
         self.scan = after
