@@ -284,7 +284,19 @@ async def test_bubblewrap_fresh_init_and_nested_repository_are_disarmed(
         ("includeIf.gitdir:/x/.path", "x", True),
         ("protocol.ext.allow", "always", True),
         ("pager.log", "x", True),
+        ("mergetool.x.path", "/bin/x", True),
+        ("merge.tool", "vimdiff", True),
+        ("imap.tunnel", "x", True),
+        ("sendemail.sendmailcmd", "x", True),
+        ("interactive.difffilter", "x", True),
+        ("uploadpack.packobjectshook", "x", True),
+        ("trailer.sign.command", "x", True),
         ("alias.st", "status", False),
+        ("status.showuntrackedfiles", "all", False),
+        ("branch.main.remote", "origin", False),
+        ("core.repositoryformatversion", "0", False),
+        ("core.filemode", "true", False),
+        ("core.logallrefupdates", "true", False),
         ("alias.st", " !sh", True),
         ("submodule.a.update", "!sh", True),
         ("submodule.a.update", "rebase", False),
@@ -368,3 +380,19 @@ async def test_a_workspace_too_large_to_scan_is_said_once(
     second = await tool.execute(RunCommandArgs(command="true"), ctx)
     assert "over 5 entries" in first.metadata["warnings"][0]
     assert "warnings" not in second.metadata
+
+
+async def test_ordinary_git_work_in_a_nested_repository_gets_no_warning(
+    workspace: Path, tmp_path: Path
+) -> None:
+    upstream = tmp_path / "upstream"
+    host_git("init", "-q", str(upstream), cwd=tmp_path)
+    host_git("commit", "-q", "--allow-empty", "-m", "u", cwd=upstream)
+    command = (
+        f"git init -q lib && git -C lib remote add origin https://example.invalid/r.git && "
+        f"git -C lib config user.name x && git -C lib config core.autocrlf false && "
+        f"git clone -q {upstream} vendor/up && git -C vendor/up branch -q topic"
+    )
+    result, _ = await run(LocalSandbox(workspace), workspace, command)
+    assert "exit code 0" in result.content, result.content
+    assert "warnings" not in result.metadata

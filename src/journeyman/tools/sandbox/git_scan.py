@@ -72,8 +72,21 @@ _PROGRAM_SUFFIXES = (
     "hook",
     "vcs",
     "filter",
+    "tool",
+    "tunnel",
+    "httpd",
 )
-_PROGRAM_SECTIONS = ("include", "includeif", "pager", "browser", "man", "protocol")
+_PROGRAM_SECTIONS = (
+    "include",
+    "includeif",
+    "pager",
+    "browser",
+    "man",
+    "protocol",
+    "mergetool",
+    "difftool",
+    "instaweb",
+)
 """Sections whose every key is removed: includes read other files, the rest name programs or
 allow transports that run them."""
 _BANG_SECTIONS = ("alias", "submodule")
@@ -379,7 +392,7 @@ def disarm(workspace: Path, before: Scan, after: Scan) -> DisarmReport:
         elif seen.kind == "link":
             _remove(path)
             report.removed_files.append(shown)
-        elif seen.kind == "hook":
+        elif seen.kind == "hook" and not path.name.endswith(".sample"):  # git never runs those
             _disable_hook(path, shown, report)
         elif seen.kind == "pointer":
             target = pointer_target(path)
