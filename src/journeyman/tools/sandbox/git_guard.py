@@ -141,7 +141,7 @@ class GitMetadataGuard:
         )
         """The workspace's git metadata as the command found it (as the previous guard left
         it, when there is one); after `restore()`, as the guard left it."""
-        self._told_truncated = previous._told_truncated if previous is not None else False
+        self._told_truncated: bool = previous._told_truncated if previous is not None else False
         self.had_repository = os.path.lexists(workspace / ".git")
         self._saved: dict[Path, _Saved | None] = {}
         self._dirs: list[Path] = []
