@@ -84,7 +84,9 @@ def test_our_jsonl_export_imports_back_unchanged(tmp_path: Path) -> None:
     assert lines[0]["kind"] == "session" and lines[0]["format"] == FORMAT
     assert lines[0]["id"] == original and lines[0]["finish_reason"] == "completed"
 
-    copy = imported_id(jm("sessions", "import", str(exported), "--session-dir", str(sessions)))
+    copy = imported_id(
+        jm("sessions", "import", str(exported), "-w", str(ws), "--session-dir", str(sessions))
+    )
     assert copy != original
     store = SessionStore(sessions)
     try:
@@ -105,6 +107,8 @@ def test_our_jsonl_export_imports_back_unchanged(tmp_path: Path) -> None:
             "model": before.settings["model"],
             "config": {"mode": before.settings["config"]["mode"]},
             "imported_from": original,
+            "recorded_workspace": before.workspace,
+            "workspace_mapped": True,
         }
     finally:
         store.close()
@@ -274,7 +278,17 @@ def test_an_imported_peer_run_can_be_forked_and_continued(tmp_path: Path) -> Non
     source.write_text(json.dumps(toolcall_trajectory()))
     (source.parent / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     sessions = tmp_path / "s"
-    sid = imported_id(jm("sessions", "import", str(source), "--session-dir", str(sessions)))
+    sid = imported_id(
+        jm(
+            "sessions",
+            "import",
+            str(source),
+            "-w",
+            str(source.parent),
+            "--session-dir",
+            str(sessions),
+        )
+    )
 
     store = SessionStore(sessions)
     try:
@@ -328,7 +342,7 @@ def v1_trajectory(cwd: str, *, with_format: bool = True) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("with_format", [True, False])
-def test_a_mini_swe_agent_1x_trajectory_imports_into_its_recorded_folder(
+def test_a_mini_swe_agent_1x_trajectory_imports_into_the_folder_named(
     tmp_path: Path, with_format: bool
 ) -> None:
     project = tmp_path / "project"
@@ -337,7 +351,7 @@ def test_a_mini_swe_agent_1x_trajectory_imports_into_its_recorded_folder(
     source.parent.mkdir()
     source.write_text(json.dumps(v1_trajectory(str(project), with_format=with_format), indent=2))
     sessions = tmp_path / "s"
-    done = jm("sessions", "import", str(source), "--session-dir", str(sessions))
+    done = jm("sessions", "import", str(source), "-w", str(project), "--session-dir", str(sessions))
     sid = imported_id(done)
     assert "no file history" in done.stderr
     store = SessionStore(sessions)
@@ -358,15 +372,24 @@ def test_a_mini_swe_agent_1x_trajectory_imports_into_its_recorded_folder(
     assert "cost $0.0123" in shown.stdout and "no file history" in shown.stdout
 
 
-def test_workspace_overrides_the_recorded_folder(tmp_path: Path) -> None:
+def test_the_recorded_folder_is_never_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = tmp_path / "run.traj.json"
     source.write_text(json.dumps(v1_trajectory("/testbed")))
     elsewhere = tmp_path / "checkout"
     elsewhere.mkdir()
     sessions = tmp_path / "s"
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
     plain = jm("sessions", "import", str(source), "--session-dir", str(sessions))
-    imported_id(plain)
-    assert "/testbed, which is not a folder here" in plain.stderr
+    store = SessionStore(sessions)
+    try:
+        assert store.load_session(imported_id(plain)).workspace == str(here.resolve())
+    finally:
+        store.close()
+    assert f"the run worked in /testbed; the session works in {here.resolve()}" in plain.stderr
     assert "--workspace" in plain.stderr
     sid = imported_id(
         jm("sessions", "import", str(source), "-w", str(elsewhere), "--session-dir", str(sessions))
@@ -379,17 +402,19 @@ def test_workspace_overrides_the_recorded_folder(tmp_path: Path) -> None:
         store.close()
 
 
-def test_a_bare_message_list_imports(tmp_path: Path) -> None:
+def test_a_bare_message_list_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shape of mini-swe-agent's own test data: a JSON list of role/content messages."""
     source = tmp_path / "list.traj.json"
     source.write_text(json.dumps(v1_trajectory("")["messages"], indent=2))
+    here = tmp_path / "project"
+    here.mkdir()
+    monkeypatch.chdir(here)
     done = jm("sessions", "import", str(source), "--session-dir", str(tmp_path / "s"))
     sid = imported_id(done)
-    assert "records no working directory" in done.stderr
     store = SessionStore(tmp_path / "s")
     try:
         record = store.load_session(sid)
-        assert record.workspace == str(tmp_path.resolve()) and record.task == TASK
+        assert record.workspace == str(here.resolve()) and record.task == TASK
         assert len(store.messages(sid)) == 5
     finally:
         store.close()
@@ -401,7 +426,9 @@ def test_fork_at_an_earlier_step_of_an_import_is_refused(tmp_path: Path) -> None
     source = tmp_path / "run.traj.json"
     source.write_text(json.dumps(v1_trajectory(str(project))))
     sessions = tmp_path / "s"
-    sid = imported_id(jm("sessions", "import", str(source), "--session-dir", str(sessions)))
+    sid = imported_id(
+        jm("sessions", "import", str(source), "-w", str(project), "--session-dir", str(sessions))
+    )
     done = jm("fork", sid, "--at-step", "1", "--session-dir", str(sessions))
     assert done.exit_code == 2
     assert "no file history" in done.stderr and "--at-step 2" in done.stderr
@@ -620,6 +647,8 @@ def test_an_imported_sessions_settings_never_choose_programs_or_the_endpoint(
         "sessions",
         "import",
         str(crafted_export(tmp_path, ws, marker)),
+        "-w",
+        str(ws),
         "--session-dir",
         str(sessions),
     )
@@ -637,6 +666,8 @@ def test_an_imported_sessions_settings_never_choose_programs_or_the_endpoint(
         "model": "gpt-4.1-mini",
         "config": {"mode": "react"},
         "imported_from": "crafted",
+        "recorded_workspace": str(ws),
+        "workspace_mapped": True,
     }
 
     fake_openai.enqueue(
@@ -722,6 +753,8 @@ def test_a_session_imported_before_filtering_is_filtered_on_fork(
             "0",
             "--into",
             str(tmp_path / "f"),
+            "-w",
+            str(ws),
             "--session-dir",
             str(sessions),
         ],

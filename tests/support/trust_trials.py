@@ -455,7 +455,7 @@ def crafted_import_trial(root: Path, trial: int, seed: int) -> TrustOutcome:
         crafted.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
 
         into = ("--session-dir", str(sessions / "victim"))
-        imported = jm("sessions", "import", str(crafted), *into, env=env)
+        imported = jm("sessions", "import", str(crafted), "-w", str(ws), *into, env=env)
         check_crash(outcome, "import", imported)
         if imported.returncode != 0:
             outcome.counts["import refused"] += 1

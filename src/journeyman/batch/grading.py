@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from journeyman.core.safe_git import safe_git_command, safe_git_env
+from journeyman.tools.sandbox.git_scan import repository_config_names
 from journeyman.tools.shell import scrub_env
 
 GradingKind = Literal["swebench", "exercise", "micro"]
@@ -275,12 +277,18 @@ def apply_test_patch(patch: str, workspace: Path, base_commit: str | None = None
         raise GradingError(f"the test patch does not apply: {' '.join(message[:3])}")
 
 
+def _safe_git(workspace: Path, *args: str) -> list[str]:
+    """git with the safe overrides and the filters of the workspace's repository emptied: what
+    the agent's commands left in its configuration runs nothing here."""
+    return safe_git_command(*args, config_names=repository_config_names(workspace))
+
+
 def _git_apply(patch: str, workspace: Path) -> subprocess.CompletedProcess[str]:
     # Without a ceiling, a workspace without .git inside another repository would make git
     # apply the patch relative to that outer repository (and silently skip paths).
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)}
+    env = {**safe_git_env(os.environ), "GIT_CEILING_DIRECTORIES": str(workspace.parent)}
     return subprocess.run(
-        ["git", "apply", "--whitespace=nowarn", "-"],
+        _safe_git(workspace, "apply", "--whitespace=nowarn", "-"),
         input=patch if patch.endswith("\n") else patch + "\n",
         cwd=workspace,
         env=env,
@@ -293,13 +301,14 @@ def _git_apply(patch: str, workspace: Path) -> subprocess.CompletedProcess[str]:
 def _restore_patch_targets(patch: str, workspace: Path, revision: str) -> None:
     """Put the files a test patch touches back as they were at `revision` (one at a time: a
     file the patch creates is not in `revision` and is simply removed)."""
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)}
+    env = {**safe_git_env(os.environ), "GIT_CEILING_DIRECTORIES": str(workspace.parent)}
+    names = repository_config_names(workspace)
     for path in sorted(set(patch_paths(patch))):
         target = workspace / path
         if target.is_symlink() or target.is_file():
             target.unlink()
         subprocess.run(
-            ["git", "checkout", revision, "--", path],
+            safe_git_command("checkout", revision, "--", path, config_names=names),
             cwd=workspace,
             env=env,
             capture_output=True,
@@ -355,14 +364,18 @@ def workspace_diff(workspace: Path, base_commit: str) -> str:
     """
     with tempfile.TemporaryDirectory() as scratch:
         env = {
-            **os.environ,
+            **safe_git_env(os.environ),
             "GIT_INDEX_FILE": str(Path(scratch) / "index"),
             "GIT_CEILING_DIRECTORIES": str(workspace.parent),
         }
         steps = (
-            ["git", "read-tree", base_commit],
-            ["git", "add", "--all", "--", ".", *_NOT_CHANGES],
-            ["git", "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base_commit],
+            _safe_git(workspace, "read-tree", base_commit),
+            _safe_git(workspace, "add", "--all", "--", ".", *_NOT_CHANGES),
+            _safe_git(
+                workspace,
+                *("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv"),
+                base_commit,
+            ),
         )
         output = ""
         for step in steps:

@@ -10,6 +10,7 @@ workspace that is missing, not a git repository while `base_commit` is set, or t
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from journeyman.batch.grading import GradingSpec
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.safe_git import safe_git_command, safe_git_env
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
 """What a task id may look like: it names a folder and goes into a session id."""
@@ -187,7 +189,8 @@ def _git(folder: Path, *args: str, stdin: str | None = None) -> Any:
 
     try:
         return subprocess.run(
-            ["git", "-C", str(folder), *args],
+            safe_git_command("-C", str(folder), *args),
+            env=safe_git_env(os.environ),
             input=stdin,
             capture_output=True,
             text=True,

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from journeyman.batch.tasks import BatchTask
 from journeyman.core.errors import AgentError
+from journeyman.core.safe_git import safe_git_command, safe_git_env
 
 SETUP_TIMEOUT_S = 1800.0
 """Longest a task's setup command may run."""
@@ -64,14 +66,15 @@ def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
             "repository; give the repository's top folder, or drop base_commit"
         )
     steps = [
-        ["git", "clone", "--quiet", "--shared", "--no-checkout", str(source), str(target)],
-        ["git", "-C", str(target), "checkout", "--quiet", "--detach", commit],
+        safe_git_command("clone", "--quiet", "--shared", "--no-checkout", str(source), str(target)),
+        safe_git_command("-C", str(target), "checkout", "--quiet", "--detach", commit),
     ]
-    for step in steps:
+    env = safe_git_env(os.environ)
+    for name, step in zip(("git clone", "git checkout"), steps, strict=True):
         try:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+            done = subprocess.run(step, env=env, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise WorkspaceError(f"task {task_id}: {' '.join(step[:3])} failed: {error}") from None
+            raise WorkspaceError(f"task {task_id}: {name} failed: {error}") from None
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             raise WorkspaceError(

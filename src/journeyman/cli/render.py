@@ -121,6 +121,8 @@ class Renderer:
                     mark = "[green]✓[/]"
                 shown = _last_output_line(result.content) if code is not None else result.content
                 out.print(f"  {mark} [dim]{self._safe(_one_line(shown))}[/]")
+                for warning in result.metadata.get("warnings") or ():
+                    out.print(f"  [yellow]! warning: {self._safe(str(warning))}[/]")
             case ev.ErrorOccurred():
                 out.print(f"[yellow]! {self._safe(event.category)}: {self._safe(event.message)}[/]")
             case ev.NudgeInjected():

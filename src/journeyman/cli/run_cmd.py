@@ -57,6 +57,7 @@ from journeyman.cli.options import (
     given_limits,
 )
 from journeyman.cli.signals import handle_termination_as_interrupt
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 
 # Only what the command signatures need is imported here: `run --help` must not load the run
@@ -161,6 +162,8 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
+    for warning in agent.rules.warnings:
+        typer.echo(f"journeyman: warning: {printable(warning)}", err=True)
     if tracing is not None:
         tracing.attach(agent)
 
@@ -480,9 +483,11 @@ def _reopen(
 ) -> NoReturn:
     """Launch `action` on an agent built from a stored session's settings (`resume`,
     `run --continue`), with the flags given now on top."""
+    from journeyman.cli.sessions_cmd import workspace_of_import
     from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
 
+    workspace = workspace_of_import(record, workspace, session_dir)
     settings, ignored = restorable_settings(record)
     provider_settings, config = _remembered(
         settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
@@ -567,6 +572,15 @@ def fork(
         bool,
         typer.Option(help="With --in-place: roll back files edited since the agent's change too."),
     ] = False,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="For an imported session: the folder whose files the fork starts from "
+            "(default: the one named when importing, else the current folder).",
+        ),
+    ] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -583,7 +597,12 @@ def fork(
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
-    from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
+    from journeyman.cli.sessions_cmd import (
+        open_store,
+        resolve_session,
+        session_folder,
+        workspace_of_import,
+    )
     from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
     from journeyman.session.fork import prepare_fork
@@ -593,7 +612,16 @@ def fork(
     try:
         record = resolve_session(store, session, False, None)
         _refuse_batch_record(record)
-        plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
+        source = workspace_of_import(record, workspace, session_dir)
+        plan = prepare_fork(
+            store,
+            record.id,
+            at_step,
+            into=into,
+            in_place=in_place,
+            force=force,
+            source=source if record.settings.get("imported_from") else None,
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     finally:

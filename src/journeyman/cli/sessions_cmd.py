@@ -12,7 +12,7 @@ import typer
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.text import clip
-from journeyman.loop.config_file import session_root
+from journeyman.loop.config_file import session_root, user_config_file
 from journeyman.policy.settings import trusted_from_data
 from journeyman.session.store import SessionRecord, SessionStore, new_session_id
 from journeyman.session.trajectory import export_jsonl, import_file
@@ -79,6 +79,70 @@ def open_store(session_dir: Path | None) -> SessionStore:
         _fail(error.message)
     except OSError as error:
         _fail(f"cannot open the sessions in {root}: {error.strerror or error}")
+
+
+IMPORT_MAPPED = "workspace_mapped"
+"""Set in the settings of a session imported by this version: its workspace is the folder the
+user named (or was in) when importing, never the one the file recorded."""
+
+
+def workspace_problem(where: Path, store_root: Path) -> str | None:
+    """Why `where` may not be the workspace of an imported session (the user's home, `/`, a
+    folder holding either, the session store or the user's config), or None."""
+    try:
+        resolved = where.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"workspace {where} is not a folder"
+    if not resolved.is_dir():
+        return f"workspace {where} is not a folder"
+    home = Path.home().resolve()
+    config = user_config_file().parent.resolve()
+    reason = None
+    if resolved == Path(resolved.anchor):
+        reason = "it is the root folder"
+    elif resolved == home:
+        reason = "it is your home folder"
+    elif home.is_relative_to(resolved):
+        reason = f"it holds your home folder ({home})"
+    elif store_root.resolve().is_relative_to(resolved):
+        reason = f"it holds the session store ({store_root})"
+    elif config.is_relative_to(resolved):
+        reason = f"it holds your journeyman config ({config})"
+    if reason is None:
+        return None
+    return (
+        f"refusing {printable(str(where))} as the workspace of an imported session: {reason}. "
+        "Name the project's folder with --workspace DIR (or run the command from it)"
+    )
+
+
+def imported_workspace(given: Path | None, session_dir: Path | None) -> Path:
+    """Where an imported session works: `given`, else the current folder; exits 2 when that
+    folder is one `workspace_problem` refuses."""
+    where = given if given is not None else Path.cwd()
+    problem = workspace_problem(where, session_folder(session_dir))
+    if problem:
+        _fail(problem)
+    return where.resolve()
+
+
+def workspace_of_import(
+    record: SessionRecord, given: Path | None, session_dir: Path | None
+) -> Path | None:
+    """For resume and fork: `given` for a session of the user's own; for an imported one,
+    `given` or the folder it was mapped to at import, checked as `imported_workspace`. One
+    imported by an earlier version took its workspace from the file: it needs `given`."""
+    if not record.settings.get("imported_from"):
+        return given
+    if given is None:
+        if not record.settings.get(IMPORT_MAPPED):
+            _fail(
+                f"session {record.id} was imported by an earlier version, which took its "
+                f"workspace from the file ({printable(record.workspace)}); say where it works "
+                "with --workspace DIR"
+            )
+        given = Path(record.workspace)
+    return imported_workspace(given, session_dir)
 
 
 def resolve_session(
@@ -258,8 +322,9 @@ def import_(
         typer.Option(
             "--workspace",
             "-w",
-            help="Where the session's files are (default: the working directory the file "
-            "recorded, else the folder holding a trajectory).",
+            help="The folder the session works in when resumed or forked (default: the "
+            "current folder). The folder the file names is never used; your home folder, / "
+            "and folders holding the session store or your config are refused.",
         ),
     ] = None,
     session_dir: SessionDirOpt = None,
@@ -267,24 +332,31 @@ def import_(
     """Store a session from a file so it can be inspected and forked.
 
     The file is data: of its settings only the descriptive ones are kept (model, loop mode,
-    exit status, cost); hooks, permissions, approvals, the sandbox, MCP and the provider's
-    endpoint come from you when the session is forked or resumed. An import has no file
-    history, so forks start from the workspace's files as they are now."""
+    exit status, cost), and it does not choose where the session works (you do, with
+    --workspace, else the current folder). Hooks, permissions, approvals, the sandbox, MCP and
+    the provider's endpoint come from you when the session is forked or resumed. An import has
+    no file history, so forks start from the workspace's files as they are now."""
     if not file.is_file():
         _fail(f"{file} is not a file")
+    where = imported_workspace(workspace, session_dir)
     store = open_store(session_dir)
     try:
         imported = import_file(
-            store, file, new_session_id(), trust=trusted_from_data, workspace=workspace
+            store,
+            file,
+            new_session_id(),
+            trust=trusted_from_data,
+            workspace=where,
+            mark={IMPORT_MAPPED: True},
         )
     except ConfigurationError as error:
         _fail(error.message)
     finally:
         store.close()
     for message in imported.ignored:
-        sys.stderr.write(f"journeyman: warning: {message}\n")
+        sys.stderr.write(f"journeyman: warning: {printable(message)}\n")
     for note in imported.notes:
-        sys.stderr.write(f"journeyman: note: {note}\n")
+        sys.stderr.write(f"journeyman: note: {printable(note)}\n")
     typer.echo(imported.session_id)
 
 

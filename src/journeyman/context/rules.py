@@ -14,7 +14,10 @@ instructions. Project files outrank the user file because they describe the repo
 hand; the user file outranks the legacy location, as in the seed.
 
 Behaviour: nothing is read until `.text` or `.sources` is first used; empty (or whitespace-only)
-files are skipped; a file that cannot be read is skipped and logged, never raised; bytes are
+files are skipped; a file that cannot be read is skipped and logged, never raised. A project
+file is read only if it is a regular file inside the workspace (a link to elsewhere, a FIFO or
+a device is skipped), and no rules file over `MAX_RULES_BYTES` is read: each skipped file is
+listed in `warnings` with the reason (see `tools.host_read`). Bytes are
 decoded as UTF-8 with replacement characters; the same file reached twice (``CLAUDE.md`` as a
 symlink to ``AGENTS.md``, or a workspace that is the home directory) is read once, at its
 highest priority.
@@ -29,10 +32,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from journeyman.tools.host_read import RefusedFile, read_host_file
+
 log = logging.getLogger(__name__)
 
 SEPARATOR = "\n\n---\n\n"
 """Placed between the contents of two rules files."""
+MAX_RULES_BYTES = 256 * 1024
+"""A rules file larger than this is skipped (with a warning)."""
 
 
 class RuleScope(StrEnum):
@@ -48,6 +55,8 @@ class RuleStatus(StrEnum):
     MISSING = "missing"
     DUPLICATE = "duplicate"
     """The same file as one with a higher priority (a symlink, or the workspace is home)."""
+    SKIPPED = "skipped"
+    """Not read: a link out of the workspace, not a regular file, or too large."""
 
 
 class RuleBase(StrEnum):
@@ -125,6 +134,15 @@ class RulesLoader:
         """The loaded files' contents joined by `SEPARATOR`; empty when there are none."""
         return SEPARATOR.join(s.content for s in self.loaded)
 
+    @property
+    def warnings(self) -> list[str]:
+        """One line per rules file that was skipped or could not be read, naming it and why."""
+        return [
+            f"rules file {s.display or s.path} skipped: {s.error}"
+            for s in self.sources
+            if s.status in (RuleStatus.SKIPPED, RuleStatus.ERROR) and s.error
+        ]
+
     def reload(self) -> None:
         """Forget what was read; the next access reads the files again."""
         self._sources = None
@@ -143,12 +161,22 @@ class RulesLoader:
         for priority, spec, base in candidates:
             path = base / spec.relative_path
             display = _display(spec, home)
-            if owner[os.path.realpath(path)] != priority:
+            inside = [self._workspace] if spec.base is RuleBase.WORKSPACE else None
+            if owner[os.path.realpath(path)] != priority and _allowed(path, inside):
                 status = RuleStatus.DUPLICATE if path.exists() else RuleStatus.MISSING
                 sources.append(RuleSource(path, spec.scope, priority, status, display=display))
                 continue
-            sources.append(_read(path, spec.scope, priority, display))
+            sources.append(_read(path, spec.scope, priority, display, inside))
         return sources
+
+
+def _allowed(path: Path, inside: list[Path] | None) -> bool:
+    """Whether `path` resolves inside `inside` (always, when None): only then may it count as
+    a duplicate of another rules file instead of being reported as skipped."""
+    if inside is None:
+        return True
+    resolved = Path(os.path.realpath(path))
+    return any(resolved.is_relative_to(os.path.realpath(root)) for root in inside)
 
 
 def _display(spec: RuleFile, home: Path) -> str:
@@ -157,11 +185,18 @@ def _display(spec: RuleFile, home: Path) -> str:
     return spec.relative_path
 
 
-def _read(path: Path, scope: RuleScope, priority: int, display: str) -> RuleSource:
+def _read(
+    path: Path, scope: RuleScope, priority: int, display: str, inside: list[Path] | None
+) -> RuleSource:
     try:
-        raw = path.read_bytes()
+        raw = read_host_file(path, limit=MAX_RULES_BYTES, inside=inside)
     except FileNotFoundError:
         return RuleSource(path, scope, priority, RuleStatus.MISSING, display=display)
+    except RefusedFile as refused:
+        log.info("rules file %s skipped: %s", path, refused.reason)  # `warnings` tells the user
+        return RuleSource(
+            path, scope, priority, RuleStatus.SKIPPED, display=display, error=refused.reason
+        )
     except OSError as exc:
         reason = f"{type(exc).__name__}: {exc.strerror or exc}"
         log.warning("rules file %s skipped: could not be read (%s)", path, reason)

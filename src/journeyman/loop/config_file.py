@@ -37,8 +37,11 @@ from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, tighten_only, trusted_from_data
 from journeyman.session.store import SESSION_DIR_ENV, SessionRecord, default_session_root
+from journeyman.tools.host_read import RefusedFile, read_host_file
 
 PROJECT_FILES = ("journeyman.toml", ".journeyman/config.toml")
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file larger than this is not read."""
 ENV_PREFIX = "JOURNEYMAN_"
 _LIST_KEYS = ("allow", "ask", "deny")
 _NOT_FROM_ENV = frozenset({"permissions", "hooks", "system_prompt", "phased", "subagents"})
@@ -119,9 +122,10 @@ def restorable_settings(record: SessionRecord) -> tuple[dict[str, Any], list[Ign
 
 
 def project_config_file(workspace: Path) -> Path | None:
+    """The workspace's config file (a link or special file too: `load_config` refuses it)."""
     for name in PROJECT_FILES:
         candidate = workspace / name
-        if candidate.is_file():
+        if os.path.lexists(candidate) and not candidate.is_dir():
             return candidate
     return None
 
@@ -149,13 +153,19 @@ def load_config(
         for layer in (user_values, _checked(env_values, "the environment")):
             _merge(base, layer, replace_lists=True)
         retired: list[IgnoredSetting] = []
-        proposed = _read(project, retired=retired)
-        kept, ignored = tighten_only(base, proposed, str(project), trust_hooks=project_hooks)
-        ignored = retired + ignored
-        loaded.ignored.extend(ignored)
-        loaded.warnings.extend(item.message for item in ignored)
-        _merge(loaded.values, kept)
-        loaded.files.append(project)
+        try:
+            proposed = _read(project, retired=retired, inside=[workspace])
+        except RefusedFile as refused:
+            skipped = IgnoredSetting("(every setting)", "(not read)", str(project), refused.reason)
+            loaded.ignored.append(skipped)
+            loaded.warnings.append(skipped.message)
+        else:
+            kept, ignored = tighten_only(base, proposed, str(project), trust_hooks=project_hooks)
+            ignored = retired + ignored
+            loaded.ignored.extend(ignored)
+            loaded.warnings.extend(item.message for item in ignored)
+            _merge(loaded.values, kept)
+            loaded.files.append(project)
     _merge(loaded.values, env_values)
     return loaded
 
@@ -173,15 +183,32 @@ RETIRED_PERMISSIONS = {
 with a warning (it could only loosen); the user's own file is told to remove it."""
 
 
-def _read(path: Path, *, retired: list[IgnoredSetting] | None = None) -> dict[str, Any]:
+def _read(
+    path: Path,
+    *,
+    retired: list[IgnoredSetting] | None = None,
+    inside: list[Path] | None = None,
+) -> dict[str, Any]:
     """A config file's settings, checked against `AgentConfig` and normalised (enum values as
     text, numbers as numbers), holding only the keys the file sets. With `retired`, keys of
-    earlier versions are dropped into it instead of failing the file."""
+    earlier versions are dropped into it instead of failing the file.
+
+    With `inside` (a workspace's file), a file that is a link out of those folders, not a
+    regular file, or over `MAX_CONFIG_BYTES` raises `RefusedFile`; the user's own file may be a
+    link anywhere, and a special or oversized one is a `ConfigurationError`."""
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        raw = read_host_file(path, limit=MAX_CONFIG_BYTES, inside=inside)
+        data = tomllib.loads(raw.decode("utf-8"))
+    except RefusedFile as refused:
+        if inside is not None:
+            raise
+        raise ConfigurationError(f"config file {path} not read: {refused.reason}") from None
     except OSError as error:
         raise ConfigurationError(f"cannot read config file {path}: {error}") from error
+    except RecursionError:
+        raise ConfigurationError(
+            f"config file {path} nests arrays or tables too deeply to be read"
+        ) from None
     except UnicodeDecodeError as error:
         raise ConfigurationError(
             f"config file {path} is not UTF-8 text ({error.reason} at byte {error.start}); "

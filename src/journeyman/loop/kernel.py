@@ -259,8 +259,21 @@ class Kernel:
             details = {"traceback": traceback.format_exc(limit=8)}
             self.emit(ev.ErrorOccurred(ErrorCategory.INTERNAL.value, message, False, details))
             state.ending = Termination(FinishReason.INTERNAL_ERROR, message)
+        await self._disarm_git()
         await self.hooks.end(state, state.ending)
         return self._finish(state, state.ending)
+
+    async def _disarm_git(self) -> None:
+        """Git metadata a left-over process changed after the last command is disarmed too;
+        the user is told what was removed."""
+        try:
+            warnings = await self.tools.disarm_git()
+        except Exception as error:  # never lose the run's result to this check
+            log.warning("could not check the workspace's git metadata: %s", error)
+            return
+        for warning in warnings:
+            details = {"warning": "git_disarmed"}
+            self.emit(ev.ErrorOccurred(ErrorCategory.TOOL.value, warning, False, details))
 
     # --- the loop ---------------------------------------------------------------------------
 

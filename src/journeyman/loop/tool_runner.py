@@ -19,6 +19,7 @@ from journeyman.policy.hooks import HookEvent
 from journeyman.policy.permissions import PermissionGate
 from journeyman.tools.context import ToolContext, tool_session_id
 from journeyman.tools.registry import ToolRegistry
+from journeyman.tools.shell import RunCommandTool
 
 UNLIMITED_CALLS = 1_000_000
 
@@ -41,6 +42,18 @@ class ToolRunner:
         self.emit = emit
         self.recorder: StepRecorder | None = None
         """Journals file changes before they happen (set when the run starts)."""
+
+    async def disarm_git(self) -> list[str]:
+        """At the end of a run: each command tool disarms the git metadata changed in the
+        workspace since its last command (see `tools.sandbox.git_scan`); what each did."""
+        found = []
+        for name in self.registry.names:
+            tool = self.registry.get(name)
+            if isinstance(tool, RunCommandTool):
+                message = await asyncio.to_thread(tool.disarm_git, self.workspace)
+                if message is not None:
+                    found.append(message)
+        return found
 
     async def run(self, state: LoopState, calls: Sequence[ToolCall]) -> list[ToolResult]:
         """Run one turn's calls: consecutive parallel-safe calls as a concurrent batch, others

@@ -31,13 +31,15 @@ def prepare_fork(
     into: Path | None = None,
     in_place: bool = False,
     force: bool = False,
+    source: Path | None = None,
 ) -> ForkPlan:
     """Copy the session's workspace to `into` (or work in place) and roll back every file change
     made after step `at_step`, newest first; return the history to continue from.
 
     In place, a file edited on disk after the agent's change is not overwritten: the fork is
     refused, naming the files, unless `force` (undo's conflict check). An imported session has
-    no file history, so only a fork at its last step is possible.
+    no file history, so only a fork at its last step is possible; its files are taken from
+    `source` (the folder the user named), not from the workspace it records.
     """
     record = store.load_session(session_id)
     steps = store.summary(session_id).steps
@@ -50,7 +52,7 @@ def prepare_fork(
             f"a fork at step {at_step} cannot give the files as they were then. Fork at its last "
             f"step (--at-step {steps}) to continue from the files as they are now."
         )
-    source = Path(record.workspace)
+    source = Path(record.workspace) if source is None else source
     if not source.is_dir():
         raise ConfigurationError(
             f"the workspace of session {session_id}, {source}, is not a folder here"

@@ -697,9 +697,7 @@ class SessionStore:
             return 0, {}
         return int(row[0]), self._stored(row[1], f"a checkpoint of session {session_id}")
 
-    def _stored(
-        self, body: str, what: str, build: Callable[[Any], Any] = lambda data: data
-    ) -> Any:
+    def _stored(self, body: str, what: str, build: Callable[[Any], Any] = lambda data: data) -> Any:
         """A stored JSON text read back; text that no longer parses (a damaged page SQLite's
         own checks did not see) is a damaged store, said as such, never a traceback."""
         try:

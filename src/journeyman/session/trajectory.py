@@ -98,9 +98,10 @@ def import_jsonl(
     *,
     trust: DataTrust,
     workspace: Path | None = None,
+    mark: Mapping[str, Any] | None = None,
 ) -> ImportedSession:
     """Store an exported session under `new_id` (its messages as one step), in `workspace` if
-    given, else in the workspace the export names.
+    given, else in the workspace the export names (see `import_file` for `mark`).
 
     The file's settings are data: only descriptive ones are kept (`trusted_from_data`), so an
     export cannot bring hooks, permissions, a sandbox choice or a provider endpoint with it.
@@ -133,18 +134,30 @@ def import_jsonl(
             ) from None
     events = [line["event"] for _, line in lines[1:] if line.get("kind") == "event"]
     system_prompt = header.get("system_prompt")
+    recorded = header["workspace"]
+    notes = []
+    if workspace is not None and recorded != str(workspace.resolve()):
+        notes.append(
+            f"the file names {recorded} as its workspace; the session works in "
+            f"{workspace.resolve()} (choose another with --workspace)"
+        )
     store.create_session(
         SessionRecord(
             id=new_id,
             task=header["task"],
-            workspace=header["workspace"] if workspace is None else str(workspace.resolve()),
-            settings={**kept, "imported_from": str(header.get("id", path))},
+            workspace=recorded if workspace is None else str(workspace.resolve()),
+            settings={
+                **kept,
+                "imported_from": str(header.get("id", path)),
+                "recorded_workspace": recorded,
+                **(mark or {}),
+            },
             system_prompt=system_prompt if isinstance(system_prompt, str) else "",
             parent_id=header.get("parent_id") if isinstance(header.get("parent_id"), str) else None,
         )
     )
     store.record_step(new_id, StepRecord(step=0, messages=messages, events=events, checkpoint={}))
-    return ImportedSession(new_id, ignored=[item.message for item in ignored])
+    return ImportedSession(new_id, ignored=[item.message for item in ignored], notes=notes)
 
 
 def _why(error: BaseException) -> str:
@@ -172,11 +185,14 @@ def import_file(
     *,
     trust: DataTrust,
     workspace: Path | None = None,
+    mark: Mapping[str, Any] | None = None,
 ) -> ImportedSession:
     """Import our JSONL export or a mini-swe-agent trajectory, whichever `path` holds.
 
     `workspace` replaces the working directory the file recorded (for a trajectory) or the
-    workspace of the exported session.
+    workspace of the exported session; the command line always gives one, so that a file never
+    chooses where a session works (the recorded folder is kept as a descriptive setting).
+    `mark` is added to the stored settings (after the file's own were filtered).
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -188,10 +204,10 @@ def import_file(
         whole = None  # JSON lines, or not JSON at all: the JSONL reader says which line
     if _is_mini_trajectory(whole):
         imported = import_mini_swe_agent(
-            store, path, new_id, data=whole, trust=trust, workspace=workspace
+            store, path, new_id, data=whole, trust=trust, workspace=workspace, mark=mark
         )
     else:
-        imported = import_jsonl(store, path, new_id, trust=trust, workspace=workspace)
+        imported = import_jsonl(store, path, new_id, trust=trust, workspace=workspace, mark=mark)
     imported.notes.append(NO_FILE_HISTORY)
     return imported
 
@@ -231,6 +247,7 @@ def import_mini_swe_agent(
     trust: DataTrust,
     data: Any = None,
     workspace: Path | None = None,
+    mark: Mapping[str, Any] | None = None,
 ) -> ImportedSession:
     """Store a mini-swe-agent trajectory as a session, one step per model turn (step 0 holds the
     task).
@@ -334,7 +351,7 @@ def import_mini_swe_agent(
             id=new_id,
             task=task,
             workspace=str(where.resolve()),
-            settings=kept,
+            settings={**kept, **(mark or {})},
             system_prompt=system,
         )
     )
@@ -353,6 +370,11 @@ def import_mini_swe_agent(
         notes.append(
             f"the file records no working directory; using {where.resolve()} "
             "(import again with --workspace to choose another)"
+        )
+    elif isinstance(recorded_cwd, str) and recorded_cwd and recorded_cwd != str(where.resolve()):
+        notes.append(
+            f"the run worked in {recorded_cwd}; the session works in {where.resolve()} "
+            "(choose another with --workspace)"
         )
     return ImportedSession(new_id, ignored=[item.message for item in ignored], notes=notes)
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.safe_git import safe_git_command, safe_git_env
+from journeyman.tools.sandbox.git_scan import repository_config_names
 
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "journeyman swarm",
@@ -53,22 +55,32 @@ class Repo:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._env: dict[str, str] | None = None
+        self._config_names: list[str] | None = None
 
     def env(self) -> dict[str, str]:
         if self._env is None:
-            env = dict(os.environ)
-            env["GIT_TERMINAL_PROMPT"] = "0"
+            env = safe_git_env(os.environ)
             email = subprocess.run(
-                ["git", "config", "user.email"], cwd=self.root, capture_output=True, text=True
+                self.command("config", "user.email"),
+                cwd=self.root,
+                env=env,
+                capture_output=True,
+                text=True,
             )
             if not email.stdout.strip():
                 env.update({k: v for k, v in FALLBACK_IDENTITY.items() if k not in env})
             self._env = env
         return self._env
 
+    def command(self, *args: str) -> list[str]:
+        """git with the safe overrides (no program the repository names runs), then `args`."""
+        if self._config_names is None:
+            self._config_names = repository_config_names(self.root)
+        return safe_git_command(*args, config_names=self._config_names)
+
     def run(self, *args: str, check: bool = True) -> GitResult:
         done = subprocess.run(
-            ["git", *args],
+            self.command(*args),
             cwd=self.root,
             env=self.env(),
             stdin=subprocess.DEVNULL,
@@ -85,7 +97,7 @@ class Repo:
 
     def out(self, *args: str) -> str:
         done = subprocess.run(
-            ["git", *args], cwd=self.root, env=self.env(), capture_output=True, text=True
+            self.command(*args), cwd=self.root, env=self.env(), capture_output=True, text=True
         )
         if done.returncode != 0:
             raise GitError(args, done.returncode, done.stdout + done.stderr)
@@ -100,7 +112,11 @@ def open_repo(workspace: Path) -> Repo:
     if not workspace.is_dir():
         raise ConfigurationError(f"workspace {workspace} is not a directory")
     probe = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True, text=True
+        safe_git_command("rev-parse", "--show-toplevel"),
+        cwd=workspace,
+        env=safe_git_env(os.environ),
+        capture_output=True,
+        text=True,
     )
     if probe.returncode != 0:
         raise ConfigurationError(

@@ -374,6 +374,12 @@ class RunCommandTool(BaseTool):
                 pipe.close()
         return run
 
+    def disarm_git(self, workspace: Path) -> str | None:
+        """At the end of a run: disarm git metadata changed in `workspace` since the last
+        command's check (by a process that outlived it); what was done, or None."""
+        guard = self._guards.get(workspace)
+        return None if guard is None else guard.disarm().message()
+
     def sandbox_for(self, ctx: ToolContext) -> Sandbox:
         """The sandbox given to this tool, else a local one for the context's workspace."""
         if self.sandbox is None:

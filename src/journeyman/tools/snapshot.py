@@ -51,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from journeyman.core.safe_git import safe_git_command, safe_git_env
 from journeyman.tools.context import GENERATED_DIRS, FileChangeIntent
 from journeyman.tools.watch import ChangeWatch
 
@@ -382,20 +383,21 @@ class WorkspaceSnapshots:
         self, *args: str, bare: bool = False, stdin: str | bytes | None = None, own: bool = True
     ) -> bytes:
         """Run git on the shadow repository; `own` applies the session's large-file excludes."""
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.git_dir),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_INDEX_FILE": str(self.index),
-            "LC_ALL": "C",
-        }
+        env = safe_git_env(
+            {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(self.git_dir),
+                "GIT_CONFIG_GLOBAL": os.devnull,
+                "GIT_INDEX_FILE": str(self.index),
+                "LC_ALL": "C",
+            }
+        )
         where = [] if bare else [f"--git-dir={self.git_dir}", f"--work-tree={self.workspace}"]
-        settings = ["-c", "core.autocrlf=false", "-c", "core.fsmonitor=false"]
+        settings = ["-c", "core.autocrlf=false"]
         settings += ["-c", f"core.excludesFile={self.excludes if own else os.devnull}"]
         try:
             proc = subprocess.run(
-                ["git", *settings, *where, *args],
+                safe_git_command(*settings, *where, *args),
                 cwd=self.workspace,
                 env=env,
                 capture_output=True,

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.tools.host_read import RefusedFile, read_host_file
 
 CONFIG_FILE = Path(".journeyman") / "lsp.toml"
 """The workspace's language server settings (`LspConfig` keys), relative to its root."""
@@ -287,7 +288,7 @@ def load_lsp_config(
     for path, trusted in ((user_file, True), (workspace / CONFIG_FILE, False)):
         if path is None or not path.is_file():
             continue
-        data = _read_toml(path)
+        data = _read_toml(path, None if trusted else [workspace])
         _validate(data, str(path))
         files.append(path)
         if not trusted and data.get("servers"):
@@ -315,10 +316,16 @@ def load_lsp_config(
     return LoadedLspConfig(config, files, warnings)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, inside: list[Path] | None) -> dict[str, Any]:
+    """A settings file; a workspace's (`inside` given) must be a regular file inside it."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(read_host_file(path, limit=1 << 20, inside=inside).decode())
+    except RefusedFile as refused:
+        raise ConfigurationError(f"{path}: not read: {refused.reason}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(f"{path} is not UTF-8 text: {exc}") from None
+    except RecursionError:
+        raise ConfigurationError(f"{path} nests tables or arrays too deeply") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot read {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -27,6 +27,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.tools.host_read import RefusedFile, read_host_file
+
+MAX_CONFIG_BYTES = 1 << 20
+"""An MCP config file larger than this is not read."""
 
 CONFIG_FILE = Path(".journeyman") / "mcp.json"
 """Where the workspace's MCP servers are declared, relative to the workspace root."""
@@ -124,8 +128,12 @@ def load_mcp_config(
     for path in paths:
         if path is None or not path.is_file():
             continue
+        inside = None if path == user_file else [Path(workspace)]
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_host_file(path, limit=MAX_CONFIG_BYTES, inside=inside)
+            data = json.loads(raw.decode("utf-8"))
+        except RefusedFile as refused:
+            raise ConfigurationError(f"{path}: not read: {refused.reason}") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigurationError(f"{path}: cannot read MCP server config: {exc}") from exc
         config = parse_mcp_config(data, source=str(path), environ=environ)

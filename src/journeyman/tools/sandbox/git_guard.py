@@ -10,8 +10,12 @@ before a command and puts them back afterwards: `.git` itself when it is a file 
 pointer to its git directory), and in the git directory and the common one it names: `config`,
 `config.worktree` and everything under `hooks/`. Files the command added there are removed.
 
-A repository the command created (no `.git` before) is not reverted, since its metadata is
-new; the guard reports it so the user reviews it before running git there.
+A repository the command created (no `.git` before) has no old bytes to go back to; it is
+disarmed instead, as is every other piece of git metadata anywhere in the workspace: each guard
+also scans the workspace (`git_scan`) and, after the command, removes from what is new or
+changed the configuration keys that run programs, makes new hooks non-executable and removes
+pointers out of the workspace. A guard given the previous one compares against what that one
+left, so a change made between two commands (by a process left running) is caught too.
 
 Reading those files twice per command is most of the guard's cost, so a file whose inode,
 size, mtime and ctime are those seen when its bytes were read is taken as unchanged: by the
@@ -28,6 +32,9 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from journeyman.tools.sandbox import git_scan
+from journeyman.tools.sandbox.git_scan import DisarmReport, Scan
 
 GUARDED_FILES = ("config", "config.worktree")
 """Files of a git directory that name programs git runs."""
@@ -61,15 +68,17 @@ class GuardReport:
     """Files the command added to a hooks folder; they were deleted."""
     created_repository: bool = False
     """The workspace had no `.git` before the command and has one now."""
+    disarmed: DisarmReport = field(default_factory=DisarmReport)
+    """What was disarmed in git metadata elsewhere in the workspace (or in a new `.git`)."""
 
     @property
     def changed(self) -> bool:
-        return bool(self.reverted or self.removed)
+        return bool(self.reverted or self.removed or self.disarmed.changed)
 
     def message(self) -> str | None:
         """One paragraph for the model and the user; None when there is nothing to say."""
         parts = []
-        if self.changed:
+        if self.reverted or self.removed:
             names = ", ".join(self.reverted + self.removed)
             parts.append(
                 "the command changed git metadata that makes git run programs on the user's "
@@ -78,9 +87,12 @@ class GuardReport:
             )
         if self.created_repository:
             parts.append(
-                "the command created a git repository (.git) in the workspace; its "
-                "configuration and hooks are not checked, review them before running git there"
+                "the command created a git repository (.git) in the workspace; settings of it "
+                "that run programs are removed after every command"
             )
+        disarmed = self.disarmed.message()
+        if disarmed is not None:
+            parts.append(disarmed)
         return "; ".join(parts) or None
 
 
@@ -122,6 +134,14 @@ class GitMetadataGuard:
         taken from it instead of being read again."""
         self.workspace = workspace
         self._previous = previous._saved if previous is not None else {}
+        self.scan: Scan = (
+            previous.scan
+            if previous is not None and previous.scan.started_ns
+            else git_scan.scan(workspace, racy_ns=RACY_NS)
+        )
+        """The workspace's git metadata as the command found it (as the previous guard left
+        it, when there is one); after `restore()`, as the guard left it."""
+        self._told_truncated: bool = previous._told_truncated if previous is not None else False
         self.had_repository = os.path.lexists(workspace / ".git")
         self._saved: dict[Path, _Saved | None] = {}
         self._dirs: list[Path] = []
@@ -177,7 +197,21 @@ class GitMetadataGuard:
         report.created_repository = not self.had_repository and os.path.lexists(
             self.workspace / ".git"
         )
+        report.disarmed = self.disarm()
         return report
+
+    def disarm(self) -> DisarmReport:
+        """Scan the workspace and disarm what changed in its git metadata since `self.scan`;
+        the scan then holds what is left (also called at the end of a run)."""
+        after = git_scan.scan(self.workspace, self.scan, racy_ns=RACY_NS)
+        found = git_scan.disarm(self.workspace, self.scan, after)
+        if found.truncated:  # said once a run, not after every command
+            found.truncated = not self._told_truncated
+            self._told_truncated = True
+        if found.changed:
+            after = git_scan.scan(self.workspace, after, racy_ns=RACY_NS)
+        self.scan = after
+        return found
 
     def _show(self, path: Path) -> str:
         try:
