@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from journeyman.core.display import printable
+from journeyman.core.redact import redact_own_secrets
 from journeyman.core.text import clip, one_line
 
 SNAPSHOT_VERSION = 1
@@ -128,10 +130,11 @@ class SharedContextState:
         """Remember that `worker_id` tried `input` and got `error` (both clipped)."""
         with self._lock:
             self._sequence += 1
+            # what a store keeps is read by later workers: never the agent's own secrets
             failure = WorkerFailure(
                 worker_id=one_line(str(worker_id), 120),
-                input=clip(str(input), self.config.max_input_chars),
-                error=clip(str(error), self.config.max_error_chars),
+                input=clip(redact_own_secrets(str(input)), self.config.max_input_chars),
+                error=clip(redact_own_secrets(str(error)), self.config.max_error_chars),
                 sequence=self._sequence,
                 timestamp=time.time(),
             )
@@ -163,9 +166,15 @@ class SharedContextState:
             return sum(len(pool) for pool in self._failures.values())
 
     def get_failure_context(
-        self, max_failures: int = 10, *, exclude_worker: str | None = None
+        self,
+        max_failures: int = 10,
+        *,
+        exclude_worker: str | None = None,
+        current_swarm: str | None = None,
     ) -> str:
-        """The most recent `max_failures` failures as text for a worker's prompt ("" if none).
+        """The most recent `max_failures` failures as text for a worker's prompt ("" if none):
+        each one quoted as an observation, with where it comes from (`current_swarm`'s own
+        workers, or an earlier swarm that used the same store), terminal controls escaped.
 
         `exclude_worker` leaves out that worker's own failures (it already has them in its
         conversation).
@@ -176,7 +185,8 @@ class SharedContextState:
             return ""
         recent = failures[-max_failures:]
         lines = [
-            f"- worker {f.worker_id} tried: {one_line(f.input, 200)}\n  and got: {_indent(f.error)}"
+            f"- worker {printable(f.worker_id)} tried: {printable(one_line(f.input, 200))}\n"
+            f"  and got ({_origin(f.worker_id, current_swarm)}):\n{_quoted(f.error)}"
             for f in recent
         ]
         return "\n".join(lines)
@@ -298,8 +308,18 @@ def _failure_key(failure: WorkerFailure) -> tuple[str, str, str, float]:
     return (failure.worker_id, failure.input, failure.error, failure.timestamp)
 
 
-def _indent(text: str) -> str:
-    return text.strip().replace("\n", "\n    ")
+def _quoted(text: str) -> str:
+    """`text` as a quotation: each line behind "  > ", controls escaped."""
+    return "\n".join(f"  > {printable(line)}" for line in text.strip().splitlines() or [""])
+
+
+def _origin(worker_id: str, current_swarm: str | None) -> str:
+    swarm, _, _ = worker_id.partition("/")
+    if current_swarm and swarm == current_swarm:
+        return "recorded by this swarm"
+    if "/" in worker_id:
+        return "recorded by an earlier swarm in the same shared store"
+    return "recorded in this run"
 
 
 def _parse_context_snapshot(
