@@ -508,9 +508,7 @@ class PermissionPolicy:
         subject = self._subject(tool_name, args)
         rule = _first_match(self.deny, subject)
         if rule is not None:
-            return PermissionDecision(
-                DecisionKind.DENY, f"the deny rule `{rule}` matches this call", rule
-            )
+            return PermissionDecision(DecisionKind.DENY, _matching(rule, subject, "deny"), rule)
         kind = self.kind_of(tool_name, read_only)
         edit = kind is ToolKind.EDIT
         read_only = kind in (ToolKind.READ, ToolKind.FINISH)
@@ -527,9 +525,7 @@ class PermissionPolicy:
         if baseline is DecisionKind.ALLOW and self.mode is not PermissionMode.BYPASS:
             rule = _first_match(self.ask, subject)
             if rule is not None:
-                return PermissionDecision(
-                    DecisionKind.ASK, f"the ask rule `{rule}` matches this call", rule
-                )
+                return PermissionDecision(DecisionKind.ASK, _matching(rule, subject, "ask"), rule)
         return PermissionDecision(
             baseline, _mode_reason(self.mode, baseline, read_only=read_only, edit=edit)
         )
@@ -599,6 +595,26 @@ def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> Permissi
         if subject.programs and rule.matches_any_program(subject.programs):
             return rule
     return None
+
+
+def _matching(rule: PermissionRule, subject: _Subject, kind: str) -> str:
+    """Why the `kind` (deny, ask) `rule` matched `subject`, naming the shell construct when
+    only one did."""
+    what = f"the {kind} rule `{rule}`"
+    exact = rule.pattern is None or any(
+        rule.matches_value(v, subject.kind) for v in subject.any_values
+    )
+    if not exact:
+        plain = [c for c in subject.programs if not c.construct]
+        if not rule.matches_any_program(plain):
+            constructs = [c for c in subject.programs if c.construct]
+            for command in constructs:
+                if rule.matches_any_program([command]):
+                    return (
+                        f"{what} may match: {command.construct} (rules cannot see what that "
+                        "runs); write the command without it"
+                    )
+    return f"{what} matches this call"
 
 
 def _covering(rules: Sequence[PermissionRule], subject: _Subject) -> PermissionRule | None:
