@@ -51,6 +51,7 @@ class ToolRunner:
             run_session_id=state.session_id,
             iteration=state.iterations,
             journal=self.recorder.journal if self.recorder else None,
+            unreadable=self.permissions.policy.unreadable if self.permissions else None,
         )
         limit = asyncio.Semaphore(self.config.max_concurrency)
         iteration = state.iterations + 1
