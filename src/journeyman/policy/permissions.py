@@ -44,17 +44,22 @@ Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may us
   removed (``\\rm``, ``"rm"``); the program by its base name (``/bin/rm``); the commands in
   ``$(...)``, backticks and ``<(...)``; the command after wrappers such as ``env``,
   ``command``, ``exec``, ``nice``, ``nohup``, ``timeout``, ``sudo``, ``time``, ``xargs``,
-  ``eval`` and ``bash -c`` / ``sh -c`` (recursively); ``find -delete`` as ``rm``, and the
-  commands of ``find -exec``. What only the running shell knows fails closed: a program
-  named by an expansion (``$CMD``, ``$(echo rm)``, ``eval "$x"``), a quote left open, an
-  unquoted glob in a program name match *every* deny and ask rule of the tool; arguments
-  with expansions match every pattern they could match once filled in (``rm $X`` matches
-  ``rm -rf *``). Not followed: commands a program reads from a file, its input or its own
-  language (``sh script.sh``, ``curl ... | sh``, ``python -c``, ``make``), and functions or
-  aliases defined elsewhere. So ``deny = ["run_command(rm *)"]`` refuses ``rm x`` also when
-  spelled ``\\rm x``, ``/bin/rm x``, ``command rm x``, ``env rm x``, ``sudo rm x``,
-  ``bash -c 'rm x'``, ``ls | xargs rm``, ``find . -delete``, ``$(echo rm) x`` or
-  ``make && rm x``, but not ``python -c "import shutil; ..."``: a sandbox, not a deny rule,
+  ``strace``, ``script -c``, ``unshare``, ``setpriv``, ``prlimit``, ``eval`` and ``bash -c``
+  / ``sh -c`` (recursively); ``git`` with its global options left out (``git -C . -c k=v
+  --no-pager push`` is ``git push``); ``find -delete`` as ``rm``, and the commands of
+  ``find -exec``. What only the running shell knows fails closed: a program named by an
+  expansion (``$CMD``, ``$(echo rm)``, ``eval "$x"``), a quote left open, an unquoted glob
+  in a program name, and constructs that rename programs or run text later (``alias``,
+  ``trap``, ``coproc``, ``hash -p``, a shell reading commands from its input) match *every*
+  deny and ask rule of the tool, and the refusal names the construct; a git alias matches
+  every rule for ``git``. Arguments with expansions match every pattern they could match
+  once filled in (``rm $X`` matches ``rm -rf *``). Not followed: commands a program reads
+  from a file or its own language (``sh script.sh``, ``python -c``, ``make``), and
+  functions or aliases defined in an earlier call. So ``deny = ["run_command(rm *)"]``
+  refuses ``rm x`` also when spelled ``\\rm x``, ``/bin/rm x``, ``command rm x``,
+  ``env rm x``, ``sudo rm x``, ``bash -c 'rm x'``, ``ls | xargs rm``, ``find . -delete``,
+  ``$(echo rm) x`` or ``make && rm x``, but not ``python -c "import shutil; ..."``: rules
+  are a guard against mistakes, read from the text of the call; a sandbox, not a deny rule,
   is what contains a determined program. Deny rules err towards refusing: ``command -v rm``
   or a here-document line reading ``rm x`` is refused too.
 
@@ -72,6 +77,15 @@ Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may us
   segment, ``**`` spans any number of segments (``src/**`` is everything under ``src``).
   A path is checked both as written and with symlinks resolved: a deny or ask rule matches
   if either form matches, an allow rule only if both do.
+
+  Deny and ask path rules go by the *kind* of the tool they name, not only its name: a rule
+  for a read tool (``read_file(secrets/**)``, ``grep(...)``) holds for every tool that reads
+  or edits files, and a rule for an edit tool (``edit_file(x)``, ``write_file(x)``) for every
+  tool that edits them, ``apply_patch`` included, even when the run does not offer the tool
+  the rule names. Listing and search tools leave the files a read deny rule covers out of
+  their results and say so (`PermissionPolicy.unreadable`, given to tools as
+  ``ToolContext.unreadable``). A bare tool name (``deny = ["edit_file"]``) still means that
+  tool only, and allow rules only ever cover the tools they name.
 - plain **text** for any other permission argument (``fetch(https://docs.python.org/*)``):
   ``*`` matches any text.
 - tools that declare no permission argument (most MCP and user tools): the pattern is
