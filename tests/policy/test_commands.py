@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 
 import pytest
 from hypothesis import assume, given, settings
@@ -570,3 +571,28 @@ def test_git_options_do_not_make_other_git_commands_refused(
 ) -> None:
     line = " ".join([*wrappers, "git", *options, subcommand])
     assert verdict(DENY_PUSH, line) is DecisionKind.ALLOW, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git submodule foreach " * 40 + "git push",
+        "xargs git submodule foreach " * 40 + "git push",
+        "git rebase -x " * 40 + "x",
+        "env " + "find . -exec " * 40 + "rm x",
+        "echo '" + "$(" * 20000 + "'",
+        "bash " + "-o x " * 5000,
+        "env " + "alias " * 5000,
+        "git " + "-c k=v " * 5000 + "push",
+    ],
+)
+def test_hostile_nesting_and_length_stay_fast_to_check(line: str) -> None:
+    started = time.monotonic()
+    programs(line)
+    assert time.monotonic() - started < 5  # a bound against blow-ups, not a benchmark
+
+
+def test_a_command_too_long_to_check_is_closed() -> None:
+    padding = " ".join(["-c", "k=v"] * 300)
+    assert verdict(DENY_PUSH, f"git {padding} push") is DecisionKind.DENY
+    assert verdict(DENY_PUSH, "alias " + "a " * 300 + "g=git; g push") is DecisionKind.DENY

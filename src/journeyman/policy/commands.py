@@ -174,6 +174,9 @@ _PROGRAM_VARIABLE = re.compile(
 )
 """Variables whose value is a command line some program runs (git's pager, editor, ssh)."""
 
+_COVERS_LATER_WORDS = WRAPPERS | {"git", "find"}
+"""Programs whose own handling finds whatever their later words run."""
+
 INPUT_FED = frozenset({"xargs", "parallel"})
 """Wrappers that append arguments read from their input to the command they run."""
 
@@ -495,8 +498,11 @@ def _normalise(words: list[_Word], depth: int, *, wrapped: bool = False) -> list
     `wrapped`: the words are what a wrapper was given (each may start the command it runs).
 
     Each start is looked at once, and a wrapper stops at its first candidate that is a wrapper
-    too (that one covers every later word), so even ``env env env ...`` takes linear time.
+    too, or ``git`` or ``find`` (that one covers every later word), so even ``env env env ...``
+    takes linear time.
     """
+    if depth > MAX_DEPTH:
+        return [UNKNOWN]
     found: list[SimpleCommand] = []
     seen: set[tuple[int, bool]] = set()
     pending: list[tuple[int, bool]] = []
@@ -522,11 +528,14 @@ def _normalise(words: list[_Word], depth: int, *, wrapped: bool = False) -> list
         known = _known_words(name, args)
         is_open = fed or len(known) <= len(args) or index + MAX_WORDS < len(words)
         found.append(SimpleCommand(tuple(known), open=is_open))
-        found.extend(_unfollowable(name, words[index + 1 :]))
+        too_long = index + MAX_WORDS < len(words)
+        found.extend(_unfollowable(name, args, too_long))
         if name == "find":
             found.extend(_find_actions(words[index + 1 :], depth))
-        if name == "git":
-            found.extend(_git_commands(words[index + 1 :], depth, fed))
+        if name == "git" and too_long:
+            found.append(_closed("a git command too long to check", "git"))
+        elif name == "git":
+            found.extend(_git_commands(args, depth, fed))
         if name in WRAPPERS:
             _queue_candidates(words, index + 1, fed or name in INPUT_FED, depth, found, pending)
     return found
@@ -563,7 +572,7 @@ def _queue_candidates(
             continue
         pending.append((candidate, fed))
         inner = _program_index(words, candidate)
-        if inner < len(words) and _basename(words[inner].text) in WRAPPERS:
+        if inner < len(words) and _basename(words[inner].text) in _COVERS_LATER_WORDS:
             break
 
 
@@ -626,19 +635,18 @@ def _quoted_substitutions(text: str) -> list[str]:
     bodies: list[str] = []
     i = 0
     while i < len(text):
+        body: str | None = None
         if text.startswith("$(", i):
             body, end = _balanced(text, i + 2)
-            if body is not None:
-                bodies.append(body)
-                i = end
-                continue
         elif text[i] == "`":
             body, end = _backticks(text, i + 1)
-            if body is not None:
-                bodies.append(body)
-                i = end
-                continue
-        i += 1
+        else:
+            i += 1
+            continue
+        if body is None:
+            break  # the shell rejects text with an unclosed substitution (and rescanning is slow)
+        bodies.append(body)
+        i = end
     return bodies
 
 
@@ -666,8 +674,17 @@ def _closed_constructs(words: list[_Word]) -> list[SimpleCommand]:
     return []
 
 
-def _unfollowable(name: str, args: list[_Word]) -> list[SimpleCommand]:
-    """A command that changes what later names mean, or runs text rules cannot see: closed."""
+_CONSTRUCTS = SHELLS | {"alias", "trap", "coproc", "hash", "enable", "source", "."}
+"""Programs `_unfollowable` looks at."""
+
+
+def _unfollowable(name: str, args: list[_Word], too_long: bool) -> list[SimpleCommand]:
+    """A command that changes what later names mean, or runs text rules cannot see: closed.
+    `too_long`: `args` are only the first `MAX_WORDS` of them."""
+    if name not in _CONSTRUCTS:
+        return []
+    if too_long:
+        return [_closed(f"`{name}` with more words than can be checked")]
     operands = [a for a in args if a.dynamic or not a.text.startswith("-")]
     if name == "alias" and any(a.dynamic or "=" in a.text for a in args):
         return [_closed("`alias` gives a command another name")]
