@@ -429,6 +429,17 @@ PUSH_BYPASSES = [
     ". /dev/stdin",
     "eval $X",
     "x=push; eval git $x",
+    "at now <<< 'git push'",
+    "mapfile -C 'git push' -c 1 < lines.txt",
+    # other spellings
+    "/usr/lib/git-core/git-push origin",
+    'env -S"git push"',
+    "env --split-string='git push'",
+    "script -c'git push'",
+    "g\\it push",
+    "gi''t push",
+    "git $(echo push)",
+    '"$(command -v git)" push',
 ]
 
 

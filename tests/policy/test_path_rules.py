@@ -193,3 +193,30 @@ async def test_a_library_run_keeps_covered_files_from_the_model(tmp_path: Path) 
     assert "`read_file(secrets/**)` covers" in seen
     assert "edit_file(setup.py)" in seen  # the patch was refused, naming the rule
     assert (ws / "setup.py").read_text() == "old\n"
+
+
+def test_a_rule_for_a_tool_registered_later_is_looked_at_again(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    from journeyman.core.tool_kind import ToolKind
+    from journeyman.tools.base import tool
+
+    class Args(BaseModel):
+        path: str
+        """The file to fetch."""
+
+    registry = ToolRegistry(default_tools(edit_tool="edit_file"))
+    rules = PermissionPolicy(
+        "bypass", deny=["fetch_doc(secrets/**)"], workspace=tmp_path, tools=registry
+    )
+    grep = {"pattern": "x", "path": "secrets"}
+    assert rules.decide("grep", grep).kind is DecisionKind.ALLOW  # no such tool yet
+
+    @tool(args=Args, kind=ToolKind.READ, permission_arg="path")
+    def fetch_doc(args: Args, ctx: object) -> str:
+        """Fetch a document."""
+        return ""
+
+    registry.register(fetch_doc)
+    assert rules.decide("grep", grep).kind is DecisionKind.DENY
+    assert rules.unreadable("secrets/a") == "fetch_doc(secrets/**)"

@@ -532,6 +532,9 @@ def _normalise(words: list[_Word], depth: int, *, wrapped: bool = False) -> list
         found.extend(_unfollowable(name, args, too_long))
         if name == "find":
             found.extend(_find_actions(words[index + 1 :], depth))
+        if name.startswith("git-") and name[4:] in GIT_COMMANDS:  # git-core/git-push
+            git_form = ("git", name[4:], *known[1:])
+            found.append(SimpleCommand(git_form, open=is_open))
         if name == "git" and too_long:
             found.append(_closed("a git command too long to check", "git"))
         elif name == "git":
@@ -564,6 +567,9 @@ def _queue_candidates(
     for candidate in range(first, len(words)):
         arg = words[candidate]
         if arg.text.startswith(("-", "+")) and not arg.dynamic:
+            value = _glued_value(arg.text)
+            if any(c in value for c in " \t\n;&|()<>`$"):  # `env -S'rm -rf x'`
+                found.extend(replace(c, open=True) for c in programs(value, depth + 1))
             continue
         if not arg.dynamic and any(c in arg.text for c in " \t\n;&|()<>`$"):
             # a command line in one word (`sh -c '...'`), not a program's name
@@ -574,6 +580,13 @@ def _queue_candidates(
         inner = _program_index(words, candidate)
         if inner < len(words) and _basename(words[inner].text) in _COVERS_LATER_WORDS:
             break
+
+
+def _glued_value(option: str) -> str:
+    """The value written in one word with its option: ``--opt=VALUE``, ``-xVALUE``."""
+    if option.startswith("--"):
+        return option.partition("=")[2]
+    return option[2:]
 
 
 def _program_index(words: list[_Word], i: int) -> int:
@@ -674,7 +687,19 @@ def _closed_constructs(words: list[_Word]) -> list[SimpleCommand]:
     return []
 
 
-_CONSTRUCTS = SHELLS | {"alias", "trap", "coproc", "hash", "enable", "source", "."}
+_CONSTRUCTS = SHELLS | {
+    "alias",
+    "trap",
+    "coproc",
+    "hash",
+    "enable",
+    "source",
+    ".",
+    "at",
+    "batch",
+    "mapfile",
+    "readarray",
+}
 """Programs `_unfollowable` looks at."""
 
 
@@ -696,6 +721,10 @@ def _unfollowable(name: str, args: list[_Word], too_long: bool) -> list[SimpleCo
         return [_closed("`hash -p` gives a program another name")]
     if name == "enable" and any(a.dynamic or not set(a.text) <= set("-aps") for a in args):
         return [_closed("`enable` loads or hides shell builtins")]
+    if name in ("at", "batch") and not any(a.text in ("-l", "-r", "-d", "-c") for a in args):
+        return [_closed(f"`{name}` runs commands it reads, later")]
+    if name in ("mapfile", "readarray") and any(a.text.startswith("-C") for a in args):
+        return [_closed(f"`{name} -C` runs a command for the lines it reads")]
     if name in ("source", ".") and (not operands or _is_input(operands[0])):
         return [_closed(f"`{name}` reads commands from its input")]
     if name in SHELLS and _reads_input(args):

@@ -486,7 +486,7 @@ class PermissionPolicy:
         self.deny = parse_rules(deny, "deny")
         self.workspace = Path(os.path.realpath(workspace)) if workspace is not None else None
         self.tools = tools if tools is not None else builtin_declarations()
-        self._rule_kinds: dict[PermissionRule, frozenset[ToolKind]] = {}
+        self._rule_kinds: dict[tuple[PermissionRule, int], frozenset[ToolKind]] = {}
 
     @classmethod
     def from_config(
@@ -574,11 +574,12 @@ class PermissionPolicy:
         """The kinds of the path-taking tools `rule` names, among the run's tools and the
         built-in ones (a rule for `edit_file` speaks for edits even when the run offers
         `apply_patch` instead)."""
-        cached = self._rule_kinds.get(rule)
-        if cached is not None:
-            return cached
         builtin = builtin_declarations()
         names = [*getattr(self.tools, "names", ()), *getattr(builtin, "names", ())]
+        key = (rule, len(names))  # tools registered later (MCP) are looked at again
+        cached = self._rule_kinds.get(key)
+        if cached is not None:
+            return cached
         kinds: set[ToolKind] = set()
         for name in dict.fromkeys(names):
             if not rule.names(name):
@@ -590,7 +591,7 @@ class PermissionPolicy:
             if arg_kind(kind, declared.permission_arg_of(name)) is ArgKind.PATH:
                 kinds.add(ToolKind(kind))
         found = frozenset(kinds)
-        self._rule_kinds[rule] = found
+        self._rule_kinds[key] = found
         return found
 
     def covered(self, tool_name: str, args: Mapping[str, Any], rules: Sequence[str]) -> bool:
