@@ -429,6 +429,9 @@ PUSH_BYPASSES = [
     ". /dev/stdin",
     "eval $X",
     "x=push; eval git $x",
+    "[ -f x ] && git push",
+    "g[i]t push",
+    "{git,push}",
     "at now <<< 'git push'",
     "mapfile -C 'git push' -c 1 < lines.txt",
     # other spellings
@@ -477,6 +480,9 @@ def test_a_git_push_rule_holds_against_each_bypass(command: str) -> None:
         "hash -r",
         "EDITOR=vim git commit",
         "echo 'unbalanced $(' && ls",
+        "if [ -f setup.py ]; then python setup.py --version; fi",
+        "[[ -d build ]] || mkdir build",
+        "x=$(git rev-parse --short HEAD); echo $x",
     ],
 )
 def test_ordinary_commands_still_run_under_a_git_push_rule(command: str) -> None:

@@ -520,7 +520,7 @@ def _normalise(words: list[_Word], depth: int, *, wrapped: bool = False) -> list
         if index >= len(words):
             continue
         program = words[index]
-        if program.dynamic or program.pattern:
+        if program.dynamic or (program.pattern and _may_expand(program.text)):
             found.append(UNKNOWN)
             continue
         name = _basename(program.text)
@@ -580,6 +580,19 @@ def _queue_candidates(
         inner = _program_index(words, candidate)
         if inner < len(words) and _basename(words[inner].text) in _COVERS_LATER_WORDS:
             break
+
+
+def _may_expand(text: str) -> bool:
+    """Whether a word with unquoted glob or brace characters may expand to other words: a
+    lone ``[`` (the test command) or ``{x}`` stays itself."""
+    if "*" in text or "?" in text:
+        return True
+    if "[" in text and "]" in text[text.index("[") + 1 :]:
+        return True
+    if "{" in text:
+        inside = text[text.index("{") + 1 :]
+        return "}" in inside and ("," in inside or ".." in inside)
+    return False
 
 
 def _glued_value(option: str) -> str:
