@@ -551,10 +551,15 @@ class PermissionPolicy:
     def unreadable(self, path: str) -> str | None:
         """The deny rule that keeps the model from reading `path` (workspace-relative), as
         text, or None. Listing and search tools leave such files out of what they show."""
+        rules = [
+            rule
+            for rule in self.deny
+            if rule.pattern is not None and ToolKind.READ in self._path_kinds(rule)
+        ]
+        if not rules:
+            return None
         forms = _normalise_path(path, self.workspace)
-        for rule in self.deny:
-            if rule.pattern is None or ToolKind.READ not in self._path_kinds(rule):
-                continue
+        for rule in rules:
             if any(rule.matches_value(form, ArgKind.PATH) for form in forms):
                 return str(rule)
         return None
