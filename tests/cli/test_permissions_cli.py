@@ -157,3 +157,118 @@ def test_rules_command_lists_sources_by_priority(tmp_path: Path) -> None:
     assert ".journeyman/rules.md" in lines[0]
     assert any("empty" in line and "AGENTS.md" in line for line in lines)
     assert lines[-1].startswith("1 file(s) loaded")
+
+
+SECRET = "hunter2-do-not-leak"
+PATCH_SETUP = {
+    "patch": "*** Begin Patch\n*** Update File: setup.py\n@@\n-old\n+new\n*** End Patch\n"
+}
+
+
+def offered_tools(server: FakeOpenAIServer) -> set[str]:
+    body = json.loads(server.requests[0].raw_body)
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
+
+
+def test_user_edit_rules_hold_for_apply_patch_and_read_rules_for_grep(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / "secrets" / "api.txt").write_text(f"TOKEN={SECRET}\n")
+    (ws / "setup.py").write_text("old\n")
+    (ws / "app.py").write_text("TOKEN = 1\n")
+    user = tmp_path / "user-config"
+    user.mkdir()
+    (user / "config.toml").write_text(
+        '[permissions]\nmode = "bypass"\ndeny = ["edit_file(setup.py)", "read_file(secrets/**)"]\n'
+    )
+    fake_openai.enqueue(
+        reply(tool_calls=[("apply_patch", PATCH_SETUP)]),
+        reply(tool_calls=[("grep", {"pattern": "TOKEN", "path": "."})]),
+        reply(tool_calls=[("list_files", {"path": ".", "recursive": True})]),
+        reply(tool_calls=[("read_file", {"path": "secrets/api.txt"})]),
+        reply(tool_calls=[FINISH]),
+    )
+    done = journeyman(
+        "run",
+        "tidy up",
+        "-w",
+        str(ws),
+        "--session-dir",
+        str(tmp_path / "s"),
+        env=env_for(fake_openai, tmp_path, JOURNEYMAN_EDIT_TOOL="apply_patch"),
+    )
+    assert "apply_patch" in offered_tools(fake_openai)
+    assert "edit_file" not in offered_tools(fake_openai)
+    assert (ws / "setup.py").read_text() == "old\n"
+    (refused,) = tool_results(fake_openai, 1)
+    assert "not allowed" in refused and "edit_file(setup.py)" in refused
+    (grep,) = tool_results(fake_openai, 2)[1:]
+    assert "app.py:1: TOKEN = 1" in grep and "`read_file(secrets/**)` covers" in grep
+    listing = tool_results(fake_openai, 3)[-1]
+    assert "secrets/api.txt" not in listing and "app.py" in listing
+    assert "not allowed" in tool_results(fake_openai, 4)[-1]
+    assert all(SECRET.encode() not in request.raw_body for request in fake_openai.requests)
+    assert SECRET not in done.stdout + done.stderr
+
+
+def test_a_repository_cannot_choose_the_edit_tool(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".journeyman").mkdir(parents=True)
+    (ws / ".journeyman" / "config.toml").write_text('edit_tool = "apply_patch"\n')
+    user = tmp_path / "user-config"
+    user.mkdir()
+    (user / "config.toml").write_text('edit_tool = "edit_file"\n')
+    fake_openai.enqueue(reply(tool_calls=[FINISH]))
+    # the user's file chooses edit_file (the test environment's JOURNEYMAN_EDIT_TOOL is unset)
+    done = journeyman(
+        "run",
+        "x",
+        "-w",
+        str(ws),
+        "--session-dir",
+        str(tmp_path / "s"),
+        env={
+            k: v for k, v in env_for(fake_openai, tmp_path).items() if k != "JOURNEYMAN_EDIT_TOOL"
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ignored edit_tool = 'apply_patch'" in done.stderr
+    assert ".journeyman/config.toml" in done.stderr
+    tools = offered_tools(fake_openai)
+    assert "edit_file" in tools and "apply_patch" not in tools
+
+
+def test_deny_rules_refuse_a_git_push_however_it_is_spelled(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    user = tmp_path / "user-config"
+    user.mkdir()
+    (user / "config.toml").write_text(
+        '[permissions]\nmode = "bypass"\ndeny = ["run_command(git push*)"]\n'
+    )
+    spellings = ["git -C . push", "strace -f git push", "alias g=git; g push", "echo hi"]
+    fake_openai.enqueue(
+        *[reply(tool_calls=[("run_command", {"command": c})]) for c in spellings],
+        reply(tool_calls=[FINISH]),
+    )
+    journeyman(
+        "run",
+        "push it",
+        "-w",
+        str(ws),
+        "--session-dir",
+        str(tmp_path / "s"),
+        "--sandbox",
+        "local",
+        env=env_for(fake_openai, tmp_path),
+    )
+    results = [tool_results(fake_openai, n)[-1] for n in range(1, len(spellings) + 1)]
+    assert all("not allowed" in r and "git push*" in r for r in results[:3]), results
+    assert "`alias`" in results[2]
+    assert "not allowed" not in results[3] and "hi" in results[3]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 
 import pytest
 from hypothesis import assume, given, settings
@@ -333,3 +334,282 @@ def test_allowed_commands_consist_only_of_allowed_parts(parts: list[str], seps: 
     if verdict(ALLOW_STATUS, line) is DecisionKind.ALLOW:
         assert all(p == "git status" for p in parts), line
         assert not re.search(r"rm|\$\(", line)
+
+
+# ------------------------------------------- bypasses of `git push` rules (issue 25 attacks)
+
+DENY_PUSH = PermissionPolicy("bypass", deny=["run_command(git push*)", "run_command(git tag*)"])
+
+PUSH_BYPASSES = [
+    # wrappers that run the command they are given
+    "strace git push",
+    "strace -f -o /dev/null git push",
+    "ltrace git push",
+    "script -c 'git push' /dev/null",
+    "script -qc 'git push origin main'",
+    "unshare git push",
+    "unshare -r -n git push",
+    "setpriv git push",
+    "setpriv --reuid 0 git push",
+    "prlimit git push",
+    "prlimit --nofile=10 git push",
+    "nsenter -t 1 git push",
+    "nice git push",
+    "ionice -c3 git push",
+    "timeout 5 git push",
+    "stdbuf -o0 git push",
+    "nohup git push",
+    "env -S 'git push'",
+    "echo x | xargs git push",
+    "sudo git push",
+    "doas git push",
+    "chroot / git push",
+    "flock /tmp/lock git push",
+    "time git push",
+    "command git push",
+    "builtin git push",
+    "exec git push",
+    "eval git push",
+    "eval 'git push'",
+    "bash -c 'git push'",
+    "sh -c 'git push'",
+    "uv run git push",
+    "faketime '2020-01-01' git push",
+    # git's own options before the subcommand
+    "git -C . push",
+    "git -C . tag v1",
+    "git --no-pager push",
+    "git -P push",
+    "git -c k=v push",
+    "git -c core.pager=cat -C . --no-pager push",
+    "git --git-dir=.git push",
+    "git --git-dir .git push",
+    "git --work-tree=. push",
+    "git --work-tree . --git-dir .git tag -a v1",
+    "git --namespace x push",
+    "git --exec-path=/usr/lib/git-core push",
+    'git -C "$HOME" push',
+    "GIT_DIR=.git git push",
+    # git aliases and commands git runs
+    "git p",
+    "git -c alias.p=push p",
+    "git -c alias.p='!git push' p",
+    "git --config-env=alias.p=VAR p",
+    "git config alias.p push",
+    "git config --global alias.p '!git push'",
+    "git config include.path /tmp/aliases",
+    "git -c core.pager='git push' log",
+    "GIT_PAGER='git push' git log",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='git push' git log",
+    "git submodule foreach git push",
+    "git submodule foreach 'git push origin'",
+    "git rebase -x 'git push' main",
+    "git bisect run git push",
+    # shell constructs rules cannot see through
+    "trap 'git push' EXIT",
+    "trap -- 'git push' EXIT; true",
+    'trap "$CMD" EXIT',
+    "coproc git push",
+    "coproc NAME { git push; }",
+    "alias g=git; g push",
+    "alias g='git push'; g",
+    "shopt -s expand_aliases; alias g=git\ng push",
+    "hash -p /usr/bin/git ls; ls push",
+    "BASH_CMDS[ls]=/usr/bin/git; ls push",
+    "BASH_ALIASES[ls]=git; ls push",
+    "enable -f ./push.so push",
+    "x='$(git push)'; echo ${x@P}",
+    "PS4='$(git push)'; set -x; true",
+    "PS4=$P; set -x; true",
+    "x='a[$(git push)]'; echo $((x))",
+    "echo 'git push' | bash",
+    "bash <<< 'git push'",
+    "bash -s < script.sh",
+    "source <(echo git push)",
+    ". /dev/stdin",
+    "eval $X",
+    "x=push; eval git $x",
+    "[ -f x ] && git push",
+    "g[i]t push",
+    "{git,push}",
+    "at now <<< 'git push'",
+    "mapfile -C 'git push' -c 1 < lines.txt",
+    # other spellings
+    "/usr/lib/git-core/git-push origin",
+    'env -S"git push"',
+    "env --split-string='git push'",
+    "script -c'git push'",
+    "g\\it push",
+    "gi''t push",
+    "git $(echo push)",
+    '"$(command -v git)" push',
+]
+
+
+@pytest.mark.parametrize("command", PUSH_BYPASSES)
+def test_a_git_push_rule_holds_against_each_bypass(command: str) -> None:
+    assert verdict(DENY_PUSH, command) is DecisionKind.DENY
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git status --short && pytest -q -x",
+        "pytest -q",
+        "echo push",
+        "echo 'git push'",
+        "grep -rn 'git push' .",
+        "git log --oneline -5 | cat",
+        "git -C sub status",
+        "git -C $DIR status",
+        "git --no-pager diff HEAD~1 -- src/",
+        "git -c color.ui=never log",
+        "git config --get alias.p",
+        "git config user.name 'A Person'",
+        "git stash && git stash pop",
+        "cd src && git add -A && git commit -m 'push the fix'",
+        "uv run pytest -q",
+        "timeout 60 python -m pytest tests/x.py",
+        "bash script.sh",
+        ". .venv/bin/activate && pytest -q",
+        "trap - EXIT",
+        "trap '' INT",
+        "trap -p",
+        "alias",
+        "hash -r",
+        "EDITOR=vim git commit",
+        "echo 'unbalanced $(' && ls",
+        "if [ -f setup.py ]; then python setup.py --version; fi",
+        "[[ -d build ]] || mkdir build",
+        "x=$(git rev-parse --short HEAD); echo $x",
+    ],
+)
+def test_ordinary_commands_still_run_under_a_git_push_rule(command: str) -> None:
+    assert verdict(DENY_PUSH, command) is DecisionKind.ALLOW
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("trap 'git push' EXIT", "`trap`"),
+        ("coproc git push", "`coproc`"),
+        ("alias g=git; g push", "`alias`"),
+        ("hash -p /usr/bin/git g; g push", "`hash -p`"),
+        ("git p", "`git p`"),
+        ("git -c alias.p=push p", "git alias"),
+        ("echo 'git push' | bash", "`bash` reads commands from its input"),
+    ],
+)
+def test_a_construct_rules_cannot_see_through_is_named_in_the_refusal(
+    command: str, named: str
+) -> None:
+    decision = DENY_PUSH.decide("run_command", {"command": command})
+    assert decision.kind is DecisionKind.DENY
+    assert named in decision.reason
+    assert "write the command without it" in decision.reason
+
+
+def test_constructs_only_refuse_where_a_rule_for_commands_exists() -> None:
+    files_only = PermissionPolicy("bypass", deny=["write_file(secrets/**)"])
+    assert verdict(files_only, "alias g=git; g push") is DecisionKind.ALLOW
+    assert verdict(files_only, "trap 'rm -f tmp' EXIT") is DecisionKind.ALLOW
+
+
+def test_an_unknown_git_command_matches_only_git_rules() -> None:
+    policy = PermissionPolicy("bypass", deny=["run_command(curl *)"])
+    assert verdict(policy, "git p") is DecisionKind.ALLOW
+    assert verdict(DENY_PUSH, "git p") is DecisionKind.DENY
+
+
+NEW_WRAPPERS = st.sampled_from(
+    [
+        "strace",
+        "strace -f -e trace=execve",
+        "ltrace",
+        "unshare -r",
+        "setpriv --no-new-privs",
+        "prlimit --as=100000000",
+        "nsenter -U",
+        "ionice -c 3",
+        "stdbuf -oL -eL",
+        "chroot /",
+        "flock -x /tmp/l",
+        "firejail --quiet",
+        "fakeroot",
+        "numactl --interleave=all",
+        "taskset -c 0",
+    ]
+)
+GIT_GLOBAL_OPTIONS = st.sampled_from(
+    [
+        "-C .",
+        "-C /tmp/x",
+        "--no-pager",
+        "-P",
+        "-p",
+        "--paginate",
+        "-c k=v",
+        "-c color.ui=always",
+        "--git-dir=.git",
+        "--git-dir .git",
+        "--work-tree=.",
+        "--work-tree .",
+        "--bare",
+        "--no-replace-objects",
+        "--literal-pathspecs",
+        "--no-optional-locks",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(NEW_WRAPPERS | WRAPPER_PREFIXES, max_size=3),
+    st.lists(GIT_GLOBAL_OPTIONS, max_size=4),
+    st.sampled_from(["push", "push origin main", "push --force", "tag v1", "tag -d v1"]),
+)
+def test_wrappers_and_git_options_in_any_combination_do_not_hide_a_push(
+    wrappers: list[str], options: list[str], subcommand: str
+) -> None:
+    line = " ".join([*wrappers, "git", *options, subcommand])
+    assert verdict(DENY_PUSH, line) is DecisionKind.DENY, line
+    assert verdict(DENY_PUSH, f"sh -c {shlex.quote(line)}") is DecisionKind.DENY, line
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(NEW_WRAPPERS, max_size=2),
+    st.lists(GIT_GLOBAL_OPTIONS, max_size=3),
+    st.sampled_from(["status", "log --oneline", "diff", "fetch origin", "show HEAD"]),
+)
+def test_git_options_do_not_make_other_git_commands_refused(
+    wrappers: list[str], options: list[str], subcommand: str
+) -> None:
+    line = " ".join([*wrappers, "git", *options, subcommand])
+    assert verdict(DENY_PUSH, line) is DecisionKind.ALLOW, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git submodule foreach " * 40 + "git push",
+        "xargs git submodule foreach " * 40 + "git push",
+        "git rebase -x " * 40 + "x",
+        "env " + "find . -exec " * 40 + "rm x",
+        "echo '" + "$(" * 20000 + "'",
+        "bash " + "-o x " * 5000,
+        "env " + "alias " * 5000,
+        "git " + "-c k=v " * 5000 + "push",
+    ],
+)
+def test_hostile_nesting_and_length_stay_fast_to_check(line: str) -> None:
+    started = time.monotonic()
+    programs(line)
+    assert time.monotonic() - started < 5  # a bound against blow-ups, not a benchmark
+
+
+def test_a_command_too_long_to_check_is_closed() -> None:
+    padding = " ".join(["-c", "k=v"] * 300)
+    assert verdict(DENY_PUSH, f"git {padding} push") is DecisionKind.DENY
+    assert verdict(DENY_PUSH, "alias " + "a " * 300 + "g=git; g push") is DecisionKind.DENY

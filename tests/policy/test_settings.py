@@ -41,6 +41,8 @@ BASE: dict[str, Any] = {
         ({"permissions": {"allow": ["run_command"]}}, False),
         ({"permissions": {"edit_tools": ["run_command"]}}, False),
         ({"not_a_key": 1}, False),
+        ({"edit_tool": "apply_patch"}, False),
+        ({"edit_tool": "both"}, False),
     ],
 )
 def test_workspace_values_are_kept_only_when_tighter(proposed: dict[str, Any], kept: bool) -> None:

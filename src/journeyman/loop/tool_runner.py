@@ -65,6 +65,7 @@ class ToolRunner:
             iteration=state.iterations,
             journal=self.recorder.journal if self.recorder else None,
             offered=frozenset(self.registry.names),
+            unreadable=self.permissions.policy.unreadable if self.permissions else None,
         )
         limit = asyncio.Semaphore(self.config.max_concurrency)
         iteration = state.iterations + 1

@@ -22,7 +22,22 @@ What is found:
   a command line of its own;
 - ``xargs`` and ``parallel``: the command they run, with arguments still to come from input;
 - ``find``: ``-delete`` counts as ``rm`` with unknown arguments, and ``-exec``/``-execdir``/
-  ``-ok``/``-okdir`` commands are found like any other (``{}`` is an unknown argument).
+  ``-ok``/``-okdir`` commands are found like any other (``{}`` is an unknown argument);
+- ``git``: also as ``git <subcommand> ...`` with the options before the subcommand left out
+  (``git -C . --no-pager -c k=v push`` is ``git push``), the command lines in ``-c`` values and
+  in variables that name a program (``GIT_PAGER``, ``GIT_SSH_COMMAND``, ``*EDITOR`` ...), and
+  the commands ``submodule foreach``, ``bisect run``, ``rebase --exec`` ... run;
+- command substitutions written inside quotes (``x='$(rm y)'``): a later ``eval``, ``PS4``,
+  arithmetic or ``${x@P}`` runs them.
+
+What changes the meaning of later names, or runs text the parser cannot see, is *closed*: it
+stands for any command (a `SimpleCommand` with a `construct` saying why), so it matches every
+deny and ask rule of the tool. These are ``alias`` definitions, ``trap`` with a command,
+``coproc``, ``hash -p``, ``enable``, ``BASH_CMDS``/``BASH_ALIASES``, assignments to ``PS4``,
+``PROMPT_COMMAND`` or ``BASH_ENV``, ``${x@P}``, a shell or ``source`` reading commands from its
+input (``echo ... | sh``, ``bash <<< ...``, ``source <(...)``), and for ``git``: a subcommand
+that is not one of git's own (it may be an alias), ``-c alias.*=``, and ``git config``
+setting an alias or an include (these match every rule that starts with ``git``).
 
 What cannot be known before the shell runs is marked *open*: a word with a ``$`` expansion,
 a command substitution, an unquoted glob or brace in the program's name, an unterminated quote,
@@ -30,16 +45,18 @@ nesting deeper than `MAX_DEPTH`. An open program (``$(echo rm) -rf x``, ``$CMD x
 ``eval "$x"``) matches every pattern; open arguments match every pattern that could still
 match once the unknown words are filled in (see `could_match`).
 
-What is not followed: programs that run commands from a file, their input or their own
-language (``bash script.sh``, ``curl ... | sh``, ``python -c``, ``make``), aliases and
-functions defined elsewhere, and what a program does with its arguments. Text that only looks
-like a command (the lines of a here-document) is matched as if it ran.
+What is not followed: programs that run commands from a file or their own language
+(``bash script.sh``, ``python -c``, ``make``), shell aliases and functions defined in
+earlier calls or in files, a program copied or linked under another name, and what a program
+does with its arguments. Text that only looks like a command (the lines of a here-document)
+is matched as if it ran. Rules are a guard against mistakes, read from the text of the
+command; the sandbox is what contains a command.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MAX_DEPTH = 8
 """Nesting of substitutions and wrapped command strings followed before giving up (open)."""
@@ -82,9 +99,83 @@ WRAPPERS = frozenset(
         "fish",
         "xargs",
         "parallel",
+        # tracing, isolation and resource tools that run the command they are given
+        "strace",
+        "ltrace",
+        "script",
+        "unshare",
+        "setpriv",
+        "prlimit",
+        "nsenter",
+        "firejail",
+        "bwrap",
+        "systemd-run",
+        "fakeroot",
+        "fakechroot",
+        "proot",
+        "valgrind",
+        "catchsegv",
+        "cpulimit",
+        "trickle",
+        "torsocks",
+        "tsocks",
+        "proxychains",
+        "proxychains4",
+        "faketime",
+        "chpst",
+        "setarch",
+        "linux32",
+        "linux64",
+        "numactl",
+        "cgexec",
+        "sg",
+        "pkexec",
+        "eatmydata",
+        "nocache",
+        "chronic",
+        "rlwrap",
+        "tini",
+        "dumb-init",
+        "ssh-agent",
+        "dbus-run-session",
+        "xvfb-run",
+        "gdb",
+        "perf",
+        "toybox",
+        "direnv",
+        # environment managers whose `run`/`exec` runs a command
+        "uv",
+        "uvx",
+        "poetry",
+        "pipenv",
+        "pdm",
+        "hatch",
+        "npx",
+        "pnpx",
+        "bunx",
     }
 )
 """Programs whose later words may name another program that they run."""
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish"})
+"""Shells: with ``-c`` their command line is followed; reading commands from their input,
+they fail closed."""
+
+_SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+_INPUT_FILES = ("-", "/dev/stdin", "/dev/fd/", "/proc/")
+"""Operands of a shell or ``source`` that are its input rather than a script on disk."""
+_HIDDEN_TABLES = ("BASH_CMDS", "BASH_ALIASES")
+"""Bash arrays that rename programs (the same as ``hash -p`` and ``alias``)."""
+_EXPANDED_LATER = re.compile(r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV)\+?=")
+"""Assignments whose value the shell expands or runs later (``PS4`` under ``set -x``)."""
+_PROGRAM_VARIABLE = re.compile(
+    r"(?:[A-Z_]*PAGER|[A-Z_]*EDITOR|VISUAL|GIT_SSH(?:_COMMAND)?|GIT_EXTERNAL_DIFF"
+    r"|[A-Z_]*ASKPASS|GIT_CONFIG_VALUE_[0-9]+)="
+)
+"""Variables whose value is a command line some program runs (git's pager, editor, ssh)."""
+
+_COVERS_LATER_WORDS = WRAPPERS | {"git", "find"}
+"""Programs whose own handling finds whatever their later words run."""
 
 INPUT_FED = frozenset({"xargs", "parallel"})
 """Wrappers that append arguments read from their input to the command they run."""
@@ -108,6 +199,9 @@ class SimpleCommand:
     the program itself cannot be known."""
     open: bool = False
     """More words follow that are only known when the command runs."""
+    construct: str = ""
+    """Why this command stands for whatever it might run: a shell construct rules cannot see
+    through (``alias``, ``trap`` ...), said in words for the refusal; empty otherwise."""
 
     @property
     def text(self) -> str:
@@ -128,6 +222,8 @@ class _Word:
     """Part of the word is only known when the shell runs (an expansion or substitution)."""
     pattern: bool = False
     """The word has unquoted glob or brace characters (it may expand to other words)."""
+    prompt: bool = False
+    """The word has a ``${name@P}`` expansion, which runs the substitutions in the value."""
 
 
 @dataclass
@@ -174,6 +270,7 @@ def _lex(line: str) -> _Lexed:
         nonlocal word, drop_next
         if word is not None:
             word.text = "".join(word.chars)
+            nested.extend(_quoted_substitutions(word.text))
             if drop_next:
                 drop_next = False
             else:
@@ -367,6 +464,7 @@ def _dollar(
             return len(line), False
         inner = line[i + 2 : end]
         word.dynamic = True
+        word.prompt = word.prompt or inner.endswith("@P")
         # `${x:-$(cmd)}` runs cmd; finding it means parsing parameter expansions: give up
         return end + 1, not ("$(" in inner or "`" in inner or "<(" in inner)
     if following == "'" and not quoted:  # ANSI-C quoting: escapes could spell anything
@@ -394,16 +492,25 @@ def _dollar(
 # ---------------------------------------------------------------------------- normalising
 
 
-def _normalise(words: list[_Word], depth: int) -> list[SimpleCommand]:
+def _normalise(words: list[_Word], depth: int, *, wrapped: bool = False) -> list[SimpleCommand]:
     """The simple commands one parsed command runs: itself and, for a wrapper, the command
     starting at each later non-option word (`fed`: its arguments also come from input).
+    `wrapped`: the words are what a wrapper was given (each may start the command it runs).
 
     Each start is looked at once, and a wrapper stops at its first candidate that is a wrapper
-    too (that one covers every later word), so even ``env env env ...`` takes linear time.
+    too, or ``git`` or ``find`` (that one covers every later word), so even ``env env env ...``
+    takes linear time.
     """
+    if depth > MAX_DEPTH:
+        return [UNKNOWN]
     found: list[SimpleCommand] = []
     seen: set[tuple[int, bool]] = set()
-    pending = [(0, False)]
+    pending: list[tuple[int, bool]] = []
+    if wrapped:
+        _queue_candidates(words, 0, False, depth, found, pending)
+    else:
+        pending.append((0, False))
+    found.extend(_assigned_programs(words, depth))
     while pending:
         start, fed = pending.pop()
         if (start, fed) in seen:
@@ -413,37 +520,86 @@ def _normalise(words: list[_Word], depth: int) -> list[SimpleCommand]:
         if index >= len(words):
             continue
         program = words[index]
-        if program.dynamic or program.pattern:
+        if program.dynamic or (program.pattern and _may_expand(program.text)):
             found.append(UNKNOWN)
             continue
         name = _basename(program.text)
         args = words[index + 1 : index + MAX_WORDS]
-        known: list[str] = [name]
-        for arg in args:
-            if arg.dynamic:
-                break
-            known.append(arg.text)
+        known = _known_words(name, args)
         is_open = fed or len(known) <= len(args) or index + MAX_WORDS < len(words)
         found.append(SimpleCommand(tuple(known), open=is_open))
+        too_long = index + MAX_WORDS < len(words)
+        found.extend(_unfollowable(name, args, too_long))
         if name == "find":
             found.extend(_find_actions(words[index + 1 :], depth))
-        if name not in WRAPPERS:
-            continue
-        fed = fed or name in INPUT_FED
-        for candidate in range(index + 1, len(words)):
-            arg = words[candidate]
-            if arg.text.startswith(("-", "+")) and not arg.dynamic:
-                continue
-            if not arg.dynamic and any(c in arg.text for c in " \t\n;&|()<>`$"):
-                # a command line in one word (`sh -c '...'`), not a program's name
-                nested = programs(arg.text, depth + 1)
-                found.extend(SimpleCommand(c.words, open=c.open or fed) for c in nested)
-                continue
-            pending.append((candidate, fed))
-            inner = _program_index(words, candidate)
-            if inner < len(words) and _basename(words[inner].text) in WRAPPERS:
-                break
+        if name.startswith("git-") and name[4:] in GIT_COMMANDS:  # git-core/git-push
+            git_form = ("git", name[4:], *known[1:])
+            found.append(SimpleCommand(git_form, open=is_open))
+        if name == "git" and too_long:
+            found.append(_closed("a git command too long to check", "git"))
+        elif name == "git":
+            found.extend(_git_commands(args, depth, fed))
+        if name in WRAPPERS:
+            _queue_candidates(words, index + 1, fed or name in INPUT_FED, depth, found, pending)
     return found
+
+
+def _known_words(name: str, args: list[_Word]) -> list[str]:
+    """`name` and the arguments before the first one only the shell knows."""
+    known = [name]
+    for arg in args:
+        if arg.dynamic:
+            break
+        known.append(arg.text)
+    return known
+
+
+def _queue_candidates(
+    words: list[_Word],
+    first: int,
+    fed: bool,
+    depth: int,
+    found: list[SimpleCommand],
+    pending: list[tuple[int, bool]],
+) -> None:
+    """Queue each word from `first` on that may start the command a wrapper runs; a word that
+    is itself a command line (``sh -c 'rm -rf x'``) is parsed as one."""
+    for candidate in range(first, len(words)):
+        arg = words[candidate]
+        if arg.text.startswith(("-", "+")) and not arg.dynamic:
+            value = _glued_value(arg.text)
+            if any(c in value for c in " \t\n;&|()<>`$"):  # `env -S'rm -rf x'`
+                found.extend(replace(c, open=True) for c in programs(value, depth + 1))
+            continue
+        if not arg.dynamic and any(c in arg.text for c in " \t\n;&|()<>`$"):
+            # a command line in one word (`sh -c '...'`), not a program's name
+            nested = programs(arg.text, depth + 1)
+            found.extend(replace(c, open=c.open or fed) for c in nested)
+            continue
+        pending.append((candidate, fed))
+        inner = _program_index(words, candidate)
+        if inner < len(words) and _basename(words[inner].text) in _COVERS_LATER_WORDS:
+            break
+
+
+def _may_expand(text: str) -> bool:
+    """Whether a word with unquoted glob or brace characters may expand to other words: a
+    lone ``[`` (the test command) or ``{x}`` stays itself."""
+    if "*" in text or "?" in text:
+        return True
+    if "[" in text and "]" in text[text.index("[") + 1 :]:
+        return True
+    if "{" in text:
+        inside = text[text.index("{") + 1 :]
+        return "}" in inside and ("," in inside or ".." in inside)
+    return False
+
+
+def _glued_value(option: str) -> str:
+    """The value written in one word with its option: ``--opt=VALUE``, ``-xVALUE``."""
+    if option.startswith("--"):
+        return option.partition("=")[2]
+    return option[2:]
 
 
 def _program_index(words: list[_Word], i: int) -> int:
@@ -485,6 +641,239 @@ def _find_actions(args: list[_Word], depth: int) -> list[SimpleCommand]:
             i = end
         i += 1
     return found
+
+
+# ----------------------------------------------------------- what rules cannot follow
+
+
+def _closed(construct: str, *words: str) -> SimpleCommand:
+    """A command that stands for anything `construct` might run: it matches every pattern
+    that starts with `words` (every pattern when there are none)."""
+    return SimpleCommand(tuple(words), open=True, construct=construct)
+
+
+def _quoted_substitutions(text: str) -> list[str]:
+    """Command substitutions written inside quotes (``x='$(rm -rf y)'``): the shell runs
+    them when the text is expanded again (``eval``, ``PS4``, arithmetic, ``${x@P}``), so they
+    are matched as if they ran. Unbalanced ones are left alone."""
+    if "$(" not in text and "`" not in text:
+        return []
+    bodies: list[str] = []
+    i = 0
+    while i < len(text):
+        body: str | None = None
+        if text.startswith("$(", i):
+            body, end = _balanced(text, i + 2)
+        elif text[i] == "`":
+            body, end = _backticks(text, i + 1)
+        else:
+            i += 1
+            continue
+        if body is None:
+            break  # the shell rejects text with an unclosed substitution (and rescanning is slow)
+        bodies.append(body)
+        i = end
+    return bodies
+
+
+def _assigned_programs(words: list[_Word], depth: int) -> list[SimpleCommand]:
+    """Words anywhere in a command that change what later names or text run (closed), and
+    the command lines assigned to variables that name a program to run (``GIT_PAGER=...``)."""
+    found: list[SimpleCommand] = []
+    for word in words:
+        assigned = _PROGRAM_VARIABLE.match(word.text)
+        if assigned is not None and not word.dynamic:
+            value = word.text[assigned.end() :]
+            found.extend(replace(c, open=True) for c in programs(value, depth + 1))
+    return found + _closed_constructs(words)
+
+
+def _closed_constructs(words: list[_Word]) -> list[SimpleCommand]:
+    for word in words:
+        if word.prompt:
+            return [_closed("`${name@P}` runs the command substitutions in a variable's value")]
+        if any(table in word.text for table in _HIDDEN_TABLES):
+            return [_closed("BASH_CMDS and BASH_ALIASES give programs other names")]
+        if _EXPANDED_LATER.match(word.text):
+            name = word.text.split("=", 1)[0].rstrip("+")
+            return [_closed(f"the shell expands or runs the value of {name} later")]
+    return []
+
+
+_CONSTRUCTS = SHELLS | {
+    "alias",
+    "trap",
+    "coproc",
+    "hash",
+    "enable",
+    "source",
+    ".",
+    "at",
+    "batch",
+    "mapfile",
+    "readarray",
+}
+"""Programs `_unfollowable` looks at."""
+
+
+def _unfollowable(name: str, args: list[_Word], too_long: bool) -> list[SimpleCommand]:
+    """A command that changes what later names mean, or runs text rules cannot see: closed.
+    `too_long`: `args` are only the first `MAX_WORDS` of them."""
+    if name not in _CONSTRUCTS:
+        return []
+    if too_long:
+        return [_closed(f"`{name}` with more words than can be checked")]
+    operands = [a for a in args if a.dynamic or not a.text.startswith("-")]
+    if name == "alias" and any(a.dynamic or "=" in a.text for a in args):
+        return [_closed("`alias` gives a command another name")]
+    if name == "trap" and _trap_sets_a_command(args):
+        return [_closed("`trap` sets commands that run later")]
+    if name == "coproc":
+        return [_closed("`coproc` runs a command in the background")]
+    if name == "hash" and any(a.dynamic or (a.text[:1] == "-" and "p" in a.text) for a in args):
+        return [_closed("`hash -p` gives a program another name")]
+    if name == "enable" and any(a.dynamic or not set(a.text) <= set("-aps") for a in args):
+        return [_closed("`enable` loads or hides shell builtins")]
+    if name in ("at", "batch") and not any(a.text in ("-l", "-r", "-d", "-c") for a in args):
+        return [_closed(f"`{name}` runs commands it reads, later")]
+    if name in ("mapfile", "readarray") and any(a.text.startswith("-C") for a in args):
+        return [_closed(f"`{name} -C` runs a command for the lines it reads")]
+    if name in ("source", ".") and (not operands or _is_input(operands[0])):
+        return [_closed(f"`{name}` reads commands from its input")]
+    if name in SHELLS and _reads_input(args):
+        return [_closed(f"`{name}` reads commands from its input")]
+    return []
+
+
+def _trap_sets_a_command(args: list[_Word]) -> bool:
+    """``trap ACTION SIGNAL...``, unless ACTION resets (``-``, a signal number) or ignores
+    (``''``) the signals, or only lists (``-p``, ``-l``)."""
+    rest = args[1:] if args and args[0].text == "--" else args
+    if not rest or rest[0].text in ("-p", "-l"):
+        return False
+    action = rest[0]
+    return action.dynamic or not (action.text in ("", "-") or action.text.isdigit())
+
+
+def _is_input(word: _Word) -> bool:
+    return word.dynamic or word.text == "-" or word.text.startswith(_INPUT_FILES[1:])
+
+
+def _reads_input(args: list[_Word]) -> bool:
+    """Whether a shell given `args` reads its commands from input (no ``-c``, no script)."""
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if args[i].dynamic:
+            return True
+        if text in _SHELL_OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if text == "--":
+            i += 1
+            break
+        if text.startswith("-") and not text.startswith("--") and "c" in text:
+            return False  # -c: the command line is followed as a wrapped word
+        if text.startswith("-") and "s" in text.lstrip("-") and not text.startswith("--"):
+            return True
+        if not text.startswith(("-", "+")):
+            break
+        i += 1
+    return i >= len(args) or _is_input(args[i])
+
+
+# ---------------------------------------------------------------------------------- git
+
+GIT_OPTIONS_WITH_VALUE = frozenset(
+    {
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--super-prefix",
+        "--config-env",
+        "--exec-path",
+        "--attr-source",
+        "--list-cmds",
+    }
+)
+"""Options before git's subcommand that take the next word as their value."""
+
+GIT_COMMANDS = frozenset(
+    """add am annotate apply archive bisect blame branch bugreport bundle cat-file
+    check-attr check-ignore check-mailmap check-ref-format checkout checkout-index
+    cherry cherry-pick citool clean clone column commit commit-graph commit-tree config
+    count-objects credential credential-cache credential-store daemon describe diagnose
+    diff diff-files diff-index diff-tree difftool fast-export fast-import fetch
+    fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck
+    fsck-objects gc get-tar-commit-id grep gui hash-object help hook http-backend
+    http-fetch http-push imap-send index-pack init init-db instaweb interpret-trailers
+    log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge merge-base
+    merge-file merge-index merge-one-file merge-tree mergetool mktag mktree
+    multi-pack-index mv name-rev notes p4 pack-objects pack-redundant pack-refs patch-id
+    prune prune-packed pull push quiltimport range-diff read-tree rebase receive-pack
+    reflog remote repack replace replay request-pull rerere reset restore rev-list
+    rev-parse revert rm send-email send-pack shortlog show show-branch show-index
+    show-ref sparse-checkout stage stash status stripspace submodule svn switch
+    symbolic-ref tag unpack-file unpack-objects update-index update-ref
+    update-server-info upload-archive upload-pack var verify-commit verify-pack
+    verify-tag version whatchanged worktree write-tree""".split()  # noqa: SIM905
+)
+"""Git's own commands (``git --list-cmds=main``); any other word may be an alias."""
+
+GIT_COMMANDS_THAT_RUN = frozenset(
+    {"bisect", "submodule", "rebase", "difftool", "mergetool", "filter-branch", "worktree"}
+)
+"""Git commands that take a command to run among their arguments (``bisect run``,
+``submodule foreach``, ``rebase --exec``, ``difftool --extcmd``, ``filter-branch --*-filter``)."""
+
+_GIT_ALIAS_KEYS = ("alias.", "include.", "includeif.")
+
+
+def _git_commands(args: list[_Word], depth: int, fed: bool) -> list[SimpleCommand]:
+    """What ``git <args>`` runs, as rules see it: ``git`` and its subcommand with the global
+    options before it left out (``git -C . --no-pager push`` is ``git push``), the command
+    lines in ``-c`` values, and the commands git subcommands run. An alias (from ``-c``,
+    ``git config`` or a word that is not a git command) could be any git command: closed."""
+    found: list[SimpleCommand] = []
+    i = 0
+    while i < len(args) and (args[i].dynamic or args[i].text.startswith("-")):
+        word = args[i]
+        if word.dynamic:
+            return [_closed("git options that only the shell knows could set an alias", "git")]
+        flag, has_value, value = word.text.partition("=")
+        if flag in GIT_OPTIONS_WITH_VALUE and not has_value and flag != "--exec-path":
+            following = args[i + 1] if i + 1 < len(args) else _Word()
+            value, i = following.text, i + 1
+            if following.dynamic and flag in ("-c", "--config-env"):
+                return [_closed("a git `-c` value that only the shell knows", "git")]
+        if flag in ("-c", "--config-env"):
+            key, _, setting = value.partition("=")
+            if key.lower().startswith(_GIT_ALIAS_KEYS):
+                return [_closed(f"`git {flag} {key}=...` defines a git alias", "git")]
+            found.extend(replace(c, open=True) for c in programs(setting, depth + 1))
+        i += 1
+    if i >= len(args):
+        return found
+    rest = args[i:]
+    sub = rest[0].text
+    if sub not in GIT_COMMANDS:
+        return [*found, _closed(f"`git {sub}` is not a git command; it may be an alias", "git")]
+    known = _known_words("git", rest)
+    found.append(SimpleCommand(tuple(known), open=fed or len(known) <= len(rest)))
+    if sub == "config" and _sets_git_alias(rest[1:]):
+        return [*found, _closed("`git config` defines a git alias or includes a file", "git")]
+    if sub in GIT_COMMANDS_THAT_RUN:
+        found.extend(_normalise(rest[1:], depth + 1, wrapped=True))
+    return found
+
+
+def _sets_git_alias(args: list[_Word]) -> bool:
+    reading = {"--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list"}
+    if any(a.text in reading for a in args):
+        return False
+    return any(a.dynamic or a.text.lower().startswith(_GIT_ALIAS_KEYS) for a in args)
 
 
 # ------------------------------------------------------------------------------- matching

@@ -44,17 +44,22 @@ Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may us
   removed (``\\rm``, ``"rm"``); the program by its base name (``/bin/rm``); the commands in
   ``$(...)``, backticks and ``<(...)``; the command after wrappers such as ``env``,
   ``command``, ``exec``, ``nice``, ``nohup``, ``timeout``, ``sudo``, ``time``, ``xargs``,
-  ``eval`` and ``bash -c`` / ``sh -c`` (recursively); ``find -delete`` as ``rm``, and the
-  commands of ``find -exec``. What only the running shell knows fails closed: a program
-  named by an expansion (``$CMD``, ``$(echo rm)``, ``eval "$x"``), a quote left open, an
-  unquoted glob in a program name match *every* deny and ask rule of the tool; arguments
-  with expansions match every pattern they could match once filled in (``rm $X`` matches
-  ``rm -rf *``). Not followed: commands a program reads from a file, its input or its own
-  language (``sh script.sh``, ``curl ... | sh``, ``python -c``, ``make``), and functions or
-  aliases defined elsewhere. So ``deny = ["run_command(rm *)"]`` refuses ``rm x`` also when
-  spelled ``\\rm x``, ``/bin/rm x``, ``command rm x``, ``env rm x``, ``sudo rm x``,
-  ``bash -c 'rm x'``, ``ls | xargs rm``, ``find . -delete``, ``$(echo rm) x`` or
-  ``make && rm x``, but not ``python -c "import shutil; ..."``: a sandbox, not a deny rule,
+  ``strace``, ``script -c``, ``unshare``, ``setpriv``, ``prlimit``, ``eval`` and ``bash -c``
+  / ``sh -c`` (recursively); ``git`` with its global options left out (``git -C . -c k=v
+  --no-pager push`` is ``git push``); ``find -delete`` as ``rm``, and the commands of
+  ``find -exec``. What only the running shell knows fails closed: a program named by an
+  expansion (``$CMD``, ``$(echo rm)``, ``eval "$x"``), a quote left open, an unquoted glob
+  in a program name, and constructs that rename programs or run text later (``alias``,
+  ``trap``, ``coproc``, ``hash -p``, a shell reading commands from its input) match *every*
+  deny and ask rule of the tool, and the refusal names the construct; a git alias matches
+  every rule for ``git``. Arguments with expansions match every pattern they could match
+  once filled in (``rm $X`` matches ``rm -rf *``). Not followed: commands a program reads
+  from a file or its own language (``sh script.sh``, ``python -c``, ``make``), and
+  functions or aliases defined in an earlier call. So ``deny = ["run_command(rm *)"]``
+  refuses ``rm x`` also when spelled ``\\rm x``, ``/bin/rm x``, ``command rm x``,
+  ``env rm x``, ``sudo rm x``, ``bash -c 'rm x'``, ``ls | xargs rm``, ``find . -delete``,
+  ``$(echo rm) x`` or ``make && rm x``, but not ``python -c "import shutil; ..."``: rules
+  are a guard against mistakes, read from the text of the call; a sandbox, not a deny rule,
   is what contains a determined program. Deny rules err towards refusing: ``command -v rm``
   or a here-document line reading ``rm x`` is refused too.
 
@@ -72,6 +77,15 @@ Rule syntax: ``tool`` (any arguments) or ``tool(pattern)``. The tool part may us
   segment, ``**`` spans any number of segments (``src/**`` is everything under ``src``).
   A path is checked both as written and with symlinks resolved: a deny or ask rule matches
   if either form matches, an allow rule only if both do.
+
+  Deny and ask path rules go by the *kind* of the tool they name, not only its name: a rule
+  for a read tool (``read_file(secrets/**)``, ``grep(...)``) holds for every tool that reads
+  or edits files, and a rule for an edit tool (``edit_file(x)``, ``write_file(x)``) for every
+  tool that edits them, ``apply_patch`` included, even when the run does not offer the tool
+  the rule names. Listing and search tools leave the files a read deny rule covers out of
+  their results and say so (`PermissionPolicy.unreadable`, given to tools as
+  ``ToolContext.unreadable``). A bare tool name (``deny = ["edit_file"]``) still means that
+  tool only, and allow rules only ever cover the tools they name.
 - plain **text** for any other permission argument (``fetch(https://docs.python.org/*)``):
   ``*`` matches any text.
 - tools that declare no permission argument (most MCP and user tools): the pattern is
@@ -88,6 +102,7 @@ with ``@tool(kind=...)``, MCP tools from their annotations, see `integrations.mc
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
 import functools
 import json
@@ -96,7 +111,7 @@ import os
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -286,6 +301,8 @@ class _Subject:
     """For commands: every program the command runs (deny and ask rules match these too)."""
     unknown: bool = False
     """What the call touches could not be worked out: every deny and ask rule matches."""
+    tool_kind: ToolKind = ToolKind.OTHER
+    """What the called tool declares itself to be (path rules of its kind apply to it)."""
 
 
 def split_command(command: str) -> tuple[list[str], bool]:
@@ -469,6 +486,7 @@ class PermissionPolicy:
         self.deny = parse_rules(deny, "deny")
         self.workspace = Path(os.path.realpath(workspace)) if workspace is not None else None
         self.tools = tools if tools is not None else builtin_declarations()
+        self._rule_kinds: dict[tuple[PermissionRule, int], frozenset[ToolKind]] = {}
 
     @classmethod
     def from_config(
@@ -506,11 +524,9 @@ class PermissionPolicy:
         """Allow, ask or deny one call. `read_only` is consulted only for a tool the policy's
         `tools` do not know; a known tool's declared kind decides."""
         subject = self._subject(tool_name, args)
-        rule = _first_match(self.deny, subject)
+        rule = _first_match(self.deny, subject, self._applies)
         if rule is not None:
-            return PermissionDecision(
-                DecisionKind.DENY, f"the deny rule `{rule}` matches this call", rule
-            )
+            return PermissionDecision(DecisionKind.DENY, _matching(rule, subject, "deny"), rule)
         kind = self.kind_of(tool_name, read_only)
         edit = kind is ToolKind.EDIT
         read_only = kind in (ToolKind.READ, ToolKind.FINISH)
@@ -525,14 +541,63 @@ class PermissionPolicy:
             )
         baseline = mode_baseline(self.mode, read_only=read_only, edit=edit)
         if baseline is DecisionKind.ALLOW and self.mode is not PermissionMode.BYPASS:
-            rule = _first_match(self.ask, subject)
+            rule = _first_match(self.ask, subject, self._applies)
             if rule is not None:
-                return PermissionDecision(
-                    DecisionKind.ASK, f"the ask rule `{rule}` matches this call", rule
-                )
+                return PermissionDecision(DecisionKind.ASK, _matching(rule, subject, "ask"), rule)
         return PermissionDecision(
             baseline, _mode_reason(self.mode, baseline, read_only=read_only, edit=edit)
         )
+
+    def unreadable(self, path: str) -> str | None:
+        """The deny rule that keeps the model from reading `path` (workspace-relative), as
+        text, or None. Listing and search tools leave such files out of what they show."""
+        rules = [
+            rule
+            for rule in self.deny
+            if rule.pattern is not None and ToolKind.READ in self._path_kinds(rule)
+        ]
+        if not rules:
+            return None
+        forms = _normalise_path(path, self.workspace)
+        for rule in rules:
+            if any(rule.matches_value(form, ArgKind.PATH) for form in forms):
+                return str(rule)
+        return None
+
+    def _applies(self, rule: PermissionRule, subject: _Subject) -> bool:
+        """Whether a deny or ask `rule` concerns the call: it names the tool, or it is a path
+        rule for tools of a kind this tool's paths answer to (read rules cover every tool that
+        reads or edits files, edit rules every tool that edits them)."""
+        if rule.names(subject.tool):
+            return True
+        if rule.pattern is None or subject.kind is not ArgKind.PATH:
+            return False
+        answers_to = _PATH_RULE_KINDS.get(subject.tool_kind, frozenset())
+        return not answers_to.isdisjoint(self._path_kinds(rule))
+
+    def _path_kinds(self, rule: PermissionRule) -> frozenset[ToolKind]:
+        """The kinds of the path-taking tools `rule` names, among the run's tools and the
+        built-in ones (a rule for `edit_file` speaks for edits even when the run offers
+        `apply_patch` instead)."""
+        builtin = builtin_declarations()
+        names = [*getattr(self.tools, "names", ()), *getattr(builtin, "names", ())]
+        key = (rule, len(names))  # tools registered later (MCP) are looked at again
+        cached = self._rule_kinds.get(key)
+        if cached is not None:
+            return cached
+        kinds: set[ToolKind] = set()
+        for name in dict.fromkeys(names):
+            if not rule.names(name):
+                continue
+            declared = self.tools if self.tools.kind_of(name) is not None else builtin
+            kind = declared.kind_of(name)
+            if kind is None or kind not in (ToolKind.READ, ToolKind.EDIT):
+                continue
+            if arg_kind(kind, declared.permission_arg_of(name)) is ArgKind.PATH:
+                kinds.add(ToolKind(kind))
+        found = frozenset(kinds)
+        self._rule_kinds[key] = found
+        return found
 
     def covered(self, tool_name: str, args: Mapping[str, Any], rules: Sequence[str]) -> bool:
         """Whether `rules` (remembered "always" answers) would allow this call like allow rules."""
@@ -551,6 +616,10 @@ class PermissionPolicy:
         return [f"{glob_escape(tool_name)}({glob_escape(v)})" for v in subject.all_values]
 
     def _subject(self, tool_name: str, args: Mapping[str, Any]) -> _Subject:
+        subject = self._what_is_matched(tool_name, args)
+        return dataclasses.replace(subject, tool_kind=self.kind_of(tool_name))
+
+    def _what_is_matched(self, tool_name: str, args: Mapping[str, Any]) -> _Subject:
         try:
             paths = self.tools.paths_of(tool_name, args)
         except Exception as exc:  # a tool's own hook failed: refuse rather than guess
@@ -588,9 +657,15 @@ class PermissionPolicy:
         return _Subject(tool_name, style, (value,), (value,), True)
 
 
-def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> PermissionRule | None:
+def _first_match(
+    rules: Sequence[PermissionRule],
+    subject: _Subject,
+    applies: Callable[[PermissionRule, _Subject], bool] | None = None,
+) -> PermissionRule | None:
+    """The first of `rules` that matches; `applies` says which rules concern the call (by
+    default those naming its tool)."""
     for rule in rules:
-        if not rule.names(subject.tool):
+        if not (applies(rule, subject) if applies is not None else rule.names(subject.tool)):
             continue
         if rule.pattern is None or subject.unknown:
             return rule
@@ -599,6 +674,40 @@ def _first_match(rules: Sequence[PermissionRule], subject: _Subject) -> Permissi
         if subject.programs and rule.matches_any_program(subject.programs):
             return rule
     return None
+
+
+_PATH_RULE_KINDS: Mapping[ToolKind, frozenset[ToolKind]] = {
+    ToolKind.READ: frozenset({ToolKind.READ}),
+    ToolKind.EDIT: frozenset({ToolKind.READ, ToolKind.EDIT}),
+}
+"""For a call of each kind, the kinds whose path rules also apply to its paths. An edit
+tool reads what it changes (and shows lines of it when a match fails), so read rules cover
+it too."""
+
+
+def _matching(rule: PermissionRule, subject: _Subject, kind: str) -> str:
+    """Why the `kind` (deny, ask) `rule` matched `subject`, naming the shell construct when
+    only one did."""
+    what = f"the {kind} rule `{rule}`"
+    if not rule.names(subject.tool):
+        return (
+            f"{what} matches this call: a path rule for a tool that reads or edits files "
+            f"holds for every tool of that kind ({subject.tool} included)"
+        )
+    exact = rule.pattern is None or any(
+        rule.matches_value(v, subject.kind) for v in subject.any_values
+    )
+    if not exact:
+        plain = [c for c in subject.programs if not c.construct]
+        if not rule.matches_any_program(plain):
+            constructs = [c for c in subject.programs if c.construct]
+            for command in constructs:
+                if rule.matches_any_program([command]):
+                    return (
+                        f"{what} may match: {command.construct} (rules cannot see what that "
+                        "runs); write the command without it"
+                    )
+    return f"{what} matches this call"
 
 
 def _covering(rules: Sequence[PermissionRule], subject: _Subject) -> PermissionRule | None:

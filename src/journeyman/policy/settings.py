@@ -150,7 +150,10 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
         f"from the project's files, and {USER_ONLY}"
     ),
     "phased": accept,
-    "edit_tool": accept,
+    "edit_tool": refuse(
+        "the edit tool decides how changes reach your files (and a patch tool can touch "
+        f"several in one call); {USER_ONLY}"
+    ),
     "temperature": accept,
     "stream": accept,
     "snapshot_messages": accept,

@@ -74,6 +74,36 @@ def tool_session_id(run_session_id: str) -> str:
 
 
 @dataclass
+class LeftOut:
+    """What one listing or search left out because a read rule covers it.
+
+    Call it with a workspace-relative path: True means leave the path out (it is counted).
+    """
+
+    check: Callable[[str], str | None] | None
+    """The context's `unreadable`."""
+    paths: dict[str, set[str]] = field(default_factory=dict)
+    """Rule text -> the paths it kept out."""
+
+    def __call__(self, rel: str) -> bool:
+        rule = self.check(rel) if self.check is not None else None
+        if rule is None:
+            return False
+        self.paths.setdefault(rule, set()).add(rel)
+        return True
+
+    def note(self) -> str:
+        """A line for the tool's reply saying what was left out, or "" when nothing was."""
+        if not self.paths:
+            return ""
+        parts = [
+            f"{len(paths)} path{'s' if len(paths) != 1 else ''} the deny rule `{rule}` covers"
+            for rule, paths in self.paths.items()
+        ]
+        return f"[left out {'; '.join(parts)}: the user does not let you read them]"
+
+
+@dataclass
 class ToolContext:
     workspace: Path
     session_id: str = ""
@@ -92,6 +122,10 @@ class ToolContext:
     offered: frozenset[str] | None = None
     """The names of the tools the run offers the model; None when not known (then a message
     may suggest any built-in tool)."""
+
+    unreadable: Callable[[str], str | None] | None = None
+    """The user's rule that keeps a workspace-relative path from the model, or None (set from
+    the permission policy): listing and search tools leave such paths out of what they show."""
 
     def offers(self, tool: str) -> bool:
         """Whether a message may suggest `tool` to the model: it is offered, or who knows."""
@@ -133,6 +167,10 @@ class ToolContext:
             return printable(path.relative_to(self.workspace).as_posix() or ".")
         except ValueError:
             return printable(str(path))
+
+    def left_out(self) -> LeftOut:
+        """A fresh filter for one listing or search, going by `unreadable`."""
+        return LeftOut(self.unreadable)
 
     def record_change(self, path: str, before: str | None, after: str | None, tool: str) -> None:
         """Report an imminent write to the journal, if the run keeps one."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
@@ -55,33 +56,48 @@ class ListFilesTool(BaseTool):
             )
         if not path.is_dir():
             return fail(self.name, f"{self.name}: {rel} is a file, not a directory; use read_file")
+        left_out = ctx.left_out()
         entries, more = await asyncio.to_thread(
-            _list_dir, ctx.workspace, path, args.recursive, args.max_entries
+            _list_dir, ctx.workspace, path, args.recursive, args.max_entries, left_out
         )
+        note = left_out.note()
         if not entries:
-            return ok(
-                self.name, f"[{rel} is empty, or everything in it is ignored]", path=rel, count=0
-            )
+            empty = f"[{rel} is empty, or everything in it is ignored]"
+            return ok(self.name, f"{empty}\n{note}" if note else empty, path=rel, count=0)
         body = "\n".join(entries)
         if more:
             body += (
                 f"\n[stopped after {args.max_entries} entries; list a subdirectory or use glob "
                 "to narrow down]"
             )
+        if note:
+            body += f"\n{note}"
         return ok(self.name, body, path=rel, count=len(entries), truncated=more)
 
 
-def _list_dir(root: Path, start: Path, recursive: bool, cap: int) -> tuple[list[str], bool]:
+def _list_dir(
+    root: Path, start: Path, recursive: bool, cap: int, hidden: Callable[[str], bool]
+) -> tuple[list[str], bool]:
     rules = IgnoreRules.for_start(root, start)
     entries: list[str] = []
-    for entry in walk(start, recursive=recursive, skip_dir=lambda p: rules.ignored(p, True)):
+
+    def skip_dir(path: Path) -> bool:
+        return rules.ignored(path, True) or hidden(_rel(root, path))
+
+    for entry in walk(start, recursive=recursive, skip_dir=skip_dir):
         if entry.kind != "dir" and rules.ignored(entry.path, False):
+            continue
+        rel = _rel(root, entry.path)
+        if hidden(rel):
             continue
         if len(entries) >= cap:
             return entries, True
-        rel = printable(entry.path.relative_to(root).as_posix())
         entries.append(rel + {"dir": "/", "link": "@"}.get(entry.kind, ""))
     return entries, False
+
+
+def _rel(root: Path, path: Path) -> str:
+    return printable(path.relative_to(root).as_posix())
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,29 +150,39 @@ class GlobTool(BaseTool):
                 return fail(self.name, message)
             return fail(self.name, f"{self.name}: {ctx.relative(base)} is not a directory")
         regex = glob_regex(pattern.removeprefix("./"))
+        left_out = ctx.left_out()
         found, more = await asyncio.to_thread(
-            _glob_files, ctx.workspace, base, regex, args.max_results
+            _glob_files, ctx.workspace, base, regex, args.max_results, left_out
         )
         where = ctx.relative(base)
+        note = left_out.note()
         if not found:
             hint = ""
             if "/" not in pattern and "**" not in pattern:
                 hint = f"; '*' does not cross directories, try '**/{pattern}'"
-            return ok(self.name, f"no files match {echo(pattern)} under {where}{hint}", count=0)
+            empty = f"no files match {echo(pattern)} under {where}{hint}"
+            return ok(self.name, f"{empty}\n{note}" if note else empty, count=0)
         body = "\n".join(found)
         if more:
             body += f"\n[stopped after {args.max_results} files; use a narrower pattern or path]"
+        if note:
+            body += f"\n{note}"
         return ok(self.name, body, count=len(found), truncated=more)
 
 
-def _glob_files(root: Path, base: Path, regex: re.Pattern[str], cap: int) -> tuple[list[str], bool]:
+def _glob_files(
+    root: Path, base: Path, regex: re.Pattern[str], cap: int, hidden: Callable[[str], bool]
+) -> tuple[list[str], bool]:
     rules = IgnoreRules.for_start(root, base)
     found: list[str] = []
     for entry in walk(base, recursive=True, skip_dir=lambda p: rules.ignored(p, True)):
         if entry.kind == "dir" or rules.ignored(entry.path, False):
             continue
         if regex.match(entry.path.relative_to(base).as_posix()):
+            rel = _rel(root, entry.path)
+            if hidden(rel):
+                continue
             if len(found) >= cap:
                 return sorted(found), True
-            found.append(printable(entry.path.relative_to(root).as_posix()))
+            found.append(rel)
     return sorted(found), False

@@ -126,11 +126,12 @@ class GrepTool(BaseTool):
         if target.is_file() and await asyncio.to_thread(_file_is_binary, target):
             return fail(self.name, f"{self.name}: {where} is a binary file; it is not searched")
         rg = self.ripgrep()
+        left_out = ctx.left_out()
         try:
             if rg is not None:
-                hits, more = await search_ripgrep(rg, ctx.workspace, target, args)
+                hits, more = await search_ripgrep(rg, ctx.workspace, target, args, left_out)
             else:
-                hits, more = await search_python(ctx.workspace, target, args)
+                hits, more = await search_python(ctx.workspace, target, args, left_out)
         except InvalidPatternError as exc:
             return fail(
                 self.name,
@@ -138,11 +139,13 @@ class GrepTool(BaseTool):
                 "pattern (escape special characters with a backslash to match them literally)",
             )
         engine = "ripgrep" if rg is not None else "python"
+        note = left_out.note()
         if not hits:
             scope = f" (files matching {echo(args.glob)})" if args.glob else ""
             return ok(
                 self.name,
-                f"no matches for {echo(args.pattern)} in {where}{scope}",
+                f"no matches for {echo(args.pattern)} in {where}{scope}"
+                + (f"\n{note}" if note else ""),
                 count=0,
                 engine=engine,
             )
@@ -152,6 +155,8 @@ class GrepTool(BaseTool):
                 f"\n[stopped after {args.max_results} matches; narrow the pattern, path or glob "
                 "to see the rest]"
             )
+        if note:
+            body += f"\n{note}"
         return ok(self.name, body, count=len(hits), truncated=more, engine=engine)
 
 
@@ -160,14 +165,20 @@ def _file_is_binary(path: Path) -> bool:
         return is_binary(fh.read(SNIFF_BYTES))
 
 
+def _none(_rel: str) -> bool:
+    """Leaves nothing out."""
+    return False
+
+
 # --------------------------------------------------------------------------------------------
 # ripgrep engine
 
 
 async def search_ripgrep(
-    rg: str, root: Path, target: Path, args: GrepArgs
+    rg: str, root: Path, target: Path, args: GrepArgs, hidden: Callable[[str], bool] = _none
 ) -> tuple[list[Hit], bool]:
-    """Run rg from the workspace root; returns up to max_results hits and whether more exist."""
+    """Run rg from the workspace root; returns up to max_results hits and whether more exist.
+    Hits in files `hidden` says to leave out are dropped."""
     rel = target.relative_to(root).as_posix() if target != root else "."
     command = [
         rg,
@@ -212,7 +223,7 @@ async def search_ripgrep(
             if not raw:
                 break
             hit = _parse_rg_line(raw)
-            if hit is None:
+            if hit is None or hidden(hit.path):
                 continue
             if len(hits) >= args.max_results:
                 more = True
@@ -260,7 +271,9 @@ def _rg_error_summary(stderr: str) -> str:
 # Python engine
 
 
-async def search_python(root: Path, target: Path, args: GrepArgs) -> tuple[list[Hit], bool]:
+async def search_python(
+    root: Path, target: Path, args: GrepArgs, hidden: Callable[[str], bool] = _none
+) -> tuple[list[Hit], bool]:
     """The fallback engine; same files, order and output as `search_ripgrep`."""
     flags = re.IGNORECASE if args.case_insensitive else 0
     try:
@@ -270,7 +283,7 @@ async def search_python(root: Path, target: Path, args: GrepArgs) -> tuple[list[
     stop = threading.Event()
     try:
         return await asyncio.to_thread(
-            _python_search, root, target, regex, args.glob, args.max_results, stop
+            _python_search, root, target, regex, args.glob, args.max_results, stop, hidden
         )
     finally:
         stop.set()  # a cancelled call must not leave the thread scanning
@@ -283,12 +296,16 @@ def _python_search(
     glob: str | None,
     cap: int,
     stop: threading.Event,
+    hidden: Callable[[str], bool],
 ) -> tuple[list[Hit], bool]:
     hits: list[Hit] = []
     for path in _candidate_files(root, target, glob):
         if stop.is_set():
             break
-        for hit in _search_file(root, path, regex):
+        found = _search_file(root, path, regex)
+        if found and hidden(found[0].path):
+            continue
+        for hit in found:
             if len(hits) >= cap:
                 return hits, True
             hits.append(hit)
