@@ -262,3 +262,19 @@ def test_verify_reruns_a_sessions_check_on_the_current_tree(
 
     missing = jm("verify", "nosuchsession", *where, env=env, timeout=60)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_a_new_test_file_that_patches_the_code_does_not_pass_the_check(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    root = project(tmp_path / "repo")
+    patcher = "import calc\n\ncalc.add = lambda a, b: a + b\n\n\ndef test_ok():\n    pass\n"
+    fake_openai.enqueue(
+        reply(tool_calls=[write("tests/test_aaa.py", patcher)]),
+        *[reply(tool_calls=[FINISH]) for _ in range(3)],
+    )
+    done, result = run(fake_openai, root, "--verify", PYTEST)
+
+    assert done.returncode == 1
+    assert result["verification"]["problem"] == "new_tests_interfere"
+    assert "tests/test_aaa.py" in result["error"]

@@ -274,6 +274,7 @@ PROBLEM_NAMES = {
     "no_summary": "no test summary in the output: nothing shows a test ran",
     "tests_removed": "fewer tests ran than before the run",
     "test_changes": "the tests or their settings were changed by the run",
+    "new_tests_interfere": "the old tests pass only together with the new test files",
 }
 
 

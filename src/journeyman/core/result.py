@@ -129,7 +129,8 @@ class CheckEvidence:
     """The same check before the model's first turn: exit_code, tests, duration_s."""
     problem: str | None = None
     """Why a check that ran is not a pass: "failed", "no_tests", "no_summary",
-    "tests_removed" or "test_changes"; None when it passed."""
+    "tests_removed", "test_changes" or "new_tests_interfere" (the old tests pass only with the
+    new test files); None when it passed."""
     test_changes: tuple[dict[str, Any], ...] = ()
     """Test files and settings that differ from the start (path, change, role, allowed)."""
     tests_removed: bool = False

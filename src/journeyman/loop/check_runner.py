@@ -209,7 +209,9 @@ def explain(run: CheckRun, tests_before: int | None) -> str:
         "no_summary": "printed no test summary, so nothing shows a test ran",
         "tests_removed": f"ran {after} test(s), fewer than the {tests_before} before the run",
         "test_changes": f"ran with test files or settings the run changed: {listed}",
-    }[problem]
+    }.get(problem)
+    if what is None:  # a problem found past `assess` says itself what it is
+        return run.error.message if run.error is not None else f"the check `{run.command}` failed"
     return f"the check `{run.command}` {what}{ADVICE.get(problem, '')}"
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import shlex
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -60,7 +61,7 @@ from journeyman.loop.check_runner import (
 )
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.endings import Termination
-from journeyman.loop.fixed_check import FixedCheck, fix_check, stored_check
+from journeyman.loop.fixed_check import FixedCheck, fix_check, runner_of, stored_check
 from journeyman.loop.recorder import FOLLOW_UP_EVENT
 from journeyman.policy.permissions import (
     PERMISSION_ERROR_KIND,
@@ -132,6 +133,11 @@ PROBLEM_TEXT = {
     "tests_removed": (
         "It ran {after} test(s), fewer than the {before} it ran before you started; tests may "
         "not be removed."
+    ),
+    "new_tests_interfere": (
+        "The existing tests pass only together with the test files you added; run without "
+        "them, they fail. A new test must not change what the old ones see (for example by "
+        "replacing the code under test when it is imported): fix the code itself."
     ),
     "test_changes": (
         "The check judges your work with the project's tests as they were when you started, "
@@ -229,8 +235,35 @@ class Verdict:
         if command is None:
             raise ToolError(NO_CHECK.format(workspace=self.workspace))
         run = await self._execute(state, command, f"{CHECK_CALL_PREFIX}{state.iterations}")
-        self.last = await self._judge(run, fixed)
-        return self.last
+        judged = await self._judge(run, fixed)
+        if judged.passed:
+            judged = await self._without_new_tests(state, judged, fixed)
+        self.last = judged
+        return judged
+
+    async def _without_new_tests(
+        self, state: LoopState, run: CheckRun, fixed: FixedCheck
+    ) -> CheckRun:
+        """A passing pytest check with new test files runs once more without them: a new
+        test module can change what the old tests see (patch the code under test at import),
+        so the old tests must pass on their own too."""
+        added = [c.path for c in run.test_changes if c.allowed and c.path.endswith(".py")]
+        if not added or runner_of(run.command) != "pytest":
+            return run
+        ignores = " ".join(f"--ignore={shlex.quote(path)}" for path in added)
+        alone = await self._execute(
+            state, f"{run.command} {ignores}", f"{CHECK_CALL_PREFIX}{state.iterations}-old"
+        )
+        if alone.exit_code == 0:
+            return run
+        message = (
+            f"the check `{run.command}` passes only with the new test files "
+            f"({', '.join(added)}): without them the existing tests fail "
+            f"({alone.describe()}); a new test must not change what the old ones see"
+        )
+        return dataclasses.replace(
+            run, passed=False, problem="new_tests_interfere", error=ToolError(message)
+        )
 
     async def _execute(self, state: LoopState, command: str, call_id: str) -> CheckRun:
         """Run `command` as the check, with its events; judged by its exit code alone."""
