@@ -196,6 +196,17 @@ AllowNetworkOpt = Annotated[
         help="Let commands use the network inside the bubblewrap or docker sandbox.",
     ),
 ]
+PassEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pass-env",
+        metavar="NAME",
+        help="Give commands this environment variable too (repeatable; NAME or PREFIX*). "
+        "Commands otherwise get only an allow-list (PATH, HOME, the locale, the terminal, the "
+        "Python and toolchain settings) and never the run's provider key; adds to pass_env of "
+        "your config.",
+    ),
+]
 PermissionModeOpt = Annotated[
     PermissionMode | None,
     typer.Option(

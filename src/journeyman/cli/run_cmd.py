@@ -38,6 +38,7 @@ from journeyman.cli.options import (
     OtelOpt,
     OutputFormat,
     OutputOpt,
+    PassEnvOpt,
     PermissionModeOpt,
     PricePerMtokOpt,
     ProjectHooksOpt,
@@ -160,6 +161,11 @@ def _launch(
         fail(EXIT_CONFIG, error.message)
     output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
+    from journeyman.cli.environ_guard import hide_run_secrets
+
+    exposed = hide_run_secrets(agent.sandbox.kind)
+    if exposed is not None:
+        typer.echo(f"journeyman: warning: {exposed}", err=True)
     if tracing is not None:
         tracing.attach(agent)
 
@@ -249,6 +255,7 @@ def run(
     sandbox: SandboxOpt = None,
     edit_tool: EditToolOpt = None,
     allow_network: AllowNetworkOpt = False,
+    pass_env: PassEnvOpt = None,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
     project_hooks: ProjectHooksOpt = False,
@@ -325,6 +332,7 @@ def run(
             sandbox=sandbox,
             edit_tool=edit_tool,
             allow_network=True if allow_network else None,
+            pass_env=[*loaded.values.get("pass_env", []), *pass_env] if pass_env else None,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

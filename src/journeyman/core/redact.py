@@ -57,6 +57,7 @@ _URL_SECRET_PARAM = re.compile(
 """Query parameters that carry a credential (`?key=...`, `&access_token=...`)."""
 
 _remembered: set[str] = set()
+_provider_keys: set[str] = set()
 
 
 def is_secret_name(name: str) -> bool:
@@ -97,6 +98,19 @@ def remember_secret(value: str | None) -> None:
     """Treat `value` (e.g. an API key given as an argument, not in the environment) as secret."""
     if value and len(value) >= MIN_SECRET_LENGTH:
         _remembered.add(value)
+
+
+def remember_provider_key(value: str | None) -> None:
+    """`value` is a key a provider of this run was built with: it is masked like any secret,
+    and no command gets a variable holding it (`own_secret_values`)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        _remembered.add(value)
+        _provider_keys.add(value)
+
+
+def own_secret_values() -> frozenset[str]:
+    """The keys this process's providers were built with (`remember_provider_key`)."""
+    return frozenset(_provider_keys)
 
 
 def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> set[str]:

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +98,9 @@ class BubblewrapSandbox(SandboxBase):
     network: bool = False
     bwrap: str = "bwrap"
     """The bwrap executable (a name looked up on PATH, or a path)."""
+    hidden: tuple[Path, ...] = ()
+    """Folders of the host commands must not see at all, wherever they are (the session store,
+    the user's config): an empty folder in memory covers each."""
     kind: SandboxKind = SandboxKind.BUBBLEWRAP
 
     @property
@@ -120,10 +125,7 @@ class BubblewrapSandbox(SandboxBase):
             resolv = os.path.realpath("/etc/resolv.conf")
             if self.network and resolv.startswith("/run/") and os.path.exists(resolv):
                 args += ["--ro-bind", resolv, resolv]
-        args += hiding_args(self.workspace)
-        args += ["--bind", str(self.workspace), str(self.workspace)]
-        for path in read_only_git_paths(self.workspace):
-            args += ["--ro-bind", path, path]
+        args += mount_args(self.workspace, self.hidden)
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.network:
             args.append("--unshare-net")
@@ -190,54 +192,92 @@ def _account_home() -> str | None:
         return None
 
 
-def hiding_args(workspace: Path) -> list[str]:
-    """bwrap arguments hiding home folders and system secrets (see the module doc).
+Mount = tuple[Path, list[str]]
+"""Where a mount goes, and the bwrap arguments making it."""
 
-    They go before the workspace's own mount, which therefore stays visible even inside a
-    hidden folder. A home folder inside the workspace (or equal to it) is not hidden.
+
+def mount_args(workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
+    """bwrap arguments for everything above the read-only root (see the module doc): what is
+    hidden, the writable workspace, and what stays read-only inside it.
+
+    Mounts are made from the shallowest path to the deepest, so a deeper one always wins: the
+    workspace shows through a hidden home folder, its `.git`, journeyman's own Python and a
+    session folder inside it are read-only or hidden over the writable workspace.
     """
     root = Path(os.path.realpath(workspace))
-    args: list[str] = []
-    hidden: list[Path] = []
+    mounts = _hiding_mounts(root, hidden)
+    mounts.append((root, ["--bind", str(root), str(root)]))
+    for git_path in read_only_git_paths(root):
+        mounts.append((Path(git_path), ["--ro-bind", git_path, git_path]))
+    user_hidden = [path for path in _real_folders(hidden) if path != root]
+    out_of_sight = {path for path, _args in mounts} | set(user_hidden)
+    for own in own_python():
+        # one that holds the workspace is read-only already; one that is a hidden folder
+        # itself (PYTHONPATH=$HOME) stays hidden
+        if not root.is_relative_to(own) and own not in out_of_sight:
+            mounts.append((own, ["--ro-bind", str(own), str(own)]))
+    for folder in user_hidden:
+        mounts.append((folder, _hide(folder)))  # in the workspace too; one holding it shows it
+    mounts.sort(key=lambda mount: len(mount[0].parts))  # stable: same depth keeps this order
+    return [arg for _path, args in mounts for arg in args]
 
-    def hide_dir(path: Path) -> None:
-        if path.is_relative_to(root) or any(path.is_relative_to(h) for h in hidden):
-            return
-        if path.is_dir():
-            args.extend(["--tmpfs", str(path)])
-            hidden.append(path)
 
-    for name in HIDDEN_SYSTEM_DIRS:
-        hide_dir(Path(os.path.realpath(name)))
-    for home in home_folders():
-        hide_dir(home)
+def _hiding_mounts(root: Path, hidden: Iterable[Path]) -> list[Mount]:
+    """Home folders, system secrets and the user's `hidden` folders out of sight; the home
+    folder's toolchains back, read-only. What lies in the workspace is left alone."""
+    mounts: list[Mount] = []
+    hidden_homes: list[Path] = []
+    for path in [
+        *(Path(os.path.realpath(name)) for name in HIDDEN_SYSTEM_DIRS),
+        *home_folders(),
+    ]:
+        if path.is_dir() and not path.is_relative_to(root):
+            mounts.append((path, _hide(path)))
+            hidden_homes.append(path)
     for name in (*HIDDEN_SYSTEM_FILES, *_ssh_host_keys()):
         path = Path(os.path.realpath(name))
         if path.is_file() and not path.is_relative_to(root):
-            args.extend(["--ro-bind", "/dev/null", str(path)])
+            mounts.append((path, _hide(path)))
     for home in home_folders():
-        if not any(home.is_relative_to(h) for h in hidden):
+        if home not in hidden_homes:
             continue
         for name in HOME_TOOLCHAINS:
             path = home / name
             if path.exists() and not path.is_relative_to(root):
-                args.extend(["--ro-bind", str(path), str(path)])
-    emptied = [*hidden, *(Path(os.path.realpath(name)) for name in PRIVATE_DIRS)]
-    for path in own_python():
-        if not path.is_relative_to(root) and any(path.is_relative_to(e) for e in emptied):
-            args.extend(["--ro-bind", str(path), str(path)])
-    return args
+                mounts.append((path, ["--ro-bind", str(path), str(path)]))
+    return mounts
+
+
+def _hide(path: Path) -> list[str]:
+    """An empty folder in memory over a folder, a device refusing reads over a file."""
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]
+
+
+def _real_folders(paths: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if real.exists() and real != Path("/") and real not in found:
+            found.append(real)
+    return found
 
 
 def own_python() -> list[Path]:
-    """The folders of the Python environment journeyman runs on: its virtualenv (if any) and
-    the installation that virtualenv was made from."""
-    found: list[Path] = []
-    for prefix in (sys.prefix, sys.base_prefix):
-        real = Path(os.path.realpath(prefix))
-        if real.is_dir() and real != Path("/") and real not in found:
-            found.append(real)
-    return found
+    """Where the Python that runs journeyman finds its code: the prefixes of its virtualenv and
+    of the installation it was made from, the site-packages folders (the user's own too), and
+    every folder on `sys.path` (an editable install's source folder among them).
+
+    A command that could write there would choose the code journeyman itself runs next
+    (a `.pth` file, a `sitecustomize.py`, a changed module), on the host: they are mounted
+    read-only wherever they are, inside the workspace too.
+    """
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    candidates += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    candidates.append(site.getusersitepackages())
+    candidates += [entry for entry in sys.path if entry and os.path.isabs(entry)]
+    return [path for path in _real_folders(Path(c) for c in candidates) if path.is_dir()]
 
 
 def _ssh_host_keys() -> list[str]:

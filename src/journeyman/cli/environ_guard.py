@@ -1,0 +1,39 @@
+"""Keeping the run's secrets out of `/proc/<pid>/environ` of the agent (see
+`core.environ_block`), and saying plainly what `--sandbox local` still cannot hide."""
+
+from __future__ import annotations
+
+import os
+
+from journeyman.core.environ_block import ptrace_restricted, wipe_from_environ_block
+from journeyman.core.redact import looks_secret, own_secret_values
+from journeyman.tools.choices import SandboxKind
+
+
+def hide_run_secrets(sandbox: SandboxKind) -> str | None:
+    """Wipe credential-like variables and the provider's key from this process's environment
+    block; under `local`, a one-line warning when the provider key came from the environment
+    (None when there is nothing to say)."""
+    own = own_secret_values()
+    names = [
+        name
+        for name, value in os.environ.items()
+        if looks_secret(name) or any(key in value for key in own)
+    ]
+    wiped = set(wipe_from_environ_block(names))
+    if sandbox is not SandboxKind.LOCAL:
+        return None
+    from_env = [n for n, v in os.environ.items() if any(key in v for key in own)]
+    if not from_env:
+        return None
+    if set(from_env) <= wiped and ptrace_restricted():
+        return None
+    where = (
+        "this process's memory (the kernel allows it: kernel.yama.ptrace_scope is 0 or absent)"
+        if set(from_env) <= wiped
+        else f"/proc/{os.getpid()}/environ"
+    )
+    return (
+        f"--sandbox local: commands run as you, unconfined, and can read {', '.join(from_env)} "
+        f"from {where}; use --sandbox bubblewrap to keep the key from them"
+    )
