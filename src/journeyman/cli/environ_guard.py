@@ -6,19 +6,21 @@ from __future__ import annotations
 import os
 
 from journeyman.core.environ_block import ptrace_restricted, wipe_from_environ_block
-from journeyman.core.redact import looks_secret, own_secret_values
+from journeyman.core.redact import own_secret_values
 from journeyman.tools.choices import SandboxKind
+from journeyman.tools.sandbox.environment import allowed
 
 
 def hide_run_secrets(sandbox: SandboxKind) -> str | None:
-    """Wipe credential-like variables and the provider's key from this process's environment
-    block; under `local`, a one-line warning when the provider key came from the environment
+    """Wipe from this process's environment block every variable a command would not get
+    (`tools.sandbox.environment`) and any holding the provider's key; under `local`, a
+    one-line warning when the provider key came from the environment and stays within reach
     (None when there is nothing to say)."""
     own = own_secret_values()
     names = [
         name
         for name, value in os.environ.items()
-        if looks_secret(name) or any(key in value for key in own)
+        if not allowed(name) or any(key in value for key in own)
     ]
     wiped = set(wipe_from_environ_block(names))
     if sandbox is not SandboxKind.LOCAL:

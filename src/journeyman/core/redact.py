@@ -56,6 +56,8 @@ _URL_SECRET_PARAM = re.compile(
 )
 """Query parameters that carry a credential (`?key=...`, `&access_token=...`)."""
 
+_SPACE = re.compile(r"\s")
+_SPACES = re.compile(r"\s+")
 _remembered: set[str] = set()
 _provider_keys: set[str] = set()
 
@@ -124,8 +126,10 @@ def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> set[str]
 
 
 def encoded_forms(value: str) -> set[str]:
-    """`value` as it may appear in text: raw, JSON-escaped, percent-encoded, base64."""
-    forms = {value, quote(value, safe="")}
+    """`value` as it may appear in text: raw, JSON-escaped, percent-encoded, base64, reversed
+    (`rev`), hexadecimal (`xxd -p`, `od`-free dumps)."""
+    raw_bytes = value.encode("utf-8", errors="surrogatepass")
+    forms = {value, quote(value, safe=""), value[::-1], raw_bytes.hex(), raw_bytes.hex().upper()}
     for ascii_only in (True, False):
         once = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
         forms.add(once)
@@ -163,14 +167,19 @@ class Redactor:
         extra: Iterable[str] = (),
         key_shapes: bool = True,
     ) -> None:
-        env = os.environ if env is None else env
+        if env is None:  # the agent's own: its environment's secrets and the remembered ones
+            env, extra = os.environ, [*extra, *_remembered]
         values = {v for v in secret_values(env, extra) if len(v) >= min_length}
         self._values = _pattern(values)
         self._key_shapes = key_shapes
+        forms = set().union(*(encoded_forms(v) for v in values)) if values else set()
+        self._forms = tuple(sorted(forms))
+        self._hold = max((len(form) for form in forms), default=1) - 1
 
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
+            text = self._mask_split(text)
         if not self._key_shapes:
             return text
         if "://" in text:
@@ -179,6 +188,30 @@ class Redactor:
             text = _URL_SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
         if _KEY_PREFIXES.search(text):
             text = _KEY_SHAPES.sub(MASK, text)
+        return text
+
+    def unfinished_secret(self, text: str) -> int:
+        """Where the end of `text` may be the beginning of a secret's form still to come
+        (`len(text)` when it cannot): what a stream must hold back."""
+        for start in range(max(len(text) - self._hold, 0), len(text)):
+            tail = text[start:]
+            if any(form.startswith(tail) for form in self._forms):
+                return start
+        return len(text)
+
+    def _mask_split(self, text: str) -> str:
+        """Forms of a secret written across spaces or line breaks (`fold`, `base64 -w`,
+        `xxd -p`): masked from their first character to their last."""
+        if self._values is None or not _SPACE.search(text):
+            return text
+        squeezed = _SPACES.sub("", text)
+        matches = list(self._values.finditer(squeezed))
+        if not matches:
+            return text
+        kept = [i for i, char in enumerate(text) if not char.isspace()]
+        for match in reversed(matches):
+            first, last = kept[match.start()], kept[match.end() - 1]
+            text = text[:first] + MASK + text[last + 1 :]
         return text
 
     def finds(self, text: str) -> bool:
@@ -219,3 +252,51 @@ def redact_own_secrets(text: str, env: Mapping[str, str] | None = None) -> str:
 @functools.lru_cache(maxsize=8)
 def _own_redactor(values: frozenset[str]) -> Redactor:
     return Redactor({}, extra=values, key_shapes=False)
+
+
+MAX_HOLD = 4096
+"""Most characters a stream holds back waiting for a word to end (a longer word is let
+through in pieces, own secrets still masked)."""
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in fragments (streamed model output) as one text.
+
+    Redacting each fragment alone lets a secret split across two fragments through, in
+    halves that join again on the reader's side. `feed` returns only what is safe to show so
+    far: it holds back the end of the text that could still be the start of a secret (of any
+    encoded form of a known value) and the last word, which a key shape may go on; `flush`
+    gives the rest when the stream ends.
+    """
+
+    def __init__(self, redactor: Redactor | None = None, max_hold: int = MAX_HOLD) -> None:
+        self._redact = redactor or Redactor()
+        self._max_hold = max_hold
+        self._pending = ""
+
+    def feed(self, fragment: str) -> str:
+        """The redacted text that can be shown now (possibly empty)."""
+        text = self._pending + fragment
+        cut = self._cut(text)
+        self._pending = text[cut:]
+        return self._redact(text[:cut]) if cut else ""
+
+    def flush(self) -> str:
+        """The redacted rest of the text; the stream starts anew."""
+        text, self._pending = self._pending, ""
+        return self._redact(text) if text else ""
+
+    def _cut(self, text: str) -> int:
+        """Where `text` may be cut: before the held-back end, at the start of a word, and
+        never inside a complete secret."""
+        limit = cut = self._redact.unfinished_secret(text)
+        while cut and not text[cut - 1].isspace():
+            cut -= 1
+        if cut == 0 and len(text) > self._max_hold:
+            cut = limit  # one endless word: let it through, own secrets still masked
+        values = self._redact._values
+        if values is not None and cut:
+            for match in values.finditer(text):
+                if match.start() < cut < match.end():
+                    cut = match.end()
+        return cut

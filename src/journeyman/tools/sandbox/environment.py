@@ -102,4 +102,3 @@ def command_env(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[st
     }
     clean.update(CHILD_SETTINGS)
     return clean
-
