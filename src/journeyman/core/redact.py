@@ -4,15 +4,20 @@ One home for what counts as a secret:
 - `is_secret_name`: an environment variable whose name says it holds a credential
   (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, ...); its value is a secret.
 - `looks_secret`: those, plus the provider's settings (`ANTHROPIC_*`, `OPENAI_*`, ...), which
-  commands never get in their environment.
+  the programs the user configured (language servers, graders) do not get. Commands the model
+  runs get an allow-listed environment instead (`tools.sandbox.environment`): a name
+  heuristic misses `GH_PAT` or `SENTRY_DSN`.
 - credentials inside URLs held by any variable (`https://user:pass@host`, `?api_key=...`),
-  and URLs given with `remember_url_credentials` (a `--base-url`).
+  and URLs given with `remember_url_credentials` (a `--base-url`);
+- the keys the providers were built with (`remember_provider_key`, `own_secret_values`).
 
 A secret is found in its raw form, JSON-escaped (once or twice, ASCII-only or not),
-percent-encoded and base64-encoded (at any alignment within a longer base64 text).
+percent-encoded, base64-encoded (at any alignment within a longer base64 text), reversed and
+in hexadecimal, also when spaces or line breaks cut it (`fold`, `base64 -w`, `xxd -p`).
 `Redactor` also masks well-known key shapes (`sk-ant-...`, `ghp_...`) even when they are not
 ours; `redact_own_secrets` masks only the agent's own values, so that a repository's fake test
-keys reach the model intact.
+keys reach the model intact. `StreamRedactor` redacts a text that arrives in fragments
+(streamed model output) as one text.
 """
 
 from __future__ import annotations

@@ -14,13 +14,23 @@ What a command sees:
   - system secrets `HIDDEN_SYSTEM_FILES` (password hashes, sudoers, SSH host keys) cannot be
     read (a device node that refuses reads covers each), and `HIDDEN_SYSTEM_DIRS` (container
     engines' and databases' state, backups, mail, cron spools, private TLS keys) look empty.
-- /tmp, /dev/shm and /run private and empty, except, read-only, the Python environment
-  journeyman itself runs on when it lies there or in a hidden folder (checks commonly run that
-  interpreter: a virtualenv made under /tmp must not turn `python -m pytest` into "command not
-  found"); the command sees only its own processes
-(`--unshare-pid`), has no network unless allowed (`--unshare-net`), holds no capabilities, and
-dies with the agent (`--die-with-parent`). Every process a command starts ends with it: the pid
-namespace is torn down when the command exits.
+- /tmp, /dev/shm and /run private and empty; the command sees only its own processes
+  (`--unshare-pid`: a new `/proc`, in which the agent and its environment do not exist), has
+  no network unless allowed (`--unshare-net`), holds no capabilities, and dies with the agent
+  (`--die-with-parent`). Every process a command starts ends with it: the pid namespace is
+  torn down when the command exits.
+- the Python journeyman itself runs from (`own_python`: its prefixes, site-packages, the user's
+  site-packages, every folder on `sys.path`, an editable install's source among them) is
+  read-only wherever it lies, inside the workspace too (journeyman installed in the project's
+  `.venv`): a `.pth` file or a `sitecustomize.py` written there would run on the host the next
+  time journeyman starts. It stays visible where it lies in an emptied folder (a virtualenv
+  under /tmp), so checks that run that interpreter work.
+- the folders of `hidden` (the session store, the user's config, the snapshot cache) are empty
+  wherever they lie, also outside the home folder and /tmp, also inside the workspace.
+
+Mounts are made from the shallowest path to the deepest, so the deeper one wins: the workspace
+shows through a hidden home folder, and its `.git`, journeyman's Python and a session folder
+inside it are read-only or hidden over the writable workspace.
 
 The workspace's git metadata (`.git`, and the git directory a worktree's `.git` file names when
 it lies in the workspace) is mounted read-only over the writable workspace: git runs programs
@@ -107,8 +117,9 @@ class BubblewrapSandbox(SandboxBase):
     def description(self) -> str:
         net = "network allowed" if self.network else "network off"
         return (
-            "bubblewrap (workspace read-write but .git read-only, home folder and system "
-            f"secrets hidden, rest read-only, private /tmp, {net})"
+            "bubblewrap (workspace read-write but .git and journeyman's own Python read-only, "
+            "home folder, session store, config and system secrets hidden, rest read-only, "
+            f"private /tmp, {net})"
         )
 
     def argv(self, command: str, cwd: Path) -> list[str]:
