@@ -169,3 +169,17 @@ def test_pass_env_comes_from_the_user_s_environment_variable(tmp_path: Path) -> 
 
     loaded = load_config(tmp_path, env={"JOURNEYMAN_PASS_ENV": "GH_PAT, AWS_*"})
     assert loaded.build().pass_env == ["GH_PAT", "AWS_*"]
+
+
+def test_docker_mounts_journeymans_python_in_the_workspace_read_only_and_hides_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journeyman.tools.sandbox.docker import inner_mounts
+
+    venv, sessions = tmp_path / ".venv", tmp_path / ".sessions"
+    venv.mkdir()
+    sessions.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    args = inner_mounts(tmp_path, (sessions, Path("/elsewhere")))
+    assert f"type=bind,source={venv},target={venv},readonly" in args
+    assert args[-2:] == ["--tmpfs", str(sessions)] and "/elsewhere" not in args

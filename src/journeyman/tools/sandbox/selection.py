@@ -37,7 +37,9 @@ def open_sandbox(
     if kind is SandboxKind.LOCAL:
         return LocalSandbox(workspace, limits, network=True, pass_env=pass_env)
     if kind is SandboxKind.DOCKER:
-        docker = DockerSandbox(workspace, limits, network=allow_network, pass_env=pass_env)
+        docker = DockerSandbox(
+            workspace, limits, network=allow_network, pass_env=pass_env, hidden=hidden
+        )
         docker.check()
         return docker
     bwrap = BubblewrapSandbox(
