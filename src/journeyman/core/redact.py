@@ -178,7 +178,9 @@ class Redactor:
         self._values = _pattern(values)
         self._key_shapes = key_shapes
         forms = set().union(*(encoded_forms(v) for v in values)) if values else set()
-        self._forms = tuple(sorted(forms))
+        self._forms_by_first: dict[str, list[str]] = {}
+        for form in sorted(forms):
+            self._forms_by_first.setdefault(form[0], []).append(form)
         self._hold = max((len(form) for form in forms), default=1) - 1
 
     def __call__(self, text: str) -> str:
@@ -199,8 +201,8 @@ class Redactor:
         """Where the end of `text` may be the beginning of a secret's form still to come
         (`len(text)` when it cannot): what a stream must hold back."""
         for start in range(max(len(text) - self._hold, 0), len(text)):
-            tail = text[start:]
-            if any(form.startswith(tail) for form in self._forms):
+            candidates = self._forms_by_first.get(text[start])
+            if candidates and any(form.startswith(text[start:]) for form in candidates):
                 return start
         return len(text)
 
