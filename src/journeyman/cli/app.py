@@ -84,6 +84,9 @@ def main_options(
 
 
 def main() -> None:
+    from journeyman.cli.environ_guard import wipe_unlisted
+
+    wipe_unlisted()  # /proc/<pid>/environ shows no credential to other processes from here on
     try:
         app()
     except BrokenPipeError:  # `journeyman sessions export ... | head -1`

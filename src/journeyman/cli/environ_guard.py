@@ -4,16 +4,25 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
+from journeyman.core.allowed_env import allowed
 from journeyman.core.environ_block import ptrace_restricted, wipe_from_environ_block
 from journeyman.core.redact import own_secret_values
-from journeyman.tools.choices import SandboxKind
-from journeyman.tools.sandbox.environment import allowed
+
+if TYPE_CHECKING:
+    from journeyman.tools.choices import SandboxKind
+
+
+def wipe_unlisted() -> None:
+    """At start, before anything else runs: wipe from the environment block every variable a
+    command would not get (the provider key among them)."""
+    wipe_from_environ_block([name for name in os.environ if not allowed(name)])
 
 
 def hide_run_secrets(sandbox: SandboxKind) -> str | None:
     """Wipe from this process's environment block every variable a command would not get
-    (`tools.sandbox.environment`) and any holding the provider's key; under `local`, a
+    (`core.allowed_env`) and any holding the provider's key; under `local`, a
     one-line warning when the provider key came from the environment and stays within reach
     (None when there is nothing to say)."""
     own = own_secret_values()
@@ -23,7 +32,7 @@ def hide_run_secrets(sandbox: SandboxKind) -> str | None:
         if not allowed(name) or any(key in value for key in own)
     ]
     wiped = set(wipe_from_environ_block(names))
-    if sandbox is not SandboxKind.LOCAL:
+    if sandbox.value != "local":
         return None
     from_env = [n for n, v in os.environ.items() if any(key in v for key in own)]
     if not from_env:

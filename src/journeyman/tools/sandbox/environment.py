@@ -1,12 +1,13 @@
 """The environment a command gets: an allow-list, never the agent's own environment.
 
 Every sandbox (local included) builds a command's environment with `command_env`: only the
-variables named in `ALLOWED_NAMES` or starting with one of `ALLOWED_PREFIXES` (where programs
-and toolchains are, the locale, the terminal, the Python settings that say how to run rather
-than what to trust), plus the names the user passes on (`pass_env`: exact names, or a prefix
-ending in `*`). Anything else stays with the agent, whatever its name: a credential called
-`GH_PAT`, `MYSQL_PWD`, `DOCKER_AUTH_CONFIG`, `CI_JOB_JWT` or `SENTRY_DSN` does not look like one
-to a name heuristic, and an allow-list does not need it to.
+variables named in `ALLOWED_NAMES` or starting with one of `ALLOWED_PREFIXES` (kept in
+`core.allowed_env`, which the command line asks too: where programs and toolchains are, the
+locale, the terminal, the Python settings that say how to run rather than what to trust), plus
+the names the user passes on (`pass_env`: exact names, or a prefix ending in `*`). Anything
+else stays with the agent, whatever its name: a credential called `GH_PAT`, `MYSQL_PWD`,
+`DOCKER_AUTH_CONFIG`, `CI_JOB_JWT` or `SENTRY_DSN` does not look like one to a name heuristic,
+and an allow-list does not need it to.
 
 The run's own provider keys (`core.redact.own_secret_values`: the keys the providers were built
 with) never pass, not even when the user names their variable.
@@ -16,78 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from journeyman.core.allowed_env import ALLOWED_NAMES as ALLOWED_NAMES
+from journeyman.core.allowed_env import ALLOWED_PREFIXES as ALLOWED_PREFIXES
+from journeyman.core.allowed_env import allowed as allowed
 from journeyman.core.redact import own_secret_values
-
-ALLOWED_NAMES = frozenset(
-    {
-        # who and where
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "SHELL",
-        "HOSTNAME",
-        "TMPDIR",
-        "TZ",
-        # locale and terminal
-        "LANG",
-        "LANGUAGE",
-        "TERM",
-        "COLORTERM",
-        "NO_COLOR",
-        "FORCE_COLOR",
-        "COLUMNS",
-        "LINES",
-        # Python: which interpreter and how it runs (none of these names a credential)
-        "VIRTUAL_ENV",
-        "CONDA_PREFIX",
-        "CONDA_DEFAULT_ENV",
-        "PYTHONPATH",
-        "PYTHONHOME",
-        "PYTHONDONTWRITEBYTECODE",
-        "PYTHONUNBUFFERED",
-        "PYTHONIOENCODING",
-        "PYTHONUTF8",
-        "PYTHONHASHSEED",
-        "PYTHONWARNINGS",
-        "PYTHONNOUSERSITE",
-        "PYTHONSAFEPATH",
-        "PYENV_ROOT",
-        "PYENV_VERSION",
-        # other toolchains' locations
-        "JAVA_HOME",
-        "GOPATH",
-        "GOROOT",
-        "CARGO_HOME",
-        "RUSTUP_HOME",
-        "NVM_DIR",
-        "NODE_PATH",
-        # build reproducibility, CI detection
-        "SOURCE_DATE_EPOCH",
-        "CI",
-        # set by journeyman for every command (no pager, no credential prompt)
-        "PAGER",
-        "GIT_PAGER",
-        "GIT_TERMINAL_PROMPT",
-    }
-)
-"""Variables every command gets when the agent has them."""
-ALLOWED_PREFIXES = ("LC_", "XDG_")
-"""Families of variables every command gets (the locale categories, the XDG folders)."""
 
 CHILD_SETTINGS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command so that pagers and credential prompts cannot wait for input."""
-
-
-def allowed(name: str, pass_env: Iterable[str] = ()) -> bool:
-    """Whether a variable named `name` reaches commands (`pass_env`: the user's additions,
-    exact names or prefixes ending in `*`)."""
-    if name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES):
-        return True
-    for wanted in pass_env:
-        if wanted == name or (wanted.endswith("*") and name.startswith(wanted[:-1])):
-            return True
-    return False
 
 
 def command_env(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
