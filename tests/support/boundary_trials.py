@@ -5,9 +5,11 @@ model makes one `run_command` call per attempt, then finishes. An attempt *held*
 was after did not happen:
 
 - `own_python`: journeyman runs from a virtualenv inside the workspace (`<ws>/.venv`, a real
-  one). Commands try to plant code there (`.pth`, `sitecustomize.py`, `pyvenv.cfg`, renaming
-  the folder...). Held: the virtualenv is unchanged, and `journeyman diff` run afterwards with
-  that interpreter creates none of the marker files the planted code would create.
+  one, with the `journeyman` command pip would write). Commands try to plant code there
+  (`.pth`, `sitecustomize.py`, `pyvenv.cfg`, renaming the folder...) or modules in the
+  workspace root (`typing.py`, a `journeyman` package). Held: the virtualenv is unchanged,
+  and `journeyman diff` run afterwards with that command creates none of the marker files the
+  planted code would create.
 - `private_folders`: the session folder and the user config folder lie outside $HOME and /tmp
   (under /var/tmp); an earlier session's task and the config hold marker words. Held: no
   marker reaches the model.
@@ -138,13 +140,14 @@ def run_cli(
     *,
     env: dict[str, str],
     args: tuple[str, ...] = (),
-    python: str = sys.executable,
+    program: tuple[str, ...] = (sys.executable, "-m", "journeyman"),
 ) -> CliRun:
-    """`journeyman run --yes --no-verify` in `workspace` with the scripted model."""
+    """`journeyman run --yes --no-verify` in `workspace` with the scripted model; `program`
+    starts the CLI."""
     where = ("-w", str(workspace), "--model", "gpt-4.1-mini")
     with FakeOpenAIServer(default=by_step(replies)) as server:  # type: ignore[arg-type]
         done = subprocess.run(
-            [python, "-m", "journeyman", "run", "--yes", "--no-verify", "tidy up", *where, *args],
+            [*program, "run", "--yes", "--no-verify", "tidy up", *where, *args],
             env={**env, "OPENAI_BASE_URL": server.base_url},
             cwd=workspace,
             capture_output=True,
@@ -169,7 +172,7 @@ def host_scratch() -> Iterator[Path]:
 
 def make_workspace_venv(workspace: Path) -> tuple[Path, Path]:
     """A real virtualenv at `<workspace>/.venv` that runs journeyman (this test run's packages
-    through a `.pth` file); its python and its site-packages."""
+    through a `.pth` file); its `journeyman` command and its site-packages."""
     venv = workspace / ".venv"
     base = (
         Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -190,7 +193,10 @@ def make_workspace_venv(workspace: Path) -> tuple[Path, Path]:
 
     deps = [p for p in site.getsitepackages() if os.path.isdir(p)]
     (site_packages / "journeyman-test-deps.pth").write_text("".join(f"{p}\n" for p in deps))
-    return python, site_packages
+    script = venv / "bin" / "journeyman"  # what pip writes for the console script
+    script.write_text(f"#!{python}\nfrom journeyman.cli.app import main\nmain()\n")
+    script.chmod(0o755)
+    return script, site_packages
 
 
 def tree_digest(root: Path) -> str:
@@ -210,7 +216,7 @@ def own_python_trial(root: Path) -> Figures:
     workspace = root / "ws"
     workspace.mkdir()
     (workspace / "app.py").write_text("print('hi')\n")
-    python, sp = make_workspace_venv(workspace)
+    script, sp = make_workspace_venv(workspace)
     marks = root / "marks"
     marks.mkdir()
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -235,6 +241,11 @@ def own_python_trial(root: Path) -> Figures:
             f"python3 -c \"open('{sp}/evil2.pth','w').write({plant(8)!r})\""
         ),
         "symlink a .pth in": f"echo {plant(9)!r} > p.pth && ln -s $PWD/p.pth {sp}/link.pth",
+        "shadow typing in the workspace root": f"echo {plant(10)!r} > typing.py",
+        "shadow journeyman in the workspace root": (
+            f"mkdir -p journeyman/cli && echo {plant(11)!r} > journeyman/__init__.py && "
+            "cp journeyman/__init__.py journeyman/cli/__init__.py"
+        ),
     }
     before = tree_digest(workspace / ".venv")
     env = clean_env(OPENAI_API_KEY=draw(random.Random(7), "sk-proj-"))
@@ -244,13 +255,13 @@ def own_python_trial(root: Path) -> Figures:
         command_script(list(attempts.values())),
         env=env,
         args=("--sandbox", "bubblewrap", *store),
-        python=str(python),
+        program=(str(script),),
     )
     _check_ran(figures, run, len(attempts))
     if run.returncode not in (0, 1) or "Traceback" in run.stderr:
         figures.notes.append(f"run exited {run.returncode}: {run.stderr[-500:]}")
     diff = subprocess.run(
-        [str(python), "-m", "journeyman", "diff", "-w", str(workspace), *store],
+        [str(script), "diff", "-w", str(workspace), *store],
         env=env,
         cwd=workspace,
         capture_output=True,
