@@ -183,3 +183,29 @@ def test_docker_mounts_journeymans_python_in_the_workspace_read_only_and_hides_t
     args = inner_mounts(tmp_path, (sessions, Path("/elsewhere")))
     assert f"type=bind,source={venv},target={venv},readonly" in args
     assert args[-2:] == ["--tmpfs", str(sessions)] and "/elsewhere" not in args
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+async def test_file_tools_never_write_into_journeymans_own_python_in_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    from journeyman.core.messages import ToolCall
+    from journeyman.tools.builtin import default_tools
+    from journeyman.tools.registry import ToolRegistry
+
+    site_packages = tmp_path / ".venv" / "lib" / "site-packages"
+    site_packages.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])  # holds the workspace: ignored
+    registry = ToolRegistry(default_tools(LocalSandbox(tmp_path), edit_tool="both"))
+    target = ".venv/lib/site-packages/evil.pth"
+    args = (
+        {"path": target, "content": "import os\n"}
+        if tool == "write_file"
+        else {"path": target, "old_string": "", "new_string": "import os\n"}
+    )
+    result = await registry.execute(ToolCall("c", tool, args), ToolContext(tmp_path), 30)
+    assert result.is_error and "loads its code from" in result.content
+    assert not (site_packages / "evil.pth").exists()
+    fine = ToolCall("d", "write_file", {"path": "app.py", "content": "x = 1\n"})
+    assert not (await registry.execute(fine, ToolContext(tmp_path), 30)).is_error
