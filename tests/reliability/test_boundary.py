@@ -55,8 +55,8 @@ def test_no_credential_reaches_the_model_through_a_command(
     print(figures.line(), figures.notes)
     assert figures.held == figures.attempts == 10, figures.line()
     assert not [note for note in figures.notes if "--sandbox local" not in note], figures.notes
-    if sandbox == "local":  # said plainly at the start when the key stays within reach
-        assert any("--sandbox local" in note for note in figures.notes) or ptrace_restricted()
+    if sandbox == "local" and not ptrace_restricted():  # said plainly at the start
+        assert any("from this process's memory" in note for note in figures.notes), figures.notes
 
 
 @pytest.mark.slow

@@ -84,7 +84,7 @@ def main_options(
 
 
 def main() -> None:
-    from journeyman.cli.environ_guard import wipe_unlisted
+    from journeyman.core.environ_block import wipe_unlisted
 
     wipe_unlisted()  # /proc/<pid>/environ shows no credential to other processes from here on
     try:

@@ -7,17 +7,15 @@ import os
 from typing import TYPE_CHECKING
 
 from journeyman.core.allowed_env import allowed
-from journeyman.core.environ_block import ptrace_restricted, wipe_from_environ_block
+from journeyman.core.environ_block import (
+    environ_shows,
+    ptrace_restricted,
+    wipe_from_environ_block,
+)
 from journeyman.core.redact import own_secret_values
 
 if TYPE_CHECKING:
     from journeyman.tools.choices import SandboxKind
-
-
-def wipe_unlisted() -> None:
-    """At start, before anything else runs: wipe from the environment block every variable a
-    command would not get (the provider key among them)."""
-    wipe_from_environ_block([name for name in os.environ if not allowed(name)])
 
 
 def hide_run_secrets(sandbox: SandboxKind) -> str | None:
@@ -31,18 +29,19 @@ def hide_run_secrets(sandbox: SandboxKind) -> str | None:
         for name, value in os.environ.items()
         if not allowed(name) or any(key in value for key in own)
     ]
-    wiped = set(wipe_from_environ_block(names))
+    wipe_from_environ_block(names)
     if sandbox.value != "local":
         return None
     from_env = [n for n, v in os.environ.items() if any(key in v for key in own)]
     if not from_env:
         return None
-    if set(from_env) <= wiped and ptrace_restricted():
+    in_block = environ_shows(own)
+    if not in_block and ptrace_restricted():
         return None
     where = (
-        "this process's memory (the kernel allows it: kernel.yama.ptrace_scope is 0 or absent)"
-        if set(from_env) <= wiped
-        else f"/proc/{os.getpid()}/environ"
+        f"/proc/{os.getpid()}/environ"
+        if in_block
+        else "this process's memory (the kernel allows it: kernel.yama.ptrace_scope is 0 or absent)"
     )
     return (
         f"--sandbox local: commands run as you, unconfined, and can read {', '.join(from_env)} "

@@ -24,6 +24,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from journeyman.core.allowed_env import allowed
+
 _ENV_START_FIELD = 50
 """Field numbers in /proc/<pid>/stat (proc(5), counting from 1): env_start, then env_end."""
 
@@ -72,6 +74,21 @@ def wipe_from_environ_block(names: Iterable[str]) -> list[str]:
             wiped.append(text)
         offset += len(entry) + 1
     return wiped
+
+
+def wipe_unlisted() -> list[str]:
+    """Wipe every variable a command would not get (`core.allowed_env`: the provider keys and
+    every other credential among them); what the command line and batch workers do at start."""
+    return wipe_from_environ_block([name for name in os.environ if not allowed(name)])
+
+
+def environ_shows(values: Iterable[str]) -> bool:
+    """Whether /proc/self/environ shows any of `values` (True when it cannot be read)."""
+    try:
+        shown = Path("/proc/self/environ").read_bytes()
+    except OSError:
+        return True
+    return any(value.encode() in shown for value in values)
 
 
 def ptrace_restricted() -> bool:
