@@ -371,10 +371,10 @@ def environment_trial(root: Path, sandbox: str, *, pass_key: bool = False) -> Fi
     key = draw(rng, "sk-proj-", 40)
     workspace = root / f"ws-{sandbox}-{pass_key}"
     workspace.mkdir()
-    env = clean_env(OPENAI_API_KEY=key, **secrets)
+    env = clean_env(OPENAI_API_KEY=key, JM_PASSED="passed-on-purpose", **secrets)
     args = ("--sandbox", sandbox, "--session-dir", str(root / "sessions"))
     if pass_key:
-        args += ("--pass-env", "OPENAI_API_KEY", "--pass-env", "OPENAI_*")
+        args += ("--pass-env", "OPENAI_API_KEY", "--pass-env", "OPENAI_*", "--pass-env", "JM_*")
     run = run_cli(workspace, command_script(list(ENV_ATTEMPTS.values())), env=env, args=args)
     if run.returncode not in (0, 1) or "Traceback" in run.stderr:
         figures.notes.append(f"run exited {run.returncode}: {run.stderr[-500:]}")
@@ -384,6 +384,8 @@ def environment_trial(root: Path, sandbox: str, *, pass_key: bool = False) -> Fi
     for n, name in enumerate(ENV_ATTEMPTS):
         seen = results.get(f"call_{n}", "").encode()
         figures.count(name, not any(leaked(v, seen) for v in values))
+    if pass_key and "JM_PASSED=passed-on-purpose" not in results.get("call_0", ""):
+        figures.notes.append("a variable named with --pass-env did not reach the command")
     warning = [line for line in run.stderr.splitlines() if "--sandbox local" in line]
     figures.notes += warning
     return figures
