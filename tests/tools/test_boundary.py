@@ -14,7 +14,13 @@ import pytest
 
 from journeyman.core import redact
 from journeyman.tools.context import ToolContext
-from journeyman.tools.sandbox import BubblewrapSandbox, LocalSandbox, Sandbox, open_sandbox
+from journeyman.tools.sandbox import (
+    BubblewrapSandbox,
+    LocalSandbox,
+    Sandbox,
+    bubblewrap,
+    open_sandbox,
+)
 from journeyman.tools.sandbox.environment import allowed, command_env
 from journeyman.tools.shell import RunCommandArgs, RunCommandTool
 
@@ -117,22 +123,34 @@ async def test_bubblewrap_hides_a_session_store_inside_the_workspace(tmp_path: P
 
 
 @needs_bwrap
-async def test_bubblewrap_keeps_every_folder_of_its_python_path_read_only_in_the_workspace(
+async def test_bubblewrap_keeps_journeymans_editable_source_in_the_workspace_read_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # an editable install's source folder inside the workspace: code the host imports next
+    # journeyman installed in editable mode from the workspace: code the host imports next
     src = tmp_path / "src"
-    (src / "pkg").mkdir(parents=True)
-    monkeypatch.setattr(sys, "path", [*sys.path, str(src)])
+    (src / "journeyman").mkdir(parents=True)
+    monkeypatch.setattr(bubblewrap, "journeyman_root", lambda: src)
     out = await run(
         BubblewrapSandbox(tmp_path),
         tmp_path,
         "echo 'import os' > src/sitecustomize.py || echo ro-1; "
-        "echo x >> src/pkg/__init__.py || echo ro-2; mv src src2 || echo ro-3; "
+        "echo x >> src/journeyman/__init__.py || echo ro-2; mv src src2 || echo ro-3; "
         "echo fine > elsewhere.txt && cat elsewhere.txt",
     )
     assert "ro-1" in out and "ro-2" in out and "ro-3" in out and "fine" in out
     assert not (src / "sitecustomize.py").exists() and not (tmp_path / "src2").exists()
+
+
+@needs_bwrap
+async def test_a_projects_own_source_on_the_python_path_stays_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the project installed in editable mode in the same virtualenv: the model's work is there
+    src = tmp_path / "src"
+    (src / "app").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(src)])
+    out = await run(BubblewrapSandbox(tmp_path), tmp_path, "echo 'x = 1' > src/app/m.py && echo ok")
+    assert "ok" in out and (src / "app" / "m.py").read_text() == "x = 1\n"
 
 
 def test_a_python_path_entry_that_is_a_hidden_home_stays_hidden(

@@ -69,7 +69,7 @@ def refuse_protected(rel: str, tool: str) -> None:
 
 def refuse_own_python(workspace: Path, path: Path, tool: str) -> None:
     """Raise a ToolError when `path` lies in a folder the Python running journeyman loads code
-    from (its virtualenv, site-packages, `sys.path`; `sandbox.bubblewrap.own_python`) inside
+    from (its virtualenv, site-packages, its own source; `sandbox.bubblewrap.own_python`) inside
     the workspace: a `.pth` file or module written there would run on the host the next time
     journeyman starts. Folders that hold the whole workspace do not count."""
     from journeyman.tools.sandbox.bubblewrap import own_python

@@ -20,11 +20,12 @@ What a command sees:
   (`--die-with-parent`). Every process a command starts ends with it: the pid namespace is
   torn down when the command exits.
 - the Python journeyman itself runs from (`own_python`: its prefixes, site-packages, the user's
-  site-packages, every folder on `sys.path`, an editable install's source among them) is
-  read-only wherever it lies, inside the workspace too (journeyman installed in the project's
-  `.venv`): a `.pth` file or a `sitecustomize.py` written there would run on the host the next
-  time journeyman starts. It stays visible where it lies in an emptied folder (a virtualenv
-  under /tmp), so checks that run that interpreter work.
+  site-packages, the folder the `journeyman` package comes from, an editable install's source)
+  is read-only wherever it lies, inside the workspace too (journeyman installed in the
+  project's `.venv`): a `.pth` file or a `sitecustomize.py` written there would run on the host
+  the next time journeyman starts. It and the other folders of `sys.path` stay visible where
+  they lie in an emptied folder (a virtualenv under /tmp), so checks that run that interpreter
+  work.
 - the folders of `hidden` (the session store, the user's config, the snapshot cache) are empty
   wherever they lie, also outside the home folder and /tmp, also inside the workspace.
 
@@ -222,7 +223,8 @@ def mount_args(workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
         mounts.append((Path(git_path), ["--ro-bind", git_path, git_path]))
     user_hidden = [path for path in _real_folders(hidden) if path != root]
     out_of_sight = {path for path, _args in mounts} | set(user_hidden)
-    for own in own_python():
+    elsewhere = [path for path in python_path() if not path.is_relative_to(root)]
+    for own in dict.fromkeys([*own_python(), *elsewhere]):
         # one that holds the workspace is read-only already; one that is a hidden folder
         # itself (PYTHONPATH=$HOME) stays hidden
         if not root.is_relative_to(own) and own not in out_of_sight:
@@ -276,19 +278,33 @@ def _real_folders(paths: Iterable[Path]) -> list[Path]:
 
 
 def own_python() -> list[Path]:
-    """Where the Python that runs journeyman finds its code: the prefixes of its virtualenv and
-    of the installation it was made from, the site-packages folders (the user's own too), and
-    every folder on `sys.path` (an editable install's source folder among them).
+    """Where the Python that runs journeyman finds its own code: the prefixes of its virtualenv
+    and of the installation it was made from, the site-packages folders (the user's own too),
+    and the folder the `journeyman` package is imported from (an editable install's source).
 
     A command that could write there would choose the code journeyman itself runs next
     (a `.pth` file, a `sitecustomize.py`, a changed module), on the host: they are mounted
-    read-only wherever they are, inside the workspace too.
+    read-only wherever they are, inside the workspace too. Other folders on `sys.path` (a
+    project's own source, installed in the same virtualenv in editable mode) stay writable:
+    the model's work is to change them.
     """
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     candidates += site.getsitepackages() if hasattr(site, "getsitepackages") else []
-    candidates.append(site.getusersitepackages())
-    candidates += [entry for entry in sys.path if entry and os.path.isabs(entry)]
+    candidates += [site.getusersitepackages(), str(journeyman_root())]
     return [path for path in _real_folders(Path(c) for c in candidates) if path.is_dir()]
+
+
+def journeyman_root() -> Path:
+    """The `sys.path` folder the `journeyman` package is imported from."""
+    import journeyman
+
+    return Path(os.path.realpath(journeyman.__file__)).parent.parent
+
+
+def python_path() -> list[Path]:
+    """Every folder on `sys.path`, to keep visible (read-only) what lies in a hidden folder."""
+    entries = [Path(entry) for entry in sys.path if entry and os.path.isabs(entry)]
+    return [path for path in _real_folders(entries) if path.is_dir()]
 
 
 def _ssh_host_keys() -> list[str]:
