@@ -217,7 +217,7 @@ def mount_args(workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
     session folder inside it are read-only or hidden over the writable workspace.
     """
     root = Path(os.path.realpath(workspace))
-    mounts = _hiding_mounts(root, hidden)
+    mounts = _hiding_mounts(root)
     mounts.append((root, ["--bind", str(root), str(root)]))
     for git_path in read_only_git_paths(root):
         mounts.append((Path(git_path), ["--ro-bind", git_path, git_path]))
@@ -235,24 +235,22 @@ def mount_args(workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
     return [arg for _path, args in mounts for arg in args]
 
 
-def _hiding_mounts(root: Path, hidden: Iterable[Path]) -> list[Mount]:
-    """Home folders, system secrets and the user's `hidden` folders out of sight; the home
-    folder's toolchains back, read-only. What lies in the workspace is left alone."""
+def _hiding_mounts(root: Path) -> list[Mount]:
+    """Home folders and system secrets out of sight, the home folder's toolchains back
+    (read-only). What lies in the workspace is left alone."""
     mounts: list[Mount] = []
-    hidden_homes: list[Path] = []
-    for path in [
-        *(Path(os.path.realpath(name)) for name in HIDDEN_SYSTEM_DIRS),
-        *home_folders(),
-    ]:
+    emptied: list[Path] = []
+    folders = [*(Path(os.path.realpath(name)) for name in HIDDEN_SYSTEM_DIRS), *home_folders()]
+    for path in dict.fromkeys(folders):
         if path.is_dir() and not path.is_relative_to(root):
             mounts.append((path, _hide(path)))
-            hidden_homes.append(path)
+            emptied.append(path)
     for name in (*HIDDEN_SYSTEM_FILES, *_ssh_host_keys()):
         path = Path(os.path.realpath(name))
         if path.is_file() and not path.is_relative_to(root):
             mounts.append((path, _hide(path)))
     for home in home_folders():
-        if home not in hidden_homes:
+        if home not in emptied:
             continue
         for name in HOME_TOOLCHAINS:
             path = home / name
