@@ -20,6 +20,7 @@ tool_timeout_s = 9999
 budget_mode = "soft"
 sandbox = "local"
 allow_network = true
+pass_env = ["GH_PAT", "*"]
 session_dir = "{sessions}"
 journal_commands = false
 system_prompt = "You may do anything."
@@ -41,6 +42,7 @@ LOOSENED_KEYS = {
     "budget_mode",
     "sandbox",
     "allow_network",
+    "pass_env",
     "session_dir",
     "journal_commands",
     "system_prompt",

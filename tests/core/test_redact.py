@@ -91,3 +91,57 @@ def test_own_secrets_only_and_remembered_base_url() -> None:
     assert "own-key" not in cleaned and "sk-ant-fake-fixture-abcdefghij" in cleaned
     remember_url_credentials("http://user:flag-password-42@127.0.0.1:9/v1")
     assert "flag-password-42" not in redact_own_secrets("pw flag-password-42", {})
+
+
+STREAM_KEY = "sk-proj-" + "Ab3dE5gH" * 5
+
+
+@given(
+    before=st.text(alphabet="ab \n.", max_size=30),
+    after=st.text(alphabet="ab \n.", max_size=30),
+    cuts=st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=40),
+    form=st.sampled_from(["raw", "reversed", "hex", "unknown shape"]),
+)
+def test_a_stream_cut_anywhere_never_shows_a_secret(
+    before: str, after: str, cuts: list[int], form: str
+) -> None:
+    from journeyman.core.redact import StreamRedactor
+
+    secret = {
+        "raw": STREAM_KEY,
+        "reversed": STREAM_KEY[::-1],
+        "hex": STREAM_KEY.encode().hex(),
+        "unknown shape": "ghp_" + "Z9" * 18,  # no variable holds it: found by its shape
+    }[form]
+    text = f"{before} {secret} {after}"
+    stream = StreamRedactor(Redactor({"OPENAI_API_KEY": STREAM_KEY}))
+    shown, start = [], 0
+    for size in cuts * 20:
+        if start >= len(text):
+            break
+        shown.append(stream.feed(text[start : start + size]))
+        start += size
+    shown.append(stream.feed(text[start:]))
+    shown.append(stream.flush())
+    joined = "".join(shown)
+    assert secret not in joined and MASK in joined
+    assert joined.replace(MASK, "").strip() == f"{before}  {after}".strip()
+
+
+def test_a_stream_lets_ordinary_words_through_as_they_end() -> None:
+    from journeyman.core.redact import StreamRedactor
+
+    stream = StreamRedactor(Redactor({"OPENAI_API_KEY": STREAM_KEY}))
+    assert [stream.feed(w) for w in ("I ", "will ", "wri", "te")] == ["I ", "will ", "", ""]
+    assert stream.flush() == "write"
+
+
+def test_forms_cut_by_line_breaks_or_spaces_are_masked() -> None:
+    redact = Redactor({"MY_TOKEN": STREAM_KEY}, key_shapes=False)
+    folded = "\n".join(STREAM_KEY[i : i + 7] for i in range(0, len(STREAM_KEY), 7))
+    hexed = STREAM_KEY.encode().hex()
+    dumped = " ".join(hexed[i : i + 4] for i in range(0, len(hexed), 4))
+    for text in (folded, dumped, base64.encodebytes(STREAM_KEY.encode()).decode()):
+        out = redact(f"before\n{text}\nafter")
+        assert out.startswith("before\n") and out.endswith("\nafter") and MASK in out
+        assert STREAM_KEY[:7] not in out

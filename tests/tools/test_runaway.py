@@ -97,6 +97,7 @@ async def test_fork_bomb_under_a_process_limit(
     # or the Python installed there
     monkeypatch.setattr(bubblewrap, "HOME_TOOLCHAINS", ())
     monkeypatch.setattr(bubblewrap, "own_python", list)
+    monkeypatch.setattr(bubblewrap, "python_path", list)
     # The limit counts every process of uid 65534, zombies of an earlier bomb included.
     for _ in range(250):
         if not processes_of(65534):

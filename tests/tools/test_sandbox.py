@@ -416,11 +416,14 @@ async def test_bubblewrap_keeps_its_own_python_visible_when_it_lives_in_tmp(
     assert "other-tmp-file" not in out  # the rest of /tmp stays private
 
 
-def test_bubblewrap_mounts_nothing_of_its_python_inside_the_workspace(
+def test_bubblewrap_mounts_its_python_inside_the_workspace_read_only_after_the_workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = tmp_path / "project"
-    (project / ".venv").mkdir(parents=True)
-    monkeypatch.setattr(sys, "prefix", str(project / ".venv"))
+    venv = project / ".venv"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
     argv = BubblewrapSandbox(project).argv("true", project)
-    assert str(project / ".venv") not in argv  # stays writable with the workspace
+    ro = [i for i, arg in enumerate(argv) if arg == str(venv) and argv[i - 2] == "--ro-bind"]
+    rw = argv.index("--bind")
+    assert ro and ro[0] > rw  # mounted over the writable workspace, so it wins

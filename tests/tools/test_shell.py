@@ -137,10 +137,15 @@ async def test_secrets_are_scrubbed_from_the_environment(
     monkeypatch.setenv("FAKE_API_KEY", "s3cret-key")
     monkeypatch.setenv("GITHUB_TOKEN", "s3cret-token")
     monkeypatch.setenv("AWS_REGION", "s3cret-aws")
-    monkeypatch.setenv("JM_HARMLESS", "visible")
+    # credentials whose names no heuristic recognises: only an allow-list keeps them out
+    for name in ("GH_PAT", "MYSQL_PWD", "DOCKER_AUTH_CONFIG", "CI_JOB_JWT", "SENTRY_DSN"):
+        monkeypatch.setenv(name, f"s3cret-{name.lower()}")
+    monkeypatch.setenv("JM_HARMLESS", "not-on-the-list")
+    monkeypatch.setenv("LC_TIME", "C.UTF-8")
     result = await call("run_command", command="env")
     assert "s3cret" not in result.content
-    assert "JM_HARMLESS=visible" in result.content
+    assert "JM_HARMLESS" not in result.content
+    assert "LC_TIME=C.UTF-8" in result.content and "PATH=" in result.content
     assert "PAGER=cat" in result.content
 
 

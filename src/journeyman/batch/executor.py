@@ -20,6 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol, runtime_checkable
 
 from journeyman.batch.job import TaskJob, TaskOutcome, run_job
+from journeyman.core.environ_block import wipe_unlisted
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason
 
@@ -110,7 +111,9 @@ def worker_died(job: TaskJob, duration_s: float, why: str) -> TaskOutcome:
 
 
 def _stop_with_parent(parent_pid: int) -> None:
-    """Worker initializer: exit when the batch process is gone."""
+    """Worker initializer: exit when the batch process is gone; show commands no credential
+    in this worker's /proc environ (see `core.environ_block`)."""
+    wipe_unlisted()
 
     def watch() -> None:
         while True:

@@ -85,6 +85,9 @@ def main_options(
 
 
 def main() -> None:
+    from journeyman.core.environ_block import wipe_unlisted
+
+    wipe_unlisted()  # /proc/<pid>/environ shows no credential to other processes from here on
     try:
         app()
     except BrokenPipeError:  # `journeyman sessions export ... | head -1`

@@ -196,10 +196,12 @@ SandboxOpt = Annotated[
     SandboxKind | None,
     typer.Option(
         help="Where commands run: auto (default: bubblewrap when it works, else local), local "
-        "(no isolation, resource limits only), bubblewrap (workspace writable except .git; "
-        "home folder hidden except toolchains such as ~/.local/bin, ~/.pyenv, ~/.cargo/bin; "
-        "password hashes, SSH host keys and service data hidden; rest read-only; private /tmp; "
-        "no network), docker. One named here that cannot start is an error.",
+        "(no isolation, resource limits only), bubblewrap (workspace writable except .git and "
+        "the Python journeyman runs from; home folder hidden except toolchains such as "
+        "~/.local/bin, ~/.pyenv, ~/.cargo/bin; session store, your config, password hashes, SSH "
+        "host keys and service data hidden; rest read-only; private /tmp and processes; no "
+        "network), docker. Under every one, commands get an allow-listed environment "
+        "(--pass-env). One named here that cannot start is an error.",
     ),
 ]
 AllowNetworkOpt = Annotated[
@@ -207,6 +209,17 @@ AllowNetworkOpt = Annotated[
     typer.Option(
         "--allow-network",
         help="Let commands use the network inside the bubblewrap or docker sandbox.",
+    ),
+]
+PassEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pass-env",
+        metavar="NAME",
+        help="Give commands this environment variable too (repeatable; NAME or PREFIX*). "
+        "Commands otherwise get only an allow-list (PATH, HOME, the locale, the terminal, the "
+        "Python and toolchain settings) and never the run's provider key; adds to pass_env of "
+        "your config.",
     ),
 ]
 PermissionModeOpt = Annotated[

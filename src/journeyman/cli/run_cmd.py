@@ -39,6 +39,7 @@ from journeyman.cli.options import (
     OtelOpt,
     OutputFormat,
     OutputOpt,
+    PassEnvOpt,
     PermissionModeOpt,
     PricePerMtokOpt,
     ProjectHooksOpt,
@@ -164,6 +165,11 @@ def _launch(
     renderer.sandbox = agent.sandbox.description
     for warning in agent.rules.warnings:
         typer.echo(f"journeyman: warning: {printable(warning)}", err=True)
+    from journeyman.cli.environ_guard import hide_run_secrets
+
+    exposed = hide_run_secrets(agent.sandbox.kind)
+    if exposed is not None:
+        typer.echo(f"journeyman: warning: {exposed}", err=True)
     if tracing is not None:
         tracing.attach(agent)
 
@@ -254,6 +260,7 @@ def run(
     sandbox: SandboxOpt = None,
     edit_tool: EditToolOpt = None,
     allow_network: AllowNetworkOpt = False,
+    pass_env: PassEnvOpt = None,
     lsp: LspOpt = True,
     mcp: McpOpt = None,
     project_hooks: ProjectHooksOpt = False,
@@ -333,6 +340,7 @@ def run(
             sandbox=sandbox,
             edit_tool=edit_tool,
             allow_network=True if allow_network else None,
+            pass_env=[*loaded.values.get("pass_env", []), *pass_env] if pass_env else None,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

@@ -34,6 +34,7 @@ from journeyman.cli.options import (
     OtelOpt,
     OutputFormat,
     OutputOpt,
+    PassEnvOpt,
     PermissionModeOpt,
     PricePerMtokOpt,
     ProjectHooksOpt,
@@ -178,6 +179,7 @@ def swarm(
     sandbox: SandboxOpt = None,
     edit_tool: EditToolOpt = None,
     allow_network: AllowNetworkOpt = False,
+    pass_env: PassEnvOpt = None,
     project_hooks: ProjectHooksOpt = False,
     otel: OtelOpt = False,
     shared_state: SharedStateOpt = None,
@@ -248,6 +250,7 @@ def swarm(
             sandbox=sandbox,
             edit_tool=edit_tool,
             allow_network=True if allow_network else None,
+            pass_env=[*loaded.values.get("pass_env", []), *pass_env] if pass_env else None,
             verify_timeout_s=verify_timeout,
         )
     except ConfigurationError as error:

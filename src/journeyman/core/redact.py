@@ -4,15 +4,20 @@ One home for what counts as a secret:
 - `is_secret_name`: an environment variable whose name says it holds a credential
   (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, ...); its value is a secret.
 - `looks_secret`: those, plus the provider's settings (`ANTHROPIC_*`, `OPENAI_*`, ...), which
-  commands never get in their environment.
+  the programs the user configured (language servers, graders) do not get. Commands the model
+  runs get an allow-listed environment instead (`tools.sandbox.environment`): a name
+  heuristic misses `GH_PAT` or `SENTRY_DSN`.
 - credentials inside URLs held by any variable (`https://user:pass@host`, `?api_key=...`),
-  and URLs given with `remember_url_credentials` (a `--base-url`).
+  and URLs given with `remember_url_credentials` (a `--base-url`);
+- the keys the providers were built with (`remember_provider_key`, `own_secret_values`).
 
 A secret is found in its raw form, JSON-escaped (once or twice, ASCII-only or not),
-percent-encoded and base64-encoded (at any alignment within a longer base64 text).
+percent-encoded, base64-encoded (at any alignment within a longer base64 text), reversed and
+in hexadecimal, also when spaces or line breaks cut it (`fold`, `base64 -w`, `xxd -p`).
 `Redactor` also masks well-known key shapes (`sk-ant-...`, `ghp_...`) even when they are not
 ours; `redact_own_secrets` masks only the agent's own values, so that a repository's fake test
-keys reach the model intact.
+keys reach the model intact. `StreamRedactor` redacts a text that arrives in fragments
+(streamed model output) as one text.
 """
 
 from __future__ import annotations
@@ -56,7 +61,10 @@ _URL_SECRET_PARAM = re.compile(
 )
 """Query parameters that carry a credential (`?key=...`, `&access_token=...`)."""
 
+_SPACE = re.compile(r"\s")
+_SPACES = re.compile(r"\s+")
 _remembered: set[str] = set()
+_provider_keys: set[str] = set()
 
 
 def is_secret_name(name: str) -> bool:
@@ -99,6 +107,19 @@ def remember_secret(value: str | None) -> None:
         _remembered.add(value)
 
 
+def remember_provider_key(value: str | None) -> None:
+    """`value` is a key a provider of this run was built with: it is masked like any secret,
+    and no command gets a variable holding it (`own_secret_values`)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        _remembered.add(value)
+        _provider_keys.add(value)
+
+
+def own_secret_values() -> frozenset[str]:
+    """The keys this process's providers were built with (`remember_provider_key`)."""
+    return frozenset(_provider_keys)
+
+
 def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> set[str]:
     """The secret values held by `env` (see the module doc), plus `extra`."""
     values = set(extra)
@@ -110,8 +131,10 @@ def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> set[str]
 
 
 def encoded_forms(value: str) -> set[str]:
-    """`value` as it may appear in text: raw, JSON-escaped, percent-encoded, base64."""
-    forms = {value, quote(value, safe="")}
+    """`value` as it may appear in text: raw, JSON-escaped, percent-encoded, base64, reversed
+    (`rev`), hexadecimal (`xxd -p`, `od`-free dumps)."""
+    raw_bytes = value.encode("utf-8", errors="surrogatepass")
+    forms = {value, quote(value, safe=""), value[::-1], raw_bytes.hex(), raw_bytes.hex().upper()}
     for ascii_only in (True, False):
         once = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
         forms.add(once)
@@ -149,14 +172,21 @@ class Redactor:
         extra: Iterable[str] = (),
         key_shapes: bool = True,
     ) -> None:
-        env = os.environ if env is None else env
+        if env is None:  # the agent's own: its environment's secrets and the remembered ones
+            env, extra = os.environ, [*extra, *_remembered]
         values = {v for v in secret_values(env, extra) if len(v) >= min_length}
         self._values = _pattern(values)
         self._key_shapes = key_shapes
+        forms = set().union(*(encoded_forms(v) for v in values)) if values else set()
+        self._forms_by_first: dict[str, list[str]] = {}
+        for form in sorted(forms):
+            self._forms_by_first.setdefault(form[0], []).append(form)
+        self._hold = max((len(form) for form in forms), default=1) - 1
 
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
+            text = self._mask_split(text)
         if not self._key_shapes:
             return text
         if "://" in text:
@@ -165,6 +195,30 @@ class Redactor:
             text = _URL_SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
         if _KEY_PREFIXES.search(text):
             text = _KEY_SHAPES.sub(MASK, text)
+        return text
+
+    def unfinished_secret(self, text: str) -> int:
+        """Where the end of `text` may be the beginning of a secret's form still to come
+        (`len(text)` when it cannot): what a stream must hold back."""
+        for start in range(max(len(text) - self._hold, 0), len(text)):
+            candidates = self._forms_by_first.get(text[start])
+            if candidates and any(form.startswith(text[start:]) for form in candidates):
+                return start
+        return len(text)
+
+    def _mask_split(self, text: str) -> str:
+        """Forms of a secret written across spaces or line breaks (`fold`, `base64 -w`,
+        `xxd -p`): masked from their first character to their last."""
+        if self._values is None or not _SPACE.search(text):
+            return text
+        squeezed = _SPACES.sub("", text)
+        matches = list(self._values.finditer(squeezed))
+        if not matches:
+            return text
+        kept = [i for i, char in enumerate(text) if not char.isspace()]
+        for match in reversed(matches):
+            first, last = kept[match.start()], kept[match.end() - 1]
+            text = text[:first] + MASK + text[last + 1 :]
         return text
 
     def finds(self, text: str) -> bool:
@@ -205,3 +259,51 @@ def redact_own_secrets(text: str, env: Mapping[str, str] | None = None) -> str:
 @functools.lru_cache(maxsize=8)
 def _own_redactor(values: frozenset[str]) -> Redactor:
     return Redactor({}, extra=values, key_shapes=False)
+
+
+MAX_HOLD = 4096
+"""Most characters a stream holds back waiting for a word to end (a longer word is let
+through in pieces, own secrets still masked)."""
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in fragments (streamed model output) as one text.
+
+    Redacting each fragment alone lets a secret split across two fragments through, in
+    halves that join again on the reader's side. `feed` returns only what is safe to show so
+    far: it holds back the end of the text that could still be the start of a secret (of any
+    encoded form of a known value) and the last word, which a key shape may go on; `flush`
+    gives the rest when the stream ends.
+    """
+
+    def __init__(self, redactor: Redactor | None = None, max_hold: int = MAX_HOLD) -> None:
+        self._redact = redactor or Redactor()
+        self._max_hold = max_hold
+        self._pending = ""
+
+    def feed(self, fragment: str) -> str:
+        """The redacted text that can be shown now (possibly empty)."""
+        text = self._pending + fragment
+        cut = self._cut(text)
+        self._pending = text[cut:]
+        return self._redact(text[:cut]) if cut else ""
+
+    def flush(self) -> str:
+        """The redacted rest of the text; the stream starts anew."""
+        text, self._pending = self._pending, ""
+        return self._redact(text) if text else ""
+
+    def _cut(self, text: str) -> int:
+        """Where `text` may be cut: before the held-back end, at the start of a word, and
+        never inside a complete secret."""
+        limit = cut = self._redact.unfinished_secret(text)
+        while cut and not text[cut - 1].isspace():
+            cut -= 1
+        if cut == 0 and len(text) > self._max_hold:
+            cut = limit  # one endless word: let it through, own secrets still masked
+        values = self._redact._values
+        if values is not None and cut:
+            for match in values.finditer(text):
+                if match.start() < cut < match.end():
+                    cut = match.end()
+        return cut

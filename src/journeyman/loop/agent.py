@@ -116,8 +116,13 @@ class Agent:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise NotADirectoryError(f"workspace {self.workspace} is not a directory")
+        self.session_root = self.config.session_dir or default_session_root()
         self.sandbox = open_sandbox(
-            self.config.sandbox, self.workspace, allow_network=self.config.allow_network
+            self.config.sandbox,
+            self.workspace,
+            allow_network=self.config.allow_network,
+            pass_env=tuple(self.config.pass_env),
+            hidden=private_folders(self.session_root),
         )
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
         self.registry = ToolRegistry(
@@ -144,7 +149,6 @@ class Agent:
             **self.options.to_settings(),
         }
         """What a session remembers for `resume` (never API keys)."""
-        self.session_root = self.config.session_dir or default_session_root()
         self.permission_approver = permission_approver
         """Asks the user about calls that need approval; None refuses them (unless yes)."""
         self.assume_yes = assume_yes
@@ -493,3 +497,13 @@ def run(
 ) -> RunResult:
     """Run one task synchronously: `journeyman.run("fix the tests", provider, workspace=".")`."""
     return Agent(provider, workspace=workspace, config=config, on_event=on_event).run_sync(task)
+
+
+def private_folders(session_root: Path) -> tuple[Path, ...]:
+    """The host's folders commands never see: the session store, the user's config and the
+    cache of command snapshots (each holds earlier sessions' text, settings or files)."""
+    from journeyman.loop.config_file import user_config_file
+    from journeyman.tools.snapshot import shadow_repository
+
+    cache = shadow_repository(Path("/")).parent.parent
+    return (session_root, user_config_file().parent, cache)

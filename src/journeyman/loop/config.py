@@ -130,6 +130,10 @@ class AgentConfig(BaseModel):
     or docker; one asked for by name that cannot start is a configuration error."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
+    pass_env: list[str] = []
+    """Environment variables commands get besides the built-in allow-list (PATH, HOME, the
+    locale, ...): names, or prefixes ending in `*`; never the run's own provider key. Only
+    the user chooses them (user config, JOURNEYMAN_PASS_ENV, `--pass-env`)."""
     edit_tool: EditToolChoice = EditToolChoice.AUTO
     """The tool the model edits files with: auto (apply_patch for OpenAI-compatible providers,
     whose models are trained on its format; edit_file for the others), edit_file, apply_patch

@@ -272,7 +272,9 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         if name in _NOT_FROM_ENV:
             continue
         raw = env.get(ENV_PREFIX + name.upper())
-        if raw:
+        if raw and name == "pass_env":
+            values[name] = raw.replace(",", " ").split()  # JOURNEYMAN_PASS_ENV="A B_*"
+        elif raw:
             values[name] = raw  # pydantic converts the text to the field's type
     mode = env.get(f"{ENV_PREFIX}PERMISSION_MODE")
     if mode:

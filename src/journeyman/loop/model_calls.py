@@ -11,6 +11,7 @@ from journeyman.context import compaction
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ProviderError
 from journeyman.core.messages import Message, ToolSpec, Usage
+from journeyman.core.redact import StreamRedactor
 from journeyman.economics.budget import ExecutionEconomics
 from journeyman.economics.phases import WorkPhase
 from journeyman.economics.usage_log import UsageRow
@@ -105,7 +106,10 @@ class ModelCalls:
                 iteration, len(request.messages), len(request.tools), request.max_output_tokens
             )
         )
-        on_text = (lambda text: self.emit(ev.TextDelta(text))) if self.config.stream else None
+        # redacted as one text, not fragment by fragment: a key split across two fragments
+        # would otherwise pass in halves
+        stream = StreamRedactor() if self.config.stream else None
+        on_text = self._text_emitter(stream)
         started = time.monotonic()
         try:
             response = await complete_within(
@@ -121,6 +125,9 @@ class ModelCalls:
             response = await complete_within(
                 self.provider, request, on_text, deadline=self._deadline()
             )
+        finally:
+            if stream is not None and (rest := stream.flush()):
+                self.emit(ev.TextDelta(rest))
         latency = time.monotonic() - started
         self._calibrate(state, extra, request, response.usage)
         call_cost = self.cost(response.usage)
@@ -139,6 +146,18 @@ class ModelCalls:
             )
         )
         return response
+
+    def _text_emitter(self, stream: StreamRedactor | None) -> Callable[[str], None] | None:
+        """What hears streamed text: `text_delta` events of what `stream` lets through."""
+        if stream is None:
+            return None
+
+        def on_text(fragment: str) -> None:
+            shown = stream.feed(fragment)
+            if shown:
+                self.emit(ev.TextDelta(shown))
+
+        return on_text
 
     def _deadline(self) -> float | None:
         """When the run's `--max-duration` runs out (a monotonic time), so that one model call

@@ -40,6 +40,7 @@ from anthropic.types import Usage as AnthropicUsage
 
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError
 from journeyman.core.messages import Message, Role, ToolCall, Usage
+from journeyman.core.redact import remember_provider_key
 from journeyman.providers.arguments import (
     TOO_DEEP,
     check_arguments,
@@ -120,6 +121,7 @@ class AnthropicProvider:
             raise ConfigurationError(
                 f"{name}: no usable credentials; set {API_KEY_ENV} or pass api_key ({exc})"
             ) from exc
+        remember_provider_key(self._client.api_key)  # never in a command's environment
         self._base_url = str(self._client.base_url)
 
     @property

@@ -33,6 +33,7 @@ from openai.types.chat import (
 
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError, ProviderError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult, Usage
+from journeyman.core.redact import remember_provider_key
 from journeyman.providers import text_tools, tool_modes
 from journeyman.providers.arguments import decode_arguments, paired_history
 from journeyman.providers.base import (
@@ -176,6 +177,8 @@ class OpenAIProvider:
                     "to an OpenAI-compatible server that needs none"
                 )
             key = "no-key-needed"  # local servers ignore it, but the SDK wants one
+        else:
+            remember_provider_key(key)  # never in a command's environment
         self._name = name
         self._model = model
         self.max_output_tokens = max_output_tokens

@@ -24,6 +24,7 @@ from journeyman.tools.fileio import (
     missing_path_message,
     not_a_regular_file,
     read_text_for_change,
+    refuse_own_python,
     refuse_protected,
     write_text,
 )
@@ -68,6 +69,7 @@ class EditFileTool(BaseTool):
         path = ctx.resolve(args.path, tool=self.name)
         rel = ctx.relative(path)
         refuse_protected(rel, self.name)
+        refuse_own_python(ctx.workspace, path, self.name)
         if args.old_string == args.new_string:
             return fail(
                 self.name,

@@ -67,6 +67,23 @@ def refuse_protected(rel: str, tool: str) -> None:
             )
 
 
+def refuse_own_python(workspace: Path, path: Path, tool: str) -> None:
+    """Raise a ToolError when `path` lies in a folder the Python running journeyman loads code
+    from (its virtualenv, site-packages, its own source; `sandbox.bubblewrap.own_python`) inside
+    the workspace: a `.pth` file or module written there would run on the host the next time
+    journeyman starts. Folders that hold the whole workspace do not count."""
+    from journeyman.tools.sandbox.bubblewrap import own_python
+
+    for folder in own_python():
+        if workspace.is_relative_to(folder) or not path.is_relative_to(folder):
+            continue
+        raise ToolError(
+            f"{tool}: {path} is inside {folder}, where the Python running journeyman loads its "
+            "code from, which file tools never change; install journeyman apart from the "
+            "project (pipx, uv tool) to let the model change that environment"
+        )
+
+
 def check_edit_size(size: int, tool: str, rel: str, *, what: str = "the file") -> None:
     """Raise a ToolError when `size` bytes is over MAX_EDIT_BYTES."""
     if size > MAX_EDIT_BYTES:

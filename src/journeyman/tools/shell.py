@@ -15,7 +15,8 @@ process the command started, wherever it went.
 
 Output is stdout and stderr interleaved, read as it arrives and kept as a head and a tail of
 bounded size, so a command printing gigabytes costs no more memory than one printing 20 KB.
-Environment variables that look like credentials are not passed to the command.
+A command's environment is built from an allow-list (`sandbox.environment`): the agent's
+own variables, its provider keys and credentials of any name, stay with the agent.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox, Sandbox
 from journeyman.tools.sandbox import group_alive as group_alive
+from journeyman.tools.sandbox.environment import CHILD_SETTINGS, command_env
 from journeyman.tools.sandbox.git_guard import GitMetadataGuard, GuardReport
 from journeyman.tools.snapshot import (
     CommandChanges,
@@ -60,19 +62,17 @@ KILL_GRACE = 2.0
 DRAIN_GRACE = 0.3
 """Seconds to wait for the output pipe to close after the command itself has exited."""
 
-_CHILD_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-"""Set for every command so that pagers and credential prompts cannot wait for input."""
-
-
 _secret = functools.lru_cache(maxsize=4096)(looks_secret)
 """`looks_secret` remembered per name: the environment is scrubbed before every command."""
 
 
 def scrub_env(env: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
-    """A copy of `env` without credential-like variables, except those named in `passthrough`."""
+    """A copy of `env` without credential-like variables, except those named in `passthrough`:
+    for programs the user configured (language servers, graders); commands the model runs get
+    `command_env` instead."""
     keep = set(passthrough)
     clean = {name: value for name, value in env.items() if name in keep or not _secret(name)}
-    clean.update(_CHILD_ENV)
+    clean.update(CHILD_SETTINGS)
     return clean
 
 
@@ -334,7 +334,7 @@ class RunCommandTool(BaseTool):
             started = await sandbox.start(
                 command,
                 cwd=cwd,
-                env=scrub_env(os.environ, ctx.env_passthrough),
+                env=command_env(os.environ, (*sandbox.pass_env, *ctx.env_passthrough)),
                 stdout=write_fd,
             )
         except BaseException:

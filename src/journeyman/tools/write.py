@@ -15,6 +15,7 @@ from journeyman.tools.fileio import (
     count_lines,
     not_a_regular_file,
     read_text_for_change,
+    refuse_own_python,
     refuse_protected,
     write_text,
 )
@@ -44,6 +45,7 @@ class WriteFileTool(BaseTool):
         path = ctx.resolve(args.path, tool=self.name)
         rel = ctx.relative(path)
         refuse_protected(rel, self.name)
+        refuse_own_python(ctx.workspace, path, self.name)
         if problem := not_a_regular_file(path, self.name, rel):
             return fail(self.name, problem)
         check_edit_size(len(args.content.encode()), self.name, rel, what="the new content")

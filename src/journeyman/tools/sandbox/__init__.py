@@ -6,8 +6,12 @@ how to stop it together with every process it started.
 
 - `base`: the protocol, `SandboxedProcess`, `ResourceLimits`, what the implementations share.
 - `processes`: finding (by an environment marker) and stopping every process of a command.
+- `environment`: the environment every command gets (an allow-list, plus the user's
+  `pass_env`; never the run's provider key).
 - `local`: on the host in its own process group, under resource limits; no isolation.
-- `bubblewrap`: Linux namespaces; workspace writable, the rest read-only, no network.
+- `bubblewrap`: Linux namespaces; workspace writable, the rest read-only, no network; the
+  Python journeyman runs from read-only and the session store and user config hidden, wherever
+  they lie.
 - `docker`: a throwaway container per command.
 - `selection`: `open_sandbox`, which picks and checks one (`auto`: bubblewrap, else local).
 """

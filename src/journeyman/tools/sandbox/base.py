@@ -181,6 +181,9 @@ class Sandbox(Protocol):
     """Whether commands can reach the network."""
     ident: str
     """Prefix of the marker (`MARKER_VAR`) of every command this sandbox starts."""
+    pass_env: tuple[str, ...]
+    """Variables commands get besides the allow-list (`environment.command_env`): names, or
+    prefixes ending in `*`; the user's choice."""
 
     @property
     def description(self) -> str:
@@ -224,6 +227,8 @@ class SandboxBase:
     network: bool = True
     ident: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     """Part of the marker of every command this sandbox starts."""
+    pass_env: tuple[str, ...] = ()
+    """Variables commands get besides the allow-list: names, or prefixes ending in `*`."""
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))

@@ -14,13 +14,24 @@ What a command sees:
   - system secrets `HIDDEN_SYSTEM_FILES` (password hashes, sudoers, SSH host keys) cannot be
     read (a device node that refuses reads covers each), and `HIDDEN_SYSTEM_DIRS` (container
     engines' and databases' state, backups, mail, cron spools, private TLS keys) look empty.
-- /tmp, /dev/shm and /run private and empty, except, read-only, the Python environment
-  journeyman itself runs on when it lies there or in a hidden folder (checks commonly run that
-  interpreter: a virtualenv made under /tmp must not turn `python -m pytest` into "command not
-  found"); the command sees only its own processes
-(`--unshare-pid`), has no network unless allowed (`--unshare-net`), holds no capabilities, and
-dies with the agent (`--die-with-parent`). Every process a command starts ends with it: the pid
-namespace is torn down when the command exits.
+- /tmp, /dev/shm and /run private and empty; the command sees only its own processes
+  (`--unshare-pid`: a new `/proc`, in which the agent and its environment do not exist), has
+  no network unless allowed (`--unshare-net`), holds no capabilities, and dies with the agent
+  (`--die-with-parent`). Every process a command starts ends with it: the pid namespace is
+  torn down when the command exits.
+- the Python journeyman itself runs from (`own_python`: its prefixes, site-packages, the user's
+  site-packages, the folder the `journeyman` package comes from, an editable install's source)
+  is read-only wherever it lies, inside the workspace too (journeyman installed in the
+  project's `.venv`): a `.pth` file or a `sitecustomize.py` written there would run on the host
+  the next time journeyman starts. It and the other folders of `sys.path` stay visible where
+  they lie in an emptied folder (a virtualenv under /tmp), so checks that run that interpreter
+  work.
+- the folders of `hidden` (the session store, the user's config, the snapshot cache) are empty
+  wherever they lie, also outside the home folder and /tmp, also inside the workspace.
+
+Mounts are made from the shallowest path to the deepest, so the deeper one wins: the workspace
+shows through a hidden home folder, and its `.git`, journeyman's Python and a session folder
+inside it are read-only or hidden over the writable workspace.
 
 The workspace's git metadata (`.git`, and the git directory a worktree's `.git` file names when
 it lies in the workspace) is mounted read-only over the writable workspace: git runs programs
@@ -32,7 +43,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,14 +109,18 @@ class BubblewrapSandbox(SandboxBase):
     network: bool = False
     bwrap: str = "bwrap"
     """The bwrap executable (a name looked up on PATH, or a path)."""
+    hidden: tuple[Path, ...] = ()
+    """Folders of the host commands must not see at all, wherever they are (the session store,
+    the user's config): an empty folder in memory covers each."""
     kind: SandboxKind = SandboxKind.BUBBLEWRAP
 
     @property
     def description(self) -> str:
         net = "network allowed" if self.network else "network off"
         return (
-            "bubblewrap (workspace read-write but .git read-only, home folder and system "
-            f"secrets hidden, rest read-only, private /tmp, {net})"
+            "bubblewrap (workspace read-write but .git and journeyman's own Python read-only, "
+            "home folder, session store, config and system secrets hidden, rest read-only, "
+            f"private /tmp, {net})"
         )
 
     def argv(self, command: str, cwd: Path) -> list[str]:
@@ -120,10 +137,7 @@ class BubblewrapSandbox(SandboxBase):
             resolv = os.path.realpath("/etc/resolv.conf")
             if self.network and resolv.startswith("/run/") and os.path.exists(resolv):
                 args += ["--ro-bind", resolv, resolv]
-        args += hiding_args(self.workspace)
-        args += ["--bind", str(self.workspace), str(self.workspace)]
-        for path in read_only_git_paths(self.workspace):
-            args += ["--ro-bind", path, path]
+        args += mount_args(self.workspace, self.hidden)
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.network:
             args.append("--unshare-net")
@@ -190,54 +204,105 @@ def _account_home() -> str | None:
         return None
 
 
-def hiding_args(workspace: Path) -> list[str]:
-    """bwrap arguments hiding home folders and system secrets (see the module doc).
+Mount = tuple[Path, list[str]]
+"""Where a mount goes, and the bwrap arguments making it."""
 
-    They go before the workspace's own mount, which therefore stays visible even inside a
-    hidden folder. A home folder inside the workspace (or equal to it) is not hidden.
+
+def mount_args(workspace: Path, hidden: Iterable[Path] = ()) -> list[str]:
+    """bwrap arguments for everything above the read-only root (see the module doc): what is
+    hidden, the writable workspace, and what stays read-only inside it.
+
+    Mounts are made from the shallowest path to the deepest, so a deeper one always wins: the
+    workspace shows through a hidden home folder, its `.git`, journeyman's own Python and a
+    session folder inside it are read-only or hidden over the writable workspace.
     """
     root = Path(os.path.realpath(workspace))
-    args: list[str] = []
-    hidden: list[Path] = []
+    mounts = _hiding_mounts(root)
+    mounts.append((root, ["--bind", str(root), str(root)]))
+    for git_path in read_only_git_paths(root):
+        mounts.append((Path(git_path), ["--ro-bind", git_path, git_path]))
+    user_hidden = [path for path in _real_folders(hidden) if path != root]
+    out_of_sight = {path for path, _args in mounts} | set(user_hidden)
+    elsewhere = [path for path in python_path() if not path.is_relative_to(root)]
+    for own in dict.fromkeys([*own_python(), *elsewhere]):
+        # one that holds the workspace is read-only already; one that is a hidden folder
+        # itself (PYTHONPATH=$HOME) stays hidden
+        if not root.is_relative_to(own) and own not in out_of_sight:
+            mounts.append((own, ["--ro-bind", str(own), str(own)]))
+    for folder in user_hidden:
+        mounts.append((folder, _hide(folder)))  # in the workspace too; one holding it shows it
+    mounts.sort(key=lambda mount: len(mount[0].parts))  # stable: same depth keeps this order
+    return [arg for _path, args in mounts for arg in args]
 
-    def hide_dir(path: Path) -> None:
-        if path.is_relative_to(root) or any(path.is_relative_to(h) for h in hidden):
-            return
-        if path.is_dir():
-            args.extend(["--tmpfs", str(path)])
-            hidden.append(path)
 
-    for name in HIDDEN_SYSTEM_DIRS:
-        hide_dir(Path(os.path.realpath(name)))
-    for home in home_folders():
-        hide_dir(home)
+def _hiding_mounts(root: Path) -> list[Mount]:
+    """Home folders and system secrets out of sight, the home folder's toolchains back
+    (read-only). What lies in the workspace is left alone."""
+    mounts: list[Mount] = []
+    emptied: list[Path] = []
+    folders = [*(Path(os.path.realpath(name)) for name in HIDDEN_SYSTEM_DIRS), *home_folders()]
+    for path in dict.fromkeys(folders):
+        if path.is_dir() and not path.is_relative_to(root):
+            mounts.append((path, _hide(path)))
+            emptied.append(path)
     for name in (*HIDDEN_SYSTEM_FILES, *_ssh_host_keys()):
         path = Path(os.path.realpath(name))
         if path.is_file() and not path.is_relative_to(root):
-            args.extend(["--ro-bind", "/dev/null", str(path)])
+            mounts.append((path, _hide(path)))
     for home in home_folders():
-        if not any(home.is_relative_to(h) for h in hidden):
+        if home not in emptied:
             continue
         for name in HOME_TOOLCHAINS:
             path = home / name
             if path.exists() and not path.is_relative_to(root):
-                args.extend(["--ro-bind", str(path), str(path)])
-    emptied = [*hidden, *(Path(os.path.realpath(name)) for name in PRIVATE_DIRS)]
-    for path in own_python():
-        if not path.is_relative_to(root) and any(path.is_relative_to(e) for e in emptied):
-            args.extend(["--ro-bind", str(path), str(path)])
-    return args
+                mounts.append((path, ["--ro-bind", str(path), str(path)]))
+    return mounts
+
+
+def _hide(path: Path) -> list[str]:
+    """An empty folder in memory over a folder, a device refusing reads over a file."""
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]
+
+
+def _real_folders(paths: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if real.exists() and real != Path("/") and real not in found:
+            found.append(real)
+    return found
 
 
 def own_python() -> list[Path]:
-    """The folders of the Python environment journeyman runs on: its virtualenv (if any) and
-    the installation that virtualenv was made from."""
-    found: list[Path] = []
-    for prefix in (sys.prefix, sys.base_prefix):
-        real = Path(os.path.realpath(prefix))
-        if real.is_dir() and real != Path("/") and real not in found:
-            found.append(real)
-    return found
+    """Where the Python that runs journeyman finds its own code: the prefixes of its virtualenv
+    and of the installation it was made from, the site-packages folders (the user's own too),
+    and the folder the `journeyman` package is imported from (an editable install's source).
+
+    A command that could write there would choose the code journeyman itself runs next
+    (a `.pth` file, a `sitecustomize.py`, a changed module), on the host: they are mounted
+    read-only wherever they are, inside the workspace too. Other folders on `sys.path` (a
+    project's own source, installed in the same virtualenv in editable mode) stay writable:
+    the model's work is to change them.
+    """
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    candidates += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    candidates += [site.getusersitepackages(), str(journeyman_root())]
+    return [path for path in _real_folders(Path(c) for c in candidates) if path.is_dir()]
+
+
+def journeyman_root() -> Path:
+    """The `sys.path` folder the `journeyman` package is imported from."""
+    import journeyman
+
+    return Path(os.path.realpath(journeyman.__file__)).parent.parent
+
+
+def python_path() -> list[Path]:
+    """Every folder on `sys.path`, to keep visible (read-only) what lies in a hidden folder."""
+    entries = [Path(entry) for entry in sys.path if entry and os.path.isabs(entry)]
+    return [path for path in _real_folders(entries) if path.is_dir()]
 
 
 def _ssh_host_keys() -> list[str]:

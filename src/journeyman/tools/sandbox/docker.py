@@ -18,6 +18,7 @@ from journeyman.tools.sandbox.base import (
     SandboxKind,
     probe,
 )
+from journeyman.tools.sandbox.bubblewrap import own_python
 
 
 @dataclass
@@ -29,6 +30,9 @@ class DockerSandbox(SandboxBase):
     """Image the containers are made from."""
     docker: str = "docker"
     """The docker executable."""
+    hidden: tuple[Path, ...] = ()
+    """Folders of the host commands must not see (the session store, the user's config); only
+    those inside the workspace need covering, nothing else of the host is mounted."""
     kind: SandboxKind = SandboxKind.DOCKER
 
     @property
@@ -58,6 +62,7 @@ class DockerSandbox(SandboxBase):
         ws = str(self.workspace)
         argv = [self.docker, "run", "--rm", "--init", "--name", name, "--workdir", str(cwd)]
         argv += ["--volume", f"{ws}:{ws}", "--user", f"{os.getuid()}:{os.getgid()}"]
+        argv += inner_mounts(self.workspace, self.hidden)
         argv += ["--network", "bridge" if self.network else "none", "--cap-drop", "ALL"]
         if self.limits.processes is not None:
             argv += ["--pids-limit", str(self.limits.processes)]
@@ -72,6 +77,21 @@ class DockerSandbox(SandboxBase):
         )
         started.on_stop = functools.partial(_remove_container, self.docker, name)
         return started
+
+
+def inner_mounts(workspace: Path, hidden: tuple[Path, ...]) -> list[str]:
+    """docker arguments for what lies inside the mounted workspace but must not be writable
+    (journeyman's own Python, see `bubblewrap.own_python`) or visible (`hidden`)."""
+    root = Path(os.path.realpath(workspace))
+    args: list[str] = []
+    for path in own_python():
+        if path != root and path.is_relative_to(root):
+            args += ["--mount", f"type=bind,source={path},target={path},readonly"]
+    for folder in hidden:
+        path = Path(os.path.realpath(folder))
+        if path != root and path.is_relative_to(root) and path.is_dir():
+            args += ["--tmpfs", str(path)]
+    return args
 
 
 def _remove_container(docker: str, name: str) -> None:

@@ -22,26 +22,35 @@ def open_sandbox(
     *,
     allow_network: bool = False,
     limits: ResourceLimits | None = None,
+    pass_env: tuple[str, ...] = (),
+    hidden: tuple[Path, ...] = (),
 ) -> Sandbox:
     """The sandbox of that kind for `workspace`, checked to work.
 
     `auto` is bubblewrap when it is installed and works, else local. A kind asked for by name
-    that cannot start raises ConfigurationError.
+    that cannot start raises ConfigurationError. `pass_env` names the variables commands get
+    besides the allow-list; `hidden` the host's folders a confining sandbox keeps out of sight
+    (the session store, the user's config).
     """
     kind = SandboxKind(kind)
     limits = limits or ResourceLimits()
     if kind is SandboxKind.LOCAL:
-        return LocalSandbox(workspace, limits, network=True)
+        return LocalSandbox(workspace, limits, network=True, pass_env=pass_env)
     if kind is SandboxKind.DOCKER:
-        docker = DockerSandbox(workspace, limits, network=allow_network)
+        docker = DockerSandbox(
+            workspace, limits, network=allow_network, pass_env=pass_env, hidden=hidden
+        )
         docker.check()
         return docker
-    bwrap = BubblewrapSandbox(workspace, limits, network=allow_network)
+    bwrap = BubblewrapSandbox(
+        workspace, limits, network=allow_network, pass_env=pass_env, hidden=hidden
+    )
     try:
         bwrap.check()
     except ConfigurationError as error:
         if kind is SandboxKind.BUBBLEWRAP:
             raise
         reason = error.message.split(";")[0].removeprefix("bubblewrap sandbox: ")
-        return LocalSandbox(workspace, limits, network=True, note=f"bubblewrap unusable: {reason}")
+        note = f"bubblewrap unusable: {reason}"
+        return LocalSandbox(workspace, limits, network=True, pass_env=pass_env, note=note)
     return bwrap
