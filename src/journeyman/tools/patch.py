@@ -48,6 +48,7 @@ from journeyman.tools.fileio import (
     check_edit_size,
     not_a_regular_file,
     read_text_for_change,
+    refuse_own_python,
     refuse_protected,
     write_text,
 )
@@ -599,6 +600,7 @@ def _target(ctx: ToolContext, raw: str, touched: set[Path]) -> Path:
     path = ctx.resolve(raw, tool=TOOL)
     rel = ctx.relative(path)
     refuse_protected(rel, TOOL)
+    refuse_own_python(ctx.workspace, path, TOOL)
     if path in touched:
         raise ToolError(
             f"{TOOL}: {rel} is named twice in the patch (perhaps through a symlink or another "
