@@ -88,7 +88,10 @@ def test_unittest_only_project(tmp_path: Path) -> None:
     })  # fmt: skip
     profile = detect_profile(tmp_path)
     assert profile.test_frameworks == ("unittest",)
-    assert profile.test_command == "python -m unittest discover -s tests -t ."
+    # tests/ is not a package: `-t .` would fail with "Start directory is not importable"
+    assert profile.test_command == "python -m unittest discover -s tests"
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    assert detect_profile(tmp_path).test_command == "python -m unittest discover -s tests -t ."
 
 
 def test_pytest_signals_from_config_files(tmp_path: Path) -> None:
