@@ -7,10 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from journeyman.context.profile import ProfileConfig, detect_profile, make_targets
+from journeyman.context.profile import (
+    ProfileConfig,
+    detect_profile,
+    make_targets,
+    runnable_test,
+)
+from tests.support.checks import offline_which, run_check
 from tests.support.sdists import (
     MAKEFILE_DRIVEN,
     PYTEST_BASED,
+    SRC_LAYOUT,
+    UNITTEST_IN_PACKAGE,
     download_sdist,
     sdist_cache_dir,
     write,
@@ -42,6 +50,29 @@ def test_makefile_driven_sdist(sdist_cache: Path) -> None:
     assert first.source == "Makefile target 'test'"
     assert "Makefile" in profile.markers
     assert "make test" in profile.to_text()
+
+
+def test_src_layout_sdist_with_uv(sdist_cache: Path) -> None:
+    profile = detect_profile(download_sdist(sdist_cache, SRC_LAYOUT))
+    assert (profile.package_manager, profile.test_frameworks) == ("uv", ("pytest",))
+    assert [c.command for c in profile.test_commands] == ["uv run pytest", "tox"]
+    assert profile.test_commands[0].source == "pyproject.toml [tool.pytest]; uv project"
+    # without uv the plain runner takes over, as `python -m pytest` (the root on sys.path)
+    test = runnable_test(profile, which=offline_which)
+    assert test is not None and (test.command, test.runner) == ("python -m pytest", "pytest")
+
+
+def test_unittest_suites_inside_the_package_sdist(sdist_cache: Path) -> None:
+    root = download_sdist(sdist_cache, UNITTEST_IN_PACKAGE)
+    profile = detect_profile(root)
+    assert profile.test_frameworks == ("unittest",)
+    test = runnable_test(profile, which=offline_which)
+    assert test is not None
+    assert (test.command, test.runner) == ("python -m unittest discover", "unittest")
+    assert test.source == "unittest TestCase suites, no pytest-style tests"
+    ran = run_check(root, test.command)  # the real suite, pure Python: well under a second
+    assert ran.exit_code == 0, ran.output[-2000:]
+    assert ran.ran > 100 and ran.failed == 0
 
 
 # --------------------------------------------------------------------------------------------

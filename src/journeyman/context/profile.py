@@ -1,13 +1,22 @@
 """Project profile: the languages of a workspace, how it manages dependencies, how it runs tests.
 
-`detect_profile(root)` reads marker files at the workspace root and counts source files a few
-levels down; it never runs anything. What it looks at:
+`detect_profile(root)` reads marker files at the workspace root, counts source files a few
+levels down and reads a bounded number of Python test files; it never runs or imports anything.
+What it looks at:
 
 * Python: ``pyproject.toml`` (``[tool.pytest.ini_options]``, ``[tool.uv]``, ``[tool.poetry]``,
   ``[tool.pdm]``, ``[tool.hatch.envs.*]``, dependency lists), ``setup.cfg`` (``[tool:pytest]``),
   ``setup.py``, ``pytest.ini``, ``tox.ini``, ``noxfile.py``, ``conftest.py`` anywhere in the
   scan, ``requirements*.txt``, ``Pipfile``, lock files (``uv.lock``, ``poetry.lock``,
-  ``pdm.lock``, ``Pipfile.lock``) and ``hatch.toml``.
+  ``pdm.lock``, ``Pipfile.lock``) and ``hatch.toml``. Then the test files themselves
+  (`context.python_tests`): pytest runs the project when its configuration names pytest or a
+  test file is pytest-style (module-level ``test`` functions, ``import pytest``, a plain
+  ``class TestX:``); unittest only runs ``TestCase`` suites with no such sign, from a start
+  folder it can import (``-s tests`` for a plain folder, ``-s tests -t .`` for a package). A
+  plain-pip src layout gets ``PYTHONPATH=src`` (uv, poetry, pdm and hatch install the project
+  themselves). A project without test files whose docstrings hold ``>>>`` examples is checked
+  with ``pytest --doctest-modules`` on those packages, provided pytest is installed; a project
+  with no tests at all gets no Python test command.
 * Node: ``package.json`` (``scripts.test``, the ``packageManager`` field, test frameworks among
   the dependencies) and lock files (``pnpm-lock.yaml``, ``yarn.lock``, ``bun.lock(b)``,
   ``package-lock.json``); ``tsconfig.json`` makes it TypeScript.
@@ -16,9 +25,14 @@ levels down; it never runs anything. What it looks at:
 * A ``Makefile`` target named ``test`` (else ``tests``, else ``check``): what the authors run,
   so ``make test`` comes first among the test commands.
 
-Languages are ordered by how many of their source files the scan saw (marker-only languages
-last); test commands follow the same order, ``make`` first. Detection is read-only and cheap:
-the scan stops after `ProfileConfig.scan_files` files and skips what .gitignore excludes.
+Every test command names its runner (pytest, unittest, make, tox, nox, npm, ...), so whoever
+runs it knows whose summary to read; `runnable_test` picks the first one whose programs are
+installed. Languages are ordered by how many of their source files the scan saw (marker-only
+languages last); test commands follow the same order, ``make`` first. Detection is read-only
+and cheap: the scan stops after `ProfileConfig.scan_files` files and skips what .gitignore
+excludes, test and source files are read up to `ProfileConfig.read_test_files` /
+`read_source_files` files of `read_bytes` bytes, configuration files up to `MAX_CONFIG_BYTES`,
+and only regular files are opened.
 """
 
 from __future__ import annotations

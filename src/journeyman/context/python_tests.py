@@ -19,6 +19,7 @@ name cannot stall or flood detection.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -106,7 +107,37 @@ def classify_tests(
 
 
 def _pytest_construct(text: str) -> str | None:
-    """The first thing in a test file that only pytest runs, None if there is none."""
+    """The first thing in a test file that only pytest runs, None if there is none.
+
+    The file's syntax tree decides; a file that does not parse (cut at the byte bound, or
+    written for another Python) is searched line by line instead.
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _pytest_construct_in_lines(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(_is_pytest(a.name) for a in node.names):
+            return "import pytest"
+        if isinstance(node, ast.ImportFrom) and _is_pytest(node.module or ""):
+            return "import pytest"
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            return "module-level test functions"
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+            if len(bases) == len(node.bases) and set(bases) <= {"object"}:
+                return "a plain Test class"
+    return None
+
+
+def _is_pytest(module: str) -> bool:
+    return module.split(".", 1)[0] in ("pytest", "_pytest")
+
+
+def _pytest_construct_in_lines(text: str) -> str | None:
     if _PYTEST_IMPORT.search(text):
         return "import pytest"
     if _TEST_FUNCTION.search(text):
