@@ -51,11 +51,17 @@ def test_the_program_of_a_command_line() -> None:
     assert command_program("'unbalanced") is None
 
 
-def test_unwrapped_pytest_prefers_the_module_form() -> None:
+def test_unwrapped_pytest_runs_as_a_module_of_the_python_beside_it() -> None:
     # `python -m pytest` puts the project root on sys.path; the bare script does not
     found = profile("uv run pytest -q")
     assert runnable_test_command(found, which=only("python", "pytest")) == "python -m pytest -q"
+    assert runnable_test_command(found, which=only("python3", "pytest")) == "python3 -m pytest -q"
     assert runnable_test_command(found, which=only("pytest")) == "pytest -q"
+
+    def elsewhere(program: str) -> str | None:  # a pytest of its own (pipx), a bare python3
+        return {"pytest": "/opt/tools/pytest", "python3": "/usr/bin/python3"}.get(program)
+
+    assert runnable_test_command(found, which=elsewhere) == "pytest -q"
 
 
 def test_environment_assignments_stay_in_front_of_every_form() -> None:

@@ -254,7 +254,7 @@ def runnable_test(
     """The first detected test command whose programs are installed, else None.
 
     A candidate whose program is missing gives way to its plainer forms (`uv run pytest`
-    without uv becomes `python -m pytest`, then `pytest`), then to the next candidate; the
+    without uv becomes `pytest`, then `python -m pytest`), then to the next candidate; the
     check is chosen before the model's first turn, so a missing tool never costs a turn. The
     result keeps the candidate's runner and source, with the form that was found installed.
     """
@@ -263,9 +263,31 @@ def runnable_test(
             continue
         for form in _command_forms(candidate.command):
             program = command_program(form)
-            if program is not None and which(program) is not None:
-                return dataclasses.replace(candidate, command=form)
+            found = which(program) if program is not None else None
+            if found is not None:
+                command = _pytest_as_module(form, found, which) if program == "pytest" else form
+                return dataclasses.replace(candidate, command=command)
     return None
+
+
+def _pytest_as_module(form: str, script: str, which: Callable[[str], str | None]) -> str:
+    """`form` with its `pytest` started as `python -m pytest` when a Python sits beside the
+    script (the same environment).
+
+    Only the module form puts the project root on sys.path, which a flat layout whose tests
+    folder is not a package needs to import the code. A script from elsewhere (pipx, a tools
+    folder) stays as it is: the Python on PATH may not have pytest at all.
+    """
+    words = form.split()
+    prefix = list(itertools.takewhile(_ASSIGNMENT.fullmatch, words))
+    rest = words[len(prefix) :]
+    if rest[:1] != ["pytest"]:
+        return form
+    for python in PYTHONS:
+        found = which(python)
+        if found is not None and Path(found).parent == Path(script).parent:
+            return " ".join([*prefix, python, "-m", *rest])
+    return form
 
 
 def command_program(command: str) -> str | None:
@@ -286,9 +308,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
 def _command_forms(command: str) -> Iterator[str]:
     """`command`, then the same check without its environment wrapper or with another Python.
 
-    Leading `VAR=value` assignments stay in front of every form. Unwrapped pytest is tried as
-    `python -m pytest` before the `pytest` script: only the former puts the project root on
-    sys.path, which a flat layout whose tests folder is not a package needs.
+    Leading `VAR=value` assignments stay in front of every form.
     """
     words = command.split()
     prefix = list(itertools.takewhile(_ASSIGNMENT.fullmatch, words))
@@ -296,8 +316,6 @@ def _command_forms(command: str) -> Iterator[str]:
     forms = [words]
     if len(words) > 2 and words[0] in RUN_WRAPPERS and words[1] == "run":
         words = words[2:]
-        if words[0] == "pytest":
-            forms += [[python, "-m", *words] for python in PYTHONS]
         forms.append(words)
     if words and words[0] in PYTHONS and len(words) > 1:
         forms += [[python, *words[1:]] for python in PYTHONS if python != words[0]]
@@ -597,8 +615,13 @@ def _python_test_command(
 ) -> tuple[TestCommand, str] | None:
     """How the project's own tests run (pytest, unittest, pytest's doctests) and the framework
     to report, or None."""
-    styles = classify_tests(
-        base, scan.test_paths, max_files=config.read_test_files, max_bytes=config.read_bytes
+    pytest_reason = _pytest_config_reason(base, scan, settings)
+    styles = (
+        None
+        if pytest_reason is not None
+        else classify_tests(
+            base, scan.test_paths, max_files=config.read_test_files, max_bytes=config.read_bytes
+        )
     )
     doctests = (
         []
@@ -607,7 +630,7 @@ def _python_test_command(
             base, scan.source_paths, max_files=config.read_source_files, max_bytes=config.read_bytes
         )
     )
-    pytest_reason = _pytest_config_reason(base, scan, settings) or styles.pytest_reason
+    pytest_reason = pytest_reason or (styles.pytest_reason if styles else None)
     run = _python_run_prefix(manager)
     # uv, poetry, pdm and hatch install the project into their environment; plain pip does not,
     # so a src layout is importable only through PYTHONPATH
@@ -627,7 +650,7 @@ def _python_test_command(
         command = f"{src_path}{run}python -m unittest discover {start}".rstrip()
         why = (
             "unittest TestCase suites"
-            if styles.unittest_files
+            if styles and styles.unittest_files
             else "test*.py files"
             if scan.test_paths
             else "tox.ini testenv commands"

@@ -89,33 +89,38 @@ class TestStyles:
 def classify_tests(
     base: Path, test_paths: Sequence[str], *, max_files: int, max_bytes: int
 ) -> TestStyles:
-    """Read up to `max_files` of `test_paths` (relative to `base`), `max_bytes` each."""
-    pytest_reason: str | None = None
+    """Read up to `max_files` of `test_paths` (relative to `base`), `max_bytes` each.
+
+    Reading stops at the first pytest-style file: one is enough to need pytest.
+    """
     unittest_files = read = 0
     for rel in test_paths[:max_files]:
         text = read_bounded(base / rel, max_bytes)
         if text is None:
             continue
         read += 1
-        if pytest_reason is None:
-            construct = _pytest_construct(text)
-            if construct is not None:
-                pytest_reason = f"{construct} in {rel}"
+        construct = _pytest_construct(text)
+        if construct is not None:
+            return TestStyles(f"{construct} in {rel}", unittest_files, read, len(test_paths) - read)
         if _TESTCASE_CLASS.search(text) or _UNITTEST_IMPORT.search(text):
             unittest_files += 1
-    return TestStyles(pytest_reason, unittest_files, read, len(test_paths) - read)
+    return TestStyles(None, unittest_files, read, len(test_paths) - read)
 
 
 def _pytest_construct(text: str) -> str | None:
     """The first thing in a test file that only pytest runs, None if there is none.
 
-    The file's syntax tree decides; a file that does not parse (cut at the byte bound, or
-    written for another Python) is searched line by line instead.
+    A line search finds candidates cheaply; the file's syntax tree then confirms them (a
+    ``def test_`` inside a docstring is no test). A file that does not parse (cut at the byte
+    bound, or written for another Python) keeps the line search's answer.
     """
+    in_lines = _pytest_construct_in_lines(text)
+    if in_lines is None:
+        return None
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _pytest_construct_in_lines(text)
+        return in_lines
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(_is_pytest(a.name) for a in node.names):
             return "import pytest"
