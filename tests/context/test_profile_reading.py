@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from journeyman.context.profile import ProfileConfig, detect_profile, runnable_test
-from journeyman.context.python_tests import classify_tests, read_bounded, unittest_start
+from journeyman.context.python_tests import (
+    classify_tests,
+    read_bounded,
+    unittest_misses,
+    unittest_start,
+)
 from tests.support.sdists import write
 
 TESTCASE = "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n"
@@ -91,6 +96,24 @@ def test_unittest_start_folder(tmp_path: Path) -> None:
     write(tmp_path, {"tests/__init__.py": "", "tests/test_d.py": ""})
     paths = ["checks/test_a.py", "tests/test_d.py"]
     assert unittest_start(tmp_path, paths, ["tests"]) == "-s tests -t ."
+
+
+def test_test_files_unittest_discovery_cannot_reach(tmp_path: Path) -> None:
+    write(tmp_path, {"tests/__init__.py": "", "tests/a/__init__.py": "", "tests/b/x.py": ""})
+    paths = ["tests/test_1.py", "tests/a/test_2.py", "tests/b/test_3.py", "other/test_4.py"]
+    assert unittest_misses(tmp_path, paths, "-s tests -t .") == paths[2:]
+    assert unittest_misses(tmp_path, paths, "") == ["tests/b/test_3.py", "other/test_4.py"]
+    write(tmp_path, {"tests/b/test_3.py": TESTCASE})
+    profile = detect_profile(tmp_path)
+    assert [(c.command, c.runner, c.requires) for c in profile.test_commands] == [
+        ("python -m pytest", "pytest", ("pytest",)),
+        ("python -m unittest discover -s tests -t .", "unittest", ()),
+    ]
+    assert "leave out tests/b/test_3.py" in profile.test_commands[0].source
+    unittest_only = runnable_test(
+        profile, which=lambda p: "/usr/bin/python" if p == "python" else None
+    )
+    assert unittest_only is not None and unittest_only.runner == "unittest"
 
 
 def test_src_layout_under_a_wrapper_or_with_pythonpath_set_gets_no_prefix(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ from journeyman.context.python_tests import (
     classify_tests,
     doctest_targets,
     read_bounded,
+    unittest_misses,
     unittest_start,
 )
 from journeyman.tools.walk import IgnoreRules, walk
@@ -598,9 +599,9 @@ def _detect_python(base: Path, scan: _Scan, found: _Findings, config: ProfileCon
     found.managers.append(("python", manager))
     test = _python_test_command(base, scan, settings, manager, config)
     if test is not None:
-        command, framework = test
+        commands, framework = test
         found.frameworks.append(("python", framework))
-        found.commands.append(command)
+        found.commands += commands
     tox, tool = settings.tox, settings.tool
     if tox is not None and (tox.has_section("tox") or settings.tox_commands):
         found.commands.append(TestCommand("tox", "python", "tox", "tox.ini"))
@@ -612,9 +613,9 @@ def _detect_python(base: Path, scan: _Scan, found: _Findings, config: ProfileCon
 
 def _python_test_command(
     base: Path, scan: _Scan, settings: _PythonSettings, manager: str, config: ProfileConfig
-) -> tuple[TestCommand, str] | None:
-    """How the project's own tests run (pytest, unittest, pytest's doctests) and the framework
-    to report, or None."""
+) -> tuple[list[TestCommand], str] | None:
+    """How the project's own tests run (pytest, unittest, pytest's doctests), the preferred
+    way first, and the framework to report; None when it has no tests."""
     pytest_reason = _pytest_config_reason(base, scan, settings)
     styles = (
         None
@@ -638,31 +639,46 @@ def _python_test_command(
     doctest_args = " --doctest-modules " + " ".join(shlex.quote(t) for t in doctests)
     if pytest_reason is not None:
         if manager == "hatch":
-            return _hatch_test_command(settings.hatch, pytest_reason), "pytest"
+            return [_hatch_test_command(settings.hatch, pytest_reason)], "pytest"
         command = f"{run}pytest" if run else "python -m pytest"
         if settings.pytest_option("pythonpath"):
             src_path = ""
         command = src_path + command + (doctest_args if doctests else "")
         source = f"{pytest_reason}; {manager} project"
-        return TestCommand(command, "python", "pytest", source), "pytest"
+        return [TestCommand(command, "python", "pytest", source)], "pytest"
     if scan.test_paths or _UNITTEST_WORD.search(settings.tox_commands):
-        start = unittest_start(base, scan.test_paths, sorted(scan.test_dirs))
-        command = f"{src_path}{run}python -m unittest discover {start}".rstrip()
-        why = (
-            "unittest TestCase suites"
-            if styles and styles.unittest_files
-            else "test*.py files"
-            if scan.test_paths
-            else "tox.ini testenv commands"
-        )
-        source = f"{why}, no pytest-style tests"
-        return TestCommand(command, "python", "unittest", source), "unittest"
+        unittest_files = styles.unittest_files if styles else 0
+        commands = _unittest_commands(base, scan, src_path, run, unittest_files)
+        return commands, "unittest"
     if doctests:
         command = f"{src_path}{run}pytest" if run else f"{src_path}python -m pytest"
         source = f"doctest examples in {', '.join(doctests)}, no test files"
         test = TestCommand(command + doctest_args, "python", "pytest", source, ("pytest",))
-        return test, "doctest"
+        return [test], "doctest"
     return None
+
+
+def _unittest_commands(
+    base: Path, scan: _Scan, src_path: str, run: str, unittest_files: int
+) -> list[TestCommand]:
+    """`unittest discover` from the folder that imports the tests; pytest first (when it is
+    installed) if some test files sit in folders discovery cannot enter."""
+    start = unittest_start(base, scan.test_paths, sorted(scan.test_dirs))
+    command = f"{src_path}{run}python -m unittest discover {start}".rstrip()
+    why = (
+        "unittest TestCase suites"
+        if unittest_files
+        else "test*.py files"
+        if scan.test_paths
+        else "tox.ini testenv commands"
+    )
+    commands = [TestCommand(command, "python", "unittest", f"{why}, no pytest-style tests")]
+    missed = unittest_misses(base, scan.test_paths, start)
+    if missed:
+        pytest = f"{src_path}{run}pytest" if run else f"{src_path}python -m pytest"
+        source = f"{why}; unittest discovery would leave out {missed[0]} (not in a package)"
+        commands.insert(0, TestCommand(pytest, "python", "pytest", source, ("pytest",)))
+    return commands
 
 
 def _pytest_config_reason(base: Path, scan: _Scan, settings: _PythonSettings) -> str | None:

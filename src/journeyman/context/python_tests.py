@@ -166,6 +166,33 @@ def unittest_start(base: Path, test_paths: Sequence[str], test_dirs: Sequence[st
     return f"-s {start} -t ." if _is_package(base / start) else f"-s {start}"
 
 
+def unittest_misses(base: Path, test_paths: Sequence[str], start: str) -> list[str]:
+    """The test files that `unittest discover` with the arguments `start` never imports.
+
+    Since Python 3.11 discovery enters only packages below its start folder, so a test file
+    in a folder without ``__init__.py`` (``tests/unit/test_x.py``) is silently left out.
+    """
+    words = start.split()
+    folder = words[words.index("-s") + 1] if "-s" in words else ""
+    packages: dict[str, bool] = {}
+    missed = []
+    for rel in test_paths:
+        if folder and not rel.startswith(f"{folder}/"):
+            missed.append(rel)
+            continue
+        parts = rel[len(folder) + 1 if folder else 0 :].split("/")[:-1]
+        below = [folder] if folder else []
+        for part in parts:
+            below.append(part)
+            key = "/".join(below)
+            if key not in packages:
+                packages[key] = _is_package(base / key)
+            if not packages[key]:
+                missed.append(rel)
+                break
+    return missed
+
+
 def _is_package(folder: Path) -> bool:
     return (folder / "__init__.py").is_file()
 
