@@ -12,7 +12,8 @@ What it looks at:
   (`context.python_tests`): pytest runs the project when its configuration names pytest or a
   test file is pytest-style (module-level ``test`` functions, ``import pytest``, a plain
   ``class TestX:``); unittest only runs ``TestCase`` suites with no such sign, from a start
-  folder it can import (``-s tests`` for a plain folder, ``-s tests -t .`` for a package). A
+  folder it can import (``-s tests`` for a plain folder, ``-s tests -t .`` for a package), and
+  behind pytest (when installed) if some test files sit where discovery cannot enter. A
   plain-pip src layout gets ``PYTHONPATH=src`` (uv, poetry, pdm and hatch install the project
   themselves). A project without test files whose docstrings hold ``>>>`` examples is checked
   with ``pytest --doctest-modules`` on those packages, provided pytest is installed; a project

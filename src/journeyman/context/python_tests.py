@@ -8,7 +8,8 @@ decisive:
   runs none of the former: a tests folder of plain functions "passes" with ``Ran 0 tests``.
 * `unittest_start`: which ``unittest discover`` arguments find the tests. A start folder that is
   not a package must be its own top level (``-s tests``): ``-t .`` fails on it with "Start
-  directory is not importable".
+  directory is not importable". `unittest_misses` lists the test files discovery would still
+  leave out (a folder below the start without ``__init__.py``).
 * `doctest_targets`: for a project without test files, the packages and modules whose
   docstrings hold ``>>>`` examples, for ``pytest --doctest-modules``.
 
