@@ -98,6 +98,13 @@ def test_unittest_start_folder(tmp_path: Path) -> None:
     assert unittest_start(tmp_path, paths, ["tests"]) == "-s tests -t ."
 
 
+def test_a_start_folder_name_stays_one_word(tmp_path: Path) -> None:
+    write(tmp_path, {"a b;$(touch x)/test_a.py": TESTCASE, "-x/test_b.py": TESTCASE})
+    assert unittest_start(tmp_path, ["a b;$(touch x)/test_a.py"], []) == "-s 'a b;$(touch x)'"
+    assert unittest_misses(tmp_path, ["a b;$(touch x)/test_a.py"], "-s 'a b;$(touch x)'") == []
+    assert unittest_start(tmp_path, ["-x/test_b.py"], []) == ""
+
+
 def test_test_files_unittest_discovery_cannot_reach(tmp_path: Path) -> None:
     write(tmp_path, {"tests/__init__.py": "", "tests/a/__init__.py": "", "tests/b/x.py": ""})
     paths = ["tests/test_1.py", "tests/a/test_2.py", "tests/b/test_3.py", "other/test_4.py"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shlex
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,8 +164,11 @@ def unittest_start(base: Path, test_paths: Sequence[str], test_dirs: Sequence[st
             return ""  # discovery from the root walks packages and finds root modules
         folders = sorted(tops)
     start = folders[0]
+    if start.startswith("-"):
+        return ""  # it would read as an option
     # -t . imports the tests as `start.test_x`, which needs `start` to be a package
-    return f"-s {start} -t ." if _is_package(base / start) else f"-s {start}"
+    quoted = shlex.quote(start)
+    return f"-s {quoted} -t ." if _is_package(base / start) else f"-s {quoted}"
 
 
 def unittest_misses(base: Path, test_paths: Sequence[str], start: str) -> list[str]:
@@ -173,7 +177,7 @@ def unittest_misses(base: Path, test_paths: Sequence[str], start: str) -> list[s
     Since Python 3.11 discovery enters only packages below its start folder, so a test file
     in a folder without ``__init__.py`` (``tests/unit/test_x.py``) is silently left out.
     """
-    words = start.split()
+    words = shlex.split(start)
     folder = words[words.index("-s") + 1] if "-s" in words else ""
     packages: dict[str, bool] = {}
     missed = []
