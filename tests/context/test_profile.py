@@ -57,9 +57,12 @@ def test_src_layout_sdist_with_uv(sdist_cache: Path) -> None:
     assert (profile.package_manager, profile.test_frameworks) == ("uv", ("pytest",))
     assert [c.command for c in profile.test_commands] == ["uv run pytest", "tox"]
     assert profile.test_commands[0].source == "pyproject.toml [tool.pytest]; uv project"
-    # without uv the plain runner takes over, as `python -m pytest` (the root on sys.path)
+    # without uv the plain runner takes over, as `python -m pytest` (the root on sys.path),
+    # with src/ on PYTHONPATH since nothing installed the project: the tree's attrs is tested,
+    # not one installed elsewhere
     test = runnable_test(profile, which=offline_which)
-    assert test is not None and (test.command, test.runner) == ("python -m pytest", "pytest")
+    assert test is not None and test.runner == "pytest"
+    assert test.command == "PYTHONPATH=src python -m pytest"
 
 
 def test_unittest_suites_inside_the_package_sdist(sdist_cache: Path) -> None:

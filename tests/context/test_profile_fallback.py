@@ -93,3 +93,14 @@ def test_the_chosen_test_keeps_its_runner_and_source() -> None:
         "pytest",
         "doc",
     )
+
+
+def test_a_dropped_wrapper_leaves_its_environment_to_the_plain_form() -> None:
+    found = ProjectProfile(
+        root=Path("."),
+        test_commands=(
+            TestCommand("uv run pytest", "python", "pytest", "src layout", (), "PYTHONPATH=src"),
+        ),
+    )
+    assert runnable_test_command(found, which=only("uv")) == "uv run pytest"
+    assert runnable_test_command(found, which=only("python")) == "PYTHONPATH=src python -m pytest"

@@ -148,6 +148,10 @@ class TestCommand:
     requires: tuple[str, ...] = ()
     """Programs that must be installed besides the one the command starts (pytest for a
     `python -m pytest --doctest-modules` check that nothing else would run)."""
+    unwrapped_env: str = ""
+    """`VAR=value` words put in front once the environment wrapper (`uv run`, `poetry run`,
+    ...) is dropped for want of its program: the wrapper installed the project, the plain
+    runner may need it on PYTHONPATH (a src layout)."""
 
     __test__ = False  # not a pytest test class
 
@@ -263,7 +267,7 @@ def runnable_test(
     for candidate in profile.test_commands:
         if any(which(program) is None for program in candidate.requires):
             continue
-        for form in _command_forms(candidate.command):
+        for form in _command_forms(candidate.command, candidate.unwrapped_env):
             program = command_program(form)
             found = which(program) if program is not None else None
             if found is not None:
@@ -307,23 +311,25 @@ def command_program(command: str) -> str | None:
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
 
 
-def _command_forms(command: str) -> Iterator[str]:
+def _command_forms(command: str, unwrapped_env: str = "") -> Iterator[str]:
     """`command`, then the same check without its environment wrapper or with another Python.
 
-    Leading `VAR=value` assignments stay in front of every form.
+    Leading `VAR=value` assignments stay in front of every form, and `unwrapped_env` joins
+    them in the forms without the wrapper.
     """
     words = command.split()
     prefix = list(itertools.takewhile(_ASSIGNMENT.fullmatch, words))
     words = words[len(prefix) :]
-    forms = [words]
+    forms = [[*prefix, *words]]
     if len(words) > 2 and words[0] in RUN_WRAPPERS and words[1] == "run":
         words = words[2:]
-        forms.append(words)
+        prefix += [w for w in unwrapped_env.split() if w not in prefix]
+        forms.append([*prefix, *words])
     if words and words[0] in PYTHONS and len(words) > 1:
-        forms += [[python, *words[1:]] for python in PYTHONS if python != words[0]]
+        forms += [[*prefix, python, *words[1:]] for python in PYTHONS if python != words[0]]
     elif words and words[0] in ("pytest", "tox", "nox"):
-        forms += [[python, "-m", *words] for python in PYTHONS]
-    yield from _unique(" ".join([*prefix, *form]) for form in forms)
+        forms += [[*prefix, python, "-m", *words] for python in PYTHONS]
+    yield from _unique(" ".join(form) for form in forms)
 
 
 # --------------------------------------------------------------------------------------------
@@ -601,6 +607,14 @@ def _detect_python(base: Path, scan: _Scan, found: _Findings, config: ProfileCon
     test = _python_test_command(base, scan, settings, manager, config)
     if test is not None:
         commands, framework = test
+        if _python_run_prefix(manager) and scan.src_layout:
+            # the wrapper installs the project; without its program the plain runner does not
+            commands = [
+                c
+                if c.runner == "pytest" and settings.pytest_option("pythonpath")
+                else dataclasses.replace(c, unwrapped_env="PYTHONPATH=src")
+                for c in commands
+            ]
         found.frameworks.append(("python", framework))
         found.commands += commands
     tox, tool = settings.tox, settings.tool
