@@ -7,10 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from journeyman.context.profile import ProfileConfig, detect_profile, make_targets
+from journeyman.context.profile import (
+    ProfileConfig,
+    detect_profile,
+    make_targets,
+    runnable_test,
+)
+from tests.support.checks import offline_which, run_check
 from tests.support.sdists import (
     MAKEFILE_DRIVEN,
     PYTEST_BASED,
+    SRC_LAYOUT,
+    UNITTEST_IN_PACKAGE,
     download_sdist,
     sdist_cache_dir,
     write,
@@ -42,6 +50,32 @@ def test_makefile_driven_sdist(sdist_cache: Path) -> None:
     assert first.source == "Makefile target 'test'"
     assert "Makefile" in profile.markers
     assert "make test" in profile.to_text()
+
+
+def test_src_layout_sdist_with_uv(sdist_cache: Path) -> None:
+    profile = detect_profile(download_sdist(sdist_cache, SRC_LAYOUT))
+    assert (profile.package_manager, profile.test_frameworks) == ("uv", ("pytest",))
+    assert [c.command for c in profile.test_commands] == ["uv run pytest", "tox"]
+    assert profile.test_commands[0].source == "pyproject.toml [tool.pytest]; uv project"
+    # without uv the plain runner takes over, as `python -m pytest` (the root on sys.path),
+    # with src/ on PYTHONPATH since nothing installed the project: the tree's attrs is tested,
+    # not one installed elsewhere
+    test = runnable_test(profile, which=offline_which)
+    assert test is not None and test.runner == "pytest"
+    assert test.command == "PYTHONPATH=src python -m pytest"
+
+
+def test_unittest_suites_inside_the_package_sdist(sdist_cache: Path) -> None:
+    root = download_sdist(sdist_cache, UNITTEST_IN_PACKAGE)
+    profile = detect_profile(root)
+    assert profile.test_frameworks == ("unittest",)
+    test = runnable_test(profile, which=offline_which)
+    assert test is not None
+    assert (test.command, test.runner) == ("python -m unittest discover", "unittest")
+    assert test.source == "unittest TestCase suites, no pytest-style tests"
+    ran = run_check(root, test.command)  # the real suite, pure Python: well under a second
+    assert ran.exit_code == 0, ran.output[-2000:]
+    assert ran.ran > 100 and ran.failed == 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -88,7 +122,10 @@ def test_unittest_only_project(tmp_path: Path) -> None:
     })  # fmt: skip
     profile = detect_profile(tmp_path)
     assert profile.test_frameworks == ("unittest",)
-    assert profile.test_command == "python -m unittest discover -s tests -t ."
+    # tests/ is not a package: `-t .` would fail with "Start directory is not importable"
+    assert profile.test_command == "python -m unittest discover -s tests"
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    assert detect_profile(tmp_path).test_command == "python -m unittest discover -s tests -t ."
 
 
 def test_pytest_signals_from_config_files(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from journeyman.context.profile import (
     ProjectProfile,
     TestCommand,
     command_program,
+    runnable_test,
     runnable_test_command,
 )
 
@@ -48,3 +49,58 @@ def test_the_program_of_a_command_line() -> None:
     assert command_program("CI=1 env uv run pytest -q") == "uv"
     assert command_program("make test") == "make"
     assert command_program("'unbalanced") is None
+
+
+def test_unwrapped_pytest_runs_as_a_module_of_the_python_beside_it() -> None:
+    # `python -m pytest` puts the project root on sys.path; the bare script does not
+    found = profile("uv run pytest -q")
+    assert runnable_test_command(found, which=only("python", "pytest")) == "python -m pytest -q"
+    assert runnable_test_command(found, which=only("python3", "pytest")) == "python3 -m pytest -q"
+    assert runnable_test_command(found, which=only("pytest")) == "pytest -q"
+
+    def elsewhere(program: str) -> str | None:  # a pytest of its own (pipx), a bare python3
+        return {"pytest": "/opt/tools/pytest", "python3": "/usr/bin/python3"}.get(program)
+
+    assert runnable_test_command(found, which=elsewhere) == "pytest -q"
+
+
+def test_environment_assignments_stay_in_front_of_every_form() -> None:
+    found = profile("PYTHONPATH=src python -m unittest discover -s tests")
+    assert (
+        runnable_test_command(found, which=only("python3"))
+        == "PYTHONPATH=src python3 -m unittest discover -s tests"
+    )
+    found = profile("PYTHONPATH=src uv run pytest")
+    assert runnable_test_command(found, which=only("python3")) == "PYTHONPATH=src python3 -m pytest"
+
+
+def test_the_chosen_test_keeps_its_runner_and_source() -> None:
+    found = ProjectProfile(
+        root=Path("."),
+        test_commands=(
+            TestCommand(
+                "python -m pytest --doctest-modules x", "python", "pytest", "doc", ("pytest",)
+            ),
+            TestCommand("make test", None, "make", "Makefile target 'test'"),
+        ),
+    )
+    chosen = runnable_test(found, which=only("python", "make"))  # pytest itself is missing
+    assert chosen is not None and (chosen.command, chosen.runner) == ("make test", "make")
+    chosen = runnable_test(found, which=only("python3", "pytest"))
+    assert chosen is not None
+    assert (chosen.command, chosen.runner, chosen.source) == (
+        "python3 -m pytest --doctest-modules x",
+        "pytest",
+        "doc",
+    )
+
+
+def test_a_dropped_wrapper_leaves_its_environment_to_the_plain_form() -> None:
+    found = ProjectProfile(
+        root=Path("."),
+        test_commands=(
+            TestCommand("uv run pytest", "python", "pytest", "src layout", (), "PYTHONPATH=src"),
+        ),
+    )
+    assert runnable_test_command(found, which=only("uv")) == "uv run pytest"
+    assert runnable_test_command(found, which=only("python")) == "PYTHONPATH=src python -m pytest"

@@ -14,6 +14,11 @@ PYTEST_BASED = "pluggy==1.7.0"
 """A pytest-based library managed with uv, with a tox.ini."""
 MAKEFILE_DRIVEN = "pyyaml==6.0.3"
 """A library whose Makefile has a `test` target."""
+SRC_LAYOUT = "attrs==25.4.0"
+"""A src-layout library managed with uv: a tests package with conftest.py, pytest settings in
+pyproject.toml, a tox.ini."""
+UNITTEST_IN_PACKAGE = "simplejson==3.20.1"
+"""unittest TestCase suites inside the package (simplejson/tests), no pytest configuration."""
 
 
 def download_sdist(cache: Path, spec: str) -> Path:

@@ -1,13 +1,23 @@
 """Project profile: the languages of a workspace, how it manages dependencies, how it runs tests.
 
-`detect_profile(root)` reads marker files at the workspace root and counts source files a few
-levels down; it never runs anything. What it looks at:
+`detect_profile(root)` reads marker files at the workspace root, counts source files a few
+levels down and reads a bounded number of Python test files; it never runs or imports anything.
+What it looks at:
 
 * Python: ``pyproject.toml`` (``[tool.pytest.ini_options]``, ``[tool.uv]``, ``[tool.poetry]``,
   ``[tool.pdm]``, ``[tool.hatch.envs.*]``, dependency lists), ``setup.cfg`` (``[tool:pytest]``),
   ``setup.py``, ``pytest.ini``, ``tox.ini``, ``noxfile.py``, ``conftest.py`` anywhere in the
   scan, ``requirements*.txt``, ``Pipfile``, lock files (``uv.lock``, ``poetry.lock``,
-  ``pdm.lock``, ``Pipfile.lock``) and ``hatch.toml``.
+  ``pdm.lock``, ``Pipfile.lock``) and ``hatch.toml``. Then the test files themselves
+  (`context.python_tests`): pytest runs the project when its configuration names pytest or a
+  test file is pytest-style (module-level ``test`` functions, ``import pytest``, a plain
+  ``class TestX:``); unittest only runs ``TestCase`` suites with no such sign, from a start
+  folder it can import (``-s tests`` for a plain folder, ``-s tests -t .`` for a package), and
+  behind pytest (when installed) if some test files sit where discovery cannot enter. A
+  plain-pip src layout gets ``PYTHONPATH=src`` (uv, poetry, pdm and hatch install the project
+  themselves). A project without test files whose docstrings hold ``>>>`` examples is checked
+  with ``pytest --doctest-modules`` on those packages, provided pytest is installed; a project
+  with no tests at all gets no Python test command.
 * Node: ``package.json`` (``scripts.test``, the ``packageManager`` field, test frameworks among
   the dependencies) and lock files (``pnpm-lock.yaml``, ``yarn.lock``, ``bun.lock(b)``,
   ``package-lock.json``); ``tsconfig.json`` makes it TypeScript.
@@ -16,14 +26,21 @@ levels down; it never runs anything. What it looks at:
 * A ``Makefile`` target named ``test`` (else ``tests``, else ``check``): what the authors run,
   so ``make test`` comes first among the test commands.
 
-Languages are ordered by how many of their source files the scan saw (marker-only languages
-last); test commands follow the same order, ``make`` first. Detection is read-only and cheap:
-the scan stops after `ProfileConfig.scan_files` files and skips what .gitignore excludes.
+Every test command names its runner (pytest, unittest, make, tox, nox, npm, ...), so whoever
+runs it knows whose summary to read; `runnable_test` picks the first one whose programs are
+installed. Languages are ordered by how many of their source files the scan saw (marker-only
+languages last); test commands follow the same order, ``make`` first. Detection is read-only
+and cheap: the scan stops after `ProfileConfig.scan_files` files and skips what .gitignore
+excludes, test and source files are read up to `ProfileConfig.read_test_files` /
+`read_source_files` files of `read_bytes` bytes, configuration files up to `MAX_CONFIG_BYTES`,
+and only regular files are opened.
 """
 
 from __future__ import annotations
 
 import configparser
+import dataclasses
+import itertools
 import json
 import logging
 import re
@@ -38,6 +55,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from journeyman.context.python_tests import (
+    classify_tests,
+    doctest_targets,
+    read_bounded,
+    unittest_misses,
+    unittest_start,
+)
 from journeyman.tools.walk import IgnoreRules, walk
 
 log = logging.getLogger(__name__)
@@ -99,6 +123,12 @@ class ProfileConfig(BaseModel):
     """Stop counting source files after this many files (0 skips the scan: markers only)."""
     scan_depth: int = Field(default=6, ge=0)
     """Directory levels below the root that the scan enters."""
+    read_test_files: int = Field(default=40, ge=0)
+    """Python test files whose text is read to tell pytest-style tests from unittest ones."""
+    read_source_files: int = Field(default=100, ge=0)
+    """Python source files searched for doctest examples when the project has no test files."""
+    read_bytes: int = Field(default=64 * 1024, ge=1)
+    """Bytes read from each of those files, at most."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +140,18 @@ class TestCommand:
     language: str | None
     """The language whose tests it runs; None for a project-wide target such as `make test`."""
     runner: str
-    """The tool that runs: make, pytest, unittest, tox, nox, npm, pnpm, yarn, bun, go, cargo,
-    maven or gradle."""
+    """The tool whose output the check prints: make, pytest, unittest, tox, nox, hatch (a hatch
+    script that is not plainly pytest or unittest), npm, pnpm, yarn, bun, go, cargo, maven or
+    gradle."""
     source: str
     """Where it was found, e.g. "Makefile target 'test'" or "package.json scripts.test"."""
+    requires: tuple[str, ...] = ()
+    """Programs that must be installed besides the one the command starts (pytest for a
+    `python -m pytest --doctest-modules` check that nothing else would run)."""
+    unwrapped_env: str = ""
+    """`VAR=value` words put in front once the environment wrapper (`uv run`, `poetry run`,
+    ...) is dropped for want of its program: the wrapper installed the project, the plain
+    runner may need it on PYTHONPATH (a src layout)."""
 
     __test__ = False  # not a pytest test class
 
@@ -176,7 +214,7 @@ def detect_profile(root: str | Path, *, config: ProfileConfig | None = None) -> 
         raise NotADirectoryError(f"detect_profile: {base} is not a directory")
     scan = _scan(base, config)
     found = _Findings()
-    _detect_python(base, scan, found)
+    _detect_python(base, scan, found, config)
     _detect_node(base, scan, found)
     _detect_go(base, found)
     _detect_rust(base, found)
@@ -211,18 +249,51 @@ PYTHONS = ("python", "python3")
 def runnable_test_command(
     profile: ProjectProfile, *, which: Callable[[str], str | None] = shutil.which
 ) -> str | None:
-    """The first detected test command whose program is installed, else None.
+    """The command line of `runnable_test`, None when no candidate is installed."""
+    test = runnable_test(profile, which=which)
+    return test.command if test is not None else None
+
+
+def runnable_test(
+    profile: ProjectProfile, *, which: Callable[[str], str | None] = shutil.which
+) -> TestCommand | None:
+    """The first detected test command whose programs are installed, else None.
 
     A candidate whose program is missing gives way to its plainer forms (`uv run pytest`
     without uv becomes `pytest`, then `python -m pytest`), then to the next candidate; the
-    check is chosen before the model's first turn, so a missing tool never costs a turn.
+    check is chosen before the model's first turn, so a missing tool never costs a turn. The
+    result keeps the candidate's runner and source, with the form that was found installed.
     """
     for candidate in profile.test_commands:
-        for form in _command_forms(candidate.command):
+        if any(which(program) is None for program in candidate.requires):
+            continue
+        for form in _command_forms(candidate.command, candidate.unwrapped_env):
             program = command_program(form)
-            if program is not None and which(program) is not None:
-                return form
+            found = which(program) if program is not None else None
+            if found is not None:
+                command = _pytest_as_module(form, found, which) if program == "pytest" else form
+                return dataclasses.replace(candidate, command=command)
     return None
+
+
+def _pytest_as_module(form: str, script: str, which: Callable[[str], str | None]) -> str:
+    """`form` with its `pytest` started as `python -m pytest` when a Python sits beside the
+    script (the same environment).
+
+    Only the module form puts the project root on sys.path, which a flat layout whose tests
+    folder is not a package needs to import the code. A script from elsewhere (pipx, a tools
+    folder) stays as it is: the Python on PATH may not have pytest at all.
+    """
+    words = form.split()
+    prefix = list(itertools.takewhile(_ASSIGNMENT.fullmatch, words))
+    rest = words[len(prefix) :]
+    if rest[:1] != ["pytest"]:
+        return form
+    for python in PYTHONS:
+        found = which(python)
+        if found is not None and Path(found).parent == Path(script).parent:
+            return " ".join([*prefix, python, "-m", *rest])
+    return form
 
 
 def command_program(command: str) -> str | None:
@@ -231,24 +302,34 @@ def command_program(command: str) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+    words = [w for w in words if not _ASSIGNMENT.fullmatch(w)]
     if words and words[0] == "env":
         words = words[1:]
     return words[0] if words else None
 
 
-def _command_forms(command: str) -> Iterator[str]:
-    """`command`, then the same check without its environment wrapper or with another Python."""
-    yield command
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+
+
+def _command_forms(command: str, unwrapped_env: str = "") -> Iterator[str]:
+    """`command`, then the same check without its environment wrapper or with another Python.
+
+    Leading `VAR=value` assignments stay in front of every form, and `unwrapped_env` joins
+    them in the forms without the wrapper.
+    """
     words = command.split()
+    prefix = list(itertools.takewhile(_ASSIGNMENT.fullmatch, words))
+    words = words[len(prefix) :]
+    forms = [[*prefix, *words]]
     if len(words) > 2 and words[0] in RUN_WRAPPERS and words[1] == "run":
-        inner = " ".join(words[2:])
-        yield inner
-        words = inner.split()
+        words = words[2:]
+        prefix += [w for w in unwrapped_env.split() if w not in prefix]
+        forms.append([*prefix, *words])
     if words and words[0] in PYTHONS and len(words) > 1:
-        yield from (" ".join([python, *words[1:]]) for python in PYTHONS if python != words[0])
+        forms += [[*prefix, python, *words[1:]] for python in PYTHONS if python != words[0]]
     elif words and words[0] in ("pytest", "tox", "nox"):
-        yield from (" ".join([python, "-m", *words]) for python in PYTHONS)
+        forms += [[*prefix, python, "-m", *words] for python in PYTHONS]
+    yield from _unique(" ".join(form) for form in forms)
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,10 +342,17 @@ class _Scan:
     """Source files per language."""
     conftests: list[str] = field(default_factory=list)
     """Relative paths of conftest.py files."""
-    test_files: int = 0
-    """Python files named test_*.py or *_test.py."""
+    test_paths: list[str] = field(default_factory=list)
+    """Relative paths of Python files named test*.py or *_test.py, in walk order."""
+    source_paths: list[str] = field(default_factory=list)
+    """Relative paths of the other Python files (conftest.py left out), in walk order."""
     test_dirs: set[str] = field(default_factory=set)
     """Top-level directories named test or tests."""
+
+    @property
+    def src_layout(self) -> bool:
+        """Whether Python sources live under a top-level `src/` folder."""
+        return any(p.startswith("src/") for p in self.source_paths)
 
 
 @dataclass
@@ -311,11 +399,19 @@ def _scan(base: Path, config: ProfileConfig) -> _Scan:
             continue
         scan.counts[language] += 1
         if language == "python":
+            rel = entry.path.relative_to(base).as_posix()
             if name == "conftest.py":
-                scan.conftests.append(entry.path.relative_to(base).as_posix())
-            elif name.startswith("test_") or name.endswith("_test.py"):
-                scan.test_files += 1
+                scan.conftests.append(rel)
+            elif _is_test_file(name):
+                scan.test_paths.append(rel)
+            else:
+                scan.source_paths.append(rel)
     return scan
+
+
+def _is_test_file(name: str) -> bool:
+    """pytest's default file patterns, plus the `tests.py`/`test.py` that unittest finds."""
+    return name.startswith("test_") or name.endswith("_test.py") or name in ("tests.py", "test.py")
 
 
 def _language_order(detected: set[str], counts: Counter[str]) -> list[str]:
@@ -337,11 +433,12 @@ def _unique_commands(commands: Iterable[TestCommand]) -> list[TestCommand]:
     return out
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""Bytes read from a configuration file at most (a larger one is cut, and may then not parse)."""
+
+
 def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    return read_bounded(path, MAX_CONFIG_BYTES)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -449,21 +546,34 @@ PYTHON_MARKERS = (
 )
 
 
-def _detect_python(base: Path, scan: _Scan, found: _Findings) -> None:
-    present = set(found.mark(base, *PYTHON_MARKERS))
-    if not present and scan.counts["python"] == 0:
-        return
-    found.languages.add("python")
+@dataclass(frozen=True)
+class _PythonSettings:
+    """The Python configuration files of a workspace, parsed once."""
+
+    present: set[str]
+    pyproject: dict[str, Any]
+    tool: dict[str, Any]
+    hatch: dict[str, Any]
+    setup_cfg: configparser.ConfigParser | None
+    tox: configparser.ConfigParser | None
+    pytest_ini: configparser.ConfigParser | None
+    tox_commands: str
+
+    def pytest_option(self, name: str) -> bool:
+        """Whether one of pytest's configuration sections sets the option `name`."""
+        if name in _table(self.tool, "pytest", "ini_options"):
+            return True
+        sections = [(self.pytest_ini, "pytest"), (self.setup_cfg, "tool:pytest")]
+        sections.append((self.tox, "pytest"))
+        return any(ini is not None and ini.has_option(section, name) for ini, section in sections)
+
+
+def _python_settings(base: Path, present: set[str]) -> _PythonSettings:
     pyproject = _read_toml(base / "pyproject.toml") if "pyproject.toml" in present else {}
     tool = _table(pyproject, "tool")
     hatch = dict(_table(tool, "hatch"))
     if "hatch.toml" in present:
         hatch.update(_read_toml(base / "hatch.toml"))
-
-    manager = _python_manager(present, tool, hatch)
-    found.managers.append(("python", manager))
-
-    setup_cfg = _read_ini(base / "setup.cfg") if "setup.cfg" in present else None
     tox = _read_ini(base / "tox.ini") if "tox.ini" in present else None
     tox_commands = (
         "\n".join(
@@ -474,58 +584,149 @@ def _detect_python(base: Path, scan: _Scan, found: _Findings) -> None:
         if tox is not None
         else ""
     )
+    return _PythonSettings(
+        present=present,
+        pyproject=pyproject,
+        tool=tool,
+        hatch=hatch,
+        setup_cfg=_read_ini(base / "setup.cfg") if "setup.cfg" in present else None,
+        tox=tox,
+        pytest_ini=_read_ini(base / "pytest.ini") if "pytest.ini" in present else None,
+        tox_commands=tox_commands,
+    )
+
+
+def _detect_python(base: Path, scan: _Scan, found: _Findings, config: ProfileConfig) -> None:
+    present = set(found.mark(base, *PYTHON_MARKERS))
+    if not present and scan.counts["python"] == 0:
+        return
+    found.languages.add("python")
+    settings = _python_settings(base, present)
+    manager = _python_manager(present, settings.tool, settings.hatch)
+    found.managers.append(("python", manager))
+    test = _python_test_command(base, scan, settings, manager, config)
+    if test is not None:
+        commands, framework = test
+        if _python_run_prefix(manager) and scan.src_layout:
+            # the wrapper installs the project; without its program the plain runner does not
+            commands = [
+                c
+                if c.runner == "pytest" and settings.pytest_option("pythonpath")
+                else dataclasses.replace(c, unwrapped_env="PYTHONPATH=src")
+                for c in commands
+            ]
+        found.frameworks.append(("python", framework))
+        found.commands += commands
+    tox, tool = settings.tox, settings.tool
+    if tox is not None and (tox.has_section("tox") or settings.tox_commands):
+        found.commands.append(TestCommand("tox", "python", "tox", "tox.ini"))
+    elif settings.pyproject and "tox" in tool:
+        found.commands.append(TestCommand("tox", "python", "tox", "pyproject.toml [tool.tox]"))
+    if "noxfile.py" in present:
+        found.commands.append(TestCommand("nox", "python", "nox", "noxfile.py"))
+
+
+def _python_test_command(
+    base: Path, scan: _Scan, settings: _PythonSettings, manager: str, config: ProfileConfig
+) -> tuple[list[TestCommand], str] | None:
+    """How the project's own tests run (pytest, unittest, pytest's doctests), the preferred
+    way first, and the framework to report; None when it has no tests."""
+    pytest_reason = _pytest_config_reason(base, scan, settings)
+    styles = (
+        None
+        if pytest_reason is not None
+        else classify_tests(
+            base, scan.test_paths, max_files=config.read_test_files, max_bytes=config.read_bytes
+        )
+    )
+    doctests = (
+        []
+        if scan.test_paths
+        else doctest_targets(
+            base, scan.source_paths, max_files=config.read_source_files, max_bytes=config.read_bytes
+        )
+    )
+    pytest_reason = pytest_reason or (styles.pytest_reason if styles else None)
+    run = _python_run_prefix(manager)
+    # uv, poetry, pdm and hatch install the project into their environment; plain pip does not,
+    # so a src layout is importable only through PYTHONPATH
+    src_path = "PYTHONPATH=src " if manager == "pip" and scan.src_layout else ""
+    doctest_args = " --doctest-modules " + " ".join(shlex.quote(t) for t in doctests)
+    if pytest_reason is not None:
+        if manager == "hatch":
+            return [_hatch_test_command(settings.hatch, pytest_reason)], "pytest"
+        command = f"{run}pytest" if run else "python -m pytest"
+        if settings.pytest_option("pythonpath"):
+            src_path = ""
+        command = src_path + command + (doctest_args if doctests else "")
+        source = f"{pytest_reason}; {manager} project"
+        return [TestCommand(command, "python", "pytest", source)], "pytest"
+    if scan.test_paths or _UNITTEST_WORD.search(settings.tox_commands):
+        unittest_files = styles.unittest_files if styles else 0
+        commands = _unittest_commands(base, scan, src_path, run, unittest_files)
+        return commands, "unittest"
+    if doctests:
+        command = f"{src_path}{run}pytest" if run else f"{src_path}python -m pytest"
+        source = f"doctest examples in {', '.join(doctests)}, no test files"
+        test = TestCommand(command + doctest_args, "python", "pytest", source, ("pytest",))
+        return [test], "doctest"
+    return None
+
+
+def _unittest_commands(
+    base: Path, scan: _Scan, src_path: str, run: str, unittest_files: int
+) -> list[TestCommand]:
+    """`unittest discover` from the folder that imports the tests; pytest first (when it is
+    installed) if some test files sit in folders discovery cannot enter."""
+    start = unittest_start(base, scan.test_paths, sorted(scan.test_dirs))
+    command = f"{src_path}{run}python -m unittest discover {start}".rstrip()
+    why = (
+        "unittest TestCase suites"
+        if unittest_files
+        else "test*.py files"
+        if scan.test_paths
+        else "tox.ini testenv commands"
+    )
+    commands = [TestCommand(command, "python", "unittest", f"{why}, no pytest-style tests")]
+    missed = unittest_misses(base, scan.test_paths, start)
+    if missed:
+        pytest = f"{src_path}{run}pytest" if run else f"{src_path}python -m pytest"
+        source = f"{why}; unittest discovery would leave out {missed[0]} (not in a package)"
+        commands.insert(0, TestCommand(pytest, "python", "pytest", source, ("pytest",)))
+    return commands
+
+
+def _pytest_config_reason(base: Path, scan: _Scan, settings: _PythonSettings) -> str | None:
+    """Where the project's configuration asks for pytest, None when it does not."""
+    tool, setup_cfg, tox = settings.tool, settings.setup_cfg, settings.tox
     requirement_text = "\n".join(
         _read_text(base / name) or ""
         for name in ("requirements-dev.txt", "requirements-test.txt")
-        if name in present
+        if name in settings.present
     )
     dependency_text = "\n".join(
         _strings(
             [
-                _table(pyproject, "project").get("optional-dependencies", {}),
-                pyproject.get("dependency-groups", {}),
+                _table(settings.pyproject, "project").get("optional-dependencies", {}),
+                settings.pyproject.get("dependency-groups", {}),
                 _table(tool, "poetry", "group"),
                 _table(tool, "poetry").get("dev-dependencies", {}),
                 _table(tool, "pdm", "dev-dependencies"),
-                _table(hatch, "envs"),
+                _table(settings.hatch, "envs"),
             ]
         )
     )
-    pytest_signals = [
+    signals = [
         ("pytest" in tool, "pyproject.toml [tool.pytest]"),
-        ("pytest.ini" in present, "pytest.ini"),
+        ("pytest.ini" in settings.present, "pytest.ini"),
         (bool(scan.conftests), f"{scan.conftests[0] if scan.conftests else ''}"),
         (setup_cfg is not None and setup_cfg.has_section("tool:pytest"), "setup.cfg [tool:pytest]"),
         (tox is not None and tox.has_section("pytest"), "tox.ini [pytest]"),
-        (bool(_PYTEST_WORD.search(tox_commands)), "tox.ini testenv commands"),
+        (bool(_PYTEST_WORD.search(settings.tox_commands)), "tox.ini testenv commands"),
         (bool(_PYTEST_WORD.search(dependency_text)), "pytest among the dev dependencies"),
         (bool(_PYTEST_WORD.search(requirement_text)), "pytest in requirements-*.txt"),
     ]
-    pytest_reason = next((reason for hit, reason in pytest_signals if hit), None)
-    run = _python_run_prefix(manager)
-    if pytest_reason is not None:
-        found.frameworks.append(("python", "pytest"))
-        hatch_script = _hatch_test_script(hatch)
-        if manager == "hatch":
-            command = f"hatch run {hatch_script}" if hatch_script else "hatch test"
-            source = f"hatch env script {hatch_script!r}" if hatch_script else pytest_reason
-        else:
-            command = f"{run}pytest" if run else "python -m pytest"
-            source = f"{pytest_reason}; {manager} project"
-        found.commands.append(TestCommand(command, "python", "pytest", source))
-    elif scan.test_files or _UNITTEST_WORD.search(tox_commands):
-        found.frameworks.append(("python", "unittest"))
-        start = next(iter(sorted(scan.test_dirs)), None)
-        command = f"{run}python -m unittest discover" + (f" -s {start} -t ." if start else "")
-        found.commands.append(
-            TestCommand(command, "python", "unittest", "test_*.py files, no pytest configuration")
-        )
-    if tox is not None and (tox.has_section("tox") or tox_commands):
-        found.commands.append(TestCommand("tox", "python", "tox", "tox.ini"))
-    elif pyproject and "tox" in tool:
-        found.commands.append(TestCommand("tox", "python", "tox", "pyproject.toml [tool.tox]"))
-    if "noxfile.py" in present:
-        found.commands.append(TestCommand("nox", "python", "nox", "noxfile.py"))
+    return next((reason for hit, reason in signals if hit), None)
 
 
 def _python_manager(present: set[str], tool: Mapping[str, Any], hatch: Mapping[str, Any]) -> str:
@@ -552,14 +753,35 @@ def _python_run_prefix(manager: str) -> str:
     }.get(manager, "")
 
 
-def _hatch_test_script(hatch: Mapping[str, Any]) -> str | None:
-    """`test` or `env:test` when a hatch environment defines a script named test."""
+_HATCH_ENV_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _hatch_test_command(hatch: Mapping[str, Any], pytest_reason: str) -> TestCommand:
+    """`hatch run [env:]test` when a hatch script is named test, else `hatch test` (pytest)."""
+    found = _hatch_test_script(hatch)
+    if found is None:
+        return TestCommand("hatch test", "python", "pytest", pytest_reason)
+    name, script = found
+    runner = (
+        "pytest"
+        if _PYTEST_WORD.search(script)
+        else "unittest"
+        if _UNITTEST_WORD.search(script)
+        else "hatch"
+    )
+    return TestCommand(f"hatch run {name}", "python", runner, f"hatch env script {name!r}")
+
+
+def _hatch_test_script(hatch: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(`test` or `env:test`, the script's text) when a hatch environment has a test script."""
     envs = _table(hatch, "envs")
-    for env_name in ("default", *sorted(e for e in envs if e != "default")):
+    names = sorted(e for e in envs if e != "default" and _HATCH_ENV_NAME.fullmatch(e))
+    for env_name in ("default", *names):
         scripts = _table(envs, env_name, "scripts")
         for name in ("test", "tests"):
             if name in scripts:
-                return name if env_name == "default" else f"{env_name}:{name}"
+                script = " ".join(_strings(scripts[name]))
+                return (name if env_name == "default" else f"{env_name}:{name}"), script
     return None
 
 
