@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from journeyman.context.profile import command_program, detect_profile, runnable_test_command
+from journeyman.context.profile import detect_profile, runnable_test
 from journeyman.context.test_infra import TestInfra, take_manifest
 from journeyman.core.events import CheckFixed
 from journeyman.session.store import SessionStore
@@ -104,17 +104,10 @@ def fix_check_now(workspace: Path, configured: str | None) -> FixedCheck:
     command = (configured or "").strip()
     if command:
         return FixedCheck(command, USER_SOURCE, runner_of(command), infra)
-    profile = detect_profile(workspace)
-    found = runnable_test_command(profile)
+    found = runnable_test(detect_profile(workspace))
     if found is None:
         return FixedCheck(None, "no test command found", None, infra)
-    program = command_program(found)
-    detected = next(
-        (c for c in profile.test_commands if c.command in found or found in c.command), None
-    )
-    source = detected.source if detected is not None else f"the project profile ({program})"
-    runner = runner_of(found) or (detected.runner if detected is not None else None)
-    return FixedCheck(found, source, runner, infra)
+    return FixedCheck(found.command, found.source, runner_of(found.command) or found.runner, infra)
 
 
 def stored_check(store: SessionStore, session_id: str) -> FixedCheck | None:
