@@ -208,6 +208,8 @@ class Verdict:
             fixed = FixedCheck(
                 fixed.command, fixed.source, fixed.runner, fixed.infra, before.summary()
             )
+            # the outcome on this tree is known: a claim made before any change needs no rerun
+            self.last = await self._judge(before, fixed)
         self._fixed, self._fixed_for = fixed, state.session_id
         self.emit(fixed.event())
 
@@ -354,8 +356,8 @@ class Verdict:
             )
         tree = await asyncio.to_thread(fingerprint, self.workspace)
         run = self.last
-        if run is None or not run.passed or run.workspace_fingerprint != tree.digest:
-            run = await self.check(state, fixed.command)
+        if run is None or run.workspace_fingerprint != tree.digest:
+            run = await self.check(state, fixed.command)  # the tree is not the one last checked
         if run.passed:
             return Ruling.ACCEPT
         assert run.error is not None
