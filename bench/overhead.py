@@ -231,6 +231,7 @@ def _run_journeyman(
             session_dir=session_dir,
             sandbox="local",
             journal_commands=journal_commands,
+            verify=False,  # mini-swe-agent runs no check either: the loop's overhead is measured
         ),
         on_event=on_event,
     )
