@@ -333,7 +333,7 @@ class Agent:
 
         async with self._kernel() as kernel:
             kernel.on_restore = restored
-            return await kernel.resume(session_id)
+            return await kernel.resume(session_id, follow_up=follow_up is not None)
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         """`run` for code that is not async."""
