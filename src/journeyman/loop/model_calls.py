@@ -232,9 +232,9 @@ class ModelCalls:
             self.emit(
                 ev.ErrorOccurred(
                     ErrorCategory.BUDGET.value,
-                    f"{self.provider.name} reported no usage; charging the worst case "
-                    f"({worst.input_tokens:,} prompt and {worst.output_tokens:,} reply tokens "
-                    "a call)",
+                    f"the provider ({self.provider.name}) reported no usage; charging the "
+                    f"worst case: a call's prompt bound and longest reply ({worst.input_tokens:,}"
+                    f" and {worst.output_tokens:,} tokens now)",
                     False,
                     {"usage_missing": True},
                 )
