@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -113,15 +113,36 @@ def _added_ceiling(last: ModelRequest, request: ModelRequest) -> int:
         added += sum(tool_token_ceiling(t) for t in request.tools if t not in last.tools)
         if request.tools and not last.tools:
             added += TOOLS_ALLOWANCE
-    # messages are immutable and kept, not copied, as a history grows: the same object is the
-    # same part (`last` keeps them alive, so an id is never reused for another)
-    kept = Counter(id(message) for message in last.messages)
-    for message in request.messages:
+    return added + sum(m.token_ceiling for m in _new_messages(last.messages, request.messages))
+
+
+def _new_messages(reported: Sequence[Message], messages: Sequence[Message]) -> list[Message]:
+    """The `messages` that are not parts of the `reported` ones. A history grows by keeping
+    its message objects (`reported` keeps them alive, so an id is never another's); one read
+    back from the store (a follow-up, a resume) has equal messages instead."""
+    kept = Counter(id(message) for message in reported)
+    unmatched: list[Message] = []
+    for message in messages:
         if kept[id(message)] > 0:
             kept[id(message)] -= 1
         else:
-            added += message.token_ceiling
-    return added
+            unmatched.append(message)
+    if not unmatched:
+        return unmatched
+    spare: dict[tuple[str, str], list[Message]] = defaultdict(list)
+    for message in reported:
+        if kept[id(message)] > 0:
+            kept[id(message)] -= 1
+            spare[(message.role, message.content)].append(message)
+    new: list[Message] = []
+    for message in unmatched:
+        equal = spare.get((message.role, message.content), [])
+        match = next((i for i, other in enumerate(equal) if other == message), None)
+        if match is None:
+            new.append(message)
+        else:
+            del equal[match]
+    return new
 
 
 @dataclass(frozen=True)
