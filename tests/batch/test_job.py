@@ -91,6 +91,21 @@ def test_the_grant_stops_the_task_before_a_call_that_could_overshoot_it(
     assert 0.2 - 0.07 < outcome.cost_usd <= 0.2
 
 
+def test_the_grant_holds_when_the_server_reports_no_usage(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    written = itertools.count(1)
+    fake_openai.default = lambda _: reply(
+        tool_calls=[("write_file", {"path": f"f{next(written)}.txt", "content": "x"})],
+        omit_usage=True,
+    )
+    outcome = run_job(make_job(tmp_path, fake_openai, usd=0.2))
+    assert outcome.finish_reason == "max_budget_usd"
+    # each reply was charged the longest reply it was allowed: never free, never past the grant
+    assert 0 < outcome.cost_usd <= 0.2
+    assert len(fake_openai.requests) <= 3
+
+
 def test_a_rate_limit_ends_the_attempt_as_rate_limited(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:

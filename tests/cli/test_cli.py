@@ -293,24 +293,31 @@ def processes_mentioning(text: str) -> list[int]:
 def test_budget_drives_the_run_to_a_clean_capacity_stop(
     fake_openai: FakeOpenAIServer, demo: Path, tmp_path: Path
 ) -> None:
+    # each call's reply fits what the budget lets it write; the prompts report a token each
     fake_openai.enqueue(
         reply(tool_calls=[("list_files", {"path": "."})], input_tokens=100, output_tokens=0),
         reply(
-            tool_calls=[("read_file", {"path": "calc/stats.py"})], input_tokens=0, output_tokens=700
+            tool_calls=[("read_file", {"path": "calc/stats.py"})],
+            input_tokens=1,
+            output_tokens=70_000,
         ),
-        reply(tool_calls=[("grep", {"pattern": "median"})], input_tokens=0, output_tokens=200),
+        reply(tool_calls=[("grep", {"pattern": "median"})], input_tokens=1, output_tokens=20_000),
         reply(
             tool_calls=[("read_file", {"path": "calc/__init__.py"}), ("glob", {"pattern": "*"})],
-            input_tokens=0,
-            output_tokens=60,
+            input_tokens=1,
+            output_tokens=6_000,
         ),
         reply(
             "Closing report: found the bug in median(); no edit made yet.",
-            input_tokens=0,
-            output_tokens=20,
+            input_tokens=1,
+            output_tokens=2_000,
         ),
     )
-    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    env = clean_env(
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        JOURNEYMAN_MAX_OUTPUT_TOKENS="100000",
+    )
     done = journeyman(
         "run",
         "--yes",
@@ -320,11 +327,13 @@ def test_budget_drives_the_run_to_a_clean_capacity_stop(
         "--session-dir",
         str(tmp_path),
         "--max-total-tokens",
-        "1000",
+        "100000",
         env=env,
     )
     assert done.returncode == 1
-    assert done.stderr.startswith("journeyman: max_tokens: used 980 of 1,000 budgeted tokens")
+    assert done.stderr.startswith(
+        "journeyman: max_tokens: used 98,004 of 100,000 budgeted tokens"
+    ), done.stderr
     out = done.stdout
     assert "level warn" in out and "level restricted" in out and "text only" in out
     assert "not run — the budget allows only 1 tool call(s)" in out

@@ -559,9 +559,20 @@ def test_update_baseline_edges() -> None:
     assert econ.incremental_tokens == 0
     econ.update_baseline(tokens_after=-10)
     assert econ.incremental_tokens == 0
-    econ.update_baseline(tokens_after=10**6)  # more than was ever counted
-    assert econ.baseline_tokens == 0
-    assert econ.incremental_tokens == econ.total_tokens == 2_000
+    econ.update_baseline(tokens_after=10**6)  # more than is counted: the count stays
+    assert econ.baseline_tokens == 2_000
+    assert econ.incremental_tokens == 0
+
+
+def test_an_early_compaction_never_raises_the_count() -> None:
+    econ = make(max_total_tokens=TOKEN_LIMIT)
+    econ.record_call(Usage(input_tokens=3_000, output_tokens=20), 0.0)
+    assert econ.incremental_tokens == 20  # the first prompt is the baseline
+    econ.update_baseline(tokens_after=3_020)  # the compacted context is bigger than the count
+    assert econ.incremental_tokens == 20
+    assert econ.baseline_tokens == 3_000
+    econ.record_call(Usage(input_tokens=3_020, output_tokens=30), 0.0)
+    assert econ.incremental_tokens == 20 + 3_050
 
 
 CONTEXT_START = 5_000

@@ -61,6 +61,8 @@ class FakeAnthropicServer(FakeServer):
         self.prompt_cache = prompt_cache
 
     def _usage(self, reply: Reply, request: RecordedRequest | None = None) -> dict[str, int]:
+        """The reply's usage (callers leave it out when `reply.usage` is None)."""
+        assert reply.usage is not None
         if self.prompt_cache is not None and request is not None:
             cached = self.prompt_cache.account(request.body)
             return {
@@ -104,11 +106,13 @@ class FakeAnthropicServer(FakeServer):
             "content": content,
             "stop_reason": self._stop_reason(reply),
             "stop_sequence": None,
-            "usage": self._usage(reply, request),
+            **({} if reply.usage is None else {"usage": self._usage(reply, request)}),
         }
 
     def render_events(self, reply: Reply, request: RecordedRequest) -> list[SSEEvent]:
-        start_usage = {**self._usage(reply, request), "output_tokens": 1}
+        start_usage = None
+        if reply.usage is not None:
+            start_usage = {**self._usage(reply, request), "output_tokens": 1}
         message = {
             "id": self.next_id("msg_fake_"),
             "type": "message",
@@ -117,7 +121,7 @@ class FakeAnthropicServer(FakeServer):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": start_usage,
+            **({} if start_usage is None else {"usage": start_usage}),
         }
         events = [
             sse({"type": "message_start", "message": message}, "message_start"),
@@ -170,7 +174,11 @@ class FakeAnthropicServer(FakeServer):
                 {
                     "type": "message_delta",
                     "delta": delta,
-                    "usage": {"output_tokens": reply.usage.output_tokens},
+                    **(
+                        {}
+                        if reply.usage is None
+                        else {"usage": {"output_tokens": reply.usage.output_tokens}}
+                    ),
                 },
                 "message_delta",
             )

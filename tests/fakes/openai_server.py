@@ -35,8 +35,10 @@ class FakeOpenAIServer(FakeServer):
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
-    def _usage(self, reply: Reply) -> dict[str, Any]:
+    def _usage(self, reply: Reply) -> dict[str, Any] | None:
         usage = reply.usage
+        if usage is None:
+            return None
         prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         details: dict[str, int] = {"cached_tokens": usage.cache_read_tokens}
         if usage.cache_write_tokens:
@@ -88,7 +90,7 @@ class FakeOpenAIServer(FakeServer):
                     "finish_reason": self._finish_reason(reply),
                 }
             ],
-            "usage": self._usage(reply),
+            **({} if reply.usage is None else {"usage": self._usage(reply)}),
         }
 
     def render_events(self, reply: Reply, request: RecordedRequest) -> list[SSEEvent]:
@@ -128,7 +130,7 @@ class FakeOpenAIServer(FakeServer):
                 events.append(chunk({"tool_calls": [part]}, kind="arguments"))
         events.append(chunk({}, self._finish_reason(reply)))
         options = request.body.get("stream_options") if isinstance(request.body, dict) else None
-        if isinstance(options, dict) and options.get("include_usage"):
+        if isinstance(options, dict) and options.get("include_usage") and reply.usage:
             usage_chunk = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",

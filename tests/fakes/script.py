@@ -87,7 +87,8 @@ class Reply:
 
     text: str = ""
     tool_calls: tuple[FakeToolCall, ...] = ()
-    usage: FakeUsage = field(default_factory=FakeUsage)
+    usage: FakeUsage | None = field(default_factory=FakeUsage)
+    """None leaves usage out of the reply altogether, as some servers and proxies do."""
     stop_reason: str | None = None
     """None derives it: Anthropic `tool_use`/`end_turn`, OpenAI `tool_calls`/`stop`."""
     model: str | None = None
@@ -222,13 +223,15 @@ def reply(
     stop_reason: str | None = None,
     model: str | None = None,
     chunk_size: int = 4,
+    omit_usage: bool = False,
 ) -> Reply:
-    """Build a `Reply`. Tool calls are `FakeToolCall`s or `(name, arguments)` pairs."""
+    """Build a `Reply`. Tool calls are `FakeToolCall`s or `(name, arguments)` pairs;
+    `omit_usage` sends the reply without any usage (the token counts are then ignored)."""
     calls = tuple(
         c if isinstance(c, FakeToolCall) else FakeToolCall(c[0], c[1]) for c in tool_calls
     )
     usage = FakeUsage(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
-    return Reply(text, calls, usage, stop_reason, model, chunk_size)
+    return Reply(text, calls, None if omit_usage else usage, stop_reason, model, chunk_size)
 
 
 def error(
@@ -305,7 +308,8 @@ def _reply_from_dict(data: Mapping[str, Any]) -> Reply:
         FakeToolCall(c["name"], c.get("arguments", {}), c.get("id"))
         for c in data.get("tool_calls", ())
     )
-    usage = FakeUsage(**data.get("usage", {}))
+    given = data.get("usage", {})
+    usage = None if given is None else FakeUsage(**given)
     return Reply(
         data.get("text", ""),
         calls,

@@ -3,7 +3,7 @@ USD limit, or the call is not made, so a run's spending never passes its cap."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from journeyman import Agent, AgentConfig
 from journeyman.core.errors import BudgetExhaustedError
-from journeyman.core.messages import Message, ToolCall, Usage
+from journeyman.core.messages import Message, ToolCall, ToolSpec, Usage
 from journeyman.core.result import FinishReason
 from journeyman.loop.call_budget import (
     MIN_REPLY_TOKENS,
@@ -20,6 +20,7 @@ from journeyman.loop.call_budget import (
     Remaining,
     fit_request,
     least_call,
+    request_ceiling,
 )
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.scripted import (
@@ -71,10 +72,35 @@ def test_tokens_left_bound_the_reply_too() -> None:
 
 def test_the_prompt_bound_learns_from_the_reported_size() -> None:
     bound = PromptBound()
-    assert bound.of(1_000) == 2_000  # nothing reported yet: twice the estimate
-    bound.learn(estimate=1_000, reported=1_300)
-    assert bound.of(1_100) == 1_300 + 200  # the report, plus twice what was added since
-    assert bound.of(500) == math.ceil(500 * 1.3 * 1.25)  # after compaction: the ratio, a margin
+    tool = ToolSpec("read_file", "Read a file.", {"type": "object"})
+    first = ModelRequest(system="sys", messages=(Message.user("fix it"),), tools=(tool,))
+    assert bound.of(first) == request_ceiling(first)  # nothing reported yet: one token a byte
+    bound.learn(first, reported=120)
+    reply = Message.assistant("", [ToolCall("c1", "read_file", {"path": "a.py"})])
+    result = Message.user("print('hi')\n" * 10)
+    grown = dataclasses.replace(first, messages=(*first.messages, reply, result))
+    added = reply.token_ceiling + result.token_ceiling
+    assert bound.of(grown) == 120 + added < request_ceiling(grown)
+    # a request without the tools (the closing report) and without a part: never more
+    closing = dataclasses.replace(grown, tools=(), messages=grown.messages[1:])
+    assert bound.of(closing) == min(120 + added, request_ceiling(closing))
+    # a request seen before costs what was reported
+    assert bound.of(first) == 120
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "请把这个函数改成异步的，并且为它写一个测试。" * 20,  # CJK: 3 bytes a character
+        "done 🎉🚀✅ " * 40,  # emoji: 4 bytes
+        "def f(x):\n    return {k: v for k, v in x.items() if v}\n" * 20,  # code
+        "Ünïcödé façade naïve résumé " * 20,
+    ],
+    ids=["cjk", "emoji", "code", "accents"],
+)
+def test_the_first_bound_covers_a_tokenizer_that_makes_a_token_a_byte(text: str) -> None:
+    request = ModelRequest(system="s", messages=(Message.user(text),))
+    assert PromptBound().of(request) >= len(text.encode()) + len(b"s")
 
 
 def _billed_like_a_provider(calls: int, replies: list[int]) -> list[ScriptStep]:
@@ -159,6 +185,7 @@ async def test_the_request_event_carries_the_reply_limit_it_was_sent_with(
             max_budget_usd=0.003,
             price_per_mtok=PRICE,
             max_output_tokens=8_000,
+            system_prompt="Be brief.",  # a prompt small enough for a $0.003 call
             verify=False,
         ),
         on_event=seen.append,

@@ -12,7 +12,7 @@ import pytest
 
 from journeyman import ConfigurationError, FinishReason
 from journeyman.core.events import Event, RunStarted
-from journeyman.core.messages import Role
+from journeyman.core.messages import Role, Usage
 from journeyman.loop.recorder import INTERRUPTED_NOTE
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.session.store import SessionStore
@@ -241,3 +241,32 @@ async def test_failed_checks_of_an_earlier_message_do_not_count_against_the_next
     second = await agent.send(first.session_id, "try again, create ok")
 
     assert second.finish_reason is FinishReason.COMPLETED, second.error
+
+
+@pytest.mark.parametrize(("spent", "refused"), [(5_000, False), (9_300, True)])
+async def test_a_follow_up_passes_the_same_gate_as_a_new_task(
+    tmp_path: Path, spent: int, refused: bool
+) -> None:
+    script = [turn(text="first done", usage=Usage(0, spent)), turn(text="second done")]
+    agent, provider = make_agent(
+        tmp_path, script, verify=False, max_total_tokens=10_000, max_output_tokens=10_000
+    )
+    first = await agent.run("one")
+    assert first.finish_reason is FinishReason.ANSWERED
+
+    second = await agent.send(first.session_id, "and another thing")
+
+    if refused:  # 93 % of the budget spent: not enough for a new message's work
+        assert second.finish_reason is FinishReason.MAX_TOKENS
+        assert "not starting a new task" in (second.error or "")
+        assert len(provider.requests) == 1  # it never reached the model
+    else:
+        assert second.finish_reason is FinishReason.ANSWERED
+        assert len(provider.requests) == 2
+    store = SessionStore(tmp_path / "sessions")
+    try:  # refused or not, the message is kept with the session
+        assert store.messages(first.session_id)[-1 if refused else -2].content == (
+            "and another thing"
+        )
+    finally:
+        store.close()

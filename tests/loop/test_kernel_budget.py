@@ -27,12 +27,15 @@ async def test_budget_walks_from_nudge_to_text_only_to_capacity_stop(tmp_path: P
     )  # its prompt becomes the baseline
     script = [
         first,
-        spend_turn(("echo", "b"), tokens=700),  # 70 % -> WARN
-        spend_turn(("echo", "c"), tokens=200),  # 90 % -> RESTRICTED
-        spend_turn(("echo", "d"), ("echo", "e"), tokens=50),  # 95 % -> HARD; 2nd call refused
+        spend_turn(("echo", "b"), tokens=14_000),  # 70 % -> WARN
+        spend_turn(("echo", "c"), tokens=4_000),  # 90 % -> RESTRICTED
+        spend_turn(("echo", "d"), ("echo", "e"), tokens=1_000),  # 95 % -> HARD; 2nd refused
         ModelResponse(text="Closing report: echoed a-d, e was not run.", usage=Usage(0, 10)),
     ]
-    agent, provider = make(tmp_path, script, events, max_total_tokens=1000)
+    # 1,000 tokens are left at HARD: the closing call fits (its prompt's bound and its reply)
+    agent, provider = make(
+        tmp_path, script, events, max_total_tokens=20_000, max_output_tokens=20_000
+    )
     result = await agent.run("echo things")
     assert result.finish_reason is FinishReason.MAX_TOKENS
     assert result.final_text.startswith("Closing report")
@@ -46,16 +49,37 @@ async def test_budget_walks_from_nudge_to_text_only_to_capacity_stop(tmp_path: P
     assert provider.requests[4].tools == ()
     assert provider.requests[3].tools != ()
     assert "no longer available" in provider.requests[4].messages[-1].content
+    # the closing call was fitted to the 1,000 tokens left, and the cap held
+    assert provider.requests[4].max_output_tokens < 1_000
+    assert agent.economics.incremental_tokens <= 20_000
     budget_nudges = nudges(events, "budget")
     assert len(budget_nudges) >= 3
     assert provider.requests[2].messages[-1].content.startswith("[journeyman]")
 
 
-async def test_jump_past_the_limit_stops_at_the_gate(tmp_path: Path) -> None:
+async def test_a_closing_report_that_cannot_fit_is_not_made(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=3000),
+        spend_turn(("echo", "b"), tokens=9_990),  # as long as it may be: no prompt fits after
+        ModelResponse(text="a closing report that would pass the cap", usage=Usage(0, 10)),
+    ]
+    agent, provider = make(
+        tmp_path, script, events, max_total_tokens=10_000, max_output_tokens=10_000
+    )
+    result = await agent.run("x")
+    assert result.finish_reason is FinishReason.MAX_TOKENS
+    assert "was not made" in (result.error or "")
+    assert len(provider.requests) == 2  # the closing call never reached the model
+    assert agent.economics.incremental_tokens <= 10_000
+
+
+async def test_jump_past_the_limit_stops_at_the_gate(tmp_path: Path) -> None:
+    events: list[Event] = []
+    past = Usage(3000, 0)  # a provider billing far more prompt than the request's bound
+    script = [
+        spend_turn(("echo", "a"), tokens=0),
+        ModelResponse("", (ToolCall("b", "echo", {"text": "b"}),), usage=past),
         spend_turn(("echo", "c"), tokens=1),
     ]
     agent, _ = make(tmp_path, script, events, max_total_tokens=1000)
@@ -69,12 +93,17 @@ async def test_extension_granted_lets_the_run_continue(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=990),  # 99 %: text only unless extended
+        spend_turn(("echo", "b"), tokens=9_850),  # 98.5 %: text only unless extended
         spend_turn(("echo", "c"), tokens=10),
         ModelResponse(text="done", usage=Usage(0, 1)),
     ]
     agent, provider = make(
-        tmp_path, script, events, max_total_tokens=1000, approver=AutoApprover(1)
+        tmp_path,
+        script,
+        events,
+        max_total_tokens=10_000,
+        max_output_tokens=10_000,
+        approver=AutoApprover(1),
     )
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.ANSWERED
@@ -82,7 +111,7 @@ async def test_extension_granted_lets_the_run_continue(tmp_path: Path) -> None:
         "extension_requested",
         "extension_decided",
     ]
-    assert agent.economics.limits.max_total_tokens == 1500
+    assert agent.economics.limits.max_total_tokens == 15_000
     assert agent.economics.extensions_granted == 1
     assert provider.requests[2].tools != ()
 
@@ -91,10 +120,10 @@ async def test_denied_extension_is_asked_once(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=960),
+        spend_turn(("echo", "b"), tokens=9_600),
         ModelResponse(text="wrapping up", usage=Usage(0, 1)),
     ]
-    agent, _ = make(tmp_path, script, events, max_total_tokens=1000)
+    agent, _ = make(tmp_path, script, events, max_total_tokens=10_000, max_output_tokens=10_000)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.MAX_TOKENS
     decided = [e for e in events if e.type == "extension_decided"]
@@ -207,11 +236,13 @@ async def test_a_new_task_is_refused_on_a_nearly_spent_budget(tmp_path: Path) ->
     events: list[Event] = []
     script = [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=930),
+        spend_turn(("echo", "b"), tokens=9_300),
         ModelResponse(text="first task done", usage=Usage(0, 1)),
         spend_turn(("echo", "c"), tokens=1),
     ]
-    agent, provider = make(tmp_path, script, events, max_total_tokens=1000)
+    agent, provider = make(
+        tmp_path, script, events, max_total_tokens=10_000, max_output_tokens=10_000
+    )
     first = await agent.run("first task")
     assert first.finish_reason is FinishReason.ANSWERED  # finished at 93 % of the budget
     second = await agent.run("second task")

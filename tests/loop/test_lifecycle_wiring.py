@@ -46,8 +46,9 @@ async def test_the_closing_report_is_written_while_completing(tmp_path: Path) ->
         during.append(agent.lifecycle.state)
         return ModelResponse(text="Closing report", usage=Usage(0, 1))
 
-    script = [spend_turn(("echo", "a"), tokens=0), spend_turn(("echo", "b"), tokens=960), report]
-    agent, _ = make(tmp_path, script, [], max_total_tokens=1000)
+    script = [spend_turn(("echo", "a"), tokens=0), spend_turn(("echo", "b"), tokens=19_000), report]
+    # 95 % spent leaves 1,000 tokens: room for the closing call's prompt and a short reply
+    agent, _ = make(tmp_path, script, [], max_total_tokens=20_000, max_output_tokens=20_000)
     seen = watch(agent.lifecycle)
     result = await agent.run("x")
     assert result.finish_reason is FinishReason.MAX_TOKENS
@@ -62,9 +63,10 @@ async def test_waiting_for_an_extension_decision_is_paused(tmp_path: Path) -> No
         during.append(agent.lifecycle.state)
         return False
 
-    script = [spend_turn(("echo", "a"), tokens=0), spend_turn(("echo", "b"), tokens=990)]
+    script = [spend_turn(("echo", "a"), tokens=0), spend_turn(("echo", "b"), tokens=9_900)]
     script.append(ModelResponse(text="report", usage=Usage(0, 1)))
-    agent, _ = make(tmp_path, script, [], max_total_tokens=1000, approver=approver)
+    limits = {"max_total_tokens": 10_000, "max_output_tokens": 10_000}
+    agent, _ = make(tmp_path, script, [], approver=approver, **limits)
     seen = watch(agent.lifecycle)
     await agent.run("x")
     assert during == [S.PAUSED]

@@ -8,6 +8,7 @@ from typing import Any
 
 from journeyman.context.compaction import SUMMARY_PREFIX
 from journeyman.core import events as ev
+from journeyman.core.messages import Usage
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.tools.builtin import default_tools
 from tests.fakes.agents import call, echo, finish, make_agent, turn
@@ -64,3 +65,34 @@ async def test_without_a_request_a_small_history_is_left_alone(tmp_path: Path) -
     await agent.send(first.session_id, "anything else?")
     assert not [e for e in events if isinstance(e, ev.ContextCompacted)]
     assert len(provider.requests[-1].messages) > stored
+
+
+async def test_an_early_compaction_does_not_raise_the_counted_tokens(tmp_path: Path) -> None:
+    events: list[ev.Event] = []
+    counted_at_compaction: list[int] = []
+    # the first prompt (3,000 tokens) is the baseline; nothing else is counted
+    echoes = [
+        turn(call("echo", f"e{i}", text=f"echo {i}"), usage=Usage(3_000 if i == 0 else 0, 0))
+        for i in range(8)
+    ]
+    done = turn(call("finish", "fin", summary="echoed"), usage=Usage())
+    summarised = turn(text="summary: eight echoes", usage=Usage())  # nothing counted either
+    script = [*echoes, done, summarised, turn(call("finish", "f2", summary="ok"), usage=Usage())]
+    agent, _ = make_agent(
+        tmp_path, script, tools=tools(), events=events, verify=False, max_total_tokens=100_000
+    )
+
+    def on_compacted(event: ev.Event) -> None:
+        events.append(event)
+        if isinstance(event, ev.ContextCompacted):
+            counted_at_compaction.append(agent.economics.incremental_tokens)
+
+    agent.on_event = on_compacted
+    first = await agent.run("echo eight times")
+    counted = agent.economics.incremental_tokens
+    assert counted == 0
+    agent.request_compaction()
+    await agent.send(first.session_id, "anything else?")
+    [compacted] = [e for e in events if isinstance(e, ev.ContextCompacted)]
+    assert compacted.tokens_after > counted  # the compacted context is bigger than the count
+    assert counted_at_compaction == [counted]  # and the count did not rise to it

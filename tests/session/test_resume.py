@@ -3,6 +3,7 @@ crash equals the one the uninterrupted run sent at that point."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -10,22 +11,34 @@ import pytest
 
 from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.core.messages import ToolCall, Usage
-from journeyman.providers.base import ModelResponse
-from journeyman.providers.scripted import ScriptedProvider
+from journeyman.providers.base import ModelRequest, ModelResponse
+from journeyman.providers.scripted import ScriptedProvider, billed_prompt_tokens
 from journeyman.session.store import SessionStore
 from tests.fakes.agents import Crash, crash
 
 STEPS = 8
 
 
+def billed(response: ModelResponse) -> Any:
+    """`response`, reporting the prompt tokens a provider would bill for what it was sent."""
+
+    def respond(request: ModelRequest) -> ModelResponse:
+        usage = Usage(billed_prompt_tokens(request), response.usage.output_tokens)
+        return dataclasses.replace(response, usage=usage)
+
+    return respond
+
+
 def script() -> list[Any]:
     steps: list[Any] = [
-        ModelResponse(
-            text=f"writing file {i}",
-            tool_calls=(
-                ToolCall(f"w{i}", "write_file", {"path": f"f{i}.txt", "content": f"{i}\n"}),
-            ),
-            usage=Usage(50, 100),
+        billed(
+            ModelResponse(
+                text=f"writing file {i}",
+                tool_calls=(
+                    ToolCall(f"w{i}", "write_file", {"path": f"f{i}.txt", "content": f"{i}\n"}),
+                ),
+                usage=Usage(0, 2_000),
+            )
         )
         for i in range(STEPS)
     ]
@@ -40,8 +53,10 @@ def script() -> list[Any]:
 
 
 def agent(provider: ScriptedProvider, ws: Path, root: Path) -> Agent:
-    # a token budget that crosses the warning level mid-run, so nudges are part of the history
-    config = AgentConfig(session_dir=root, max_total_tokens=1500, verify=False)
+    # a token budget that crosses the warning level at the last write, so nudges are part of
+    # the history, and leaves room for the resumed call's bound (the whole prompt, one token
+    # a byte: a new process has no report of what the prompt cost)
+    config = AgentConfig(session_dir=root, max_total_tokens=48_000, verify=False)
     return Agent(provider, workspace=ws, config=config)
 
 

@@ -134,7 +134,8 @@ async def test_an_edit_is_approved_and_another_denied(tmp_path: Path) -> None:
 def budget_script() -> list[Any]:
     return [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=990),  # 99 %: the extension question
+        # a prompt billed at 99 % of the budget: the extension question
+        turn(call("echo", "c0-b", text="b"), usage=Usage(990, 0)),
         spend_turn(("echo", "c"), tokens=10),
         turn(text="wrapping up"),
     ]

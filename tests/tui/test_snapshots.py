@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from journeyman.core import events as ev
+from journeyman.core.messages import Usage
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.tui import conversation
 from journeyman.tui.app import ChatApp
@@ -83,7 +84,8 @@ def test_approval_dialog(snap_compare: Any, tmp_path: Path, size: tuple[int, int
 def test_budget_dialog(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
     script = [
         spend_turn(("echo", "a"), tokens=0),
-        spend_turn(("echo", "b"), tokens=990),
+        # a prompt billed at 99 % of the budget: the extension question
+        turn(call("echo", "c0-b", text="b"), usage=Usage(990, 0)),
         turn(text="wrapping up"),
     ]
     app, _ = scripted_app(

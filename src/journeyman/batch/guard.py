@@ -1,12 +1,12 @@
 """`GrantGuard`: a provider wrapper that keeps one task attempt inside its allocation.
 
-The loop prices each call against the agent's own USD limit (`loop.call_budget`), but an
-agent's token limit is a graduated budget counted from a baseline, which its last call may pass.
-A batch's allocation is a hard grant of total tokens and dollars: the guard prices every call
-against what is left of it with the same fitting (a bound on the prompt plus the reply at its
-`max_output_tokens`), shortens the reply to fit, and refuses the call (a budget stop) when not
-even a short reply fits. A 429 from the provider ends the attempt at once (no in-task retry), so
-the batch scheduler can lower its concurrency and requeue the task.
+The loop fits each call to the agent's own limits (`loop.call_budget`): its USD limit, and its
+token limit counted from a baseline. A batch's allocation is a hard grant of total tokens and
+dollars: the guard prices every call against what is left of it with the same fitting (a bound
+on the prompt plus the reply at its `max_output_tokens`), shortens the reply to fit, and
+refuses the call (a budget stop) when not even a short reply fits. A reply without usage is
+charged that worst case. A 429 from the provider ends the attempt at once (no in-task retry),
+so the batch scheduler can lower its concurrency and requeue the task.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from journeyman.providers.base import (
     Provider,
     TextCallback,
 )
-
-CHARS_PER_ESTIMATED_TOKEN = 4
-"""The estimate the loop's prompt bound doubles (its first bound is two characters a token)."""
 
 Pricer = Callable[[Usage], float | None]
 
@@ -81,6 +78,7 @@ class GrantGuard:
         self, request: ModelRequest, on_text: TextCallback | None = None
     ) -> ModelResponse:
         request = self._fit(request)
+        bound = self._bound.of(request)
         try:
             response = await self.inner.complete(request, on_text)
         except ProviderError as error:
@@ -96,10 +94,12 @@ class GrantGuard:
                 ) from error
             raise
         usage = response.usage
+        if response.usage_missing:  # charged as the worst case the fitting allowed for
+            usage = Usage(bound, request.max_output_tokens)
+        else:
+            self._bound.learn(request, usage.total_input_tokens)
         self.spent_tokens += usage.total_tokens
         self.spent_usd += self.price(usage) or 0.0
-        estimate = -(-_prompt_chars(request) // CHARS_PER_ESTIMATED_TOKEN)
-        self._bound.learn(estimate, usage.total_input_tokens)
         return response
 
     def _fit(self, request: ModelRequest) -> ModelRequest:
@@ -111,24 +111,12 @@ class GrantGuard:
             usd=None if self.usd is None else self.usd - self.spent_usd,
         )
         try:
-            return fit_request(request, self._prompt_bound(request), left, self.price)
+            return fit_request(request, self._bound.of(request), left, self.price)
         except BudgetExhaustedError as error:
             what = "USD" if error.details.get("finish_reason") == "max_budget_usd" else "tokens"
             limit = self.usd if what == "USD" else self.tokens
             spent = self.spent_usd if what == "USD" else self.spent_tokens
             raise _exhausted(what, str(error.details["finish_reason"]), limit or 0, spent) from None
-
-    def _prompt_bound(self, request: ModelRequest) -> int:
-        """More tokens than the prompt can hold (the loop's bound, on this request's size)."""
-        return self._bound.of(-(-_prompt_chars(request) // CHARS_PER_ESTIMATED_TOKEN))
-
-
-def _prompt_chars(request: ModelRequest) -> int:
-    return (
-        len(request.system)
-        + sum(len(repr(m)) for m in request.messages)
-        + sum(len(repr(t)) for t in request.tools)
-    )
 
 
 def _exhausted(what: str, reason: str, limit: float, spent: float) -> BudgetExhaustedError:

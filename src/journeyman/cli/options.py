@@ -90,10 +90,11 @@ MaxDurationOpt = Annotated[
 BudgetModeOpt = Annotated[
     BudgetMode | None,
     typer.Option(
-        help="strict (default): nudge at 70 %, fewer tools at 90 %, text only at 95 %, stop at "
-        "100 %; advisory: nudges only, never a stop; soft: tracking only. Under advisory and "
-        "soft the token, USD, iteration and duration limits do not end the run (the mistake "
-        "and no-progress limits still do).",
+        help="How the token budget is enforced. strict (default): nudges from 70 %, one tool "
+        "call a turn from 90 %, text only from 95 %, stop at 100 % of the token or USD "
+        "budget; advisory: nudges only, never a stop for tokens; soft: tracking only. In "
+        "every mode --max-iterations, --max-budget-usd and --max-duration stop the run at "
+        "their limit; --max-total-tokens stops it only under strict.",
     ),
 ]
 AutoExtendOpt = Annotated[

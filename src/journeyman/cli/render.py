@@ -70,6 +70,12 @@ class Renderer:
         return escape(printable(self._redact(text)))
 
     def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ErrorOccurred) and event.details.get("usage_missing"):
+            # said once a run on stderr, whatever the format: the cost shown is a worst case
+            sys.stderr.write(f"journeyman: warning: {printable(self._redact(event.message))}\n")
+            sys.stderr.flush()
+            if self.fmt is not OutputFormat.STREAM_JSON:
+                return
         if isinstance(event, ev.RunStarted):
             if event.tool_mode is None and self.tool_mode:
                 event = dataclasses.replace(event, tool_mode=self.tool_mode)

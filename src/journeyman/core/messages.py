@@ -88,6 +88,19 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+FRAMING_TOKENS = 32
+"""Tokens a chat format may add around one message, tool call or tool definition (roles,
+separators, the adapters' own words such as "The tool reported an error:")."""
+
+
+def text_token_ceiling(text: str) -> int:
+    """The most tokens `text` can become: its UTF-8 bytes (every token of a byte-level
+    tokenizer covers at least one byte)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
 @dataclass(frozen=True)
 class Message:
     """One entry of the conversation as the model sees it.
@@ -111,6 +124,23 @@ class Message:
         for call in self.tool_calls:
             chars += len(call.name) + len(json.dumps(call.arguments, default=str)) + 16
         return chars
+
+    @cached_property
+    def token_ceiling(self) -> int:
+        """The most tokens any tokenizer can make of this message in a prompt: one a byte of
+        its UTF-8 text (a byte-level tokenizer never does worse; CJK and emoji take 3-4 bytes a
+        character), its tool calls as JSON, their ids, and the framing a chat format adds.
+
+        Unlike `approx_chars` (an estimate), this is a bound: what a model call may be
+        charged for before the provider reports the real count."""
+        tokens = text_token_ceiling(self.content) + FRAMING_TOKENS
+        for call in self.tool_calls:
+            arguments = json.dumps(call.arguments, default=str)  # ASCII: escapes cost more
+            tokens += len(arguments) + text_token_ceiling(call.id + call.name) + FRAMING_TOKENS
+        if self.tool_result is not None:
+            result = self.tool_result
+            tokens += text_token_ceiling(result.call_id + result.name) + FRAMING_TOKENS
+        return tokens
 
     @classmethod
     def user(cls, text: str) -> Message:

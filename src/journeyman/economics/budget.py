@@ -7,7 +7,8 @@ and what each level does depends on the mode (STRICT, ADVISORY, SOFT) and the li
 
 Token accounting keeps a baseline: `incremental_tokens = total_tokens - baseline`. The budget
 is enforced on the incremental count, and compaction moves the baseline
-(`update_baseline(tokens_after)`) so tokens that compaction removed stop counting against it.
+(`update_baseline(tokens_after)`) so tokens that compaction removed stop counting against it
+(never so that the count goes up).
 """
 
 from __future__ import annotations
@@ -221,13 +222,24 @@ class ExecutionEconomics:
         limit = self.limits.max_total_tokens
         return self.incremental_tokens / limit if limit else 0.0
 
+    @property
+    def baseline_refined(self) -> bool:
+        """Whether a call has reported its prompt yet: until then the next call's prompt
+        becomes the baseline, and only its reply counts against the token budget."""
+        return self._baseline_refined
+
     def set_baseline(self, tokens: int) -> None:
         """Tokens that do not count against the budget (the fixed prompt at start)."""
         self.baseline_tokens = max(0, tokens)
 
     def update_baseline(self, tokens_after: int) -> None:
-        """After compaction: only the compacted context (`tokens_after`) keeps counting."""
-        self.baseline_tokens = max(0, self.total_tokens - max(0, tokens_after))
+        """After compaction: at most the compacted context (`tokens_after`) keeps counting.
+
+        Compaction only ever lowers the count: an early one, whose compacted context is larger
+        than what the run has counted so far (its first prompt is the baseline), leaves the
+        count where it was instead of raising it to the context's size."""
+        counted = min(self.incremental_tokens, max(0, tokens_after))
+        self.baseline_tokens = max(0, self.total_tokens - counted)
 
     def record_call(
         self,

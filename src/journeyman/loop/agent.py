@@ -17,7 +17,12 @@ from journeyman.core.result import RunResult
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.economics.budget import BudgetLimits, ExecutionEconomics
 from journeyman.loop import prompts
-from journeyman.loop.call_budget import CallFloor, model_pricer, opening_call_floor
+from journeyman.loop.call_budget import (
+    CallFloor,
+    PromptBound,
+    model_pricer,
+    opening_call_floor,
+)
 from journeyman.loop.checkpoint import load_checkpoint
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
@@ -141,6 +146,9 @@ class Agent:
         self.approver = approver
         self.economics = economics_for(self.config)
         """Budget accounting shared by every run of this agent (one session's worth)."""
+        self._prompt_bounds: dict[str, PromptBound] = {}
+        """What each model has billed for the prompts it was sent, kept across this agent's
+        runs so a follow-up's first call is bounded by that, not by the whole history's size."""
         self.settings = {
             "provider": self.provider.name,
             "model": self.provider.model,
@@ -360,7 +368,7 @@ class Agent:
 
         async with self._kernel() as kernel:
             kernel.on_restore = restored
-            result = await kernel.resume(session_id)
+            result = await kernel.resume(session_id, follow_up=follow_up is not None)
             if self._granted_between_runs and kernel.store.checkpoint(session_id)[0] > restored_at:
                 self._granted_between_runs.clear()  # a newer stored step holds them now
             return result
@@ -403,6 +411,8 @@ class Agent:
                 lifecycle=self.lifecycle,
                 parent_call=self.parent_call_id,
             )
+            model = f"{self.provider.name}:{self.provider.model}"
+            kernel.model.prompt_bound = self._prompt_bounds.setdefault(model, PromptBound())
             if self._compaction_requested:
                 self._compaction_requested = False
                 kernel.window.request_compaction()

@@ -118,14 +118,17 @@ class BudgetGate:
         return granted
 
     def hard_limit(self) -> BudgetKind | None:
-        """The configured iteration or USD limit this run has reached, in every budget mode
-        (the budget modes govern only the token and duration budget)."""
+        """The configured iteration, USD or duration limit this run has reached, in every
+        budget mode (the budget modes govern only the token budget and the nudges)."""
         eco = self.economics
-        if eco.limits.max_iterations is not None and eco.iterations >= eco.limits.max_iterations:
+        limits = eco.limits
+        if limits.max_iterations is not None and eco.iterations >= limits.max_iterations:
             return BudgetKind.ITERATIONS
         spent = eco.cost_usd
-        if eco.limits.max_usd is not None and spent is not None and spent >= eco.limits.max_usd:
+        if limits.max_usd is not None and spent is not None and spent >= limits.max_usd:
             return BudgetKind.USD
+        if limits.max_duration_s is not None and eco.elapsed_s >= limits.max_duration_s:
+            return BudgetKind.DURATION
         return None
 
     def exhausted(self, kind: BudgetKind | None) -> BudgetExhaustedError:

@@ -7,6 +7,11 @@ before it is made: a bound on the prompt's size plus the reply at its `max_outpu
 that does not fit, the reply is shortened until it does; when not even a short reply fits, the
 call is not made and the run ends with the limit's finish reason.
 
+The prompt's bound holds whatever the text: one token a UTF-8 byte (CJK text and emoji make
+more tokens than characters; no byte-level tokenizer makes more than one a byte), learned down
+to the provider's own count of what it has already billed (`PromptBound`). The same bound is
+what a reply that reported no usage is charged: the worst case the call could have cost.
+
 The same floor — a prompt's bound plus `MIN_REPLY_TOKENS` of reply at the model's price — is
 the smallest allocation a shared pool may grant: `opening_call_floor` prices the first call of
 a run that has not started, so a subagent or a batch task that could not make even that call
@@ -16,24 +21,30 @@ is refused before it starts instead of ending at once with nothing done.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from journeyman.context import compaction
 from journeyman.core.errors import BudgetExhaustedError
-from journeyman.core.messages import Message, ToolSpec, Usage
+from journeyman.core.messages import (
+    FRAMING_TOKENS,
+    Message,
+    ToolSpec,
+    Usage,
+    text_token_ceiling,
+)
 from journeyman.providers.base import ModelRequest
-from journeyman.providers.pricing import cost_usd, estimate_fixed_tokens
+from journeyman.providers.pricing import cost_usd
 
 MIN_REPLY_TOKENS = 64
 """A call whose reply would have to be shorter than this is not worth making."""
-PROMPT_BOUND_FACTOR = 2.0
-"""How far above the 4-characters-a-token estimate a prompt's bound is put: tokenizers report
-up to about 1.6x it on code and non-English text, so twice the estimate is a bound, not a guess."""
-
-SHRUNK_PROMPT_MARGIN = 1.25
-"""Margin on a prompt that shrank since the last report (the calibration was for other text)."""
+TOOLS_ALLOWANCE = 512
+"""Tokens a provider may add to a request that offers tools (its own tool-use instructions:
+Anthropic's are about 350)."""
+REQUEST_ALLOWANCE = 64
+"""Tokens a chat format may add once per request (start and end markers, the reply's header)."""
 
 Pricer = Callable[[Usage], float | None]
 
@@ -46,28 +57,92 @@ class Remaining:
     usd: float | None = None
 
 
+def tool_token_ceiling(tool: ToolSpec) -> int:
+    """The most tokens a tool definition can take in a prompt (its JSON, one a byte)."""
+    schema = json.dumps(tool.parameters, default=str)
+    return text_token_ceiling(tool.name + tool.description) + len(schema) + FRAMING_TOKENS
+
+
+def request_ceiling(request: ModelRequest) -> int:
+    """The most tokens `request`'s prompt can be billed for, whatever the tokenizer: every
+    part at one token a UTF-8 byte, with the framing and tool allowances."""
+    tokens = REQUEST_ALLOWANCE + text_token_ceiling(request.system) + FRAMING_TOKENS
+    if request.tools:
+        tokens += TOOLS_ALLOWANCE + sum(map(tool_token_ceiling, request.tools))
+    return tokens + sum(message.token_ceiling for message in request.messages)
+
+
 @dataclass
 class PromptBound:
-    """An upper bound on a prompt's reported size. Before any report: twice its estimate. After
-    one: the last reported prompt plus twice the estimate of what was added since, or, for a
-    prompt smaller than the last (after compaction), the last report's tokens per estimated
-    token with a margin."""
+    """An upper bound on a prompt's reported size, however its text tokenizes.
 
-    last_reported: int = 0
-    last_estimate: int = 0
+    Before any report: `request_ceiling`, one token a byte. After one: the last reported size
+    plus the ceiling of every part the new request has that the reported one had not (new
+    messages, a changed system prompt, new tools). A chat prompt's tokens add up part by part,
+    so parts that were reported cost what they cost then and dropped parts only make it
+    smaller: the sum is a bound too, and the smaller of the two bounds is used.
 
-    def of(self, estimate: int) -> int:
-        if not self.last_reported or not self.last_estimate:
-            return math.ceil(estimate * PROMPT_BOUND_FACTOR)
-        grown = estimate - self.last_estimate
-        if grown >= 0:
-            return self.last_reported + math.ceil(grown * PROMPT_BOUND_FACTOR)
-        per_estimated_token = self.last_reported / self.last_estimate
-        return math.ceil(estimate * per_estimated_token * SHRUNK_PROMPT_MARGIN)
+    A provider that has billed more than a request's ceiling (a prompt of its own that the
+    request does not show) has its ceilings scaled up by the largest such excess seen."""
 
-    def learn(self, estimate: int, reported: int) -> None:
-        if reported > 0 and estimate > 0:
-            self.last_reported, self.last_estimate = reported, estimate
+    _reported_request: ModelRequest | None = None
+    _reported_tokens: int = 0
+    _excess: float = 1.0
+
+    def of(self, request: ModelRequest) -> int:
+        whole = math.ceil(request_ceiling(request) * self._excess)
+        last = self._reported_request
+        if last is None:
+            return whole
+        return min(whole, self._reported_tokens + _added_ceiling(last, request))
+
+    def learn(self, request: ModelRequest, reported: int) -> None:
+        """The provider billed `reported` prompt tokens for `request` (not for a reply that
+        reported no usage: the bound keeps the last real report)."""
+        reported = max(0, reported)
+        self._excess = max(self._excess, reported / request_ceiling(request))
+        self._reported_request, self._reported_tokens = request, reported
+
+
+def _added_ceiling(last: ModelRequest, request: ModelRequest) -> int:
+    """The ceiling of the parts of `request` that `last` did not have."""
+    added = 0
+    if request.system != last.system:
+        added += text_token_ceiling(request.system) + FRAMING_TOKENS
+    if request.tools != last.tools:
+        added += sum(tool_token_ceiling(t) for t in request.tools if t not in last.tools)
+        if request.tools and not last.tools:
+            added += TOOLS_ALLOWANCE
+    return added + sum(m.token_ceiling for m in _new_messages(last.messages, request.messages))
+
+
+def _new_messages(reported: Sequence[Message], messages: Sequence[Message]) -> list[Message]:
+    """The `messages` that are not parts of the `reported` ones. A history grows by keeping
+    its message objects (`reported` keeps them alive, so an id is never another's); one read
+    back from the store (a follow-up, a resume) has equal messages instead."""
+    kept = Counter(id(message) for message in reported)
+    unmatched: list[Message] = []
+    for message in messages:
+        if kept[id(message)] > 0:
+            kept[id(message)] -= 1
+        else:
+            unmatched.append(message)
+    if not unmatched:
+        return unmatched
+    spare: dict[tuple[str, str], list[Message]] = defaultdict(list)
+    for message in reported:
+        if kept[id(message)] > 0:
+            kept[id(message)] -= 1
+            spare[(message.role, message.content)].append(message)
+    new: list[Message] = []
+    for message in unmatched:
+        equal = spare.get((message.role, message.content), [])
+        match = next((i for i, other in enumerate(equal) if other == message), None)
+        if match is None:
+            new.append(message)
+        else:
+            del equal[match]
+    return new
 
 
 @dataclass(frozen=True)
@@ -94,11 +169,9 @@ def opening_call_floor(
     system: str, tools: Sequence[ToolSpec], task: str, price: Pricer
 ) -> CallFloor:
     """The floor of a new run's first call: `system` prompt, `tools` and the `task` message,
-    estimated and bounded as the run will before any size is reported."""
-    estimate = compaction.estimate_tokens(
-        (Message.user(task),), estimate_fixed_tokens(system, tools)
-    )
-    return least_call(PromptBound().of(estimate), price)
+    bounded as the run will before any size is reported."""
+    request = ModelRequest(system=system, messages=(Message.user(task),), tools=tuple(tools))
+    return least_call(PromptBound().of(request), price)
 
 
 def model_pricer(price_per_mtok: tuple[float, float] | None, provider: str, model: str) -> Pricer:

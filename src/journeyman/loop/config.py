@@ -76,17 +76,18 @@ class AgentConfig(BaseModel):
     """US dollars per million (input, output) tokens, for a model the price database does not
     know or to override it; None uses the database."""
     max_total_tokens: int | None = Field(default=None, gt=0)
-    """Token budget of the session (input + output since the baseline); None means none."""
+    """Token budget of the session (input + output since the baseline); None means none. In
+    the strict budget mode a cap: each call is fitted to what is left of it."""
     hard_token_limit: bool = False
     """Make `max_total_tokens` a cap on every token billed (no baseline), with each call priced
     before it is sent so the cap is never passed: how subagents, swarm workers and batch tasks
     run on an allocation granted from a shared pool."""
     max_duration_s: float | None = Field(default=None, gt=0)
-    """Wall-clock seconds one run may last; None means no time limit."""
+    """Wall-clock seconds one run may last, in every budget mode; None means no time limit."""
     budget_mode: BudgetMode = BudgetMode.STRICT
-    """How the token and duration budget is enforced (strict: stop at 100 %, text only from
-    95 %; advisory: nudges only; soft: tracking only); the iteration and USD limits always
-    stop the run."""
+    """How the token budget is enforced (strict: stop at 100 %, text only from 95 %;
+    advisory: nudges only; soft: tracking only); the iteration, USD and duration limits stop
+    the run in every mode."""
     extension_share: float = Field(default=0.5, gt=0)
     """Size of a budget extension as a fraction of the original token/USD limit."""
     exploration_saturation: int = Field(default=10, ge=1)

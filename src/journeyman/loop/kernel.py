@@ -200,8 +200,10 @@ class Kernel:
         self.observer.replay(history)
         return await self._drive(state, resumed=False)
 
-    async def resume(self, session_id: str) -> RunResult:
-        """Continue a stored session exactly where its last completed step left it."""
+    async def resume(self, session_id: str, *, follow_up: bool = False) -> RunResult:
+        """Continue a stored session exactly where its last completed step left it;
+        `follow_up` when `on_restore` adds a new user message, which is a new task to the
+        budget (the same continuation gate as a second `run`)."""
         record = self.store.load_session(session_id)
         step, stored = self.store.checkpoint(session_id)
         messages = self.store.messages(session_id)
@@ -234,12 +236,12 @@ class Kernel:
         self._attach(recorder)
         await asyncio.to_thread(recorder.reconcile_interrupted_command, self.workspace, step + 1)
         assert step == state.iterations
-        return await self._drive(state, resumed=True)
+        return await self._drive(state, resumed=True, new_task=follow_up)
 
     def _attach(self, recorder: StepRecorder) -> None:
         self._recorder = self.model.recorder = self.window.recorder = self.tools.recorder = recorder
 
-    async def _drive(self, state: LoopState, *, resumed: bool) -> RunResult:
+    async def _drive(self, state: LoopState, *, resumed: bool, new_task: bool = True) -> RunResult:
         """Run the loop to its ending; every way out of it is caught here, once."""
         try:
             self.lifecycle.begin_run()
@@ -247,7 +249,7 @@ class Kernel:
             self.lifecycle.start()
             state.ending = await self.hooks.start(state, resumed=resumed)
             if state.ending is None:
-                state.ending = await self._loop(state, resumed=resumed)
+                state.ending = await self._loop(state, new_task=new_task, resumed=resumed)
         except HookHalt as halt:
             state.ending = Termination(FinishReason.HALTED, halt.message)
         except asyncio.CancelledError:
@@ -277,11 +279,11 @@ class Kernel:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    async def _loop(self, state: LoopState, *, resumed: bool) -> Termination:
+    async def _loop(self, state: LoopState, *, new_task: bool, resumed: bool) -> Termination:
         self.budget.require_price(self.model.priced)
-        continuing = self.economics.calls and not resumed
-        if continuing and not self.economics.allow_task_continuation():
-            # an agent reused for another task: refuse to start on a nearly spent budget
+        if new_task and self.economics.calls and not self.economics.allow_task_continuation():
+            # another task on a budget already used (a reused agent, a follow-up message):
+            # refuse to start it on a nearly spent budget
             state.budget = self.economics.check()
             spent = self.budget.capacity_message(state.budget.driver)
             refusal = f"not starting a new task: {spent} leaves too little for it"

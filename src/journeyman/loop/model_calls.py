@@ -3,16 +3,17 @@ cost, per-phase tokens, the usage log) and calibrate the token estimate against 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from journeyman.context import compaction
 from journeyman.core import events as ev
-from journeyman.core.errors import AgentError, ProviderError
+from journeyman.core.errors import AgentError, ErrorCategory, ProviderError
 from journeyman.core.messages import Message, ToolSpec, Usage
 from journeyman.core.redact import StreamRedactor
-from journeyman.economics.budget import ExecutionEconomics
+from journeyman.economics.budget import BudgetMode, ExecutionEconomics
 from journeyman.economics.phases import WorkPhase
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.call_budget import PromptBound, Remaining, fit_request
@@ -56,6 +57,7 @@ class ModelCalls:
         self.compact_on_overflow: Compact | None = None
         """Shrinks the history when the provider refuses a prompt as too long."""
         self.prompt_bound = PromptBound()
+        self._told_usage_missing = False
 
     def cost(self, usage: Usage) -> float | None:
         """US dollars of a call: the configured price, else the price database (None when the
@@ -97,7 +99,7 @@ class ModelCalls:
                 temperature=self.config.temperature,
                 system_shared_chars=self.system_shared_chars(),
             )
-            return self._fit(request, self._estimate(state, extra, request.tools))
+            return self._fit(request)
 
         request = build()
         iteration = state.iterations + 1
@@ -129,7 +131,8 @@ class ModelCalls:
             if stream is not None and (rest := stream.flush()):
                 self.emit(ev.TextDelta(rest))
         latency = time.monotonic() - started
-        self._calibrate(state, extra, request, response.usage)
+        response = self._charged(request, response)
+        self._calibrate(state, extra, request, response)
         call_cost = self.cost(response.usage)
         self._account(state, response.usage, call_cost, latency, tools_enabled)
         self.emit(
@@ -178,14 +181,14 @@ class ModelCalls:
         )
         started = time.monotonic()
         try:
-            prompt = compaction.estimate_tokens(request.messages, self.fixed_tokens(()))
-            request = self._fit(request, prompt)
+            request = self._fit(request)
             response = await complete_within(
                 self.provider, request, None, deadline=self._deadline()
             )
         except AgentError as error:
             log.warning("compaction summary failed: %s", error.message)
             return ""
+        response = self._charged(request, response)
         call_cost = self.cost(response.usage)
         latency = time.monotonic() - started
         self._account(state, response.usage, call_cost, latency, tools=True)
@@ -212,28 +215,65 @@ class ModelCalls:
             state.messages, compaction.estimate_tokens(extra, self.fixed_tokens(tools))
         )
 
-    def _fit(self, request: ModelRequest, estimate: int) -> ModelRequest:
-        """`request` with a reply short enough that the call cannot overrun the run's USD limit
-        (or its token limit, when that is a hard cap on a granted allocation); raises when no
-        useful reply fits. Otherwise the token limit is a graduated budget, not a cap: its last
-        call may pass it, as the seed's enforcement levels expect."""
+    def _fit(self, request: ModelRequest) -> ModelRequest:
+        """`request` with a reply short enough that the call cannot overrun what is left of
+        the run's USD limit or of its token limit; raises when no useful reply fits.
+
+        The token limit is a cap in the strict budget mode (counted from the baseline: the
+        first call's prompt is the baseline, so only its reply counts) and, with
+        `hard_token_limit`, on every billed token; the advisory and soft modes never stop on
+        tokens, so their calls are not shortened for them."""
         limits, economics = self.economics.limits, self.economics
         usd_left = None if limits.max_usd is None else limits.max_usd - (economics.cost_usd or 0)
+        bound = self.prompt_bound.of(request)
         tokens_left = None
-        if self.config.hard_token_limit and limits.max_total_tokens is not None:
-            tokens_left = limits.max_total_tokens - economics.total_tokens
+        if limits.max_total_tokens is not None:
+            if self.config.hard_token_limit:
+                tokens_left = limits.max_total_tokens - economics.total_tokens
+            elif economics.mode is BudgetMode.STRICT:
+                tokens_left = limits.max_total_tokens - economics.incremental_tokens
+                if not economics.baseline_refined:
+                    tokens_left += bound
         if usd_left is None and tokens_left is None:
             return request
         left = Remaining(tokens=tokens_left, usd=usd_left)
-        return fit_request(request, self.prompt_bound.of(estimate), left, self.cost)
+        return fit_request(request, bound, left, self.cost)
+
+    def _charged(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """`response` with the usage it is charged: its own, or, when the provider reported
+        none, the worst case of `request` (its prompt's bound and its longest reply), said
+        once a run. A reply counted as free would let a run pass every cap unseen."""
+        if not response.usage_missing:
+            return response
+        worst = Usage(self.prompt_bound.of(request), request.max_output_tokens)
+        if not self._told_usage_missing:
+            self._told_usage_missing = True
+            self.emit(
+                ev.ErrorOccurred(
+                    ErrorCategory.BUDGET.value,
+                    f"the provider ({self.provider.name}) reported no usage; charging the "
+                    f"worst case: a call's prompt bound and longest reply ({worst.input_tokens:,}"
+                    f" and {worst.output_tokens:,} tokens now)",
+                    False,
+                    {"usage_missing": True},
+                )
+            )
+        return dataclasses.replace(response, usage=worst)
 
     def _calibrate(
-        self, state: LoopState, extra: Sequence[Message], request: ModelRequest, usage: Usage
+        self,
+        state: LoopState,
+        extra: Sequence[Message],
+        request: ModelRequest,
+        response: ModelResponse,
     ) -> None:
-        """`request` was the history plus `extra`; compare its estimated size with the report."""
-        reported = usage.total_input_tokens
+        """`request` was the history plus `extra`; compare its estimated size with the report
+        (a reply without usage teaches nothing)."""
+        if response.usage_missing:
+            return
+        reported = response.usage.total_input_tokens
+        self.prompt_bound.learn(request, reported)
         estimated = self._estimate(state, extra, request.tools)
-        self.prompt_bound.learn(estimated, reported)
         if reported > 0 and estimated > 0:
             low, high = TOKEN_RATIO_BOUNDS
             state.token_ratio = min(high, max(low, reported / estimated))

@@ -10,6 +10,7 @@ of the run sent.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -201,10 +202,11 @@ class AnthropicProvider:
             elif isinstance(block, ToolUseBlock):
                 arguments, problem = check_arguments(block.input)
                 calls.append(self._call(block.id, block.name, arguments, problem, problems))
-        usage = _usage(getattr(reply, "usage", None))
+        raw_usage = getattr(reply, "usage", None)
         stop = getattr(reply, "stop_reason", None)
         model = getattr(reply, "model", None)
-        return self._response("".join(text), calls, problems, usage, stop, model)
+        response = self._response("".join(text), calls, problems, _usage(raw_usage), stop, model)
+        return _missing_usage_marked(response, raw_usage is None)
 
     async def _from_stream(
         self, stream: AsyncStream[RawMessageStreamEvent], on_text: TextCallback
@@ -212,6 +214,7 @@ class AnthropicProvider:
         text: list[str] = []
         tools: dict[int, _ToolBlock] = {}
         usage = Usage()
+        reported = False
         stop: str | None = None
         model: str | None = None
         finished = False
@@ -222,7 +225,9 @@ class AnthropicProvider:
                     received += 1
                     if isinstance(event, RawMessageStartEvent):
                         model = event.message.model
-                        usage = _usage(event.message.usage)
+                        started_usage = getattr(event.message, "usage", None)
+                        reported = reported or started_usage is not None
+                        usage = _usage(started_usage)
                     elif isinstance(event, RawContentBlockStartEvent):
                         started = event.content_block
                         if isinstance(started, ToolUseBlock):
@@ -239,7 +244,10 @@ class AnthropicProvider:
                             tools[event.index].json_parts.append(delta.partial_json)
                     elif isinstance(event, RawMessageDeltaEvent):
                         stop = event.delta.stop_reason or stop
-                        usage = _updated_usage(usage, event.usage)
+                        delta_usage = getattr(event, "usage", None)
+                        if delta_usage is not None:
+                            reported = True
+                            usage = _updated_usage(usage, delta_usage)
                     elif isinstance(event, RawMessageStopEvent):
                         finished = True
         except anthropic.APIStatusError as exc:  # an `event: error` inside the stream
@@ -276,7 +284,8 @@ class AnthropicProvider:
             arguments, shape_problem = check_arguments(value) if problem is None else ({}, None)
             problem = problem or shape_problem
             calls.append(self._call(block.id, block.name, arguments, problem, problems))
-        return self._response("".join(text), calls, problems, usage, stop, model)
+        response = self._response("".join(text), calls, problems, usage, stop, model)
+        return _missing_usage_marked(response, not reported)
 
     @staticmethod
     def _call(
@@ -344,6 +353,14 @@ class AnthropicProvider:
                 self._name, status, message, headers, env_var=API_KEY_ENV
             )
         return provider_error_from_status(self._name, None, str(exc), {}, env_var=API_KEY_ENV)
+
+
+def _missing_usage_marked(response: ModelResponse, absent: bool) -> ModelResponse:
+    """`response`, marked when the reply carried no usage or no prompt count: the loop then
+    charges the call's worst case."""
+    if not absent and response.usage.total_input_tokens > 0:
+        return response
+    return dataclasses.replace(response, usage_missing=True)
 
 
 def _usage(usage: AnthropicUsage | None) -> Usage:

@@ -46,6 +46,9 @@ class ModelResponse:
     model: str | None = None
     format_error: str | None = None
     """Set when the reply tried to call a tool in a shape we could not parse; the model is told."""
+    usage_missing: bool = False
+    """The provider reported no usage (or no prompt tokens) for this reply: `usage` is not a
+    count, and the loop charges the call's worst case instead."""
 
 
 @runtime_checkable

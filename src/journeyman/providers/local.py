@@ -215,4 +215,5 @@ class LocalProvider:
             stop_reason=choice.get("finish_reason"),
             model=self._model,
             format_error=format_error,
+            usage_missing=not usage.get("prompt_tokens"),
         )

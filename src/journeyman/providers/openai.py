@@ -12,6 +12,7 @@ and model, and sends the request again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -457,10 +458,14 @@ class OpenAIProvider:
         ]
         raw_usage = getattr(completion, "usage", None)
         self._last_prompt_tokens = raw_usage.prompt_tokens if raw_usage is not None else None
-        usage = _usage(raw_usage)
-        return self._response(
-            message.content or "", raw_calls, usage, choice.finish_reason, completion.model
+        response = self._response(
+            message.content or "",
+            raw_calls,
+            _usage(raw_usage),
+            choice.finish_reason,
+            completion.model,
         )
+        return _missing_usage_marked(response, raw_usage)
 
     async def _from_stream(
         self, stream: AsyncStream[ChatCompletionChunk], on_text: TextCallback
@@ -491,7 +496,8 @@ class OpenAIProvider:
         calls = [state.calls[i] for i in sorted(state.calls)]
         text = "".join(state.text)
         self._last_prompt_tokens = state.usage.prompt_tokens if state.usage is not None else None
-        return self._response(text, calls, _usage(state.usage), state.finish, state.model)
+        response = self._response(text, calls, _usage(state.usage), state.finish, state.model)
+        return _missing_usage_marked(response, state.usage)
 
     def _response(
         self,
@@ -624,6 +630,14 @@ def _error_message(body: object) -> str | None:
         if isinstance(inner, str):
             return inner
     return None
+
+
+def _missing_usage_marked(response: ModelResponse, usage: CompletionUsage | None) -> ModelResponse:
+    """`response`, marked when the server sent no usage or no prompt count (some servers and
+    proxies leave it out, or send zeros): the loop then charges the call's worst case."""
+    if usage is not None and (usage.prompt_tokens or 0) > 0:
+        return response
+    return dataclasses.replace(response, usage_missing=True)
 
 
 def _usage(usage: CompletionUsage | None) -> Usage:
