@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from journeyman.tools.fingerprint import RUN_CACHES
+
 MAX_ENTRIES = 100_000
 """Directory entries the walk looks at before it stops (a huge tree is protected in part)."""
 MAX_HASHED_BYTES = 16 * 1024 * 1024
@@ -81,21 +83,7 @@ SHADOW_MODULES = frozenset(
 )
 """Module names that change what a test runner does when a file or folder of that name is
 importable ahead of the real one."""
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".tox",
-        ".nox",
-        "node_modules",
-    }
-)
+SKIPPED_DIRS = RUN_CACHES | {".git", ".hg", ".svn", "node_modules"}
 
 
 @dataclass(frozen=True)

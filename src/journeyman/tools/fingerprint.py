@@ -15,20 +15,12 @@ import os
 import stat
 from dataclasses import dataclass
 
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".tox",
-        ".nox",
-        ".cache",
-    }
+RUN_CACHES = frozenset(
+    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox"}
 )
-"""Folders test runs write by themselves (and git's own metadata)."""
+"""Folders that running tests and linters write by themselves."""
+SKIPPED_DIRS = RUN_CACHES | {".git", ".cache"}
+"""Folders the fingerprint leaves out: those caches, and git's own metadata."""
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 SKIPPED_PREFIXES = (".coverage",)
 MAX_HASHED_BYTES = 64 * 1024 * 1024

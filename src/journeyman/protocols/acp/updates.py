@@ -21,7 +21,7 @@ from journeyman.core.text import clip_noted
 from journeyman.core.tool_kind import ToolKind
 from journeyman.session.store import FileChange
 from journeyman.tools.context import ToolContext
-from journeyman.tools.patch import preview_patch
+from journeyman.tools.patch import PatchPreview, preview_patch
 
 RESULT_CHARS_SHOWN = 4_000
 """Characters of a tool's output shown in its tool call; the model still gets all of it."""
@@ -172,19 +172,14 @@ def patch_content(
         changes = preview_patch(patch, ToolContext(root))
     except AgentError:
         return [_text(printable(patch))]
-    return [
-        schema.FileEditToolCallContent(
-            type="diff",
-            path=absolute(root, change.path),
-            old_text=change.before,
-            new_text=change.after or "",
-        )
-        for change in changes
-    ]
+    return [*change_diffs(root, changes)]
 
 
-def change_diffs(root: Path, changes: Sequence[FileChange]) -> list[schema.FileEditToolCallContent]:
-    """The file changes a call made, from the undo journal, as whole-file diffs."""
+def change_diffs(
+    root: Path, changes: Sequence[FileChange | PatchPreview]
+) -> list[schema.FileEditToolCallContent]:
+    """File changes (a call's, from the undo journal, or a patch's to come) as whole-file
+    diffs."""
     return [
         schema.FileEditToolCallContent(
             type="diff",
