@@ -10,7 +10,11 @@ same check and compared against the same tests; nothing the model writes can cho
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ USER_SOURCE = "--verify"
 CHECK_FIXED_EVENT = "check_fixed"
 KNOWN_RUNNERS = ("pytest", "unittest", "tox", "nox", "make", "hatch")
 """Runners whose output must show a test summary for the check to count (see `runner_of`)."""
+PROBE_TIMEOUT_S = 10.0
 WRAPPERS = frozenset({"uv", "poetry", "pdm", "pipenv", "hatch", "env", "timeout", "nice"})
 
 
@@ -107,7 +112,39 @@ def fix_check_now(workspace: Path, configured: str | None) -> FixedCheck:
     found = runnable_test(detect_profile(workspace))
     if found is None:
         return FixedCheck(None, "no test command found", None, infra)
-    return FixedCheck(found.command, found.source, runner_of(found.command) or found.runner, infra)
+    command = with_a_python_that_has_it(found.command)
+    return FixedCheck(command, found.source, runner_of(command) or found.runner, infra)
+
+
+PYTHON_MODULE = re.compile(
+    r"^(?P<env>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(?P<python>python3?)\s+-m\s+(?P<module>[\w.]+)"
+)
+
+
+def with_a_python_that_has_it(command: str) -> str:
+    """`command` with its `python -m MODULE` run by journeyman's own interpreter when the
+    `python` on PATH cannot import MODULE and journeyman's can (a runner missing from the
+    PATH's Python would fail every check, whatever the model did); else unchanged."""
+    match = PYTHON_MODULE.match(command)
+    if match is None:
+        return command
+    module = match.group("module")
+    on_path = shutil.which(match.group("python"))
+    if on_path is None or _imports(on_path, module) or not _imports(sys.executable, module):
+        return command
+    rest = command[match.end("python") :]
+    return f"{match.group('env')}{shlex.quote(sys.executable)}{rest}"
+
+
+def _imports(python: str, module: str) -> bool:
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    try:
+        done = subprocess.run(
+            [python, "-c", probe], capture_output=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def stored_check(store: SessionStore, session_id: str) -> FixedCheck | None:
