@@ -24,6 +24,7 @@ from journeyman.cli.sessions_cmd import (
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.session.workspace_lock import WorkspaceLock
 
 
 def undo(
@@ -51,6 +52,9 @@ def undo(
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, session is None, workspace)
+        # a run still writing there would have its next edits reverted under it
+        lock = WorkspaceLock(Path(record.workspace), purpose="undo", session_id=record.id)
+        lock.acquire()
         tracker = FileChangeTracker(store, record.id, Path(record.workspace))
         if turn:
             result = tracker.undo_turn(force=force)

@@ -582,12 +582,15 @@ def fork(
     from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
     from journeyman.session.fork import prepare_fork
+    from journeyman.session.workspace_lock import WorkspaceLock
 
     session_dir = session_folder(session_dir)  # the fork is stored beside its parent
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
         _refuse_batch_record(record)
+        if in_place:  # the rollback and the run after it: held until this process exits
+            WorkspaceLock(Path(record.workspace), purpose="fork --in-place").acquire()
         plan = prepare_fork(store, record.id, at_step, into=into, in_place=in_place, force=force)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
