@@ -22,7 +22,7 @@ from journeyman.cli.sessions_cmd import (
     resolve_session,
 )
 from journeyman.core.display import printable
-from journeyman.core.errors import ConfigurationError
+from journeyman.core.errors import ConfigurationError, ToolError
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.session.workspace_lock import WorkspaceLock
 
@@ -64,7 +64,7 @@ def undo(
             result = tracker.undo_all(force=force)
         else:
             result = tracker.undo_last(force=force)
-    except ConfigurationError as error:
+    except (ConfigurationError, ToolError) as error:  # ToolError: a path outside the workspace
         fail(EXIT_CONFIG, error.message)
     finally:
         store.close()

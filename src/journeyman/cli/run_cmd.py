@@ -55,7 +55,7 @@ from journeyman.cli.options import (
     YesOpt,
     given_limits,
 )
-from journeyman.cli.signals import handle_termination_as_interrupt
+from journeyman.cli.signals import run_cancellable
 from journeyman.core.errors import ConfigurationError
 
 # Only what the command signatures need is imported here: `run --help` must not load the run
@@ -90,7 +90,6 @@ def _launch(
     JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
     """
     # the agent, the providers and rich load only when a run starts (start-up stays light)
-    import asyncio
 
     from journeyman.cli.approver import (
         TerminalLines,
@@ -171,9 +170,8 @@ def _launch(
                 warn_unstarted(statuses)
             return await action(agent)
 
-    handle_termination_as_interrupt()
     try:
-        result = asyncio.run(work())
+        result = run_cancellable(work())
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:

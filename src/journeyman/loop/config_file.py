@@ -33,6 +33,7 @@ from platformdirs import user_config_dir
 from pydantic import ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.toml_text import parse_toml
 from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, tighten_only, trusted_from_data
@@ -178,8 +179,7 @@ def _read(path: Path, *, retired: list[IgnoredSetting] | None = None) -> dict[st
     text, numbers as numbers), holding only the keys the file sets. With `retired`, keys of
     earlier versions are dropped into it instead of failing the file."""
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        data = parse_toml(path.read_bytes())
     except OSError as error:
         raise ConfigurationError(f"cannot read config file {path}: {error}") from error
     except UnicodeDecodeError as error:

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.toml_text import parse_toml
 
 CONFIG_FILE = Path(".journeyman") / "lsp.toml"
 """The workspace's language server settings (`LspConfig` keys), relative to its root."""
@@ -317,11 +318,10 @@ def load_lsp_config(
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return parse_toml(path.read_bytes())
     except OSError as exc:
         raise ConfigurationError(f"cannot read {path}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{path} is not valid TOML: {exc}") from exc
 
 
