@@ -45,7 +45,7 @@ def run_cancellable(main: Coroutine[Any, Any, T]) -> T:
     outcome) runs to its end. Raises `KeyboardInterrupt` when the cancellation ends `main`
     with `CancelledError` rather than a result. Call from the main thread."""
     loop: asyncio.AbstractEventLoop | None = None
-    task: asyncio.Task[T] | None = None
+    task: asyncio.Task[Any] | None = None
     signalled = False
 
     def cancel_once(signum: int, frame: FrameType | None) -> None:
@@ -59,7 +59,7 @@ def run_cancellable(main: Coroutine[Any, Any, T]) -> T:
 
     async def started() -> T:
         nonlocal loop, task
-        loop, task = asyncio.get_running_loop(), asyncio.current_task()  # type: ignore[assignment]
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
         if signalled:
             raise asyncio.CancelledError
         return await main

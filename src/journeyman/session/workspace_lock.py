@@ -65,7 +65,12 @@ class WorkspaceLock:
         session_id: str | None = None,
         lock_dir: Path | None = None,
     ) -> None:
-        self.workspace = workspace.resolve()
+        try:
+            self.workspace = workspace.resolve()
+        except (OSError, ValueError) as error:  # a symlink loop, a NUL byte from a session file
+            raise ConfigurationError(
+                f"workspace {printable(str(workspace))} cannot be used: {error}"
+            ) from None
         self.purpose = purpose
         self.session_id = session_id
         digest = hashlib.sha256(os.fsencode(self.workspace)).hexdigest()[:32]
