@@ -356,7 +356,7 @@ class Agent:
             raise AgentClosedError("this Agent was closed; create a new Agent to run more tasks")
         lock = self._workspace_lock(session_id)
         if lock is not None:
-            lock.acquire()  # before servers start or the store opens: a refusal costs nothing
+            lock.acquire()  # before the store opens: a refused run stores nothing
         try:
             async with self._locked_kernel() as kernel:
                 yield kernel
