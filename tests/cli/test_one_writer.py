@@ -73,7 +73,13 @@ def test_a_second_writer_is_refused_until_the_holder_is_killed(
         assert "in use by another journeyman process" in second.stderr
         assert "Traceback" not in second.stderr
         assert stored_sessions(tmp_path / "elsewhere") == 0
-        for command in (("resume", "--last"), ("undo",)):
+        store = SessionStore(sessions)
+        try:
+            [running] = [s.record.id for s in store.list_sessions()]
+        finally:
+            store.close()
+        fork = ("fork", running, "--at-step", "0", "--in-place")
+        for command in (("resume", "--last"), ("undo",), fork):
             refused = journeyman(*command, "--session-dir", str(sessions), env=env, cwd=workspace)
             assert refused.returncode == 2, (command, refused.stdout, refused.stderr)
             assert f"pid {holder.pid}" in refused.stderr and "Traceback" not in refused.stderr

@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import journeyman
+from journeyman import Agent, AgentConfig
+from journeyman.loop.config import ModeName
+from journeyman.providers.base import ModelResponse
+from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.workspace_lock import WorkspaceBusyError, WorkspaceLock
 from tests.support.cli import clean_env
 
@@ -24,18 +29,19 @@ HOLDER = textwrap.dedent(
     from journeyman.session.workspace_lock import WorkspaceLock
 
     workspace, locks, ready = (Path(a) for a in sys.argv[1:4])
-    WorkspaceLock(workspace, session_id="s-holder", lock_dir=locks).acquire()
+    lock_dir = None if locks.name == "default" else locks  # "default": the user's state folder
+    WorkspaceLock(workspace, session_id="s-holder", lock_dir=lock_dir).acquire()
     ready.write_text("held")
     time.sleep(120)
     """
 )
 
 
-def hold(tmp_path: Path, workspace: Path) -> subprocess.Popen[str]:
+def hold(tmp_path: Path, workspace: Path, locks: str = "locks") -> subprocess.Popen[str]:
     ready = tmp_path / "ready"
     ready.unlink(missing_ok=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(workspace), str(tmp_path / "locks"), str(ready)],
+        [sys.executable, "-c", HOLDER, str(workspace), str(tmp_path / locks), str(ready)],
         cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     for _ in range(600):
@@ -110,3 +116,23 @@ def test_an_unwritable_lock_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="cannot lock workspace") as refused:
         WorkspaceLock(workspace, lock_dir=tmp_path / "locks").acquire()
     assert type(refused.value).__name__ == "ConfigurationError"
+
+
+async def test_the_library_raises_a_typed_error_and_stores_nothing(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    holder = hold(tmp_path, workspace, locks="default")
+    try:
+        config = AgentConfig(session_dir=tmp_path / "sessions")
+        agent = Agent(ScriptedProvider([ModelResponse(text="never")]), workspace=workspace,
+                      config=config)  # fmt: skip
+        with pytest.raises(journeyman.WorkspaceBusyError, match=f"pid {holder.pid}"):
+            await agent.run("edit something")
+        assert not (tmp_path / "sessions" / "journeyman.db").exists()
+        asking = Agent(ScriptedProvider([ModelResponse(text="an answer")]), workspace=workspace,
+                       config=config.model_copy(update={"mode": ModeName.ASK}))  # fmt: skip
+        answered = await asking.run("what is in here?")  # a question changes nothing: no lock
+        assert answered.success, answered.error
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate()
