@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from journeyman.cli.signals import FORCE_AFTER_S
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import hang, reply
@@ -136,3 +137,44 @@ def test_three_quick_ctrl_cs_end_the_run_cleanly(
         assert summary.finish_reason == "cancelled"
     finally:
         store.close()
+
+
+STUCK_CLEANUP = """
+import asyncio, sys
+from journeyman.cli.signals import run_cancellable
+
+async def main() -> None:
+    print("running", flush=True)
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        print("cleaning up", flush=True)
+        await asyncio.shield(asyncio.sleep(60))  # a cleanup that never ends
+
+run_cancellable(main())
+"""
+
+
+def test_ctrl_c_after_waiting_on_a_stuck_cleanup_ends_the_process() -> None:
+    """Ctrl-Cs right after the first are ignored; one sent after the grace period stops a
+    cleanup that hangs, with exit 130 and no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK_CLEANUP], env=clean_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "running"
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout.readline().strip() == "cleaning up"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # a quick second Ctrl-C lets the cleanup go on
+        time.sleep(FORCE_AFTER_S)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "stopped without finishing the cleanup" in err and "Traceback" not in err

@@ -7,18 +7,27 @@ the command's process group running and the session without an outcome.
 
 `run_cancellable` goes further for a run: the first of these signals cancels it, and the ones
 that follow while it winds down (a user pressing Ctrl-C three times) are ignored, where
-`asyncio.run` would raise `KeyboardInterrupt` wherever the cleanup happens to be.
+`asyncio.run` would raise `KeyboardInterrupt` wherever the cleanup happens to be; only one
+sent `FORCE_AFTER_S` or more after the first ends the process at once (exit 130).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import time
 from collections.abc import Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
+from journeyman.cli.exits import EXIT_CANCELLED
+
 T = TypeVar("T")
+
+FORCE_AFTER_S = 5.0
+"""A signal this long after the one that cancelled a run ends the process at once: a user
+pressing Ctrl-C again after waiting is not left with a cleanup that hangs."""
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -47,12 +56,16 @@ def run_cancellable(main: Coroutine[Any, Any, T]) -> T:
     loop: asyncio.AbstractEventLoop | None = None
     task: asyncio.Task[Any] | None = None
     signalled = False
+    first_signal = 0.0
 
     def cancel_once(signum: int, frame: FrameType | None) -> None:
-        nonlocal signalled
+        nonlocal signalled, first_signal
         if signalled:
+            if time.monotonic() - first_signal >= FORCE_AFTER_S:  # the cleanup seems stuck
+                os.write(2, b"\njourneyman: stopped without finishing the cleanup\n")
+                os._exit(EXIT_CANCELLED)
             return  # already winding down: let the cleanup finish
-        signalled = True
+        signalled, first_signal = True, time.monotonic()
         if task is not None and loop is not None and not task.done():
             task.cancel()
             loop.call_soon_threadsafe(lambda: None)  # wake a loop blocked in select()
