@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from journeyman.loop.config import AgentConfig
     from journeyman.loop.run_options import RunOptions
     from journeyman.providers.factory import create_provider
+    from journeyman.session.workspace_lock import WorkspaceBusyError
     from journeyman.tools.base import (
         Tool,
         ToolArgs,
@@ -102,6 +103,7 @@ _HOMES = {
     "journeyman.loop.config": ("AgentConfig",),
     "journeyman.loop.run_options": ("RunOptions",),
     "journeyman.providers.factory": ("create_provider",),
+    "journeyman.session.workspace_lock": ("WorkspaceBusyError",),
     "journeyman.tools.base": (
         "Tool",
         "ToolArgs",
@@ -162,6 +164,7 @@ __all__ = [
     "ToolError",
     "ToolNotFoundError",
     "ToolTimeoutError",
+    "WorkspaceBusyError",
     "__version__",
     "create_provider",
     "run",
@@ -208,6 +211,7 @@ __all__ = [
     "ToolResult",
     "ToolResultReceived",
     "ToolTimeoutError",
+    "WorkspaceBusyError",
     "__version__",
     "create_provider",
     "run",

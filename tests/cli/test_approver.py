@@ -188,6 +188,16 @@ async def test_permission_questions(
     assert ("[a]lways" in asked) is bool(remember_as)
 
 
+async def test_the_always_hint_shows_terminal_controls_escaped(terminal: Terminal) -> None:
+    terminal.type("\n")
+    approver = TerminalPermissionApprover(TerminalLines(terminal.stdin), stderr=terminal.stderr)
+    rule = "run_command(make \x1b]0;pwned\x07\x1b[2J*)"  # from a model-chosen command
+    await approver(permission_request((rule,)))
+    asked = terminal.stderr.getvalue()
+    assert "\x1b" not in asked and "\x07" not in asked
+    assert "remembers run_command(make \\x1b]0;pwned\\x07\\x1b[2J*)" in asked
+
+
 async def test_permission_question_times_out_to_deny(terminal: Terminal) -> None:
     approver = TerminalPermissionApprover(
         TerminalLines(terminal.stdin), timeout_s=0.1, stderr=terminal.stderr

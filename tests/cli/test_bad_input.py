@@ -31,6 +31,10 @@ def env_for(tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1") -> dict[str
         (b"[permissions]\ndeny = 5\n", "permissions.deny: Input should be a valid list"),
         (b'[[hooks]]\nevent = "Nope"\ncommand = "x"\n', "hooks.0.event"),
         (b"max_iterations = [\n", "is not valid TOML"),
+        (b"max_iterations = " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "nested too deeply"),
+        (b"x = " + b"{a=" * 3_000 + b"1" + b"}" * 3_000 + b"\n", "nested too deeply"),
+        (b"max_budget_usd = inf\n", "max_budget_usd: Input should be a finite number"),
+        (b"price_per_mtok = [nan, 1.0]\n", "Input should be a finite number"),
     ],
 )
 def test_a_broken_project_config_exits_2_naming_the_file(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from .anthropic_cache import FakePromptCache
-from .script import HTTPFault, MidStreamError, RecordedRequest, Reply, ScriptItem
+from .script import HTTPFault, MidStreamError, RawBody, RecordedRequest, Reply, ScriptItem
 from .server import FakeServer, SSEEvent, sse
 
 _ERROR_TYPES = {
@@ -232,3 +233,54 @@ class FakeAnthropicServer(FakeServer):
 
     def error_status(self, error_type: str) -> int:
         return _STATUS_OF_TYPE.get(error_type, 500)
+
+
+def raw_message(
+    content: list[Any], usage: dict[str, Any] | None = None, stop_reason: str = "tool_use"
+) -> RawBody:
+    """A Messages API reply whose content blocks and usage are given as they go on the wire,
+    unchecked: blocks of unknown types, tool_use inputs that are not objects, negative
+    counts."""
+    return RawBody(
+        json.dumps(
+            {
+                "id": "msg_raw",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-fake",
+                "content": content,
+                "stop_reason": stop_reason,
+                "stop_sequence": None,
+                "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+            }
+        )
+    )
+
+
+def raw_stream(
+    block_events: list[dict[str, Any]],
+    usage: dict[str, Any] | None = None,
+    final_usage: dict[str, Any] | None = None,
+    stop_reason: str = "tool_use",
+) -> RawBody:
+    """A streamed reply around `block_events` (content_block_start/delta/stop dicts, sent as
+    given), with the message's opening and closing events."""
+    message = {
+        "id": "msg_raw",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-fake",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 1},
+    }
+    closing = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": final_usage or {"output_tokens": 5},
+    }
+    events = [{"type": "message_start", "message": message}, *block_events, closing]
+    events.append({"type": "message_stop"})
+    body = b"".join(sse(event, event["type"]).data for event in events)
+    return RawBody(body, content_type="text/event-stream")

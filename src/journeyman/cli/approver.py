@@ -130,7 +130,8 @@ class TerminalPermissionApprover:
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
         always = (
-            f", [a]lways (remembers {', '.join(request.remember_as)} for this project)"
+            f", [a]lways (remembers {', '.join(printable(r) for r in request.remember_as)} "
+            "for this project)"
             if request.remember_as
             else ""
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -174,11 +175,11 @@ def batch(
         ("--global-budget-usd", global_budget_usd),
         ("--per-task-budget-usd", per_task_budget_usd),
     ):
-        if usd is not None and usd <= 0:
+        if usd is not None and not 0 < usd < math.inf:  # nan and inf too
             fail(
                 EXIT_CONFIG,
-                f"{flag} must be more than 0, not {usd:g}: no task could make a single model "
-                "call; give a positive amount, or leave it out for no cost limit",
+                f"{flag} must be more than 0 and finite, not {usd:g}: give a positive amount "
+                "of USD, or leave it out for no cost limit",
             )
     try:
         loaded = load_tasks(tasks)

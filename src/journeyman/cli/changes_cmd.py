@@ -22,8 +22,9 @@ from journeyman.cli.sessions_cmd import (
     resolve_session,
 )
 from journeyman.core.display import printable
-from journeyman.core.errors import ConfigurationError
+from journeyman.core.errors import ConfigurationError, ToolError
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.session.workspace_lock import WorkspaceLock
 
 
 def undo(
@@ -51,6 +52,9 @@ def undo(
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, session is None, workspace)
+        # a run still writing there would have its next edits reverted under it
+        lock = WorkspaceLock(Path(record.workspace), purpose="undo", session_id=record.id)
+        lock.acquire()
         tracker = FileChangeTracker(store, record.id, Path(record.workspace))
         if turn:
             result = tracker.undo_turn(force=force)
@@ -60,7 +64,7 @@ def undo(
             result = tracker.undo_all(force=force)
         else:
             result = tracker.undo_last(force=force)
-    except ConfigurationError as error:
+    except (ConfigurationError, ToolError) as error:  # ToolError: a path outside the workspace
         fail(EXIT_CONFIG, error.message)
     finally:
         store.close()

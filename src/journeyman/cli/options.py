@@ -3,6 +3,7 @@ the limits they give."""
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -300,6 +301,10 @@ def given_limits(
         price = parse_price(price_per_mtok) if price_per_mtok else None
     except ValueError as error:
         fail(EXIT_CONFIG, str(error))
+    if max_budget_usd is not None and not math.isfinite(max_budget_usd):
+        fail(EXIT_CONFIG, f"--max-budget-usd must be a finite amount of USD, not {max_budget_usd}")
+    if tool_timeout is not None and not math.isfinite(tool_timeout):
+        fail(EXIT_CONFIG, f"--tool-timeout must be a finite number of seconds, not {tool_timeout}")
     given = {
         "price_per_mtok": price,
         "max_iterations": max_iterations,
@@ -319,7 +324,7 @@ def parse_price(text: str) -> tuple[float, float]:
         prices = tuple(float(p) for p in parts)
     except ValueError:
         prices = ()
-    if len(prices) != 2 or min(prices) < 0:
+    if len(prices) != 2 or not all(math.isfinite(p) and p >= 0 for p in prices):
         raise ValueError(
             f"--price-per-mtok {text!r} is not a price; give two numbers, USD per million "
             "input and output tokens, like --price-per-mtok 3,15"
@@ -339,6 +344,6 @@ def parse_duration(text: str) -> float:
         raise ValueError(
             f"--max-duration: cannot read {text!r}; use e.g. 600, 90s, 10m, 1h"
         ) from None
-    if seconds <= 0:
+    if not seconds > 0:  # nan too
         raise ValueError("--max-duration must be positive")
     return seconds

@@ -57,7 +57,7 @@ from journeyman.cli.options import (
     YesOpt,
     given_limits,
 )
-from journeyman.cli.signals import handle_termination_as_interrupt
+from journeyman.cli.signals import run_cancellable
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 
@@ -93,7 +93,6 @@ def _launch(
     JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
     """
     # the agent, the providers and rich load only when a run starts (start-up stays light)
-    import asyncio
 
     from journeyman.cli.approver import (
         TerminalLines,
@@ -181,9 +180,8 @@ def _launch(
                 warn_unstarted(statuses)
             return await action(agent)
 
-    handle_termination_as_interrupt()
     try:
-        result = asyncio.run(work())
+        result = run_cancellable(work())
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
@@ -614,6 +612,7 @@ def fork(
     from journeyman.loop.config_file import restorable_settings
     from journeyman.loop.run_options import RunOptions
     from journeyman.session.fork import prepare_fork
+    from journeyman.session.workspace_lock import WorkspaceLock
 
     session_dir = session_folder(session_dir)  # the fork is stored beside its parent
     store = open_store(session_dir)
@@ -621,6 +620,8 @@ def fork(
         record = resolve_session(store, session, False, None)
         _refuse_batch_record(record)
         source = workspace_of_import(record, workspace, session_dir)
+        if in_place:  # the rollback and the run after it: held until this process exits
+            WorkspaceLock(Path(record.workspace), purpose="fork --in-place").acquire()
         plan = prepare_fork(
             store,
             record.id,

@@ -172,7 +172,6 @@ def list_sessions(
 ) -> None:
     """Every stored session, oldest first."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     store = open_store(session_dir)
@@ -182,15 +181,15 @@ def list_sessions(
         store.close()
     table = Table("id", "created", "steps", "status", "model", "workspace", "task")
     for row in rows:
-        rec = row.record
+        rec = row.record  # an imported session's fields are data: escaped, every one
         table.add_row(
-            rec.id,
+            _safe(rec.id),
             time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
             str(row.steps),
-            row.finish_reason or "unfinished",
-            str(rec.settings.get("model") or rec.settings.get("model_name") or "?"),
-            escape(rec.workspace),
-            escape(clip(rec.task, 50)),
+            _safe(row.finish_reason or "unfinished"),
+            _safe(str(rec.settings.get("model") or rec.settings.get("model_name") or "?")),
+            _safe(rec.workspace),
+            _safe(clip(rec.task, 50)),
         )
     Console().print(table)
 
@@ -289,7 +288,12 @@ def export(
     session: Annotated[str, typer.Argument(help="Session id or prefix.")],
     format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File (default stdout).")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="File (default stdout); a folder gets <session id>.jsonl inside it.",
+        ),
     ] = None,
     session_dir: SessionDirOpt = None,
 ) -> None:
@@ -302,9 +306,14 @@ def export(
         if output is None:
             export_jsonl(store, record.id, sys.stdout)
         else:
-            with output.open("w", encoding="utf-8") as handle:
-                count = export_jsonl(store, record.id, handle)
-            sys.stderr.write(f"wrote {count} lines to {output}\n")
+            if output.is_dir():
+                output = output / f"{record.id}.jsonl"
+            try:
+                with output.open("w", encoding="utf-8") as handle:
+                    count = export_jsonl(store, record.id, handle)
+            except OSError as error:
+                _fail(f"cannot write {printable(str(output))}: {error.strerror or error}")
+            sys.stderr.write(f"wrote {count} lines to {printable(str(output))}\n")
     finally:
         store.close()
 

@@ -275,6 +275,20 @@ class Usage:
     def total_tokens(self) -> int:
         return self.total_input_tokens + self.output_tokens
 
+    def clamped(self) -> tuple[Usage, list[str]]:
+        """These counts with negative ones (a provider's nonsense) made 0, and the fields that
+        were, as `name=value`: a usage report cannot give tokens back or lower a cost."""
+        fields = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+        negative = [f"{name}={value}" for name, value in fields.items() if value < 0]
+        if not negative:
+            return self, []
+        return Usage(*(max(0, value) for value in fields.values())), negative
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,

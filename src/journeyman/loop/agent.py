@@ -44,7 +44,8 @@ from journeyman.policy.permissions import (
 from journeyman.providers.base import Provider
 from journeyman.providers.factory import create_provider
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
-from journeyman.session.store import SessionStore, default_session_root
+from journeyman.session.store import SessionStore, default_session_root, new_session_id
+from journeyman.session.workspace_lock import WorkspaceLock
 from journeyman.tools.base import Tool, ToolKind
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.notes import NoteTool
@@ -293,9 +294,12 @@ class Agent:
         history: Sequence[Message] = (),
         forked_at_step: int | None = None,
     ) -> RunResult:
-        """Start a new session on `task` (after `history`, when continuing a fork)."""
+        """Start a new session on `task` (after `history`, when continuing a fork).
+
+        Raises `WorkspaceBusyError` when another process is running in the workspace."""
         self._granted_between_runs.clear()  # the live economics hold them: the steps store them
-        async with self._kernel() as kernel:
+        session_id = session_id or new_session_id()
+        async with self._kernel(session_id) as kernel:
             return await kernel.run(
                 task,
                 session_id=session_id,
@@ -366,7 +370,7 @@ class Agent:
                 state.task = f"{state.task}\n\nThen: {follow_up}"
                 self.economics.iterations = 0
 
-        async with self._kernel() as kernel:
+        async with self._kernel(session_id) as kernel:
             kernel.on_restore = restored
             result = await kernel.resume(session_id, follow_up=follow_up is not None)
             if self._granted_between_runs and kernel.store.checkpoint(session_id)[0] > restored_at:
@@ -377,12 +381,31 @@ class Agent:
         """`run` for code that is not async."""
         return asyncio.run(self.run(task, **kwargs))
 
+    def _workspace_lock(self, session_id: str) -> WorkspaceLock | None:
+        """The lock a run of `session_id` holds on the workspace; None for a question (`ask`
+        mode runs no tool that can change anything)."""
+        if self.config.mode is ModeName.ASK:
+            return None
+        return WorkspaceLock(self.workspace, purpose="run", session_id=session_id)
+
     @asynccontextmanager
-    async def _kernel(self) -> AsyncIterator[Kernel]:
+    async def _kernel(self, session_id: str) -> AsyncIterator[Kernel]:
         if self.lifecycle.state is AgentState.DISPOSED:
             raise AgentClosedError("this Agent was closed; create a new Agent to run more tasks")
+        lock = self._workspace_lock(session_id)
+        if lock is not None:
+            lock.acquire()  # before the store opens: a refused run stores nothing
+        try:
+            async with self._locked_kernel() as kernel:
+                yield kernel
+        finally:
+            if lock is not None:
+                lock.release()
+
+    @asynccontextmanager
+    async def _locked_kernel(self) -> AsyncIterator[Kernel]:
         if self._connected_registry is None and (self.lsp or self.mcp):
-            async with self.connected(), self._kernel() as kernel:
+            async with self.connected(), self._locked_kernel() as kernel:
                 yield kernel
             return
         self._cancel.clear()

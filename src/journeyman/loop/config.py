@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +16,9 @@ from journeyman.loop.subagent_config import SubagentConfig
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.tools.choices import EditToolChoice, SandboxKind
+
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""US dollars per million tokens: a finite amount, never negative."""
 
 
 class PhasedSettings(BaseModel):
@@ -68,11 +72,11 @@ class AgentConfig(BaseModel):
     mode; in the phased mode every phase step (plan, act, verify) is a turn."""
     max_consecutive_mistakes: int = Field(default=3, ge=1)
     """Stop after this many turns in a row whose tool calls all failed or were malformed."""
-    max_budget_usd: float | None = Field(default=None, ge=0)
+    max_budget_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Stop once the session has cost this many US dollars, in every budget mode (0 allows no
     spending at all); None means no cost limit. Needs the model's price: a run whose price is
     unknown is refused unless `price_per_mtok` gives it."""
-    price_per_mtok: tuple[float, float] | None = None
+    price_per_mtok: tuple[Price, Price] | None = None
     """US dollars per million (input, output) tokens, for a model the price database does not
     know or to override it; None uses the database."""
     max_total_tokens: int | None = Field(default=None, gt=0)

@@ -33,6 +33,7 @@ from platformdirs import user_config_dir
 from pydantic import ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.toml_text import parse_toml
 from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, tighten_only, trusted_from_data
@@ -198,7 +199,7 @@ def _read(
     link anywhere, and a special or oversized one is a `ConfigurationError`."""
     try:
         raw = read_host_file(path, limit=MAX_CONFIG_BYTES, inside=inside)
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = parse_toml(raw)
     except RefusedFile as refused:
         if inside is not None:
             raise

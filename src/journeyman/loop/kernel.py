@@ -234,7 +234,7 @@ class Kernel:
         # on_restore stores what it adds (a follow-up) at once: the recorder starts after it
         recorder = StepRecorder(self.store, session_id, len(state.messages), history_start)
         self._attach(recorder)
-        await asyncio.to_thread(recorder.reconcile_interrupted_command, self.workspace, step + 1)
+        await recorder.reconcile_interrupted_command(self.workspace, step + 1)
         assert step == state.iterations
         return await self._drive(state, resumed=True, new_task=follow_up)
 

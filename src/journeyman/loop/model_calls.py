@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from journeyman.context import compaction
 from journeyman.core import events as ev
@@ -131,6 +132,7 @@ class ModelCalls:
             if stream is not None and (rest := stream.flush()):
                 self.emit(ev.TextDelta(rest))
         latency = time.monotonic() - started
+        response, clamped = _clamp_usage(response)
         response = self._charged(request, response)
         self._calibrate(state, extra, request, response)
         call_cost = self.cost(response.usage)
@@ -148,6 +150,7 @@ class ModelCalls:
                 provider=self.provider.name,  # a fallback's, when the first provider gave up
             )
         )
+        self._note_clamped(clamped)
         return response
 
     def _text_emitter(self, stream: StreamRedactor | None) -> Callable[[str], None] | None:
@@ -161,6 +164,17 @@ class ModelCalls:
                 self.emit(ev.TextDelta(shown))
 
         return on_text
+
+    def _note_clamped(self, clamped: list[str]) -> None:
+        """Say that a reply's usage report had negative counts, counted as 0."""
+        if not clamped:
+            return
+        message = (
+            f"{self.provider.name}:{self.provider.model} reported negative token counts "
+            f"({', '.join(clamped)}); they were counted as 0"
+        )
+        log.warning("%s", message)
+        self.emit(ev.ErrorOccurred("provider", message, True, {"negative_usage": clamped}))
 
     def _deadline(self) -> float | None:
         """When the run's `--max-duration` runs out (a monotonic time), so that one model call
@@ -188,10 +202,12 @@ class ModelCalls:
         except AgentError as error:
             log.warning("compaction summary failed: %s", error.message)
             return ""
+        response, clamped = _clamp_usage(response)
         response = self._charged(request, response)
         call_cost = self.cost(response.usage)
         latency = time.monotonic() - started
         self._account(state, response.usage, call_cost, latency, tools=True)
+        self._note_clamped(clamped)
         self.emit(
             ev.SummaryCallMade(
                 iteration=state.iterations + 1,
@@ -308,3 +324,11 @@ class ModelCalls:
 def estimate_tokens(system: str, tools: Sequence[object]) -> int:
     """Rough size of the fixed prompt (4 characters a token) before the provider reports it."""
     return (len(system) + sum(len(repr(t)) for t in tools)) // 4
+
+
+def _clamp_usage(response: ModelResponse) -> tuple[ModelResponse, list[str]]:
+    """`response` with no negative token count in its usage, and the counts that were."""
+    usage, clamped = response.usage.clamped()
+    if not clamped:
+        return response, []
+    return replace(response, usage=usage), clamped

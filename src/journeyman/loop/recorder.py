@@ -4,6 +4,7 @@ at once, before the tool writes."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ from journeyman.loop.state import LoopState
 from journeyman.providers.base import Provider
 from journeyman.session.store import HISTORY_START, SessionStore, StepRecord
 from journeyman.tools.context import FileChangeIntent
-from journeyman.tools.snapshot import reconcile_interrupted
+from journeyman.tools.snapshot import WorkspaceSnapshots, interrupted_changes
+
+COMMAND_TOOL = "run_command"
+"""The tool whose interrupted command a resume journals (the snapshots are its own)."""
 
 UNPERSISTED_EVENTS = frozenset({"text_delta"})
 """Streaming deltas are not stored; the full text arrives in the model_response event."""
@@ -62,10 +66,20 @@ class StepRecorder:
             self.session_id, self.step, change.path, change.before, change.after, change.tool
         )
 
-    def reconcile_interrupted_command(self, workspace: Path, step: int) -> None:
-        """Journal, as part of `step`, what a command changed before the agent died in it."""
+    async def reconcile_interrupted_command(self, workspace: Path, step: int) -> None:
+        """Journal, as part of `step`, what a command changed before the agent died in it.
+
+        The snapshots are compared in a worker thread; the changes are journaled here, on the
+        thread that opened the store (SQLite connections stay on their thread), and only then
+        is the command's marker removed: a crash in between journals them at the next try."""
         self.step = step
-        reconcile_interrupted(workspace, self.session_id, self.journal)
+        snapshots = WorkspaceSnapshots(workspace, self.session_id)
+        found = await asyncio.to_thread(interrupted_changes, snapshots)
+        if found is None:
+            return
+        for change in found.changes:
+            self.journal(FileChangeIntent(change.path, change.before, change.after, COMMAND_TOOL))
+        await asyncio.to_thread(snapshots.end)
 
     def history_replaced(self) -> None:
         """The run's messages were rewritten (compaction): the next commit stores all of them."""

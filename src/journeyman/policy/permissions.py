@@ -394,7 +394,7 @@ def _normalise_path(value: str, workspace: Path | None) -> list[str]:
     else:
         lexical = posixpath.normpath(value.replace(os.sep, "/")) if value else value
     forms.append(lexical)
-    if workspace is not None:
+    if workspace is not None and "\0" not in value:  # no file has a NUL in its name
         real = os.path.realpath(workspace / value)
         resolved = _relative_to(real, workspace) or real
         if resolved not in forms:

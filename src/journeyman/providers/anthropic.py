@@ -39,6 +39,7 @@ from anthropic.types import (
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import Usage as AnthropicUsage
 
+from journeyman.core.display import printable
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError
 from journeyman.core.messages import Message, Role, ToolCall, Usage
 from journeyman.core.redact import remember_provider_key
@@ -197,11 +198,16 @@ class AnthropicProvider:
         calls: list[ToolCall] = []
         problems: list[str] = []
         for block in content:
-            if isinstance(block, TextBlock):
+            kind = getattr(block, "type", None)
+            if kind == "text" and isinstance(getattr(block, "text", None), str):
                 text.append(block.text)
-            elif isinstance(block, ToolUseBlock):
+            elif kind == "tool_use" and isinstance(block, ToolUseBlock):
+                if not _named_call(block, problems):
+                    continue
                 arguments, problem = check_arguments(block.input)
                 calls.append(self._call(block.id, block.name, arguments, problem, problems))
+            else:
+                _unread_block(kind, problems)
         raw_usage = getattr(reply, "usage", None)
         stop = getattr(reply, "stop_reason", None)
         model = getattr(reply, "model", None)
@@ -213,6 +219,7 @@ class AnthropicProvider:
     ) -> ModelResponse:
         text: list[str] = []
         tools: dict[int, _ToolBlock] = {}
+        problems: list[str] = []
         usage = Usage()
         reported = False
         stop: str | None = None
@@ -230,14 +237,24 @@ class AnthropicProvider:
                         usage = _usage(started_usage)
                     elif isinstance(event, RawContentBlockStartEvent):
                         started = event.content_block
-                        if isinstance(started, ToolUseBlock):
-                            tools[event.index] = _ToolBlock(started.id, started.name, started.input)
-                        elif isinstance(started, TextBlock) and started.text:
-                            text.append(started.text)
-                            on_text(started.text)
+                        kind = getattr(started, "type", None)
+                        if kind == "tool_use" and isinstance(started, ToolUseBlock):
+                            if _named_call(started, problems):
+                                tools[event.index] = _ToolBlock(
+                                    started.id, started.name, started.input
+                                )
+                        elif kind == "text" and isinstance(started, TextBlock):
+                            if isinstance(started.text, str) and started.text:
+                                text.append(started.text)
+                                on_text(started.text)
+                        else:
+                            _unread_block(kind, problems)
                     elif isinstance(event, RawContentBlockDeltaEvent):
                         delta = event.delta
-                        if isinstance(delta, TextDelta):
+                        if getattr(delta, "type", None) == "text_delta" and isinstance(
+                            getattr(delta, "text", None), str
+                        ):
+                            assert isinstance(delta, TextDelta)
                             text.append(delta.text)
                             on_text(delta.text)
                         elif isinstance(delta, InputJSONDelta) and event.index in tools:
@@ -265,7 +282,6 @@ class AnthropicProvider:
                 details={"stream_interrupted": True},
             )
         calls: list[ToolCall] = []
-        problems: list[str] = []
         for index in sorted(tools):
             block = tools[index]
             source = "".join(block.json_parts)
@@ -363,28 +379,68 @@ def _missing_usage_marked(response: ModelResponse, absent: bool) -> ModelRespons
     return dataclasses.replace(response, usage_missing=True)
 
 
+READ_ELSEWHERE = frozenset(
+    {
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+    }
+)
+"""Content blocks of Anthropic's own that a reply may hold and journeyman has no use for:
+passed over without a word (the model's own reasoning, server-side tools)."""
+
+
+def _unread_block(kind: object, problems: list[str]) -> None:
+    """A block journeyman does not read: passed over, and unless Anthropic documents it, the
+    model is told (a new block type, or a reply that is not quite Anthropic's format)."""
+    if isinstance(kind, str) and kind in READ_ELSEWHERE:
+        return
+    shown = printable(str(kind))[:60] if kind is not None else "(none)"
+    problems.append(f"a reply block of type {shown} is not one journeyman reads; it was ignored")
+
+
+def _named_call(block: ToolUseBlock, problems: list[str]) -> bool:
+    """Whether a tool_use block has the id and name a call needs; a note in `problems` if not."""
+    call_id, name = getattr(block, "id", None), getattr(block, "name", None)
+    if isinstance(call_id, str) and call_id and isinstance(name, str) and name:
+        return True
+    problems.append("a tool_use block without an id or a tool name was ignored")
+    return False
+
+
+def _count(value: object, current: int = 0) -> int:
+    """A token count as reported: whole numbers kept (negative ones are the loop's to clamp and
+    tell), anything else (absent, text, a fraction, infinity) gives `current`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return current
+    return value
+
+
 def _usage(usage: AnthropicUsage | None) -> Usage:
     if usage is None:
         return Usage()
     return Usage(
-        input_tokens=usage.input_tokens or 0,
-        output_tokens=usage.output_tokens or 0,
-        cache_read_tokens=usage.cache_read_input_tokens or 0,
-        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+        input_tokens=_count(usage.input_tokens),
+        output_tokens=_count(usage.output_tokens),
+        cache_read_tokens=_count(usage.cache_read_input_tokens),
+        cache_write_tokens=_count(usage.cache_creation_input_tokens),
     )
 
 
 def _updated_usage(usage: Usage, delta: MessageDeltaUsage) -> Usage:
     """message_delta counts are cumulative; take the ones it reports."""
-
-    def pick(value: int | None, current: int) -> int:
-        return current if value is None else value
-
     return Usage(
-        input_tokens=pick(delta.input_tokens, usage.input_tokens),
-        output_tokens=pick(delta.output_tokens, usage.output_tokens),
-        cache_read_tokens=pick(delta.cache_read_input_tokens, usage.cache_read_tokens),
-        cache_write_tokens=pick(delta.cache_creation_input_tokens, usage.cache_write_tokens),
+        input_tokens=_count(delta.input_tokens, usage.input_tokens),
+        output_tokens=_count(delta.output_tokens, usage.output_tokens),
+        cache_read_tokens=_count(delta.cache_read_input_tokens, usage.cache_read_tokens),
+        cache_write_tokens=_count(delta.cache_creation_input_tokens, usage.cache_write_tokens),
     )
 
 

@@ -60,10 +60,25 @@ def decode_json(text: str) -> tuple[Any, str | None]:
 def check_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
     """(arguments, None) when `value` is a usable argument object, else ({}, the problem)."""
     if not isinstance(value, dict):
-        return {}, f"they must be a JSON object, not {type(value).__name__}"
+        return {}, f"they must be a JSON object, not {_json_kind(value)}"
     if nesting_depth(value) > MAX_NESTING:
         return {}, TOO_DEEP
     return value, None
+
+
+def _json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words ("a string", "null")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
 
 
 def decode_arguments(text: str) -> tuple[dict[str, Any], str | None]:

@@ -29,6 +29,14 @@ class StoreDamagedError(ConfigurationError):
     """The session database cannot be used: damaged, not ours, or not writable."""
 
 
+class StoreLockedError(ConfigurationError):
+    """Another process held the session database locked for longer than `BUSY_WAIT_S`."""
+
+
+BUSY_WAIT_S = 10.0
+"""How long a statement waits for another process's lock on the store before giving up."""
+
+
 def damaged(path: Path, problem: str) -> StoreDamagedError:
     return StoreDamagedError(
         f"the session store {path} {problem}. Move it aside, with its -wal and -shm files if "
@@ -52,6 +60,13 @@ def _translated(path: Path, error: sqlite3.DatabaseError) -> Exception:
     if isinstance(error, sqlite3.OperationalError) and "decode" in str(error):
         # the store writes only valid UTF-8: text that is not was changed on disk
         return damaged(path, "is damaged (a stored text is no longer valid UTF-8)")
+    if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        return StoreLockedError(
+            f"the session store {path} stayed locked by another process for {BUSY_WAIT_S:g} s "
+            "(a journeyman still writing to it, or a tool such as sqlite3 holding a "
+            "transaction); end that process and try again, or pass --session-dir to use "
+            "another folder"
+        )
     return error
 
 
@@ -210,7 +225,7 @@ def connect(path: Path) -> StoreConnection:
         private_database_files(path)  # opens only a file that does not exist yet
         try:
             connection = sqlite3.connect(
-                path, timeout=10.0, isolation_level=None, factory=StoreConnection
+                path, timeout=BUSY_WAIT_S, isolation_level=None, factory=StoreConnection
             )
         except sqlite3.OperationalError as error:
             raise damaged(path, f"cannot be opened ({error})") from error
@@ -219,7 +234,7 @@ def connect(path: Path) -> StoreConnection:
     connection.store_path = path
     try:
         connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    except StoreDamagedError:
+    except (StoreDamagedError, StoreLockedError):
         connection.close()
         raise
     except sqlite3.OperationalError as error:

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message
 from journeyman.session.store import FileChange, SessionStore
@@ -55,7 +56,14 @@ def prepare_fork(
     source = Path(record.workspace) if source is None else source
     if not source.is_dir():
         raise ConfigurationError(
-            f"the workspace of session {session_id}, {source}, is not a folder here"
+            f"the workspace of session {session_id}, {printable(str(source))}, is not a folder "
+            "here"
+        )
+    if not source.resolve().name:  # "/": neither copied nor rolled back, whatever a file said
+        raise ConfigurationError(
+            f"the workspace of session {session_id} is the filesystem root {source}; a fork "
+            "copies or rolls back a project folder, never the whole filesystem (import the "
+            "session again with --workspace naming the project's folder)"
         )
     later = [c for c in store.file_changes(session_id) if c.step > at_step and not c.undone]
     if in_place:

@@ -74,7 +74,7 @@ class SpawnAgentArgs(ToolArgs):
     """Turns the subagent may take (default: the configured child limit)."""
     max_total_tokens: int | None = Field(default=None, ge=1)
     """Most tokens to give the subagent; the pool may give it less."""
-    max_budget_usd: float | None = Field(default=None, gt=0)
+    max_budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Most US dollars to give the subagent; the pool may give it less."""
 
 

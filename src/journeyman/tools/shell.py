@@ -46,7 +46,7 @@ from journeyman.tools.snapshot import (
     CommandChanges,
     SnapshotUnavailable,
     WorkspaceSnapshots,
-    journal_interrupted,
+    interrupted_changes,
 )
 
 DEFAULT_TIMEOUT = 120.0
@@ -206,6 +206,7 @@ class RunCommandTool(BaseTool):
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
         # one hop to a worker thread before the command and one after: each costs ~0.1 ms
+        await self._heal_interrupted(ctx, notes)
         snapshots, guard = await asyncio.to_thread(self._prepare, ctx, notes, args.command)
         git_report = GuardReport()
         started = time.monotonic()
@@ -280,15 +281,10 @@ class RunCommandTool(BaseTool):
     ) -> WorkspaceSnapshots | None:
         """The workspace's snapshots, just recorded and marked as running `command`; None when
         the run keeps no journal (or journaling is off, or impossible: then `notes` says so)."""
-        if not self.journal_changes or ctx.journal is None:
+        snapshots = self._workspace_snapshots(ctx)
+        if snapshots is None:
             return None
-        key = (ctx.workspace, ctx.run_session_id)
-        if key not in self._snapshots:
-            self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.run_session_id)
-        snapshots = self._snapshots[key]
         try:
-            # a command of this session killed with an earlier process, never reconciled
-            healed = journal_interrupted(snapshots, ctx.journal, self.name)
             snapshots.record()
             snapshots.begin(command)
         except (SnapshotUnavailable, OSError) as error:
@@ -296,12 +292,35 @@ class RunCommandTool(BaseTool):
                 f"files this command changes are not journaled (undo cannot revert them): {error}"
             )
             return None
-        if healed is not None and healed.changes:
+        return snapshots
+
+    def _workspace_snapshots(self, ctx: ToolContext) -> WorkspaceSnapshots | None:
+        """The snapshots of this run's workspace; None when the run keeps no journal."""
+        if not self.journal_changes or ctx.journal is None:
+            return None
+        key = (ctx.workspace, ctx.run_session_id)
+        if key not in self._snapshots:
+            self._snapshots[key] = WorkspaceSnapshots(ctx.workspace, ctx.run_session_id)
+        return self._snapshots[key]
+
+    async def _heal_interrupted(self, ctx: ToolContext, notes: list[str]) -> None:
+        """Journal what a command of this session changed before an earlier process died in
+        it (never reconciled). The comparison runs in a worker thread, the journaling here:
+        the journal writes to a store that belongs to this thread."""
+        snapshots = self._workspace_snapshots(ctx)
+        if snapshots is None or snapshots.interrupted() is None:
+            return
+        healed = await asyncio.to_thread(interrupted_changes, snapshots)
+        if healed is None:
+            return
+        for change in healed.changes:
+            ctx.record_change(change.path, change.before, change.after, self.name)
+        await asyncio.to_thread(snapshots.end)
+        if healed.changes:
             notes.append(
                 "an earlier command of this session was interrupted; the files it changed are "
                 "now in the undo journal: " + ", ".join(c.path for c in healed.changes)
             )
-        return snapshots
 
     def _journal_changes(
         self,

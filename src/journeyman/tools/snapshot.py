@@ -477,15 +477,25 @@ def reconcile_interrupted(
     return journal_interrupted(WorkspaceSnapshots(workspace, session_id, cache_dir), journal, tool)
 
 
+def interrupted_changes(snapshots: WorkspaceSnapshots) -> CommandChanges | None:
+    """What a command of the session changed before the agent died in it, or None when no
+    command was interrupted (or no snapshot can be read). Nothing is journaled and the marker
+    stays: the caller journals the changes, then calls `snapshots.end()`. This part may run in
+    a worker thread; the journaling must run where the session store was opened."""
+    if snapshots.interrupted() is None:
+        return None
+    try:
+        return snapshots.changes()
+    except SnapshotUnavailable:
+        return None
+
+
 def journal_interrupted(
     snapshots: WorkspaceSnapshots, journal: Callable[[FileChangeIntent], None], tool: str
 ) -> CommandChanges | None:
     """`reconcile_interrupted` for snapshots already at hand."""
-    if snapshots.interrupted() is None:
-        return None
-    try:
-        found = snapshots.changes()
-    except SnapshotUnavailable:
+    found = interrupted_changes(snapshots)
+    if found is None:
         return None
     for change in found.changes:
         journal(FileChangeIntent(change.path, change.before, change.after, tool))

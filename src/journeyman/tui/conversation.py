@@ -18,6 +18,7 @@ from journeyman.policy.permissions import Approver
 from journeyman.session.fork import prepare_fork
 from journeyman.session.store import FileChange, SessionStore, SessionSummary, new_session_id
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.session.workspace_lock import WorkspaceLock
 
 
 @dataclass(frozen=True)
@@ -166,12 +167,14 @@ class Conversation:
         """Undo the last change, the last turn's (`what="turn"`) or a file's last change."""
         store = self._store()
         try:
-            tracker = FileChangeTracker(store, self._require_session(), self.agent.workspace)
-            if what == "turn":
-                return tracker.undo_turn()
-            if what == "file":
-                return tracker.undo_file(path)
-            return tracker.undo_last()
+            # refused while another process runs in the workspace (this app's own runs share it)
+            with WorkspaceLock(self.agent.workspace, purpose="undo"):
+                tracker = FileChangeTracker(store, self._require_session(), self.agent.workspace)
+                if what == "turn":
+                    return tracker.undo_turn()
+                if what == "file":
+                    return tracker.undo_file(path)
+                return tracker.undo_last()
         finally:
             store.close()
 

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.toml_text import parse_toml
 from journeyman.tools.host_read import RefusedFile, read_host_file
 
 CONFIG_FILE = Path(".journeyman") / "lsp.toml"
@@ -319,13 +320,11 @@ def load_lsp_config(
 def _read_toml(path: Path, inside: list[Path] | None) -> dict[str, Any]:
     """A settings file; a workspace's (`inside` given) must be a regular file inside it."""
     try:
-        return tomllib.loads(read_host_file(path, limit=1 << 20, inside=inside).decode())
+        return parse_toml(read_host_file(path, limit=1 << 20, inside=inside))
     except RefusedFile as refused:
         raise ConfigurationError(f"{path}: not read: {refused.reason}") from None
     except UnicodeDecodeError as exc:
         raise ConfigurationError(f"{path} is not UTF-8 text: {exc}") from None
-    except RecursionError:
-        raise ConfigurationError(f"{path} nests tables or arrays too deeply") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot read {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:

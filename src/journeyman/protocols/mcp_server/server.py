@@ -42,6 +42,7 @@ from journeyman.session.store import (
     new_session_id,
 )
 from journeyman.session.undo import FileChangeTracker, UndoResult
+from journeyman.session.workspace_lock import WorkspaceLock
 from journeyman.tools.choices import SandboxKind
 
 if TYPE_CHECKING:
@@ -424,7 +425,11 @@ class JourneymanTools:
         if what != "file" and path:
             raise ToolError("path goes with what='file' only; leave it out for the other kinds")
         store = self.open_store()
+        lock: WorkspaceLock | None = None
         try:
+            # another process running in that workspace would have its edits reverted under it
+            lock = WorkspaceLock(Path(record.workspace), purpose="undo", session_id=record.id)
+            lock.acquire()
             tracker = FileChangeTracker(store, record.id, Path(record.workspace))
             if what == "last_turn":
                 result = tracker.undo_turn()
@@ -437,6 +442,8 @@ class JourneymanTools:
             raise ToolError(error.message) from None
         finally:
             store.close()
+            if lock is not None:
+                lock.release()
         return _undo_answer(record.id, result)
 
     def cancel(self, session: str) -> dict[str, Any]:
