@@ -244,6 +244,17 @@ def test_a_worker_at_its_turn_limit_ends_as_any_run_does(
     assert (stored.finish_reason, stored.steps) == ("max_iterations", 3)
 
 
+def test_a_worker_over_its_token_cap_ends_as_any_run_does(tmp_path: Path) -> None:
+    model = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "new\n")})
+    result, _, _ = run_swarm(
+        tmp_path, model, {"a.txt": "old\n"}, swarm_options={"worker_budget": {"max_tokens": 2_000}}
+    )
+    (worker,) = result.workers
+    # the loop's hard token limit prices the call before it is sent: refused, never halted
+    assert worker.error is not None and worker.error.startswith("the worker stopped (max_tokens)")
+    assert "would not fit, so it was not made" in worker.error
+
+
 def test_gate_failure_is_retried_with_the_recorded_failure_in_the_prompt(tmp_path: Path) -> None:
     model = SwarmModel(
         [subtask("a", ["a.txt"])],
