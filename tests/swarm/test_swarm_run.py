@@ -24,6 +24,7 @@ from tests.fakes.swarm import (
     by_attempt,
     git,
     git_repo,
+    repeat_forever,
     write_then_finish,
 )
 
@@ -40,10 +41,11 @@ def run_swarm(
     verify: str = "true",
     events: list[SwarmEvent] | None = None,
     swarm_options: dict[str, Any] | None = None,
+    delay_s: float = 0.0,
     **agent_options: Any,
 ) -> tuple[SwarmResult, RoutedProvider, Path]:
     repo = git_repo(tmp_path / "repo", files)
-    provider = RoutedProvider(model)
+    provider = RoutedProvider(model, delay_s=delay_s)
     swarm = Swarm(
         provider,
         workspace=repo,
@@ -166,29 +168,91 @@ def test_a_conflict_without_retries_is_reported_failed_and_its_branch_kept(
 
 
 def test_no_work_starts_after_a_global_doom_loop(tmp_path: Path) -> None:
-    same = ("read_file", {"path": "a.txt"})
-
-    def alternate(n: int) -> Any:
-        def script(attempt: int, turn: int) -> Step:
-            if turn % 2 == 0:
-                return Step(calls=[same])
-            return Step(calls=[("read_file", {"path": "a.txt", "offset": 100 * n + turn})])
-
-        return script
-
     model = SwarmModel(
-        [subtask(f"p{n}", []) for n in range(1, 6)], {f"w{n}": alternate(n) for n in range(1, 6)}
+        [subtask(f"p{n}", []) for n in range(1, 6)],
+        {f"w{n}": repeat_forever(("read_file", {"path": "a.txt"})) for n in range(1, 6)},
     )
     result, _, _ = run_swarm(
         tmp_path,
         model,
         {"a.txt": "line\n" * 1000},
         swarm_options={"workers": 4, "global_doom_threshold": 6},
+        delay_s=0.02,  # the four workers' turns interleave, as real models' do
+        max_unproductive_iterations=8,
     )
     states = [w.state for w in result.workers]
     assert states[:4] == [WorkerState.FAILED] * 4
     assert states[4] is WorkerState.SKIPPED
     assert result.global_doom_loops and "a.txt" in result.global_doom_loops[0]
+
+
+def test_six_workers_rereading_one_file_over_their_tasks_trip_no_global_doom_loop(
+    tmp_path: Path,
+) -> None:
+    def reader(n: int) -> Any:
+        """Reads a.txt three times, never twice in a row, writing its own file in between."""
+
+        def script(attempt: int, turn: int) -> Step:
+            if turn == 5:
+                return Step(calls=[("finish", {"summary": "done"})])
+            if turn % 2 == 0:
+                return Step(calls=[("read_file", {"path": "a.txt"})])
+            return Step(calls=[("write_file", {"path": f"n{n}.txt", "content": f"{turn}\n"})])
+
+        return script
+
+    model = SwarmModel(
+        [subtask(f"p{n}", [f"n{n}.txt"]) for n in range(1, 7)],
+        {f"w{n}": reader(n) for n in range(1, 7)},
+    )
+    result, _, repo = run_swarm(
+        tmp_path, model, {"a.txt": "line\n" * 100}, swarm_options={"workers": 6}
+    )
+    assert result.global_doom_loops == []  # 18 reads of one file, but no call repeated
+    assert [w.state for w in result.workers] == [WorkerState.MERGED] * 6, result.summary()
+    assert result.success
+    assert (repo / "n6.txt").read_text() == "3\n"
+
+
+@pytest.mark.parametrize(
+    ("agent_options", "swarm_options"),
+    [({"max_iterations": 3}, {}), ({}, {"worker_budget": {"max_iterations": 3}})],
+    ids=["agent-config", "worker-budget"],
+)
+def test_a_worker_at_its_turn_limit_ends_as_any_run_does(
+    tmp_path: Path, agent_options: dict[str, Any], swarm_options: dict[str, Any]
+) -> None:
+    def writes_forever(attempt: int, turn: int) -> Step:
+        return Step(calls=[("write_file", {"path": "a.txt", "content": f"turn {turn}\n"})])
+
+    model = SwarmModel([subtask("a", ["a.txt"])], {"w1": writes_forever})
+    result, provider, repo = run_swarm(
+        tmp_path, model, {"a.txt": "old\n"}, swarm_options=swarm_options, **agent_options
+    )
+    (worker,) = result.workers
+    assert worker.state is WorkerState.FAILED
+    assert worker.error is not None and "(max_iterations)" in worker.error
+    assert len([r for r in provider.requests if "Subtask id: w1" in r.system]) == 3
+    # the third turn's call ran: the loop stops after the turn, not before its calls
+    assert worker.branch is not None
+    assert git(repo, "show", f"{worker.branch}:a.txt") == "turn 2\n"
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = store.summary(worker.session_ids[0])
+    finally:
+        store.close()
+    assert (stored.finish_reason, stored.steps) == ("max_iterations", 3)
+
+
+def test_a_worker_over_its_token_cap_ends_as_any_run_does(tmp_path: Path) -> None:
+    model = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "new\n")})
+    result, _, _ = run_swarm(
+        tmp_path, model, {"a.txt": "old\n"}, swarm_options={"worker_budget": {"max_tokens": 2_000}}
+    )
+    (worker,) = result.workers
+    # the loop's hard token limit prices the call before it is sent: refused, never halted
+    assert worker.error is not None and worker.error.startswith("the worker stopped (max_tokens)")
+    assert "would not fit, so it was not made" in worker.error
 
 
 def test_gate_failure_is_retried_with_the_recorded_failure_in_the_prompt(tmp_path: Path) -> None:

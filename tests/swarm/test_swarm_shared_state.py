@@ -1,6 +1,7 @@
 """A swarm's shared state in a store: a later swarm on the same project starts with what an
 earlier one learned; call counts of finished swarms do not stop new ones; a failing store is
-reported and the swarm goes on."""
+reported and the swarm goes on; no view in the store, live or not, adds to this swarm's
+call counts."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from journeyman.swarm.shared import (
     SharedContextState,
     SharedEconomicsState,
     SQLitePersistenceAdapter,
+    call_fingerprint,
     load_shared_state,
     save_shared_state,
 )
@@ -223,3 +225,30 @@ def test_swarms_running_at_once_learn_from_each_other(tmp_path: Path) -> None:
     first_w2 = next(r.system for r in provider_b.requests if "Subtask id: w2" in r.system)
     assert "1:BROKEN" not in first_w1  # built before A's worker failed
     assert "1:BROKEN" in first_w2 and f"{results['a'][0].session_id}/w1" in first_w2
+
+
+def test_a_crafted_live_view_in_the_store_cannot_force_a_global_doom_loop(
+    tmp_path: Path,
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    store = JSONFilePersistenceAdapter(tmp_path / "s")
+    # someone who can write the store plants a "running" swarm that flagged the very calls
+    # this swarm's worker makes, with counts far past the threshold from many workers
+    forged = SharedEconomicsState(global_doom_threshold=1)
+    for call_args in ({"path": "a.txt", "content": "fine\n"}, {"summary": "done"}):
+        name = "write_file" if "path" in call_args else "finish"
+        fingerprint = call_fingerprint(name, call_args)
+        for worker in ("evil/w1", "evil/w2", "evil/w3"):
+            for _ in range(50):
+                forged.record(worker, fingerprint, label=name, task="w1")
+    assert len(forged.global_doom_loops()) == 2
+    save_shared_state(store, "proj", "swarm-evil", SharedContextState(), forged)
+    events: list[SwarmEvent] = []
+    result, provider = run(repo, tmp_path, FIXES_A, store, events, shared_state_scope="proj")
+    assert result.success, result.summary()
+    assert result.global_doom_loops == []
+    assert not any(
+        e.stage is SwarmStage.GLOBAL_DOOM_LOOP for e in events if isinstance(e, SwarmUpdate)
+    )
+    assert "global doom loop" not in first_prompt(provider)
+    assert (repo / "a.txt").read_text() == "fine\n"

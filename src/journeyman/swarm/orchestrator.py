@@ -12,9 +12,11 @@ How a run goes:
 3. Workers start (at most `workers` at once), each an `Agent` in a worktree on its own branch
    off HEAD, with the shared context engine's system prompt (shared prefix, what other
    workers got wrong, its goal), a budget reserved from the one `BudgetLedger` over the
-   root's limits, and a `WorkerBudgetTracker` watching every tool call: a local doom loop
-   stops the worker; a global one (flagged by `SharedEconomicsState`) stops the workers
-   repeating it, is told to the others, and no further work is started.
+   root's limits. A worker's turns, tokens and local doom loop are its loop's own limits
+   (capped by `WorkerBudgetConfig`), so it ends as any run ends at them. The swarm counts
+   only repeats across workers: a call repeated with the same result, back to back, by
+   several workers is a global doom loop (`SharedEconomicsState`); it is refused, told to
+   every worker, stops a worker that makes it again, and no further work is started.
 4. The quality gate runs the verify command in the worker's worktree. A failure is recorded in
    `SharedContextState` (every later worker's prompt shows it) and the subtask is tried once
    more, with that context.
@@ -28,7 +30,8 @@ unless `--shared-state` names another), what the workers learn outlives the swar
 failures and references of earlier swarms on the same project (the same first commit) are
 loaded at the start, the state is synced with the store before each attempt and saved after
 each check, so swarms in several processes or on several machines learn from each other.
-Call counts (global doom loops) are read only from swarms still running.
+Call counts (global doom loops) are never read from the store: only this swarm's own
+workers' repeats count, so no other swarm (or whoever can write the store) can stop this one.
 Worktrees are removed at the end, and the branches of merged work deleted; the branch of a
 failed subtask is kept and named in its outcome.
 `max_duration_s` of the agent config is a time limit for the whole swarm: every run (the
@@ -61,7 +64,6 @@ from journeyman.economics.ledger import (
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.fixed_check import fix_check_now
-from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload
 from journeyman.policy.permissions import Approver
 from journeyman.providers.base import Provider
 from journeyman.providers.factory import create_provider
@@ -91,16 +93,13 @@ from journeyman.swarm.shared import (
     SharedContextState,
     SharedEconomicsState,
     WorkerBudgetConfig,
-    WorkerBudgetTracker,
     WorkerTask,
     attach_worker,
-    call_fingerprint,
     load_shared_state,
     save_shared_state,
-    sync_shared_state,
+    worker_limits,
 )
 from journeyman.swarm.shared.stores import describe_store
-from journeyman.swarm.shared.worker_budget import call_label
 from journeyman.swarm.worktrees import Repo, Worktree, WorktreePool, open_repo
 
 PLANNER_ID = "planner"
@@ -126,18 +125,15 @@ class SwarmConfig(BaseModel):
     conflict_retries: int = Field(default=1, ge=0)
     """Extra attempts of a subtask whose branch conflicted, on top of the merged result."""
     worker_budget: WorkerBudgetConfig = Field(default_factory=WorkerBudgetConfig)
-    """Each worker's own caps and local doom-loop threshold."""
+    """Caps on each worker's own limits: turns, tokens and its loop detector's threshold."""
     global_doom_threshold: int = Field(default=10, ge=1)
-    """Calls of one tool with the same arguments, across workers, that make a global doom
-    loop."""
+    """Repeats of one call (back to back, same arguments and result) across this swarm's
+    workers beyond which it is a global doom loop."""
     shared_state_scope: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$"
     )
     """Name the shared state is kept under in its store; None: the repository's first commit,
     so every clone of one project shares it and other projects do not."""
-    live_counts_max_age_s: float = Field(default=3_600.0, gt=0)
-    """Call counts of other swarms in the store are read only from swarms still running that
-    saved within this many seconds (failures and references are read however old)."""
 
 
 @dataclass
@@ -241,8 +237,6 @@ class _Attempt:
         self.session_id = ""
         self.result: RunResult | None = None
         self.error: str | None = None
-        self.recorded = False
-        """Its failure is already in the shared state."""
 
 
 class Swarm:
@@ -497,17 +491,15 @@ class Swarm:
         if store is None or self._store_failed or not self._scope:
             return False
         scope, node, context, economics = self._scope, self._node, self.shared, self.economics
-        max_age = self.config.live_counts_max_age_s
 
         def act() -> None:
+            # other swarms' call counts are not read: a global doom loop is this swarm's own
+            # workers' repeats, so another swarm's view (or a crafted one) cannot force one here
             if action == "load":
-                load_shared_state(
-                    store, scope, context, economics, economics_max_age_s=max_age, skip_node=node
-                )
+                load_shared_state(store, scope, context, skip_node=node)
             elif action == "sync":
-                sync_shared_state(
-                    store, scope, node, context, economics, economics_max_age_s=max_age
-                )
+                load_shared_state(store, scope, context, skip_node=node)
+                save_shared_state(store, scope, node, context, economics)
             else:
                 save_shared_state(store, scope, node, context, economics, finished=finished)
 
@@ -636,8 +628,7 @@ class Swarm:
             )
             sharers = 1
             if attempt.error is not None:  # the worker itself did not finish: not retried
-                if not attempt.recorded:
-                    self.shared.record_failure(attempt.shared_id, subtask.task, attempt.error)
+                self.shared.record_failure(attempt.shared_id, subtask.task, attempt.error)
                 await self._store("save")
                 self._failed(subtask, attempt, outcome, attempt.error)
                 return None
@@ -706,7 +697,7 @@ class Swarm:
             return attempt
         await self._store("sync")  # what other swarms learned meanwhile, into this prompt
         agent = self._worker_agent(attempt, reservation)
-        tracker = self._watch(agent, attempt)
+        attach_worker(agent, attempt.shared_id, self.economics, self.shared, task=subtask.worker_id)
         try:
             task = subtask.task if not note else f"{subtask.task}\n\n{note}"
             result = await agent.run(task, session_id=attempt.session_id, parent_session_id=root_id)
@@ -717,7 +708,6 @@ class Swarm:
         attempt.result = result
         if not result.success:
             attempt.error = _why_stopped(result)
-            attempt.recorded = tracker.stop_reason is not None  # attach_worker recorded it
         await pool.commit(tree, f"swarm {subtask.worker_id}: {subtask.title}")
         outcome.changed_files = await pool.changed_files(tree)
         return attempt
@@ -740,9 +730,7 @@ class Swarm:
                 attempt=number,
             )
         )
-        budget = self.config.worker_budget
         granted = reservation.granted
-        tokens = min(granted.tokens or budget.max_tokens, budget.max_tokens)
         config = self.agent_config.model_copy(
             update={
                 "mode": ModeName.REACT
@@ -754,9 +742,7 @@ class Swarm:
                 # a worktree is gone after the run: snapshots for undo there would only fill
                 # the cache (the merge commits are what a user takes back)
                 "journal_commands": False,
-                "max_iterations": min(self.agent_config.max_iterations, budget.max_iterations),
-                "max_total_tokens": tokens,
-                "hard_token_limit": True,  # an allocation from the swarm's pool: never passed
+                **worker_limits(self.agent_config, self.config.worker_budget, granted.tokens),
                 "max_budget_usd": granted.usd,
                 "session_dir": self.session_root,
                 "max_duration_s": self._run_duration(),
@@ -776,35 +762,6 @@ class Swarm:
         if self._cancelled:
             agent.cancel()
         return agent
-
-    def _watch(self, agent: Agent, attempt: _Attempt) -> WorkerBudgetTracker:
-        """A tracker policing `agent` (`attach_worker`): a local doom loop stops the worker, a
-        call the swarm flagged as a global doom loop is refused and the loop told to every
-        worker. A worker that makes a flagged call again after that refusal is stopped."""
-        tracker = WorkerBudgetTracker(
-            attempt.shared_id,
-            self.config.worker_budget,
-            self.economics,
-            task=attempt.subtask.worker_id,
-        )
-        attach_worker(agent, tracker, self.shared)
-        refused: set[str] = set()
-
-        def stop_repeats(event: HookEvent, payload: HookPayload) -> HookOutcome | None:
-            fingerprint = call_fingerprint(payload.tool_name or "", payload.tool_args)
-            if not self.economics.is_global_doom_loop(fingerprint):
-                return None
-            if fingerprint in refused:
-                return HookOutcome.halt(
-                    f"global doom loop: the worker made a call the swarm flagged (more than "
-                    f"{self.config.global_doom_threshold} times across workers) again after "
-                    f"it was refused: {call_label(payload.tool_name or '', payload.tool_args)}"
-                )
-            refused.add(fingerprint)
-            return None
-
-        agent.hooks.add(HookEvent.PRE_TOOL_USE, stop_repeats, name="swarm-global-doom-loop")
-        return tracker
 
     # -- merging -----------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ def test_a_fingerprint_seen_more_than_the_threshold_across_workers_is_flagged() 
     assert not state.record("w1", "fp").newly_flagged  # flagged once
     (loop,) = state.global_doom_loops()
     assert loop.workers == ("w0", "w1", "w2", "w3")
-    assert "`curl api` was called 12 times by 4 workers" in state.notice()
+    assert "`curl api` was repeated 12 times with the same result by 4 workers" in state.notice()
 
 
 def test_one_worker_alone_is_not_a_global_loop() -> None:

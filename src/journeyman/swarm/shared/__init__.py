@@ -1,6 +1,6 @@
 """What the workers of a swarm share: failures and references (`SharedContextState`), call
-fingerprints across workers (`SharedEconomicsState`), each worker's budget and doom loops
-(`WorkerBudgetTracker`), the workers' system prompts (`SharedContextEngine`), and where all of
+repeats across workers (`SharedEconomicsState`), each worker's caps on its loop's own limits
+(`WorkerBudgetConfig`), the workers' system prompts (`SharedContextEngine`), and where all of
 it is kept between processes and machines (`PersistenceAdapter` and its implementations)."""
 
 from journeyman.swarm.shared.checkpoint import (
@@ -33,16 +33,13 @@ from journeyman.swarm.shared.persistence import (
 )
 from journeyman.swarm.shared.redis_adapter import RedisPersistenceAdapter
 from journeyman.swarm.shared.worker_budget import (
-    CallVerdict,
     WorkerBudgetConfig,
-    WorkerBudgetStatus,
-    WorkerBudgetTracker,
     call_fingerprint,
+    worker_limits,
 )
 from journeyman.swarm.shared.worker_hooks import WorkerAttachment, attach_worker
 
 __all__ = [
-    "CallVerdict",
     "CorruptRecordError",
     "EconomicsVerdict",
     "GlobalDoomLoop",
@@ -59,8 +56,6 @@ __all__ = [
     "SharedEconomicsState",
     "WorkerAttachment",
     "WorkerBudgetConfig",
-    "WorkerBudgetStatus",
-    "WorkerBudgetTracker",
     "WorkerFailure",
     "WorkerTask",
     "attach_worker",
@@ -68,4 +63,5 @@ __all__ = [
     "load_shared_state",
     "save_shared_state",
     "sync_shared_state",
+    "worker_limits",
 ]

@@ -1,8 +1,10 @@
 """Doom loops across a swarm: the same tool call repeated by several workers.
 
-Each worker's `WorkerBudgetTracker` reports the fingerprint of every call it makes. A
-fingerprint seen more than `global_doom_threshold` times, from at least `min_workers`
-workers, is a global doom loop: something outside any one subtask is broken (a service down,
+Each worker (`worker_hooks.attach_worker`) reports the fingerprint of every call that repeats
+its previous one: same tool, same arguments, same result, back to back. A file read again
+later in a task is no repeat, nor is a test run again after an edit. A fingerprint repeated
+more than `global_doom_threshold` times, by at least `min_workers` workers, is a global doom
+loop: something outside any one subtask is broken (a service down,
 a missing dependency), and repeating the call anywhere is wasted budget. Every worker can ask
 for the loops (`global_doom_loops`, `notice`), listeners are called once per new loop, and the
 scheduler asks `should_skip` before starting work.
@@ -20,7 +22,7 @@ from typing import Any
 from journeyman.core.text import one_line
 
 DEFAULT_GLOBAL_DOOM_THRESHOLD = 10
-"""Calls of one fingerprint across the swarm beyond which it is a global doom loop."""
+"""Repeats of one call across the swarm beyond which it is a global doom loop."""
 SNAPSHOT_VERSION = 1
 
 
@@ -32,7 +34,7 @@ class GlobalDoomLoop:
     label: str
     """What the call is, for people and models ("run_command {"command": "pytest"}")."""
     count: int
-    """Times it was seen across all workers when this record was made."""
+    """Times it was repeated across all workers when this record was made."""
     workers: tuple[str, ...]
     """Workers that made it, sorted."""
     tasks: tuple[str, ...]
@@ -40,8 +42,8 @@ class GlobalDoomLoop:
 
     def describe(self) -> str:
         return (
-            f"`{self.label or self.fingerprint}` was called {self.count} times by "
-            f"{len(self.workers)} workers ({', '.join(self.workers)})"
+            f"`{self.label or self.fingerprint}` was repeated {self.count} times with the same "
+            f"result by {len(self.workers)} workers ({', '.join(self.workers)})"
         )
 
 
@@ -61,7 +63,7 @@ GlobalDoomListener = Callable[[GlobalDoomLoop], object]
 
 
 class SharedEconomicsState:
-    """Counts call fingerprints per worker across a swarm and flags global doom loops."""
+    """Counts repeated calls per worker across a swarm and flags global doom loops."""
 
     def __init__(
         self, global_doom_threshold: int = DEFAULT_GLOBAL_DOOM_THRESHOLD, *, min_workers: int = 2

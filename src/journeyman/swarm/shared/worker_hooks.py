@@ -1,35 +1,32 @@
-"""Wiring a `WorkerBudgetTracker` (and the swarm's shared state) into a journeyman `Agent`.
+"""Wiring the swarm's shared state into one worker's `Agent`.
 
-`attach_worker(agent, tracker, context=...)`, before `agent.run(...)`:
+A worker's own limits (turns, tokens, its local doom loop) are its loop's (see
+`worker_budget`); what is added here is only what the swarm sees across workers.
+`attach_worker(agent, worker_id, economics, context, task=...)`, before `agent.run(...)`:
 
-- the agent's events go through `tracker.observe` first (tokens, turns, call fingerprints),
-  then to the handler the agent already had;
-- a PreToolUse hook stops the worker (halt) once the tracker says it must stop (a local doom
-  loop, tokens or turns spent), so the call that closed a doom loop is not run (a `finish`
-  call still goes through: the worker's report is worth keeping), and refuses
-  (deny) a call the swarm flagged as a global doom loop, telling the model why;
+- the agent's events are read first (then passed to the handler it already had): a finished
+  call identical to this worker's previous one, same tool, arguments and result, is a repeat
+  and is counted in `SharedEconomicsState` (a file read again later in the task, or a test run
+  again after an edit, is not);
+- a PreToolUse hook refuses (deny) a call the swarm flagged as a global doom loop, telling the
+  model why, and stops the worker (halt) when it makes that call again after the refusal;
 - a PostToolUse / PostToolUseFailure hook tells the worker, once, about every global doom loop
   flagged since its last call (a message before its next turn);
-- failed tool calls, and the reason the worker was stopped, are recorded in the shared
-  `SharedContextState`, so the next workers' prompts include them;
-- `tracker.on_stop` also calls `agent.cancel()`, which ends the run before its next turn when
-  no tool call is left to halt.
+- failed tool calls are recorded in the shared `SharedContextState`, so the next workers'
+  prompts include them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from journeyman.core import events as ev
-from journeyman.core.tool_kind import ToolKind
+from journeyman.economics.loop_detector import loop_signature, result_digest
 from journeyman.policy.hooks import HookEvent, HookOutcome, HookPayload
 from journeyman.swarm.shared.context_state import SharedContextState
-from journeyman.swarm.shared.worker_budget import (
-    WorkerBudgetTracker,
-    call_fingerprint,
-    call_label,
-)
+from journeyman.swarm.shared.economics_state import SharedEconomicsState
+from journeyman.swarm.shared.worker_budget import call_fingerprint, call_label
 
 if TYPE_CHECKING:
     from journeyman.loop.agent import Agent
@@ -40,12 +37,20 @@ class WorkerAttachment:
     """What `attach_worker` changed; `detach()` makes the hooks inert and restores `on_event`."""
 
     agent: Agent
-    tracker: WorkerBudgetTracker
+    worker_id: str
+    """The id the worker's calls and failures are recorded under in the shared state."""
+    economics: SharedEconomicsState | None
     context: SharedContextState | None
     previous_handler: ev.EventHandler | None
+    task: str = ""
+    """The subtask the worker is on, reported with its repeats (`should_skip(task)`)."""
     active: bool = True
-    _labels: dict[str, str] = field(default_factory=dict)
+    repeats: int = 0
+    """Calls of this worker that repeated its previous call (same arguments and result)."""
+    _calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    _last: str | None = None
     _told: set[str] = field(default_factory=set)
+    _refused: set[str] = field(default_factory=set)
 
     def detach(self) -> None:
         if self.active:
@@ -54,46 +59,51 @@ class WorkerAttachment:
 
     def on_event(self, event: ev.Event) -> None:
         if self.active:
-            self.tracker.observe(event)
-            self._record_failure(event)
+            self._observe(event)
         if self.previous_handler is not None:
             self.previous_handler(event)
 
-    def _record_failure(self, event: ev.Event) -> None:
+    def _observe(self, event: ev.Event) -> None:
         if isinstance(event, ev.ToolCallStarted):
-            self._labels[event.call.id] = call_label(event.call.name, event.call.arguments)
-        elif isinstance(event, ev.ToolResultReceived):
-            label = self._labels.pop(event.result.call_id, event.result.name)
-            if event.result.is_error and self.context is not None:
-                self.context.record_failure(self.tracker.worker_id, label, event.result.content)
+            self._calls[event.call.id] = (event.call.name, dict(event.call.arguments))
+            return
+        if not isinstance(event, ev.ToolResultReceived):
+            return
+        result = event.result
+        name, args = self._calls.pop(result.call_id, (result.name, {}))
+        label = call_label(name, args)
+        if result.is_error and self.context is not None:
+            self.context.record_failure(self.worker_id, label, result.content)
+        signature = loop_signature(name, args, result_digest(result.content))
+        repeated, self._last = signature == self._last, signature
+        if repeated:
+            self.repeats += 1
+            if self.economics is not None:
+                fingerprint = call_fingerprint(name, args)
+                self.economics.record(self.worker_id, fingerprint, label=label, task=self.task)
 
     def before_tool(self, _event: HookEvent, payload: HookPayload) -> HookOutcome | None:
-        if not self.active:
-            return None
-        if self.tracker.stop_reason is not None:
-            if payload.tool_name and self.agent.registry.kind_of(payload.tool_name) is (
-                ToolKind.FINISH
-            ):
-                return None  # the work is done: let the worker report it (cancel ends the run)
-            return HookOutcome.halt(self.tracker.stop_reason)
-        economics = self.tracker.shared_economics
-        if economics is None or payload.tool_name is None:
+        economics = self.economics
+        if not self.active or economics is None or payload.tool_name is None:
             return None
         fingerprint = call_fingerprint(payload.tool_name, payload.tool_args)
-        if economics.is_global_doom_loop(fingerprint):
-            self._told.add(fingerprint)
-            loop = next(
-                (lp for lp in economics.global_doom_loops() if lp.fingerprint == fingerprint), None
+        if not economics.is_global_doom_loop(fingerprint):
+            return None
+        if fingerprint in self._refused:
+            return HookOutcome.halt(
+                f"global doom loop: the worker made a call the swarm flagged (more than "
+                f"{economics.global_doom_threshold} repeats across workers) again after it was "
+                f"refused: {call_label(payload.tool_name, payload.tool_args)}"
             )
-            seen = loop.describe() if loop is not None else "this call repeats across the swarm"
-            return HookOutcome.deny(
-                f"the swarm flagged this call as a global doom loop ({seen}); it fails for every "
-                "worker, so try another way or report what blocks you"
-            )
-        return None
+        self._refused.add(fingerprint)
+        self._told.add(fingerprint)
+        return HookOutcome.deny(
+            f"the swarm flagged this call as a global doom loop ({_seen(economics, fingerprint)});"
+            " it fails for every worker, so try another way or report what blocks you"
+        )
 
     def after_tool(self, _event: HookEvent, _payload: HookPayload) -> HookOutcome | None:
-        economics = self.tracker.shared_economics
+        economics = self.economics
         if not self.active or economics is None:
             return None
         new = [lp for lp in economics.global_doom_loops() if lp.fingerprint not in self._told]
@@ -102,34 +112,29 @@ class WorkerAttachment:
         self._told.update(lp.fingerprint for lp in new)
         lines = "\n".join(f"- {lp.describe()}" for lp in new)
         return HookOutcome.inject(
-            "Other workers keep failing on these calls (global doom loop); do not make them:\n"
-            + lines
+            "Other workers keep repeating these calls with the same result (global doom loop); "
+            "do not make them:\n" + lines
         )
 
-    def stopped(self, reason: str) -> None:
-        if self.context is not None:
-            self.context.record_failure(self.tracker.worker_id, "the worker's run", reason)
-        self.agent.cancel()
+
+def _seen(economics: SharedEconomicsState, fingerprint: str) -> str:
+    loop = next((lp for lp in economics.global_doom_loops() if lp.fingerprint == fingerprint), None)
+    return loop.describe() if loop is not None else "this call repeats across the swarm"
 
 
 def attach_worker(
     agent: Agent,
-    tracker: WorkerBudgetTracker,
+    worker_id: str,
+    economics: SharedEconomicsState | None = None,
     context: SharedContextState | None = None,
+    *,
+    task: str = "",
 ) -> WorkerAttachment:
-    """Make `tracker` watch and police `agent`'s runs (see the module's docstring)."""
-    attachment = WorkerAttachment(agent, tracker, context, agent.on_event)
+    """Report `agent`'s repeated calls to the swarm and enforce its global doom loops (see the
+    module's docstring)."""
+    attachment = WorkerAttachment(agent, worker_id, economics, context, agent.on_event, task)
     agent.on_event = attachment.on_event
-    previous_stop = tracker.on_stop
-
-    def on_stop(reason: str) -> None:
-        if attachment.active:
-            attachment.stopped(reason)
-        if previous_stop is not None:
-            previous_stop(reason)
-
-    tracker.on_stop = on_stop
-    name = f"swarm-worker-{tracker.worker_id}"
+    name = f"swarm-worker-{worker_id}"
     agent.hooks.add(HookEvent.PRE_TOOL_USE, attachment.before_tool, name=name)
     agent.hooks.add(HookEvent.POST_TOOL_USE, attachment.after_tool, name=name)
     agent.hooks.add(HookEvent.POST_TOOL_USE_FAILURE, attachment.after_tool, name=name)
