@@ -118,7 +118,10 @@ async def test_an_agent_run_uses_the_tools_and_sees_diagnostics_after_edits(
     manager = lsp_for_run(project)
     assert manager is not None
     agent = Agent(
-        provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s", verify=False), lsp=manager
+        provider,
+        workspace=project,
+        config=AgentConfig(session_dir=tmp_path / "s", verify=False),
+        lsp=manager,
     )
     result = await agent.run("find area and break it")
     assert result.finish_reason is FinishReason.COMPLETED, result.error
