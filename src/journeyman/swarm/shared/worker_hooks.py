@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,27 +38,26 @@ if TYPE_CHECKING:
 
 @dataclass
 class WorkerAttachment:
-    """What `attach_worker` changed; `detach()` makes the hooks inert and restores `on_event`."""
+    """What `attach_worker` changed; `detach()` makes the hooks inert and stops listening."""
 
     agent: Agent
     tracker: WorkerBudgetTracker
     context: SharedContextState | None
-    previous_handler: ev.EventHandler | None
     active: bool = True
+    stop_listening: Callable[[], None] | None = None
     _labels: dict[str, str] = field(default_factory=dict)
     _told: set[str] = field(default_factory=set)
 
     def detach(self) -> None:
         if self.active:
             self.active = False
-            self.agent.on_event = self.previous_handler
+            if self.stop_listening is not None:
+                self.stop_listening()
 
     def on_event(self, event: ev.Event) -> None:
         if self.active:
             self.tracker.observe(event)
             self._record_failure(event)
-        if self.previous_handler is not None:
-            self.previous_handler(event)
 
     def _record_failure(self, event: ev.Event) -> None:
         if isinstance(event, ev.ToolCallStarted):
@@ -118,8 +118,8 @@ def attach_worker(
     context: SharedContextState | None = None,
 ) -> WorkerAttachment:
     """Make `tracker` watch and police `agent`'s runs (see the module's docstring)."""
-    attachment = WorkerAttachment(agent, tracker, context, agent.on_event)
-    agent.on_event = attachment.on_event
+    attachment = WorkerAttachment(agent, tracker, context)
+    attachment.stop_listening = agent.add_listener(attachment.on_event)
     previous_stop = tracker.on_stop
 
     def on_stop(reason: str) -> None:
