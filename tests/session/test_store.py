@@ -378,6 +378,42 @@ def test_the_store_round_trips_settings_and_parentage(store: SessionStore) -> No
     assert json.loads(rows(store.path, "SELECT settings FROM sessions")[0][0])["model"] == "m"
 
 
+def test_updating_settings_replaces_the_named_keys_and_keeps_the_others(
+    store: SessionStore,
+) -> None:
+    store.create_session(
+        SessionRecord(
+            id="s1",
+            task="t",
+            workspace="/w",
+            settings={"model": "m", "config": {"mode": "react"}, "imported_from": "a.json"},
+            system_prompt="sys",
+        )
+    )
+    assert store.update_settings("s1", {"config": {"mode": "phased"}, "model": "m2"})
+    record = store.load_session("s1")
+    assert record.settings == {
+        "model": "m2",
+        "config": {"mode": "phased"},
+        "imported_from": "a.json",  # the import's origin still holds its settings to the rules
+    }
+
+
+def test_updating_the_settings_of_an_unknown_session_changes_nothing(
+    store: SessionStore,
+) -> None:
+    new_session(store)
+    assert not store.update_settings("nope", {"model": "x"})
+    assert store.load_session("s1").settings == {"provider": "scripted", "model": "m"}
+
+
+def test_updated_settings_are_redacted_like_new_ones(store: SessionStore) -> None:
+    new_session(store)
+    secret = "sk-ant-api03-" + "x" * 40
+    store.update_settings("s1", {"config": {"system_prompt": f"key {secret}"}})
+    assert secret not in rows(store.path, "SELECT settings FROM sessions")[0][0]
+
+
 def test_events_and_checkpoints_are_read_back_with_their_steps(store: SessionStore) -> None:
     sid = new_session(store)
     for number in (1, 2):

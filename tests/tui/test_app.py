@@ -424,6 +424,21 @@ async def test_plan_mode_is_read_only_until_the_plan_is_approved(tmp_path: Path)
     assert (workspace / "a.txt").read_text() == "one\n"
 
 
+async def test_plan_off_approves_a_plan_mode_the_app_did_not_turn_on(tmp_path: Path) -> None:
+    """A session reopened in plan mode (or `chat --permission-mode plan`) has no mode from
+    before /plan: /plan off goes to the default one, and /plan says plan mode is on."""
+    app, _ = scripted_app(tmp_path, [], permissions=PermissionsConfig(mode=PermissionMode.PLAN))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/plan")
+        assert "plan mode is already on" in notes(app)
+        await submit(pilot, "/plan off")
+        assert "plan approved" in notes(app) and "(default)" in notes(app)
+        assert app.agent.config.permissions is not None
+        assert app.agent.config.permissions.mode is PermissionMode.DEFAULT
+        await submit(pilot, "/plan off")
+        assert "plan mode is not on" in notes(app)
+
+
 async def test_servers_start_once_for_the_app_and_stop_when_it_quits(tmp_path: Path) -> None:
     app, _ = scripted_app(tmp_path, [finish("one"), finish("two")])
     log: list[str] = []

@@ -16,9 +16,14 @@ from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import chat
 from journeyman.economics.choices import BudgetMode
 from journeyman.integrations.mcp import McpManager
+from journeyman.loop.config import ModeName
+from journeyman.policy.permissions import PermissionMode
 from journeyman.tools.choices import SandboxKind
 from journeyman.tui.app import ChatApp
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
 from tests.support.cli import clean_env
+from tests.tui.harness import finish_turn, submit
 
 
 @pytest.fixture
@@ -178,3 +183,40 @@ def test_leaving_the_app_names_the_session_and_how_to_reopen_it(
     assert "session 20261127-101010-abcd1234 saved" in out
     assert "`journeyman chat --last`" in out
     assert "`journeyman chat --resume 20261127-101010-abcd1234`" in out
+
+
+async def test_a_mode_model_and_plan_switched_in_the_app_come_back_with_chat_resume(
+    fake_openai: FakeOpenAIServer,
+    tmp_path: Path,
+    opened: list[ChatApp],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_openai.enqueue(reply(tool_calls=[("finish", {"summary": "first"})]))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sessions = tmp_path / "sessions"
+    chat(
+        workspace=workspace,
+        provider="openai",
+        model="gpt-4.1-mini",
+        base_url=fake_openai.base_url,
+        session_dir=sessions,
+        lsp=False,
+        mcp=False,
+        no_verify=True,
+    )
+    app = opened[-1]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "hello")
+        await finish_turn(pilot)
+        for command in ("/mode plan", "/plan", "/model gpt-4.1"):
+            await submit(pilot, command)
+    assert app.agent.config.mode is ModeName.PLAN_SOLVE  # the switches took
+
+    chat(resume=app.results[0].session_id, session_dir=sessions, lsp=False, mcp=False)
+    resumed = opened[-1].agent
+    assert resumed is not app.agent
+    assert resumed.config.mode is ModeName.PLAN_SOLVE
+    assert resumed.config.permissions is not None
+    assert resumed.config.permissions.mode is PermissionMode.PLAN
+    assert (resumed.provider.name, resumed.provider.model) == ("openai", "gpt-4.1")

@@ -167,7 +167,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     guard = _guarded_provider(job, config)
     workspace = Path(job.workspace_dir)
     agent = Agent(guard, workspace=workspace, config=config, assume_yes=True)
-    agent.settings["batch"] = {"batch_id": job.batch_id, "task_id": job.task.id}
+    agent.remember_setting("batch", {"batch_id": job.batch_id, "task_id": job.task.id})
     tracing = _tracing(job)
     if tracing is not None:
         tracing.attach(agent)

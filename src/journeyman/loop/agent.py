@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
 from journeyman.core.errors import AgentClosedError, ConfigurationError
-from journeyman.core.events import EventHandler
+from journeyman.core.events import Event, EventHandler
 from journeyman.core.lifecycle import AgentState, LifecycleMachine
 from journeyman.core.messages import Message
 from journeyman.core.result import RunResult
@@ -39,7 +41,9 @@ from journeyman.policy.permissions import (
     ApprovalRequest,
     Approver,
     PermissionGate,
+    PermissionMode,
     PermissionPolicy,
+    PermissionsConfig,
 )
 from journeyman.providers.base import Provider
 from journeyman.providers.factory import create_provider
@@ -55,6 +59,11 @@ from journeyman.tools.sandbox import open_sandbox
 if TYPE_CHECKING:  # the MCP SDK loads only when a run starts MCP servers
     from journeyman.integrations.lsp import LspManager
     from journeyman.integrations.mcp import McpManager, McpServerConfig, McpServerStatus
+
+log = logging.getLogger(__name__)
+
+OWN_SETTINGS = frozenset({"provider", "model", "config", "assume_yes"})
+"""The settings the agent writes itself (with the run options'): `remember_setting` refuses them."""
 
 ASK_TOOL_KINDS = (ToolKind.READ, ToolKind.FINISH)
 """The only tools a question (`--mode ask`) is given: nothing it runs can change anything."""
@@ -144,6 +153,8 @@ class Agent:
         if self.config.mode is ModeName.PHASED and self.registry.get(NoteTool.name) is None:
             self.registry.register(NoteTool())  # the phased mode keeps notes in its memory
         self.on_event = on_event
+        """The handler given at construction; `add_listener` adds others beside it."""
+        self._listeners: list[EventHandler] = []
         self.approver = approver
         self.economics = economics_for(self.config)
         """Budget accounting shared by every run of this agent (one session's worth)."""
@@ -175,6 +186,11 @@ class Agent:
         """Language servers (True: the configured ones), started while connected."""
         self.mcp = mcp
         """MCP servers whose tools the model gets, started while connected."""
+        self.session_id: str | None = None
+        """The session this agent last ran, continued or loaded: the one whose stored settings
+        a mode or model switch updates."""
+        self.subagents: Any = None
+        """The subagent runtime, once `swarm.spawn.enable_subagents` let this agent spawn."""
         self._connected_registry: ToolRegistry | None = None
         self._cancel = asyncio.Event()
         self._compaction_requested = False
@@ -276,6 +292,81 @@ class Agent:
         self.economics.record_extension(additional_tokens, additional_usd)
         self._granted_between_runs.append((additional_tokens, additional_usd))
 
+    # --- what a session runs with: changed only here, and stored with the session ---------
+
+    def switch_mode(self, mode: ModeName) -> None:
+        """Run the next message in `mode` (the app's /mode)."""
+        if mode is ModeName.PHASED and self.registry.get(NoteTool.name) is None:
+            self.registry.register(NoteTool())  # the phased mode keeps notes in its memory
+        self._reconfigure(mode=mode)
+
+    def set_permission_mode(self, mode: PermissionMode) -> None:
+        """Ask, allow edits or plan (read-only) from the next call on (the app's /plan)."""
+        permissions = self.config.permissions or PermissionsConfig()
+        self._reconfigure(permissions=permissions.model_copy(update={"mode": mode}))
+
+    def enforce_hard_token_limit(self) -> None:
+        """Price every model call against the limits before it is made (a subagent tree's root,
+        whose limits cap the whole tree)."""
+        self._reconfigure(hard_token_limit=True)
+
+    def switch_model(self, provider: Provider) -> None:
+        """Send the next message to `provider` (the app's /model), with the same retries."""
+        self.provider = ResilientProvider([provider], self.provider.policy)
+        self._remember({"provider": provider.name, "model": provider.model})
+
+    def remember_setting(self, key: str, value: Any) -> None:
+        """Keep `value` with the session's settings under `key` (what a resume needs to bring
+        back that the config does not hold: the subagent limits, a batch task's origin)."""
+        if key in OWN_SETTINGS or key in self.options.to_settings():
+            raise ValueError(f"the agent keeps {key!r} itself")
+        self._remember({key: value})
+
+    def add_listener(self, listener: EventHandler) -> Callable[[], None]:
+        """Have `listener` hear every event of the runs, before the handlers added earlier and
+        the agent's own `on_event`; returns the function that removes it again."""
+        self._listeners.insert(0, listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return remove
+
+    def attach_subagents(self, runtime: Any) -> None:
+        """Keep the runtime of the subagents this agent may spawn (`swarm.spawn`)."""
+        self.subagents = runtime
+
+    def forget_servers(self) -> None:
+        """Give up the language and MCP servers (they could not start: each run would try
+        them again)."""
+        self.lsp = self.mcp = None
+
+    def _reconfigure(self, **changes: Any) -> None:
+        self.config = self.config.model_copy(update=changes)
+        self._remember({"config": self.config.model_dump(mode="json", exclude={"session_dir"})})
+
+    def _remember(self, changes: dict[str, Any]) -> None:
+        """Update `settings` and, when a session is under way, its stored settings, so a
+        resume comes back with what the session last ran with."""
+        self.settings.update(changes)
+        if self.session_id is None:
+            return
+        store = SessionStore(self.session_root)
+        try:
+            store.update_settings(self.session_id, changes)
+        finally:
+            store.close()
+
+    def _emit(self, event: Event) -> None:
+        for listener in [*self._listeners, self.on_event]:
+            if listener is None:
+                continue
+            try:
+                listener(event)
+            except Exception:  # one listener's failure must not keep the event from the others
+                log.exception("an event listener failed on a %s event", event.type)
+
     def _apply_granted(self) -> None:
         for tokens, usd in self._granted_between_runs:
             self.economics.record_extension(tokens, usd)
@@ -299,14 +390,17 @@ class Agent:
         Raises `WorkspaceBusyError` when another process is running in the workspace."""
         self._granted_between_runs.clear()  # the live economics hold them: the steps store them
         session_id = session_id or new_session_id()
+        self.session_id = session_id
         async with self._kernel(session_id) as kernel:
-            return await kernel.run(
+            result = await kernel.run(
                 task,
                 session_id=session_id,
                 parent_session_id=parent_session_id,
                 history=history,
                 forked_at_step=forked_at_step,
             )
+        self.session_id = result.session_id
+        return result
 
     async def resume(self, session_id: str, *, override_limits: bool = False) -> RunResult:
         """Continue a stored session from its last completed step.
@@ -335,6 +429,7 @@ class Agent:
 
         With `override_limits`, this agent's configured limits replace the stored ones.
         """
+        self.session_id = session_id
         store = SessionStore(self.session_root)
         try:
             _, stored = store.checkpoint(session_id)
@@ -352,6 +447,7 @@ class Agent:
         self, session_id: str, *, override_limits: bool, follow_up: str | None = None
     ) -> RunResult:
         restored_at = 0
+        self.session_id = session_id
 
         def restored(state: LoopState) -> None:
             nonlocal restored_at
@@ -429,7 +525,7 @@ class Agent:
                 config=self.config,
                 store=store,
                 settings=self.settings,
-                on_event=self.on_event,
+                on_event=self._emit,
                 cancel_event=self._cancel,
                 lifecycle=self.lifecycle,
                 parent_call=self.parent_call_id,

@@ -27,7 +27,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -351,6 +351,23 @@ class SessionStore:
                     self._text(record.system_prompt),
                 ),
             )
+
+    def update_settings(self, session_id: str, changes: Mapping[str, Any]) -> bool:
+        """Replace the top-level keys `changes` names in a session's stored settings (a mode or
+        model switched mid-session), keeping the others (an import's origin, say); False when
+        the session is not stored (yet)."""
+        with self._transaction() as db:
+            row = db.execute("SELECT settings FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                return False
+            settings = self._stored(row[0], f"the settings of session {session_id}")
+            if not isinstance(settings, dict):
+                settings = {}
+            settings.update(changes)
+            db.execute(
+                "UPDATE sessions SET settings = ? WHERE id = ?", (self._dump(settings), session_id)
+            )
+        return True
 
     def record_step(self, session_id: str, step: StepRecord) -> int:
         """Append one completed step atomically; returns the seq of its first message."""

@@ -213,15 +213,12 @@ def enable_subagents(
     runtime = SubagentRuntime(agent, config, depth, make_child)
     spawn = SpawnAgentTool(runtime)
     agent.registry.register(spawn)
-    agent.subagents = runtime  # type: ignore[attr-defined]
+    agent.attach_subagents(runtime)
     if depth == 0:
         # the root's limits cap the whole tree: its own calls are priced against them too
-        agent.config = agent.config.model_copy(update={"hard_token_limit": True})
-        stored = agent.settings.get("config")
-        if isinstance(stored, dict):
-            stored["hard_token_limit"] = True
+        agent.enforce_hard_token_limit()
         # remembered with the session, so a resume can enable them again
-        agent.settings["subagents"] = config.model_dump(mode="json")
+        agent.remember_setting("subagents", config.model_dump(mode="json"))
     return spawn
 
 

@@ -119,14 +119,27 @@ class ChatApp(App[None]):
             yield self.status
 
     def on_mount(self) -> None:
+        self.status.facts.session_id = self.conversation.session_id or ""
+        if self.conversation.session_id:
+            self.show_history()
+        self.show_settings()
+        self.query_one("#prompt", Input).focus()
+
+    def show_settings(self) -> None:
+        """The agent's model and mode in the status bar (at the start, after /model, /mode)."""
         facts = self.status.facts
         facts.model = f"{self.agent.provider.name}:{self.agent.provider.model}"
         facts.mode = self.agent.config.mode.value
-        facts.session_id = self.conversation.session_id or ""
-        if self.conversation.session_id:
-            self.show_history()
         self.refresh_usage()
-        self.query_one("#prompt", Input).focus()
+
+    def open_session(self, session_id: str) -> None:
+        """Talk to the stored session `session_id` from now on (/resume): its history shown."""
+        self.conversation.session_id = session_id
+        self.conversation.fork = None
+        self.status.facts.session_id = session_id
+        self.transcript.remove_children()
+        self.show_history()
+        self.refresh_usage()
 
     def note(self, text: str | Text) -> None:
         self.transcript.add(Note(text))
@@ -354,7 +367,7 @@ class ChatApp(App[None]):
                     await self._servers_stop.wait()
             except Exception as error:  # the runs go on without the servers' tools
                 self.servers_error = printable(str(error))
-                self.agent.lsp = self.agent.mcp = None  # or each run would try them again
+                self.agent.forget_servers()  # or each run would try them again
                 self.note(f"language/MCP servers could not start: {self.servers_error}")
             finally:
                 ready.set()

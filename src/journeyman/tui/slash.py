@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
@@ -17,10 +17,12 @@ from journeyman.tui import commands
 from journeyman.tui.widgets import RESULT_CHARS_SHOWN, styled_diff
 
 if TYPE_CHECKING:
+    from journeyman.economics.budget import ExtensionRequest
     from journeyman.integrations.lsp import LspManager
     from journeyman.integrations.mcp import McpManager, McpServerStatus
     from journeyman.loop.agent import Agent
-    from journeyman.tui.app import ChatApp
+    from journeyman.tui.conversation import Conversation
+    from journeyman.tui.widgets import StatusBar
 
 MODES = {"react": ModeName.REACT, "phased": ModeName.PHASED, "plan": ModeName.PLAN_SOLVE}
 CHANGES_STATE = frozenset({"undo", "resume", "fork", "mode", "plan", "model", "extend"})
@@ -33,8 +35,41 @@ def in_app_words(message: str) -> str:
     return re.sub(r"--at-step (\d+)", r"/fork \1", message).replace("--at-step", "the step")
 
 
+class SlashPort(Protocol):
+    """What the slash commands use of the app, and no more."""
+
+    agent: Agent
+    conversation: Conversation
+    status: StatusBar
+    compaction_asked: bool
+    mcp_statuses: list[McpServerStatus] | None
+    servers_started: bool
+    servers_error: str | None
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        ...
+
+    def note(self, text: str | Text) -> None:
+        """Show `text` in the transcript."""
+
+    def open_session(self, session_id: str) -> None:
+        """Talk to the stored session `session_id` from now on, its history shown."""
+
+    def show_settings(self) -> None:
+        """Show the agent's model and mode (they changed) in the status bar."""
+
+    async def ask_extension(self, request: ExtensionRequest) -> bool:
+        """Ask the user whether to grant `request`."""
+        ...
+
+    async def quit_safely(self) -> None:
+        """End the running turn and the servers, then leave the app."""
+
+
 class SlashHandler:
-    def __init__(self, app: ChatApp) -> None:
+    def __init__(self, app: SlashPort) -> None:
         self.app = app
         self.plan_previous: PermissionMode | None = None
 
@@ -131,32 +166,25 @@ class SlashHandler:
                 "in your own config.toml) or detected from the project's files; "
                 f"the mode stays {agent.config.mode.value}"
             )
-        agent.config = agent.config.model_copy(update={"mode": MODES[args[0]]})
-        if agent.config.mode is ModeName.PHASED:
-            from journeyman.tools.notes import NoteTool
-
-            if agent.registry.get(NoteTool.name) is None:
-                agent.registry.register(NoteTool())
-        self.app.status.facts.mode = agent.config.mode.value
-        self.app.refresh_usage()
+        agent.switch_mode(MODES[args[0]])
+        self.app.show_settings()
         self.app.note(f"mode {agent.config.mode.value} from the next message on")
 
     async def do_plan(self, args: list[str]) -> None:
         agent = self.app.agent
-        permissions = agent.config.permissions or PermissionsConfig()
+        current = (agent.config.permissions or PermissionsConfig()).mode
         if args and args[0] == "off":
-            if self.plan_previous is None:
+            if current is not PermissionMode.PLAN:
                 raise ValueError("plan mode is not on")
-            mode, self.plan_previous = self.plan_previous, None
+            # a session resumed in plan mode has no mode from before it: the default then
+            mode, self.plan_previous = self.plan_previous or PermissionMode.DEFAULT, None
             note = f"plan approved: edits and commands are allowed again ({mode.value})"
         else:
-            if self.plan_previous is not None:
+            if current is PermissionMode.PLAN:
                 raise ValueError("plan mode is already on; /plan off approves the plan")
-            self.plan_previous, mode = permissions.mode, PermissionMode.PLAN
+            self.plan_previous, mode = current, PermissionMode.PLAN
             note = "plan mode: read-only until you approve the plan with /plan off"
-        agent.config = agent.config.model_copy(
-            update={"permissions": permissions.model_copy(update={"mode": mode})}
-        )
+        agent.set_permission_mode(mode)
         self.app.note(note)
 
     async def do_sessions(self, _args: list[str]) -> None:
@@ -174,13 +202,7 @@ class SlashHandler:
     async def do_resume(self, args: list[str]) -> None:
         if len(args) != 1:
             raise ValueError("usage: /resume ID (see /sessions)")
-        session_id = self.app.conversation.resolve(args[0])
-        self.app.conversation.session_id = session_id
-        self.app.conversation.fork = None
-        self.app.status.facts.session_id = session_id
-        self.app.transcript.remove_children()
-        self.app.show_history()
-        self.app.refresh_usage()
+        self.app.open_session(self.app.conversation.resolve(args[0]))
 
     async def do_fork(self, args: list[str]) -> None:
         if len(args) != 1 or not args[0].isdigit():
@@ -214,7 +236,6 @@ class SlashHandler:
             raise ValueError("usage: /model NAME (this provider's model) or /model PROVIDER:MODEL")
         from journeyman.core.errors import ConfigurationError
         from journeyman.providers.factory import DEFAULT_MODELS, create_provider, parse_spec
-        from journeyman.providers.resilient import ResilientProvider
 
         agent = self.app.agent
         current = agent.provider
@@ -238,11 +259,8 @@ class SlashHandler:
             raise ValueError(
                 f"{error.message}{hint}; the model stays {current.name}:{current.model}"
             ) from None
-        agent.provider = ResilientProvider([provider], current.policy)
-        agent.settings["provider"] = provider.name
-        agent.settings["model"] = provider.model
-        self.app.status.facts.model = f"{provider.name}:{provider.model}"
-        self.app.refresh_usage()
+        agent.switch_model(provider)
+        self.app.show_settings()
         self.app.note(f"model {provider.name}:{provider.model} from the next message on")
 
     async def do_compact(self, _args: list[str]) -> None:

@@ -38,10 +38,12 @@ log = logging.getLogger(__name__)
 
 
 class Traceable(Protocol):
-    """What tracing needs of an agent (a `journeyman.Agent`): the event handler it wraps. Its
+    """What tracing needs of an agent (a `journeyman.Agent`): a way to hear its events. Its
     `config`, `options` and `subagents` are read when present."""
 
-    on_event: EventHandler | None
+    def add_listener(self, listener: EventHandler) -> Callable[[], None]:
+        """Have `listener` hear the agent's events first; returns what removes it."""
+        ...
 
 
 AgentT = TypeVar("AgentT", bound=Traceable)
@@ -89,7 +91,7 @@ class AgentTracing:
         default; `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` turns it on)."""
         self.redactor = Redactor()
         self._tracers: dict[int, RunTracer] = {}
-        self._attached: list[tuple[Traceable, EventHandler | None]] = []
+        self._detach: list[Callable[[], None]] = []
 
     def handler(
         self,
@@ -117,12 +119,10 @@ class AgentTracing:
         parent: Context | None = None,
         lookup: ParentLookup | None = None,
     ) -> AgentT:
-        """Trace `agent`'s runs: its event handler gets the events first, then its own
-        handler as before. Returns `agent`."""
+        """Trace `agent`'s runs: the tracer hears the events first, then its own handlers as
+        before. Returns `agent`."""
         run_tracer = self.handler(agent, parent=parent, lookup=lookup)
         self._tracers[id(agent)] = run_tracer
-        previous = agent.on_event
-        self._attached.append((agent, previous))
         self._hook_subagents(agent)
 
         def on_event(event: ev.Event) -> None:
@@ -132,17 +132,15 @@ class AgentTracing:
                 run_tracer(event)
             except Exception:  # tracing must never disturb a run
                 log.exception("tracing failed on a %s event", event.type)
-            if previous is not None:
-                previous(event)
 
-        agent.on_event = on_event
+        self._detach.append(agent.add_listener(on_event))
         return agent
 
     def detach(self) -> None:
-        """Give the attached agents their own event handlers back."""
-        for agent, previous in reversed(self._attached):
-            agent.on_event = previous
-        self._attached.clear()
+        """Stop tracing the attached agents: their own event handlers go on alone."""
+        for remove in reversed(self._detach):
+            remove()
+        self._detach.clear()
 
     def flush(self, timeout_ms: int = 30_000) -> bool:
         """Export the spans recorded so far; False when they could not all be sent in time."""

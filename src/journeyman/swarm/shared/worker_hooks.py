@@ -4,7 +4,7 @@ A worker's own limits (turns, tokens, its local doom loop) are its loop's (see
 `worker_budget`); what is added here is only what the swarm sees across workers.
 `attach_worker(agent, worker_id, economics, context, task=...)`, before `agent.run(...)`:
 
-- the agent's events are read first (then passed to the handler it already had): a finished
+- the agent's events are heard through a listener (`Agent.add_listener`): a finished
   call identical to this worker's previous one, same tool, arguments and result, is a repeat
   and is counted in `SharedEconomicsState` (a file read again later in the task, or a test run
   again after an edit, is not);
@@ -18,6 +18,7 @@ A worker's own limits (turns, tokens, its local doom loop) are its loop's (see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,17 +35,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class WorkerAttachment:
-    """What `attach_worker` changed; `detach()` makes the hooks inert and restores `on_event`."""
+    """What `attach_worker` changed; `detach()` makes the hooks inert and stops listening."""
 
     agent: Agent
     worker_id: str
     """The id the worker's calls and failures are recorded under in the shared state."""
     economics: SharedEconomicsState | None
     context: SharedContextState | None
-    previous_handler: ev.EventHandler | None
     task: str = ""
     """The subtask the worker is on, reported with its repeats (`should_skip(task)`)."""
     active: bool = True
+    stop_listening: Callable[[], None] | None = None
     repeats: int = 0
     """Calls of this worker that repeated its previous call (same arguments and result)."""
     _calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
@@ -55,13 +56,12 @@ class WorkerAttachment:
     def detach(self) -> None:
         if self.active:
             self.active = False
-            self.agent.on_event = self.previous_handler
+            if self.stop_listening is not None:
+                self.stop_listening()
 
     def on_event(self, event: ev.Event) -> None:
         if self.active:
             self._observe(event)
-        if self.previous_handler is not None:
-            self.previous_handler(event)
 
     def _observe(self, event: ev.Event) -> None:
         if isinstance(event, ev.ToolCallStarted):
@@ -132,8 +132,8 @@ def attach_worker(
 ) -> WorkerAttachment:
     """Report `agent`'s repeated calls to the swarm and enforce its global doom loops (see the
     module's docstring)."""
-    attachment = WorkerAttachment(agent, worker_id, economics, context, agent.on_event, task)
-    agent.on_event = attachment.on_event
+    attachment = WorkerAttachment(agent, worker_id, economics, context, task)
+    attachment.stop_listening = agent.add_listener(attachment.on_event)
     name = f"swarm-worker-{worker_id}"
     agent.hooks.add(HookEvent.PRE_TOOL_USE, attachment.before_tool, name=name)
     agent.hooks.add(HookEvent.POST_TOOL_USE, attachment.after_tool, name=name)
