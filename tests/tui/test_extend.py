@@ -34,8 +34,9 @@ async def test_y_grants_an_extension_asked_for_with_extend_and_the_next_message_
 ) -> None:
     script = [
         finish("first message done"),
-        # 1,200 tokens in one turn: over the first budget, within the extended one
-        spend_turn(("echo", "a"), tokens=1200),
+        # 1,020 tokens in one turn: over the first budget (1,000), and within the extended one
+        # (1,500) with room for the closing call's bound (its whole prompt at a token a byte)
+        spend_turn(("echo", "a"), tokens=1020),
         finish("within the extended budget"),
     ]
     app = extend_app(tmp_path, ManualClock(), script)
