@@ -62,6 +62,7 @@ def test_agent_failures_are_final_and_counted(
 ) -> None:
     fake_openai.default = model
     tasks = tasks_for(tmp_path, [task_text(1), task_text(1)])
+    tasks[0] = tasks[0].model_copy(update={"verify": "true"})  # a check of the user's own
     tasks[1] = tasks[1].model_copy(update={"verify": "exit 1"})
     settings = settings_for(tmp_path, fake_openai, config={"verify": True, "max_verify_rounds": 1})
     summary = asyncio.run(scheduler(tasks, settings).run())

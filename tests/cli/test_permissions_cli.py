@@ -227,6 +227,7 @@ def test_a_repository_cannot_choose_the_edit_tool(
     done = journeyman(
         "run",
         "x",
+        "--no-verify",
         "-w",
         str(ws),
         "--session-dir",

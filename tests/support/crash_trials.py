@@ -109,7 +109,7 @@ class CrashLab:
         original_tree(self.workspace)
         self.before = snapshot(self.workspace)
         done = jm(
-            *("run", "--yes", "work through the steps", *self.common),
+            *("run", "--yes", "--no-verify", "work through the steps", *self.common),
             *("--session-dir", str(self.root / "ref"), "-o", "json"),
             env=self.env,
         )
@@ -133,7 +133,7 @@ class CrashLab:
         kill_after = self.rng.randint(1, STEPS - 1)
         proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "journeyman", "run", "--yes", "work through the steps"),
+                *(sys.executable, "-m", "journeyman", "run", "--yes", "--no-verify", "work through the steps"),
                 *self.common,
                 *("--session-dir", str(sessions), "-o", "stream-json"),
             ],

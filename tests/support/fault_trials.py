@@ -188,7 +188,11 @@ async def fault_trial(
             "gpt-4.1-mini", api_key="sk-test", base_url=server.base_url, timeout=CLIENT_TIMEOUT_S
         )
         config = AgentConfig(
-            sandbox="local", stream=streaming, session_dir=root / "sessions", max_iterations=40
+            sandbox="local",
+            stream=streaming,
+            session_dir=root / "sessions",
+            max_iterations=40,
+            verify=False,  # the trial counts how runs end under faults; its folder has no tests
         )
         agent = Agent(
             provider, workspace=workspace, config=config, retry_policy=POLICY, assume_yes=True

@@ -128,7 +128,7 @@ def test_undo_reverts_what_commands_did_and_diff_shows_it(ws: Path, tmp_path: Pa
     agent = Agent(
         ScriptedProvider(script),
         workspace=ws,
-        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local"),
+        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local", verify=False),
     )
     result = asyncio.run(agent.run("change files with commands"))
     assert result.finish_reason is FinishReason.COMPLETED, result.error
@@ -160,7 +160,7 @@ def test_the_model_is_told_when_a_change_cannot_be_journaled(ws: Path, tmp_path:
     agent = Agent(
         provider,
         workspace=ws,
-        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local"),
+        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local", verify=False),
     )
     asyncio.run(agent.run("make a binary"))
     answer = provider.requests[1].messages[-1].content
@@ -235,7 +235,7 @@ def test_sessions_delete_removes_the_shadow_repository_with_the_last_session(
         agent = Agent(
             ScriptedProvider([turn(command("c", f"echo {name} > {name}.txt")), FINISH]),
             workspace=ws,
-            config=AgentConfig(session_dir=sessions, sandbox="local"),
+            config=AgentConfig(session_dir=sessions, sandbox="local", verify=False),
         )
         agents.append(asyncio.run(agent.run("write")).session_id)
     shadow = shadow_repository(ws)
@@ -270,7 +270,7 @@ def test_a_finished_command_leaves_nothing_to_reconcile(ws: Path, tmp_path: Path
     agent = Agent(
         ScriptedProvider([turn(command("c", "echo x > x.txt")), FINISH]),
         workspace=ws,
-        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local"),
+        config=AgentConfig(session_dir=tmp_path / "sessions", sandbox="local", verify=False),
     )
     session = asyncio.run(agent.run("write")).session_id
     assert reconcile_interrupted(ws, session, lambda change: None) is None
@@ -283,7 +283,7 @@ def test_the_next_command_journals_an_interrupted_one_if_resume_did_not(
     agent = Agent(
         ScriptedProvider([turn(command("c", "true")), FINISH]),
         workspace=ws,
-        config=AgentConfig(session_dir=sessions, sandbox="local"),
+        config=AgentConfig(session_dir=sessions, sandbox="local", verify=False),
     )
     session = asyncio.run(agent.run("first")).session_id
     snaps = WorkspaceSnapshots(ws, session)

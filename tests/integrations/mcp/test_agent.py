@@ -39,7 +39,7 @@ async def test_scripted_model_calls_mcp_tools_through_the_kernel(
             provider,
             workspace=workspace,
             tools=default_tools() + manager.tools(),
-            config=AgentConfig(session_dir=tmp_path / "s"),
+            config=AgentConfig(session_dir=tmp_path / "s", verify=False),
         )
         result = await agent.run("add some numbers with the calculator server")
 
@@ -72,7 +72,7 @@ async def test_an_agent_given_mcp_servers_starts_them_for_its_runs(tmp_path: Pat
     agent = Agent(
         provider,
         workspace=workspace,
-        config=AgentConfig(session_dir=tmp_path / "s"),
+        config=AgentConfig(session_dir=tmp_path / "s", verify=False),
         mcp={"calc": stdio_server(), "broken": McpServerConfig(command="no-such-program-jm")},
     )
     assert "calc_add" not in agent.registry.names  # the servers run only while connected
@@ -103,7 +103,7 @@ async def test_a_run_outside_connected_starts_and_stops_the_servers_itself(
     )
     manager = McpManager(workspace, {"calc": stdio_server()})
     agent = Agent(
-        provider, workspace=workspace, config=AgentConfig(session_dir=tmp_path / "s"), mcp=manager
+        provider, workspace=workspace, config=AgentConfig(session_dir=tmp_path / "s", verify=False), mcp=manager
     )
     result = await agent.run("add")
     assert result.finish_reason is FinishReason.COMPLETED, result.error

@@ -28,7 +28,7 @@ def run_in(
 ) -> subprocess.CompletedProcess[str]:
     """`journeyman run --yes ARGS -w WORKSPACE` with a JSON result and sessions in tmp_path."""
     return journeyman(
-        "run", "--yes", *args, "-w", str(workspace),
+        "run", "--yes", "--no-verify", *args, "-w", str(workspace),
         "--session-dir", str(tmp_path / "s"), "-o", "json", env=env,
     )  # fmt: skip
 
