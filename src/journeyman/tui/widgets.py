@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
@@ -68,22 +70,122 @@ class Note(Static):
         super().__init__(text if isinstance(text, Text) else Text(text))
 
 
-class AssistantText(Static):
-    """The model's text, growing as it streams."""
+BLOCK_CHARS = 4_000
+"""A streamed reply is shown as blocks of about this many characters, cut at line ends: a new
+fragment re-renders only the last block, so a fragment costs the same at the end of a long
+reply as at its start."""
+LONGEST_TAIL = 4 * BLOCK_CHARS
+"""A line longer than this (no line end to cut at) is cut at its last space, where the wrapped
+line would most likely have broken anyway."""
+FLUSH_S = 1 / 20
+"""Streamed fragments are shown together at most this often (the screen cannot show more)."""
 
-    DEFAULT_CSS = "AssistantText { margin: 1 0 0 0; }"
+
+def cut_block(tail: str, size: int | None = None) -> int:
+    """Where to cut the first block off `tail` (0: not yet). A block ends before a line end
+    (before a run of them) and never takes the whole tail, so that the block and what follows
+    it, shown one under the other, read exactly as the uncut text."""
+    size = BLOCK_CHARS if size is None else size
+    if len(tail) <= size:
+        return 0
+    end = len(tail) - 1
+    cut = tail.find("\n", size, end)  # the first line end past `size`, else the last one
+    if cut < 0:
+        cut = tail.rfind("\n", 0, end)
+    if cut <= 0 and len(tail) > LONGEST_TAIL:
+        cut = tail.rfind(" ", 0, LONGEST_TAIL)
+    while cut > 0 and tail[cut - 1] == "\n":
+        cut -= 1
+    return max(cut, 0)
+
+
+def split_blocks(shown: str, size: int | None = None) -> tuple[list[str], str]:
+    """`shown` as whole blocks and the tail that may still grow."""
+    blocks: list[str] = []
+    start = 0
+    while cut := cut_block(shown[start : start + LONGEST_TAIL + 1], size):
+        blocks.append(shown[start : start + cut])
+        start += cut + 1
+    return blocks, shown[start:]
+
+
+class AssistantText(Widget):
+    """The model's text, growing as it streams: a column of finished blocks and a tail. A
+    fragment only joins the pending ones; a timer shows them, re-rendering the tail alone."""
+
+    DEFAULT_CSS = """
+    AssistantText { margin: 1 0 0 0; height: auto; layout: vertical; }
+    AssistantText > Static { height: auto; }
+    """
 
     def __init__(self, text: str = "") -> None:
-        self.text = text
-        super().__init__(Text(printable(text)))
+        super().__init__()
+        self._parts = [text] if text else []
+        self._joined: str | None = text
+        self._pending: list[str] = []
+        self._blocks, self._tail_text = split_blocks(printable(text))
+        self._tail = Static(Text(self._tail_text))
+        self._flush_timer: Timer | None = None
+        self._composed = False
+
+    @property
+    def text(self) -> str:
+        """Everything received so far, as received."""
+        if self._joined is None:
+            self._joined = "".join(self._parts)
+            self._parts = [self._joined]
+        return self._joined
+
+    def compose(self) -> ComposeResult:
+        self._composed = True
+        for block in self._blocks:
+            yield Static(Text(block))
+        yield self._tail
 
     def append(self, delta: str) -> None:
-        self.text += delta
-        self.update(Text(printable(self.text)))
+        self._parts.append(delta)
+        self._joined = None
+        self._pending.append(delta)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        """Show the pending fragments now."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        if not self._pending:
+            return
+        tail = self._tail_text + printable("".join(self._pending))
+        self._pending.clear()
+        while cut := cut_block(tail):
+            self._add_block(tail[:cut])
+            tail = tail[cut + 1 :]
+        self._tail_text = tail
+        self._tail.update(Text(tail))
+
+    def _add_block(self, block: str) -> None:
+        self._blocks.append(block)
+        if self._composed:
+            self.mount(Static(Text(block)), before=self._tail)
 
     def replace(self, text: str) -> None:
-        self.text = text
-        self.update(Text(printable(text)))
+        """The reply as it finally is: kept as shown when the stream said the same."""
+        if text == self.text:
+            self.flush()
+            return
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._parts, self._joined, self._pending = [text], text, []
+        self._blocks, self._tail_text = split_blocks(printable(text))
+        if self._composed:
+            for child in list(self.children):
+                if child is not self._tail:
+                    child.remove()
+            for block in self._blocks:
+                self.mount(Static(Text(block)), before=self._tail)
+        self._tail.update(Text(self._tail_text))
 
 
 STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗", "cancelled": "■"}
