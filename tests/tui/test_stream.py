@@ -87,7 +87,8 @@ class OneMessage(App[None]):
 async def test_a_streamed_reply_reads_exactly_as_the_same_text_shown_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(widgets, "BLOCK_CHARS", 300)  # many blocks in a small screen
+    monkeypatch.setattr(widgets, "BLOCK_CHARS", 300)  # many blocks in a small screen,
+    monkeypatch.setattr(widgets, "MERGED", 3)  # merged at both levels
     text = long_reply(40)
     whole = Static(Text(printable(text)))
     whole.styles.margin = (1, 0, 0, 0)
@@ -102,7 +103,9 @@ async def test_a_streamed_reply_reads_exactly_as_the_same_text_shown_at_once(
                 await pilot.pause()
         streamed.replace(text)
         await pilot.pause()
-        assert len(streamed.query(Static)) > 5  # it was cut into blocks
+        levels = [block.level for block in streamed._blocks]
+        assert widgets.TOP_LEVEL in levels  # cut into blocks, and merged
+        assert len(streamed.query(Static)) == len(levels) + 1  # the merged ones are gone
         assert screen_lines(pilot.app) == expected
     assert "\\x1b[2J" in "\n".join(expected) and "[bold]as written[/bold]" in "\n".join(expected)
 

@@ -109,6 +109,23 @@ def split_blocks(shown: str, size: int | None = None) -> tuple[list[str], str]:
     return blocks, shown[start:]
 
 
+MERGED = 8
+"""This many blocks of one size in a row are merged into one: the screen lays out every block
+on each refresh, so a long reply must stay a few dozen widgets, not thousands."""
+TOP_LEVEL = 2
+"""Blocks are merged up to BLOCK_CHARS * MERGED**TOP_LEVEL characters (about 256 KB): a merged
+block is wrapped once, in one go, which should stay short enough not to hold the screen."""
+
+
+@dataclass
+class Block:
+    """A finished stretch of a reply and the widget that shows it (once mounted)."""
+
+    level: int
+    text: str
+    widget: Static | None = None
+
+
 class AssistantText(Widget):
     """The model's text, growing as it streams: a column of finished blocks and a tail. A
     fragment only joins the pending ones; a timer shows them, re-rendering the tail alone."""
@@ -123,10 +140,12 @@ class AssistantText(Widget):
         self._parts = [text] if text else []
         self._joined: str | None = text
         self._pending: list[str] = []
-        self._blocks, self._tail_text = split_blocks(printable(text))
-        self._tail = Static(Text(self._tail_text))
+        self._blocks: list[Block] = []
+        self._tail_text = ""
+        self._tail = Static(Text(""))
         self._flush_timer: Timer | None = None
         self._composed = False
+        self._show_anew(text)
 
     @property
     def text(self) -> str:
@@ -139,7 +158,9 @@ class AssistantText(Widget):
     def compose(self) -> ComposeResult:
         self._composed = True
         for block in self._blocks:
-            yield Static(Text(block))
+            block.widget = Static(Text(block.text))
+            yield block.widget
+        self._tail = Static(Text(self._tail_text))
         yield self._tail
 
     def append(self, delta: str) -> None:
@@ -151,9 +172,7 @@ class AssistantText(Widget):
 
     def flush(self) -> None:
         """Show the pending fragments now."""
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
+        self._stop_timer()
         if not self._pending:
             return
         tail = self._tail_text + printable("".join(self._pending))
@@ -164,28 +183,49 @@ class AssistantText(Widget):
         self._tail_text = tail
         self._tail.update(Text(tail))
 
-    def _add_block(self, block: str) -> None:
-        self._blocks.append(block)
-        if self._composed:
-            self.mount(Static(Text(block)), before=self._tail)
-
     def replace(self, text: str) -> None:
         """The reply as it finally is: kept as shown when the stream said the same."""
         if text == self.text:
             self.flush()
             return
+        self._stop_timer()
+        self._parts, self._joined, self._pending = [text], text, []
+        for block in self._blocks:
+            if block.widget is not None:
+                block.widget.remove()
+        self._show_anew(text)
+
+    def _show_anew(self, text: str) -> None:
+        self._blocks = []
+        blocks, self._tail_text = split_blocks(printable(text))
+        for block in blocks:
+            self._add_block(block)
+        if self._composed:
+            self._tail.update(Text(self._tail_text))
+
+    def _stop_timer(self) -> None:
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
-        self._parts, self._joined, self._pending = [text], text, []
-        self._blocks, self._tail_text = split_blocks(printable(text))
-        if self._composed:
-            for child in list(self.children):
-                if child is not self._tail:
-                    child.remove()
-            for block in self._blocks:
-                self.mount(Static(Text(block)), before=self._tail)
-        self._tail.update(Text(self._tail_text))
+
+    def _add_block(self, text: str) -> None:
+        blocks = self._blocks
+        blocks.append(Block(0, text))
+        while (
+            len(blocks) >= MERGED
+            and blocks[-1].level < TOP_LEVEL
+            and all(b.level == blocks[-1].level for b in blocks[-MERGED:])
+        ):
+            merged = blocks[-MERGED:]
+            del blocks[-MERGED:]
+            for block in merged:
+                if block.widget is not None:
+                    block.widget.remove()
+            joined = "\n".join(block.text for block in merged)
+            blocks.append(Block(merged[0].level + 1, joined))
+        if self._composed and blocks[-1].widget is None:
+            blocks[-1].widget = Static(Text(blocks[-1].text))
+            self.mount(blocks[-1].widget, before=self._tail)
 
 
 STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗", "cancelled": "■"}
