@@ -148,3 +148,16 @@ async def test_quit_during_a_huge_stream_exits_before_the_stream_ends(tmp_path: 
     assert not app.is_running
     assert stream.sent < stream.total  # it quit in the middle of the stream
     assert app.turn is not None and app.turn.done()
+
+
+def test_a_reply_is_cut_at_line_ends_and_a_line_too_long_at_a_space_or_anywhere() -> None:
+    lines = "".join(f"line {n}\n\n" for n in range(2_000))
+    blocks, tail = widgets.split_blocks(lines)
+    assert len(blocks) > 3 and "\n".join([*blocks, tail]) == lines  # nothing lost or added
+    spaced = "word " * 10_000
+    blocks, tail = widgets.split_blocks(spaced)
+    assert len(blocks) > 1 and " ".join([*blocks, tail]) == spaced
+    blob = "x" * 50_000  # one line with no space: cut anyway, so the tail stays short
+    blocks, tail = widgets.split_blocks(blob)
+    assert len(blocks) == 3 and "".join([*blocks, tail]) == blob
+    assert all(len(block) <= widgets.LONGEST_TAIL for block in blocks)

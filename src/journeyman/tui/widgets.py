@@ -75,38 +75,43 @@ BLOCK_CHARS = 4_000
 fragment re-renders only the last block, so a fragment costs the same at the end of a long
 reply as at its start."""
 LONGEST_TAIL = 4 * BLOCK_CHARS
-"""A line longer than this (no line end to cut at) is cut at its last space, where the wrapped
-line would most likely have broken anyway."""
+"""A line longer than this (no line end to cut at) is cut at its last space before it, where
+the wrapped line would most likely have broken anyway, or right there if it has none."""
 FLUSH_S = 1 / 20
 """Streamed fragments are shown together at most this often (the screen cannot show more)."""
 
 
-def cut_block(tail: str, size: int | None = None) -> int:
-    """Where to cut the first block off `tail` (0: not yet). A block ends before a line end
-    (before a run of them) and never takes the whole tail, so that the block and what follows
-    it, shown one under the other, read exactly as the uncut text."""
+def cut_block(tail: str, size: int | None = None) -> tuple[int, int]:
+    """Where the first block of `tail` ends and the rest starts ((0, 0): not yet). A block ends
+    before a line end (before a run of them), which the rest skips, and never takes the whole
+    tail: the block and the rest, shown one under the other, read exactly as the uncut text."""
     size = BLOCK_CHARS if size is None else size
     if len(tail) <= size:
-        return 0
+        return 0, 0
     end = len(tail) - 1
     cut = tail.find("\n", size, end)  # the first line end past `size`, else the last one
     if cut < 0:
         cut = tail.rfind("\n", 0, end)
-    if cut <= 0 and len(tail) > LONGEST_TAIL:
-        cut = tail.rfind(" ", 0, LONGEST_TAIL)
     while cut > 0 and tail[cut - 1] == "\n":
         cut -= 1
-    return max(cut, 0)
+    if cut > 0:
+        return cut, cut + 1
+    if len(tail) > LONGEST_TAIL:
+        space = tail.rfind(" ", 1, LONGEST_TAIL)
+        return (space, space + 1) if space > 0 else (LONGEST_TAIL, LONGEST_TAIL)
+    return 0, 0
 
 
 def split_blocks(shown: str, size: int | None = None) -> tuple[list[str], str]:
     """`shown` as whole blocks and the tail that may still grow."""
     blocks: list[str] = []
     start = 0
-    while cut := cut_block(shown[start : start + LONGEST_TAIL + 1], size):
+    while True:
+        cut, rest = cut_block(shown[start : start + LONGEST_TAIL + 1], size)
+        if not cut:
+            return blocks, shown[start:]
         blocks.append(shown[start : start + cut])
-        start += cut + 1
-    return blocks, shown[start:]
+        start += rest
 
 
 MERGED = 8
@@ -177,9 +182,11 @@ class AssistantText(Widget):
             return
         tail = self._tail_text + printable("".join(self._pending))
         self._pending.clear()
-        while cut := cut_block(tail):
+        cut, rest = cut_block(tail)
+        while cut:
             self._add_block(tail[:cut])
-            tail = tail[cut + 1 :]
+            tail = tail[rest:]
+            cut, rest = cut_block(tail)
         self._tail_text = tail
         self._tail.update(Text(tail))
 
