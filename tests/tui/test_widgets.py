@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.widget import Widget
+from textual.widgets import Static
 from textual.widgets._collapsible import CollapsibleTitle
 
 from journeyman.core.messages import ToolCall, ToolResult
@@ -40,6 +42,12 @@ async def test_a_cards_title_shows_the_models_text_as_written(summary: str) -> N
     assert summary in shown
 
 
+def shown(widget: Widget) -> str:
+    """What a message shows (the model's text is a column of blocks)."""
+    parts = widget.query(Static) if isinstance(widget, AssistantText) else [widget]
+    return "\n".join(str(part.render()) for part in parts)
+
+
 @pytest.mark.parametrize("text", MARKUP)
 async def test_messages_and_notes_show_markup_as_written(text: str) -> None:
     widgets = [AssistantText(text), UserMessage(text), Note(text)]
@@ -51,4 +59,4 @@ async def test_messages_and_notes_show_markup_as_written(text: str) -> None:
     async with Screen().run_test() as pilot:
         await pilot.pause()
         for widget in widgets:
-            assert text in str(widget.render())
+            assert text in shown(widget)

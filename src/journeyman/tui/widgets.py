@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
@@ -68,22 +70,169 @@ class Note(Static):
         super().__init__(text if isinstance(text, Text) else Text(text))
 
 
-class AssistantText(Static):
-    """The model's text, growing as it streams."""
+BLOCK_CHARS = 4_000
+"""A streamed reply is shown as blocks of about this many characters, cut at line ends: a new
+fragment re-renders only the last block, so a fragment costs the same at the end of a long
+reply as at its start."""
+LONGEST_TAIL = 4 * BLOCK_CHARS
+"""A line longer than this (no line end to cut at) is cut at its last space before it, where
+the wrapped line would most likely have broken anyway, or right there if it has none."""
+FLUSH_S = 1 / 20
+"""Streamed fragments are shown together at most this often (the screen cannot show more)."""
 
-    DEFAULT_CSS = "AssistantText { margin: 1 0 0 0; }"
+
+def cut_block(tail: str, size: int | None = None) -> tuple[int, int]:
+    """Where the first block of `tail` ends and the rest starts ((0, 0): not yet). A block ends
+    before a line end (before a run of them), which the rest skips, and never takes the whole
+    tail: the block and the rest, shown one under the other, read exactly as the uncut text."""
+    size = BLOCK_CHARS if size is None else size
+    if len(tail) <= size:
+        return 0, 0
+    end = len(tail) - 1
+    cut = tail.find("\n", size, end)  # the first line end past `size`, else the last one
+    if cut < 0:
+        cut = tail.rfind("\n", 0, end)
+    while cut > 0 and tail[cut - 1] == "\n":
+        cut -= 1
+    if cut > 0:
+        return cut, cut + 1
+    if len(tail) > LONGEST_TAIL:
+        space = tail.rfind(" ", 1, LONGEST_TAIL)
+        return (space, space + 1) if space > 0 else (LONGEST_TAIL, LONGEST_TAIL)
+    return 0, 0
+
+
+def split_blocks(shown: str, size: int | None = None) -> tuple[list[str], str]:
+    """`shown` as whole blocks and the tail that may still grow."""
+    blocks: list[str] = []
+    start = 0
+    while True:
+        cut, rest = cut_block(shown[start : start + LONGEST_TAIL + 1], size)
+        if not cut:
+            return blocks, shown[start:]
+        blocks.append(shown[start : start + cut])
+        start += rest
+
+
+MERGED = 8
+"""This many blocks of one size in a row are merged into one: the screen lays out every block
+on each refresh, so a long reply must stay a few dozen widgets, not thousands."""
+TOP_LEVEL = 2
+"""Blocks are merged up to BLOCK_CHARS * MERGED**TOP_LEVEL characters (about 256 KB): a merged
+block is wrapped once, in one go, which should stay short enough not to hold the screen."""
+
+
+@dataclass
+class Block:
+    """A finished stretch of a reply and the widget that shows it (once mounted)."""
+
+    level: int
+    text: str
+    widget: Static | None = None
+
+
+class AssistantText(Widget):
+    """The model's text, growing as it streams: a column of finished blocks and a tail. A
+    fragment only joins the pending ones; a timer shows them, re-rendering the tail alone."""
+
+    DEFAULT_CSS = """
+    AssistantText { margin: 1 0 0 0; height: auto; layout: vertical; }
+    AssistantText > Static { height: auto; }
+    """
 
     def __init__(self, text: str = "") -> None:
-        self.text = text
-        super().__init__(Text(printable(text)))
+        super().__init__()
+        self._parts = [text] if text else []
+        self._joined: str | None = text
+        self._pending: list[str] = []
+        self._blocks: list[Block] = []
+        self._tail_text = ""
+        self._tail = Static(Text(""))
+        self._flush_timer: Timer | None = None
+        self._composed = False
+        self._show_anew(text)
+
+    @property
+    def text(self) -> str:
+        """Everything received so far, as received."""
+        if self._joined is None:
+            self._joined = "".join(self._parts)
+            self._parts = [self._joined]
+        return self._joined
+
+    def compose(self) -> ComposeResult:
+        self._composed = True
+        for block in self._blocks:
+            block.widget = Static(Text(block.text))
+            yield block.widget
+        self._tail = Static(Text(self._tail_text))
+        yield self._tail
 
     def append(self, delta: str) -> None:
-        self.text += delta
-        self.update(Text(printable(self.text)))
+        self._parts.append(delta)
+        self._joined = None
+        self._pending.append(delta)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        """Show the pending fragments now."""
+        self._stop_timer()
+        if not self._pending:
+            return
+        tail = self._tail_text + printable("".join(self._pending))
+        self._pending.clear()
+        cut, rest = cut_block(tail)
+        while cut:
+            self._add_block(tail[:cut])
+            tail = tail[rest:]
+            cut, rest = cut_block(tail)
+        self._tail_text = tail
+        self._tail.update(Text(tail))
 
     def replace(self, text: str) -> None:
-        self.text = text
-        self.update(Text(printable(text)))
+        """The reply as it finally is: kept as shown when the stream said the same."""
+        if text == self.text:
+            self.flush()
+            return
+        self._stop_timer()
+        self._parts, self._joined, self._pending = [text], text, []
+        for block in self._blocks:
+            if block.widget is not None:
+                block.widget.remove()
+        self._show_anew(text)
+
+    def _show_anew(self, text: str) -> None:
+        self._blocks = []
+        blocks, self._tail_text = split_blocks(printable(text))
+        for block in blocks:
+            self._add_block(block)
+        if self._composed:
+            self._tail.update(Text(self._tail_text))
+
+    def _stop_timer(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+
+    def _add_block(self, text: str) -> None:
+        blocks = self._blocks
+        blocks.append(Block(0, text))
+        while (
+            len(blocks) >= MERGED
+            and blocks[-1].level < TOP_LEVEL
+            and all(b.level == blocks[-1].level for b in blocks[-MERGED:])
+        ):
+            merged = blocks[-MERGED:]
+            del blocks[-MERGED:]
+            for block in merged:
+                if block.widget is not None:
+                    block.widget.remove()
+            joined = "\n".join(block.text for block in merged)
+            blocks.append(Block(merged[0].level + 1, joined))
+        if self._composed and blocks[-1].widget is None:
+            blocks[-1].widget = Static(Text(blocks[-1].text))
+            self.mount(blocks[-1].widget, before=self._tail)
 
 
 STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗", "cancelled": "■"}
