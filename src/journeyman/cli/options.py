@@ -3,6 +3,7 @@ the limits they give."""
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -123,7 +124,27 @@ SessionDirOpt = Annotated[
         "config, else the per-user data dir)."
     ),
 ]
-StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
+StreamOpt = Annotated[
+    bool | None,
+    typer.Option(
+        help="Stream the model's text as it is written (default: on a terminal, with the text "
+        "output; always in stream-json).",
+    ),
+]
+
+
+def streamed_text(stream: bool | None, output_format: OutputFormat) -> bool | None:
+    """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
+    says, else on when the text output goes to a terminal; None leaves it to the config."""
+    if output_format is OutputFormat.STREAM_JSON:
+        return True
+    if stream is not None:
+        return stream
+    if output_format is OutputFormat.TEXT and sys.stdout.isatty():
+        return True
+    return None
+
+
 ModeOpt = Annotated[
     ModeName | None,
     typer.Option(
