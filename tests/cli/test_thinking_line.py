@@ -57,11 +57,15 @@ class Terminal:
     """A process whose stdout is the slave side of a pseudo-terminal; stdin is /dev/null
     (no prompts) and stderr a pipe."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], **env: str) -> None:
         master, slave = pty.openpty()
         self.master = master
         self.process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=environment()
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            env={**environment(), **env},
         )
         os.close(slave)
         self.output = ""
@@ -115,6 +119,18 @@ def test_no_stream_turns_streaming_off_on_a_terminal(
     assert terminal.finish() == 0, terminal.output
     assert not fake_openai.requests[0].body.get("stream")
     assert ANSWER in terminal.output
+
+
+def test_stream_false_in_the_user_config_is_kept_on_a_terminal(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "user-config"
+    config.mkdir()
+    (config / "config.toml").write_text("stream = false\n")
+    fake_openai.enqueue(slow_reply(0))
+    terminal = Terminal(command(fake_openai, tmp_path), JOURNEYMAN_CONFIG_DIR=str(config))
+    assert terminal.finish() == 0, terminal.output
+    assert not fake_openai.requests[0].body.get("stream")
 
 
 def test_piped_text_output_has_no_live_line_and_no_terminal_controls(
@@ -184,3 +200,11 @@ def test_when_the_reply_streams(
     if on_terminal:
         monkeypatch.setattr(sys, "stdout", _Terminal())
     assert streamed_text(given, fmt) is expected
+
+
+def test_a_stream_setting_in_the_config_is_kept_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    assert streamed_text(None, OutputFormat.TEXT, configured=True) is None
+    assert streamed_text(True, OutputFormat.TEXT, configured=True) is True

@@ -133,12 +133,15 @@ StreamOpt = Annotated[
 ]
 
 
-def streamed_text(stream: bool | None, output_format: OutputFormat) -> bool | None:
+def streamed_text(
+    stream: bool | None, output_format: OutputFormat, *, configured: bool = False
+) -> bool | None:
     """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
-    says, else on when the text output goes to a terminal; None leaves it to the config."""
+    says, else as the settings say when they do (`configured`), else on when the text output
+    goes to a terminal; None leaves it to the settings."""
     if output_format is OutputFormat.STREAM_JSON:
         return True
-    if stream is not None:
+    if stream is not None or configured:
         return stream
     if output_format is OutputFormat.TEXT and sys.stdout.isatty():
         return True

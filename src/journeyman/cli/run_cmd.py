@@ -331,7 +331,7 @@ def run(
         config = loaded.build(
             **limits,
             session_dir=session_dir,
-            stream=streamed_text(stream, output_format),
+            stream=streamed_text(stream, output_format, configured="stream" in loaded.values),
             permission_mode=permission_mode,
             mode=mode,
             verify_command=verify,
