@@ -127,8 +127,8 @@ SessionDirOpt = Annotated[
 StreamOpt = Annotated[
     bool | None,
     typer.Option(
-        help="Stream the model's text as it is written (default: on a terminal, with the text "
-        "output; always in stream-json).",
+        help="Stream the model's text as it is written (default: the stream setting of your "
+        "config, else on when the text output goes to a terminal; always in stream-json).",
     ),
 ]
 
