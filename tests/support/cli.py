@@ -15,15 +15,19 @@ def snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
+_SUITE_FOLDERS = ("JOURNEYMAN_CACHE_DIR", "JOURNEYMAN_CONFIG_DIR")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without provider or journeyman settings (the cache folder
-    of command snapshots excepted), plus `extra`. Scripted models edit with edit_file, which
-    an OpenAI-compatible provider is not offered by default (it gets apply_patch): the
-    environment asks for edit_file."""
+    of command snapshots and the user config folder excepted: tests/conftest.py points both at
+    temporary folders), plus `extra`. Scripted models edit with edit_file, which an
+    OpenAI-compatible provider is not offered by default (it gets apply_patch): the environment
+    asks for edit_file."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_")) or k == "JOURNEYMAN_CACHE_DIR"
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_")) or k in _SUITE_FOLDERS
     }
     env["JOURNEYMAN_EDIT_TOOL"] = "edit_file"
     env["JOURNEYMAN_LOCAL_PORTS"] = "none"  # never find a model server running on this machine

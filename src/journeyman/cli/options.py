@@ -4,6 +4,7 @@ the limits they give."""
 from __future__ import annotations
 
 import math
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -124,7 +125,30 @@ SessionDirOpt = Annotated[
         "config, else the per-user data dir)."
     ),
 ]
-StreamOpt = Annotated[bool, typer.Option(help="Stream the model's text as it is written.")]
+StreamOpt = Annotated[
+    bool | None,
+    typer.Option(
+        help="Stream the model's text as it is written (default: the stream setting of your "
+        "config, else on when the text output goes to a terminal; always in stream-json).",
+    ),
+]
+
+
+def streamed_text(
+    stream: bool | None, output_format: OutputFormat, *, configured: bool = False
+) -> bool | None:
+    """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
+    says, else as the settings say when they do (`configured`), else on when the text output
+    goes to a terminal; None leaves it to the settings."""
+    if output_format is OutputFormat.STREAM_JSON:
+        return True
+    if stream is not None or configured:
+        return stream
+    if output_format is OutputFormat.TEXT and sys.stdout.isatty():
+        return True
+    return None
+
+
 ModeOpt = Annotated[
     ModeName | None,
     typer.Option(

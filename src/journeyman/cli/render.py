@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from journeyman.cli.live_status import ThinkingLine, draws_live_lines
 from journeyman.cli.options import OutputFormat
 from journeyman.context.test_results import TestTally
 from journeyman.core import events as ev
@@ -63,6 +64,9 @@ class Renderer:
         """How tools reach the model (OpenAI-compatible servers), shown under the header."""
         self.ignored_settings: list[dict[str, Any]] = []
         """Settings the trust rules left out, added to the JSON result under that name."""
+        self._thinking: ThinkingLine | None = None
+        if fmt is OutputFormat.TEXT and draws_live_lines(self.console):
+            self._thinking = ThinkingLine(self.console)
 
     def _safe(self, text: str) -> str:
         """Data (model text, tool output, paths) as it may appear in the text output: secrets
@@ -70,6 +74,8 @@ class Renderer:
         return escape(printable(self._redact(text)))
 
     def __call__(self, event: ev.Event) -> None:
+        if self._thinking is not None:
+            self._follow_model_call(self._thinking, event)
         if isinstance(event, ev.ErrorOccurred) and event.details.get("usage_missing"):
             # said once a run on stderr, whatever the format: the cost shown is a worst case
             sys.stderr.write(f"journeyman: warning: {printable(self._redact(event.message))}\n")
@@ -86,6 +92,19 @@ class Renderer:
             sys.stdout.flush()
         elif self.fmt is OutputFormat.TEXT:
             self._text(event)
+
+    @staticmethod
+    def _follow_model_call(thinking: ThinkingLine, event: ev.Event) -> None:
+        """The live "thinking" line (terminal only) from a request until anything else shows."""
+        if isinstance(event, ev.ModelRequestSent):
+            thinking.start()
+        elif not isinstance(event, ev.StateChanged | ev.BudgetUpdated):
+            thinking.stop()
+
+    def close(self) -> None:
+        """Erase the live line, if one is drawn (the run ended or was interrupted)."""
+        if self._thinking is not None:
+            self._thinking.stop()
 
     def _text(self, event: ev.Event) -> None:
         out = self.console

@@ -56,6 +56,7 @@ from journeyman.cli.options import (
     WorkspaceOpt,
     YesOpt,
     given_limits,
+    streamed_text,
 )
 from journeyman.cli.signals import run_cancellable
 from journeyman.core.display import printable
@@ -189,6 +190,7 @@ def _launch(
     except StoreFullError as error:
         fail(EXIT_FAILED, error.message)
     finally:
+        renderer.close()  # an interrupted model call leaves no half-drawn line behind
         if tracing is not None:
             tracing.close()  # sends the last spans
     output.call(renderer.final, result)
@@ -246,7 +248,7 @@ def run(
     tool_timeout: ToolTimeoutOpt = None,
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
-    stream: StreamOpt = False,
+    stream: StreamOpt = None,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mode: ModeOpt = None,
@@ -327,7 +329,7 @@ def run(
         config = loaded.build(
             **limits,
             session_dir=session_dir,
-            stream=True if stream or output_format is OutputFormat.STREAM_JSON else None,
+            stream=streamed_text(stream, output_format, configured="stream" in loaded.values),
             permission_mode=permission_mode,
             mode=mode,
             verify_command=verify,
@@ -420,7 +422,7 @@ def resume(
     tool_timeout: ToolTimeoutOpt = None,
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
-    stream: StreamOpt = False,
+    stream: StreamOpt = None,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mcp: McpOpt = None,
@@ -481,7 +483,7 @@ def _reopen(
     output_format: OutputFormat,
     auto_extend: int,
     session_dir: Path | None,
-    stream: bool,
+    stream: bool | None,
     yes: bool | None,
     mcp: bool | None,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
@@ -496,7 +498,7 @@ def _reopen(
     workspace = workspace_of_import(record, workspace, session_dir)
     settings, ignored = restorable_settings(record)
     provider_settings, config = _remembered(
-        settings, overrides, session_dir, stream or output_format is OutputFormat.STREAM_JSON
+        settings, overrides, session_dir, bool(streamed_text(stream, output_format))
     )
     _launch(
         workspace=workspace or Path(record.workspace),
@@ -521,7 +523,7 @@ def _continue(
     output_format: OutputFormat,
     auto_extend: int,
     session_dir: Path | None,
-    stream: bool,
+    stream: bool | None,
     yes: bool | None,
     mcp: bool | None,
     otel: bool = False,

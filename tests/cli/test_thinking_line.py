@@ -1,0 +1,210 @@
+"""`journeyman run` in a real pseudo-terminal while the model takes its time: a live
+"thinking… N s" line counts the seconds and the reply streams; piped, the output has neither
+the line nor any terminal control; Ctrl-C during the wait leaves the cursor shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from journeyman.cli.options import OutputFormat, streamed_text
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import Reply, hang, reply
+from tests.fakes.server import RecordedRequest
+from tests.support.cli import clean_env
+
+ANSWER = "The answer is forty-two."
+THINKING = re.compile(r"thinking… ([0-9]+) s")
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+
+
+def slow_reply(delay_s: float) -> Callable[[RecordedRequest], Reply]:
+    """The model's answer (its text, then `finish`), after `delay_s` seconds of silence."""
+
+    def answer(_request: RecordedRequest) -> Reply:
+        time.sleep(delay_s)
+        return reply(ANSWER, tool_calls=[("finish", {"summary": "done"})])
+
+    return answer
+
+
+def command(server: FakeOpenAIServer, tmp_path: Path, *extra: str) -> list[str]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    return [
+        sys.executable, "-m", "journeyman", "run", "--yes", "answer", "-w", str(workspace),
+        "--session-dir", str(tmp_path / "sessions"), "--provider", "openai",
+        "--model", "house-model", "--base-url", server.base_url, "--no-verify", *extra,
+    ]  # fmt: skip
+
+
+def environment() -> dict[str, str]:
+    return clean_env(OPENAI_API_KEY="sk-test", TERM="xterm-256color", COLUMNS="120")
+
+
+class Terminal:
+    """A process whose stdout is the slave side of a pseudo-terminal; stdin is /dev/null
+    (no prompts) and stderr a pipe."""
+
+    def __init__(self, args: list[str], **env: str) -> None:
+        master, slave = pty.openpty()
+        self.master = master
+        self.process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            env={**environment(), **env},
+        )
+        os.close(slave)
+        self.output = ""
+
+    def read_until(self, done: Callable[[str], bool], timeout_s: float = 60) -> str:
+        """Everything written so far, once `done(output)` holds or the terminal closed."""
+        deadline = time.monotonic() + timeout_s
+        while not done(self.output) and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.master], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # the process exited and closed the terminal
+                break
+            if not chunk:
+                break
+            self.output += chunk.decode("utf-8", errors="replace")
+        return self.output
+
+    def finish(self) -> int:
+        self.read_until(lambda _: False, timeout_s=60)
+        code = self.process.wait(timeout=60)
+        os.close(self.master)
+        return code
+
+
+def test_a_terminal_shows_the_seconds_while_the_model_thinks_then_the_streamed_reply(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(slow_reply(2.6))
+    terminal = Terminal(command(fake_openai, tmp_path))
+    code = terminal.finish()
+    stderr = terminal.process.stderr.read().decode() if terminal.process.stderr else ""
+    output = terminal.output
+    assert code == 0, output + stderr
+    seconds = {int(n) for n in THINKING.findall(output)}
+    assert max(seconds, default=0) >= 2, output  # the count went on while the reply was awaited
+    assert fake_openai.requests[0].body.get("stream") is True  # streamed by default here
+    assert ANSWER in output
+    # the line is gone when the reply is shown, and the cursor is back
+    assert output.rindex(SHOW_CURSOR) > output.rindex(HIDE_CURSOR)
+    assert "thinking" not in output[output.index(ANSWER) :]
+
+
+def test_no_stream_turns_streaming_off_on_a_terminal(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(slow_reply(0))
+    terminal = Terminal(command(fake_openai, tmp_path, "--no-stream"))
+    assert terminal.finish() == 0, terminal.output
+    assert not fake_openai.requests[0].body.get("stream")
+    assert ANSWER in terminal.output
+
+
+def test_stream_false_in_the_user_config_is_kept_on_a_terminal(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "user-config"
+    config.mkdir()
+    (config / "config.toml").write_text("stream = false\n")
+    fake_openai.enqueue(slow_reply(0))
+    terminal = Terminal(command(fake_openai, tmp_path), JOURNEYMAN_CONFIG_DIR=str(config))
+    assert terminal.finish() == 0, terminal.output
+    assert not fake_openai.requests[0].body.get("stream")
+
+
+def test_piped_text_output_has_no_live_line_and_no_terminal_controls(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(slow_reply(1.5))
+    done = subprocess.run(
+        command(fake_openai, tmp_path), capture_output=True, text=True, env=environment(),
+        timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert ANSWER in done.stdout
+    assert "thinking" not in done.stdout + done.stderr
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", done.stdout), repr(done.stdout)
+    assert not fake_openai.requests[0].body.get("stream")  # as before: no stream when piped
+
+
+def test_stream_json_on_a_terminal_is_json_lines_only(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(slow_reply(1.5))
+    terminal = Terminal(command(fake_openai, tmp_path, "-o", "stream-json"))
+    assert terminal.finish() == 0, terminal.output
+    lines = [line for line in terminal.output.replace("\r\n", "\n").split("\n") if line]
+    assert lines
+    types = [json.loads(line)["type"] for line in lines]
+    assert "model_request" in types and "text_delta" in types
+    assert "thinking" not in terminal.output
+
+
+def test_ctrl_c_while_the_model_thinks_restores_the_cursor(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(hang(60))
+    terminal = Terminal(command(fake_openai, tmp_path))
+    terminal.read_until(lambda text: THINKING.search(text) is not None, timeout_s=30)
+    assert THINKING.search(terminal.output), terminal.output
+    terminal.process.send_signal(signal.SIGINT)
+    code = terminal.finish()
+    assert code == 130, terminal.output
+    assert terminal.output.rindex(SHOW_CURSOR) > terminal.output.rindex(HIDE_CURSOR)
+
+
+class _Terminal:
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("given", "fmt", "on_terminal", "expected"),
+    [
+        (None, OutputFormat.TEXT, True, True),  # a person watching: streamed
+        (None, OutputFormat.TEXT, False, None),  # piped: the config decides, as before
+        (False, OutputFormat.TEXT, True, False),  # --no-stream wins over the terminal
+        (True, OutputFormat.TEXT, False, True),
+        (None, OutputFormat.JSON, True, None),  # one JSON document: nothing to stream into
+        (False, OutputFormat.STREAM_JSON, False, True),  # text deltas are events there
+    ],
+)
+def test_when_the_reply_streams(
+    monkeypatch: pytest.MonkeyPatch,
+    given: bool | None,
+    fmt: OutputFormat,
+    on_terminal: bool,
+    expected: bool | None,
+) -> None:
+    if on_terminal:
+        monkeypatch.setattr(sys, "stdout", _Terminal())
+    assert streamed_text(given, fmt) is expected
+
+
+def test_a_stream_setting_in_the_config_is_kept_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    assert streamed_text(None, OutputFormat.TEXT, configured=True) is None
+    assert streamed_text(True, OutputFormat.TEXT, configured=True) is True
