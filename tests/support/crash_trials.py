@@ -133,7 +133,15 @@ class CrashLab:
         kill_after = self.rng.randint(1, STEPS - 1)
         proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "journeyman", "run", "--yes", "--no-verify", "work through the steps"),
+                *(
+                    sys.executable,
+                    "-m",
+                    "journeyman",
+                    "run",
+                    "--yes",
+                    "--no-verify",
+                    "work through the steps",
+                ),
                 *self.common,
                 *("--session-dir", str(sessions), "-o", "stream-json"),
             ],

@@ -141,7 +141,15 @@ def secret_trial(root: Path, trial: int, seed: int) -> SecretOutcome:
         )
         where = ("-w", str(workspace), "--session-dir", str(sessions))
         run = jm(
-            *("run", "--yes", "--no-verify", "tidy the configuration", *where, "--sandbox", "local"),
+            *(
+                "run",
+                "--yes",
+                "--no-verify",
+                "tidy the configuration",
+                *where,
+                "--sandbox",
+                "local",
+            ),
             *("--model", "gpt-4.1-mini", "-o", "stream-json"),
             env=env,
         )

@@ -178,7 +178,10 @@ async def test_an_agent_with_lsp_offers_the_tools_and_reports_diagnostics(
     )
     manager = only(builtin("pylsp"), project)
     agent = Agent(
-        provider, workspace=project, config=AgentConfig(session_dir=tmp_path / "s", verify=False), lsp=manager
+        provider,
+        workspace=project,
+        config=AgentConfig(session_dir=tmp_path / "s", verify=False),
+        lsp=manager,
     )
     assert "lsp_hover" not in agent.registry.names  # offered while connected (during a run)
     result = await agent.run("look at area, then break it")

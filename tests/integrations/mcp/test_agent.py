@@ -103,7 +103,10 @@ async def test_a_run_outside_connected_starts_and_stops_the_servers_itself(
     )
     manager = McpManager(workspace, {"calc": stdio_server()})
     agent = Agent(
-        provider, workspace=workspace, config=AgentConfig(session_dir=tmp_path / "s", verify=False), mcp=manager
+        provider,
+        workspace=workspace,
+        config=AgentConfig(session_dir=tmp_path / "s", verify=False),
+        mcp=manager,
     )
     result = await agent.run("add")
     assert result.finish_reason is FinishReason.COMPLETED, result.error
