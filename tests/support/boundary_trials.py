@@ -191,7 +191,12 @@ def make_workspace_venv(workspace: Path) -> tuple[Path, Path]:
     )
     import site
 
+    import journeyman
+
     deps = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    # an editable install is found through a .pth of its own, which a folder named in another
+    # .pth does not get read for: name the folder journeyman is imported from too
+    deps.append(str(Path(journeyman.__file__).resolve().parents[1]))
     (site_packages / "journeyman-test-deps.pth").write_text("".join(f"{p}\n" for p in deps))
     script = venv / "bin" / "journeyman"  # what pip writes for the console script
     script.write_text(f"#!{python}\nfrom journeyman.cli.app import main\nmain()\n")
