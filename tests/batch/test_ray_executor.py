@@ -303,7 +303,10 @@ def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
         )
 
     assert outline(on_ray) == outline(local)
-    assert on_ray.spent == local.spent
+    # the same spending, added up in the order the tasks finished (which the two executors
+    # need not share): equal to the last float digit only up to rounding
+    assert on_ray.spent.tokens == local.spent.tokens
+    assert on_ray.spent.usd == pytest.approx(local.spent.usd, rel=1e-9)
 
 
 def test_a_task_ray_tears_down_is_left_to_resume_not_recorded_as_cancelled(
