@@ -391,6 +391,9 @@ class SpawnAgentTool:
                 else limits.max_total_tokens,
                 "max_budget_usd": granted.usd if granted.usd is not None else limits.max_usd,
                 "hard_token_limit": True,  # an allocation from the pool: never passed
+                # a child that may not write changes nothing a check could judge; the parent's
+                # own check judges the whole tree at its end
+                "verify": parent.config.verify and args.write,
                 "session_dir": parent.session_root,
                 "max_duration_s": min(
                     runtime.config.child_timeout_s,
