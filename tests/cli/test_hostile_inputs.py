@@ -77,9 +77,14 @@ def stored(root: Path, workspace: str, task: str = "fix the bug") -> str:
 def test_a_fork_of_a_session_whose_workspace_is_the_root_is_refused(tmp_path: Path) -> None:
     session = stored(tmp_path / "s", "/")
     for extra in ((), ("--in-place",)):
+        # an import never chooses where it works: without -w it is refused, naming the flag
         done = journeyman("fork", session, "--at-step", "0", *extra,
                           "--session-dir", str(tmp_path / "s"), env=env())  # fmt: skip
-        refused(done, "is the filesystem root /")
+        refused(done, "--workspace DIR")
+        # and / named as its workspace is refused too
+        done = journeyman("fork", session, "--at-step", "0", *extra, "-w", "/",
+                          "--session-dir", str(tmp_path / "s"), env=env())  # fmt: skip
+        refused(done, "it is the root folder")
 
 
 def test_sessions_list_escapes_an_imported_task(tmp_path: Path) -> None:
@@ -168,8 +173,8 @@ def test_a_nul_byte_in_a_model_given_path_is_a_tool_error(
     fake_openai.enqueue(reply(tool_calls=calls))
     fake_openai.default = reply(tool_calls=[("finish", {"summary": "done"})])
     run_env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
-    done = journeyman("run", "--yes", "x", "-w", str(workspace), "--sandbox", "local",
-                      "--session-dir", str(tmp_path / "s"), env=run_env)  # fmt: skip
+    done = journeyman("run", "--yes", "--no-verify", "x", "-w", str(workspace), "--sandbox",
+                      "local", "--session-dir", str(tmp_path / "s"), env=run_env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "internal_error" not in done.stdout + done.stderr
     results = [m for m in fake_openai.requests[1].json["messages"] if m["role"] == "tool"]

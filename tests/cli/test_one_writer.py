@@ -23,8 +23,8 @@ FINISH = reply(tool_calls=[("finish", {"summary": "done"})])
 
 def start_run(env: dict[str, str], workspace: Path, sessions: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "journeyman", "run", "--yes", "work", "-w", str(workspace),
-         "--sandbox", "local", "--session-dir", str(sessions)],
+        [sys.executable, "-m", "journeyman", "run", "--yes", "--no-verify", "work",
+         "-w", str(workspace), "--sandbox", "local", "--session-dir", str(sessions)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -66,8 +66,9 @@ def test_a_second_writer_is_refused_until_the_holder_is_killed(
     holder = start_run(env, workspace, sessions)
     try:
         wait_until(lambda: fake_openai.requests, holder, "the first run's model call")
-        second = journeyman("run", "--yes", "other", "-w", str(workspace), "--sandbox", "local",
-                            "--session-dir", str(tmp_path / "elsewhere"), env=env)  # fmt: skip
+        second = journeyman("run", "--yes", "--no-verify", "other", "-w", str(workspace),
+                            "--sandbox", "local", "--session-dir", str(tmp_path / "elsewhere"),
+                            env=env)  # fmt: skip
         assert second.returncode == 2, second.stderr
         assert f"pid {holder.pid}" in second.stderr and "session 20" in second.stderr
         assert "in use by another journeyman process" in second.stderr
@@ -88,8 +89,8 @@ def test_a_second_writer_is_refused_until_the_holder_is_killed(
             assert read.returncode == 0, (command, read.stderr)
     finally:
         kill_9(holder)
-    after = journeyman("run", "--yes", "again", "-w", str(workspace), "--sandbox", "local",
-                       "--session-dir", str(sessions), env=env)  # fmt: skip
+    after = journeyman("run", "--yes", "--no-verify", "again", "-w", str(workspace),
+                       "--sandbox", "local", "--session-dir", str(sessions), env=env)  # fmt: skip
     assert after.returncode == 0, after.stderr
 
 
