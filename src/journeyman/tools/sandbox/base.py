@@ -152,13 +152,19 @@ class SandboxedProcess:
     """Process group of the process started on the host (the command's shell, or bwrap)."""
     on_stop: Callable[[], None] | None = None
     """Extra clean-up run after the processes are stopped (e.g. removing a container)."""
+    on_exit: Callable[[], None] | None = None
+    """Called once when the started process has exited (e.g. to note the orphans it left)."""
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
     async def wait(self) -> int:
-        return await self.process.wait()
+        code = await self.process.wait()
+        if self.on_exit is not None:
+            on_exit, self.on_exit = self.on_exit, None
+            on_exit()
+        return code
 
     def running(self) -> bool:
         """Whether any process of the command is still running."""

@@ -2,14 +2,18 @@
 
 Every process started for a command carries an environment variable naming the sandbox and
 the command (`MARKER_VAR`), so that processes which left the command's process group
-(`setsid`, double-forking daemons) are still found and stopped. A program that wipes its own
-environment escapes that net under `local`; under bubblewrap the pid namespace catches it.
+(`setsid`, double-forking daemons) are still found and stopped. A program that also wipes its
+own environment would escape that net under `local`, so the agent makes itself the "child
+subreaper" of its commands (Linux `prctl`): an orphan of a command is handed to the agent
+instead of to init, and `children` lists it; under bubblewrap the pid namespace catches it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import functools
 import os
 import signal
 import time
@@ -49,6 +53,41 @@ def marked_pids(marker: str, *, prefix: bool = False) -> list[int]:
         if _state(stat) not in ("Z", "X"):
             found.append(int(entry.name))
     return found
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@functools.cache
+def become_subreaper() -> bool:
+    """Make this process the parent of every orphan of its descendants (once per process);
+    False where the kernel or the platform does not offer it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def children() -> set[int]:
+    """The processes whose parent is this one (`/proc/self/task/*/children`); empty where the
+    kernel does not list them."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in Path("/proc/self/task").iterdir():
+            with contextlib.suppress(OSError):
+                found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def stop_children(pids: Iterable[int]) -> None:
+    """SIGKILL each of `pids` that is still a child of this process (a pid the system gave to
+    another process since is left alone), and reap it."""
+    for pid in set(pids) & children():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 def group_alive(group: int) -> bool:
