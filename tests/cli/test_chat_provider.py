@@ -11,8 +11,7 @@ import typer
 
 from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import open_app
-from journeyman.loop.config import AgentConfig
-from journeyman.loop.run_options import RunOptions
+from journeyman.loop.launch import LaunchRequest, settle
 
 
 def closed_port() -> int:
@@ -30,7 +29,7 @@ def test_chat_looks_for_a_local_server_when_nothing_is_configured(
     port = closed_port()
     monkeypatch.setenv("JOURNEYMAN_LOCAL_PORTS", f"Ollama={port}")
     with pytest.raises(typer.Exit) as stopped:
-        open_app(tmp_path, AgentConfig(), RunOptions(), {"provider": None, "model": None})
+        open_app(settle(LaunchRequest(tmp_path)))
     assert stopped.value.exit_code == 2
     assert f"No local OpenAI-compatible server answered on 127.0.0.1: Ollama {port}" in (
         capsys.readouterr().err

@@ -197,8 +197,8 @@ def test_chat_resume_finds_the_session_and_keeps_writing_there(
     session = setup.finished_run(workspace)
     opened: dict[str, Any] = {}
 
-    def open_app(root: Path, config: Any, options: Any, spec: Any, **kwargs: Any) -> None:
-        opened.update(root=root, config=config, **kwargs)
+    def open_app(settled: Any, **kwargs: Any) -> None:
+        opened.update(root=settled.workspace, config=settled.config, **kwargs)
 
     for key in [k for k in os.environ if k.startswith("JOURNEYMAN_")]:
         monkeypatch.delenv(key)

@@ -14,7 +14,7 @@ from journeyman.core.result import FinishReason
 from journeyman.economics.approval import ExtensionRequest
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest, PermissionMode
 from journeyman.providers.base import ModelRequest, ModelResponse
-from tests.fakes.agents import FINISH, WRITE, spend_turn, turn
+from tests.fakes.agents import FINISH, WRITE, make_agent, spend_turn, turn
 from tests.fakes.agents import budget_agent as make
 from tests.fakes.agents import policy_agent as agent_for
 
@@ -114,3 +114,26 @@ async def test_a_closed_agent_is_disposed_and_refuses_to_run(tmp_path: Path) -> 
     with pytest.raises(AgentClosedError, match="closed"):
         await agent.run("x")
     assert provider.requests == []
+
+
+async def test_the_check_is_fixed_and_run_while_initializing(tmp_path: Path) -> None:
+    from journeyman.core.events import CheckFixed
+
+    states_when: list[tuple[str, AgentState]] = []
+
+    def first_call(_request: ModelRequest) -> ModelResponse:
+        states_when.append(("first model call", agent.lifecycle.state))
+        return ModelResponse(text="done", usage=Usage(1, 1))
+
+    events: list[Any] = []
+    agent, _ = make_agent(
+        tmp_path, [first_call], events=events, verify_command="python -c 'print(1)'"
+    )
+    agent.add_listener(
+        lambda event: states_when.append(("check fixed", agent.lifecycle.state))
+        if isinstance(event, CheckFixed)
+        else None
+    )
+    await agent.run("x")
+    assert states_when[0] == ("check fixed", S.INITIALIZING)
+    assert ("first model call", S.RUNNING) in states_when

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -34,14 +34,11 @@ from journeyman.cli.options import (
 )
 from journeyman.cli.sessions_cmd import open_store, resolve_session, usable_session_folder
 from journeyman.core.errors import ConfigurationError
-from journeyman.loop.config import AgentConfig
-from journeyman.loop.config_file import load_config
-from journeyman.loop.run_options import RunOptions
-from journeyman.policy.permissions import PermissionsConfig
 
 if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.agent import Agent
+    from journeyman.loop.launch import Launch
     from journeyman.tui.conversation import AgentHooks
 
 
@@ -76,6 +73,8 @@ def chat(
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
     and commands, undo; /help lists the commands. Limits, the check and the sandbox work as
     for `run`; a reopened session keeps its own unless given here."""
+    from journeyman.loop.launch import LaunchRequest, ProviderChoice, settle
+
     if resume and last:
         fail(EXIT_CONFIG, "give --resume SESSION or --last, not both")
     flags = {
@@ -85,129 +84,81 @@ def chat(
         "verify": False if no_verify else (True if verify else None),
         "allow_test_edits": True if allow_test_edits else None,
         "sandbox": sandbox,
+        "mode": mode,
+        "permission_mode": permission_mode,
     }
-    flags = {key: value for key, value in flags.items() if value is not None}
     root = (workspace or Path(".")).resolve()
-    session_id = None
-    settings: dict[str, Any] = {}
+    record = None
     session_dir = usable_session_folder(session_dir)  # a resumed session stays where it was
     if resume or last:
-        from journeyman.loop.config_file import restorable_settings
-
         store = open_store(session_dir)
         try:
             record = resolve_session(store, resume, last, workspace)
         finally:
             store.close()
-        session_id, root = record.id, Path(record.workspace)
-        settings, _ignored = restorable_settings(record)
+        root = Path(record.workspace)
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
-    try:
-        loaded = load_config(root)
-        config = loaded.build(
-            session_dir=session_dir,
-            stream=True,
-            permission_mode=permission_mode,
-            mode=mode,
-            **flags,
-        )
-        if settings.get("config"):  # a resumed session keeps its settings, flags on top
-            stored = {**settings["config"], **flags, "session_dir": session_dir, "stream": True}
-            if mode is not None:
-                stored["mode"] = mode
-            if permission_mode is not None:
-                stored["permissions"] = {
-                    **(stored.get("permissions") or {}),
-                    "mode": permission_mode,
-                }
-            config = AgentConfig(**stored)
-    except (ConfigurationError, ValueError) as error:
-        fail(EXIT_CONFIG, getattr(error, "message", str(error)))
-    if config.permissions is None:
-        config = config.model_copy(update={"permissions": PermissionsConfig()})
-    if mcp is None and settings:  # a resumed session keeps its --mcp choice, as resume does
-        mcp = RunOptions.from_settings(settings).mcp
-    options = RunOptions(base_url=base_url or settings.get("base_url"), mcp=mcp)
-    spec = {
-        "provider": provider or settings.get("provider"),
-        "model": model or settings.get("model"),
-    }
-    open_app(
+    request = LaunchRequest(
         root,
-        config,
-        options,
-        spec,
-        session_id=session_id,
+        ProviderChoice(provider, model, base_url),
+        flags=flags,
+        session_dir=session_dir,
+        stream=True,
         assume_yes=bool(yes),
         lsp=lsp,
         mcp=mcp,
-        otel=otel,
+        record=record,
     )
+    try:
+        settled = settle(request)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    open_app(settled, session_id=record.id if record else None, otel=otel)
 
 
-def open_app(
-    workspace: Path,
-    config: AgentConfig,
-    options: RunOptions,
-    spec: dict[str, Any],
-    *,
-    session_id: str | None = None,
-    assume_yes: bool = False,
-    lsp: bool = True,
-    mcp: bool | None = None,
-    otel: bool = False,
-) -> None:
-    from journeyman.loop.agent import Agent
-    from journeyman.loop.servers import lsp_for_run, mcp_for_run
-    from journeyman.providers.factory import create_provider
+def open_app(settled: Launch, *, session_id: str | None = None, otel: bool = False) -> None:
+    """Open the app on `settled`'s workspace (and session); exit 2 before it opens when there
+    is no terminal, no usable provider or tracing asked for but not installed."""
+    from journeyman.loop.launch import Surface, launch, open_provider
     from journeyman.tui.app import ChatApp
 
     problem = terminal_problem()
     if problem:
         fail(EXIT_CONFIG, problem)
     try:
-        provider = create_provider(
-            spec["provider"],
-            spec["model"],
-            options.base_url,
-            tool_format=options.tool_format,
-            discover_local=True,
+        provider = open_provider(
+            settled.provider,
+            settled.model,
+            base_url=settled.options.base_url,
+            tool_format=settled.options.tool_format,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-
-    lsp_servers = lsp_for_run(workspace, enabled=lsp)
-    mcp_servers = mcp_for_run(workspace, mcp)
-
-    # nothing may be written to the terminal while the app owns it: tracing's notes and
-    # warnings are held and printed once the app has exited
-    held: list[str] = []
+    # nothing may be written to the terminal while the app owns it: notes and warnings are
+    # held and printed once the app has exited
+    held: list[str] = [f"journeyman: warning: {item.message}" for item in settled.ignored]
     tracing = _tracing(otel, held)
 
     def build(hooks: AgentHooks) -> Agent:
-        agent = Agent(
-            provider,
-            workspace=workspace,
-            config=config,
+        surface = Surface(
             on_event=hooks.on_event,
             approver=hooks.extension_approver,
-            options=options,
             permission_approver=hooks.permission_approver,
-            assume_yes=assume_yes,
-            lsp=lsp_servers,
-            mcp=mcp_servers,
+            notice=lambda text: held.append(f"journeyman: {text}"),
+            tracing=tracing,
         )
-        if tracing is not None:
-            tracing.attach(agent)
-        return agent
+        return launch(settled, surface, provider=provider)
 
     try:
         try:
             app = ChatApp(build, session_id=session_id)
         except ConfigurationError as error:
             fail(EXIT_CONFIG, error.message)
-        app.run()
+        try:
+            app.run()
+        finally:
+            app.agent.close()
     finally:
         if tracing is not None:
             tracing.close()  # sends the last spans

@@ -212,10 +212,10 @@ def serve_command(
     goes away or the process is interrupted."""
     from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.core.errors import ConfigurationError
+    from journeyman.loop.launch import open_provider
     from journeyman.protocols.mcp_server import ClientLimits, ServerPolicy, serve
     from journeyman.protocols.mcp_server.policy import run_settings
     from journeyman.protocols.mcp_server.serve import note
-    from journeyman.providers.factory import create_provider
     from journeyman.providers.tool_modes import parse_tool_mode
 
     for folder in roots:
@@ -245,13 +245,12 @@ def serve_command(
     )
 
     def provider_factory() -> Any:
-        return create_provider(
+        return open_provider(
             policy.provider,
             policy.model,
-            policy.base_url,
+            base_url=policy.base_url,
             tool_format=tool_format,
-            on_notice=lambda text: note(f"note: {text}"),
-            discover_local=True,
+            notice=note,
         )
 
     try:

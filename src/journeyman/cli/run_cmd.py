@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -69,109 +70,90 @@ if TYPE_CHECKING:
     from journeyman.core.result import RunResult
     from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.agent import Agent
-    from journeyman.loop.config import AgentConfig
+    from journeyman.loop.launch import LaunchRequest, ProviderChoice, Surface
+    from journeyman.policy.permissions import PermissionMode
     from journeyman.policy.settings import IgnoredSetting
     from journeyman.session.store import SessionRecord
 
 
 def _launch(
+    request: LaunchRequest,
     *,
-    workspace: Path,
-    provider_settings: dict[str, Any],
-    config: AgentConfig,
     output_format: OutputFormat,
     auto_extend: int,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
-    assume_yes: bool = False,
-    lsp: bool = True,
-    mcp: bool | None = None,
-    ignored: Sequence[IgnoredSetting] = (),
     otel: bool = False,
 ) -> NoReturn:
-    """Build the provider and agent, run `action`, print the result and exit accordingly.
-
-    `ignored` are the settings the trust rules left out: warned about on stderr, listed in the
-    JSON output (a `setting_ignored` line each in stream-json) and kept with the session.
-    """
+    """Settle the settings, build the agent, run `action`, print the result and exit
+    accordingly. The settings the trust rules left out are warned about on stderr, listed in
+    the JSON output (a `setting_ignored` line each in stream-json) and kept with the session."""
     # the agent, the providers and rich load only when a run starts (start-up stays light)
-
-    from journeyman.cli.approver import (
-        TerminalLines,
-        TerminalPermissionApprover,
-        choose_approver,
-    )
     from journeyman.cli.render import Renderer
     from journeyman.cli.sessions_cmd import session_root_problem
-    from journeyman.core.result import FinishReason
-    from journeyman.loop.agent import Agent
-    from journeyman.loop.run_options import RunOptions
-    from journeyman.loop.servers import lsp_for_run, mcp_for_run
-    from journeyman.policy.permissions import PermissionsConfig
-    from journeyman.providers.factory import create_provider
-    from journeyman.providers.tool_modes import parse_tool_mode
-    from journeyman.session.store import StoreFullError, default_session_root
+    from journeyman.loop.launch import launch, settle
+    from journeyman.session.store import default_session_root
 
-    if not workspace.is_dir():
-        fail(EXIT_CONFIG, f"workspace {workspace} is not a directory")
-    problem = session_root_problem(config.session_dir or default_session_root())
+    if not request.workspace.is_dir():
+        fail(EXIT_CONFIG, f"workspace {request.workspace} is not a directory")
+    try:
+        settled = settle(request)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    problem = session_root_problem(settled.config.session_dir or default_session_root())
     if problem:
         fail(EXIT_CONFIG, problem)
     tracing = _tracing(otel)
-    try:
-        tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
-    except ValueError as error:
-        fail(EXIT_CONFIG, f"--tool-format: {error}")
-    options = RunOptions(
-        base_url=provider_settings.get("base_url"),
-        tool_format=tool_format,
-        mcp=mcp,
-        ignored_settings=tuple(item.to_dict() for item in ignored),
-    )
-    try:
-        provider = create_provider(
-            provider_settings.get("provider"),
-            provider_settings.get("model"),
-            options.base_url,
-            tool_format=options.tool_format,
-            on_notice=lambda text: typer.echo(f"journeyman: note: {text}", err=True),
-            discover_local=True,
-        )
-    except ConfigurationError as error:
-        fail(EXIT_CONFIG, error.message)
     renderer = Renderer(output_format)
-    renderer.tool_mode = getattr(provider, "tool_mode_description", None)
     output = ClosedStdoutGuard(renderer)
-    _report_ignored(ignored, renderer)
-    interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
-    lines = TerminalLines(sys.stdin)
-    if config.permissions is None:  # a session stored before permissions existed
-        config = config.model_copy(update={"permissions": PermissionsConfig()})
+    _report_ignored(settled.ignored, renderer)
     try:
-        agent = Agent(
-            provider,
-            workspace=workspace,
-            config=config,
-            on_event=output,
-            approver=choose_approver(auto_extend, interactive, lines),
-            options=options,
-            permission_approver=TerminalPermissionApprover(lines) if interactive else None,
-            assume_yes=assume_yes,
-            lsp=lsp_for_run(workspace, enabled=lsp),
-            mcp=mcp_for_run(workspace, mcp),
-        )
+        agent = launch(settled, _terminal_surface(output, auto_extend, output_format, tracing))
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
+    renderer.tool_mode = getattr(agent.provider.providers[0], "tool_mode_description", None)
     output.on_close = agent.cancel  # nobody reads the output any more: stop, like on SIGPIPE
     renderer.sandbox = agent.sandbox.description
-    for warning in agent.rules.warnings:
-        typer.echo(f"journeyman: warning: {printable(warning)}", err=True)
-    from journeyman.cli.environ_guard import hide_run_secrets
+    result = _run_to_end(agent, action, renderer, tracing)
+    output.call(renderer.final, result)
+    if output.closed:
+        raise typer.Exit(EXIT_CLOSED_STDOUT)
+    _exit_with(result)
 
-    exposed = hide_run_secrets(agent.sandbox.kind)
-    if exposed is not None:
-        typer.echo(f"journeyman: warning: {exposed}", err=True)
-    if tracing is not None:
-        tracing.attach(agent)
+
+def _terminal_surface(
+    output: ClosedStdoutGuard,
+    auto_extend: int,
+    output_format: OutputFormat,
+    tracing: AgentTracing | None,
+) -> Surface:
+    """Events to the renderer, questions on the terminal when one is there, notices on stderr."""
+    from journeyman.cli.approver import TerminalLines, TerminalPermissionApprover, choose_approver
+    from journeyman.loop.launch import Surface
+
+    interactive = output_format is OutputFormat.TEXT and sys.stdin.isatty()
+    lines = TerminalLines(sys.stdin)
+    return Surface(
+        on_event=output,
+        approver=choose_approver(auto_extend, interactive, lines),
+        permission_approver=TerminalPermissionApprover(lines) if interactive else None,
+        notice=say,
+        tracing=tracing,
+    )
+
+
+def say(text: str) -> None:
+    """One `journeyman: note: ...` or `journeyman: warning: ...` line on stderr."""
+    typer.echo(f"journeyman: {printable(text)}", err=True)
+
+
+def _run_to_end(
+    agent: Agent,
+    action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
+    renderer: Renderer,
+    tracing: AgentTracing | None,
+) -> RunResult:
+    """Run `action` with the agent's servers up; the agent is disposed of on the way out."""
+    from journeyman.session.store import StoreFullError
 
     async def work() -> RunResult:
         async with agent.connected() as statuses:
@@ -182,7 +164,7 @@ def _launch(
             return await action(agent)
 
     try:
-        result = run_cancellable(work())
+        return run_cancellable(work())
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
@@ -190,12 +172,15 @@ def _launch(
     except StoreFullError as error:
         fail(EXIT_FAILED, error.message)
     finally:
+        agent.close()
         renderer.close()  # an interrupted model call leaves no half-drawn line behind
         if tracing is not None:
             tracing.close()  # sends the last spans
-    output.call(renderer.final, result)
-    if output.closed:
-        raise typer.Exit(EXIT_CLOSED_STDOUT)
+
+
+def _exit_with(result: RunResult) -> NoReturn:
+    from journeyman.core.result import FinishReason
+
     if result.success:
         raise typer.Exit(EXIT_OK)
     code = {
@@ -291,7 +276,7 @@ def run(
     130 cancelled, 141 the reader of the output went away (`| head`). Questions: --mode ask
     or --no-verify.
     """
-    from journeyman.loop.config_file import load_config
+    from journeyman.loop.launch import LaunchRequest, ProviderChoice
 
     limits = given_limits(
         max_iterations,
@@ -302,105 +287,84 @@ def run(
         tool_timeout,
         price_per_mtok,
     )
+    chosen = ProviderChoice(provider, model, base_url, tool_format)
     if continue_session is not None:
         _continue(
             continue_session,
             task,
-            {
-                "provider": provider,
-                "model": model,
-                "base_url": base_url,
-                "tool_format": tool_format,
-                "limits": limits,
-                "permission_mode": permission_mode,
-            },
-            workspace=workspace,
-            output_format=output_format,
-            auto_extend=auto_extend,
-            session_dir=session_dir,
-            stream=stream,
-            yes=yes,
-            mcp=mcp,
-            otel=otel,
+            Reopening(
+                chosen,
+                limits,
+                permission_mode,
+                workspace,
+                output_format,
+                auto_extend,
+                session_dir,
+                stream,
+                yes,
+                mcp,
+                otel,
+            ),
         )
-    root = workspace or Path(".")
-    try:
-        loaded = load_config(root, project_hooks=project_hooks)
-        config = loaded.build(
-            **limits,
-            session_dir=session_dir,
-            stream=streamed_text(stream, output_format, configured="stream" in loaded.values),
-            permission_mode=permission_mode,
-            mode=mode,
-            verify_command=verify,
-            verify=False if no_verify else None,
-            allow_test_edits=True if allow_test_edits else None,
-            verify_timeout_s=verify_timeout,
-            max_verify_rounds=max_verify_rounds,
-            sandbox=sandbox,
-            edit_tool=edit_tool,
-            allow_network=True if allow_network else None,
-            pass_env=[*loaded.values.get("pass_env", []), *pass_env] if pass_env else None,
-        )
-    except ConfigurationError as error:
-        fail(EXIT_CONFIG, error.message)
-    _launch(
-        ignored=loaded.ignored,
+    flags = {
+        **limits,
+        "permission_mode": permission_mode,
+        "mode": mode,
+        "verify_command": verify,
+        "verify": False if no_verify else None,
+        "allow_test_edits": True if allow_test_edits else None,
+        "verify_timeout_s": verify_timeout,
+        "max_verify_rounds": max_verify_rounds,
+        "sandbox": sandbox,
+        "edit_tool": edit_tool,
+        "allow_network": True if allow_network else None,
+        "pass_env": pass_env or None,
+    }
+    streams, by_default = _streaming(stream, output_format)
+    request = LaunchRequest(
+        workspace or Path("."),
+        chosen,
+        flags=flags,
+        session_dir=session_dir,
         assume_yes=bool(yes),
-        workspace=root,
-        provider_settings={
-            "provider": provider,
-            "model": model,
-            "base_url": base_url,
-            "tool_format": tool_format,
-        },
-        config=config,
+        lsp=lsp,
+        mcp=mcp,
+        project_hooks=project_hooks,
+        stream=streams,
+        stream_by_default=by_default,
+    )
+    _launch(
+        request,
         output_format=output_format,
         auto_extend=auto_extend,
         action=lambda agent: _with_subagents(agent, subagents).run(task),
-        lsp=lsp,
-        mcp=mcp,
         otel=otel,
     )
 
 
-def _remembered(
-    settings: dict[str, Any], overrides: dict[str, Any], session_dir: Path | None, stream: bool
-) -> tuple[dict[str, Any], AgentConfig]:
-    """Provider settings and config of a stored session, with the flags given now on top."""
-    from journeyman.loop.config import AgentConfig
-    from journeyman.loop.run_options import RunOptions
-    from journeyman.session.redact import MASK
+def _streaming(stream: bool | None, output_format: OutputFormat) -> tuple[bool | None, bool]:
+    """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
+    says, else as the settings say when they do, else on when the text goes to a terminal."""
+    if output_format is OutputFormat.STREAM_JSON:
+        return True, True
+    return stream, output_format is OutputFormat.TEXT and sys.stdout.isatty()
 
-    try:
-        options = RunOptions.from_settings(settings)
-    except ConfigurationError as error:
-        fail(EXIT_CONFIG, error.message)
-    provider_settings = {
-        "provider": overrides.get("provider") or settings.get("provider"),
-        "model": overrides.get("model") or settings.get("model"),
-        "base_url": overrides.get("base_url") or options.base_url,
-        "tool_format": overrides.get("tool_format") or options.tool_format,
-    }
-    stored = dict(settings.get("config", {}))
-    stored.update(overrides.get("limits", {}))
-    if overrides.get("permission_mode") is not None:
-        stored["permissions"] = {
-            **(stored.get("permissions") or {}),
-            "mode": overrides["permission_mode"],
-        }
-    if MASK in str(provider_settings.get("base_url") or ""):
-        fail(
-            EXIT_CONFIG,
-            "the base URL of this session held credentials, which are not stored; "
-            "give it again with --base-url",
-        )
-    stored["session_dir"] = session_dir
-    stored["stream"] = stream
-    try:
-        return provider_settings, AgentConfig(**stored)
-    except ValueError as error:
-        fail(EXIT_CONFIG, f"the stored settings of this session are not usable: {error}")
+
+@dataclass(frozen=True)
+class Reopening:
+    """The flags of `resume` and `run --continue`, laid over a stored session's settings."""
+
+    chosen: ProviderChoice
+    limits: dict[str, Any]
+    permission_mode: PermissionMode | None
+    workspace: Path | None
+    output_format: OutputFormat
+    auto_extend: int
+    session_dir: Path | None
+    stream: bool | None
+    yes: bool | None
+    mcp: bool | None
+    otel: bool
 
 
 def resume(
@@ -433,6 +397,7 @@ def resume(
     come from the environment again."""
     from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
     from journeyman.core.result import FinishReason
+    from journeyman.loop.launch import ProviderChoice
 
     session_dir = session_folder(session_dir)  # the resumed run goes on in the same store
     store = open_store(session_dir)
@@ -451,89 +416,66 @@ def resume(
     limits = given_limits(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
     )
+    chosen = ProviderChoice(provider, model, base_url, tool_format)
+    reopening = Reopening(
+        chosen,
+        limits,
+        permission_mode,
+        workspace,
+        output_format,
+        auto_extend,
+        session_dir,
+        stream,
+        yes,
+        mcp,
+        otel,
+    )
     _reopen(
         record,
-        {
-            "provider": provider,
-            "model": model,
-            "base_url": base_url,
-            "tool_format": tool_format,
-            "limits": limits,
-            "permission_mode": permission_mode,
-        },
-        workspace=workspace,
-        output_format=output_format,
-        auto_extend=auto_extend,
-        session_dir=session_dir,
-        stream=stream,
-        yes=yes,
-        mcp=mcp,
-        action=lambda agent: _restore_subagents(agent, record.settings).resume(
+        reopening,
+        lambda agent: _restore_subagents(agent, record.settings).resume(
             record.id, override_limits=bool(limits)
         ),
-        otel=otel,
     )
 
 
 def _reopen(
     record: SessionRecord,
-    overrides: dict[str, Any],
-    *,
-    workspace: Path | None,
-    output_format: OutputFormat,
-    auto_extend: int,
-    session_dir: Path | None,
-    stream: bool | None,
-    yes: bool | None,
-    mcp: bool | None,
+    given: Reopening,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
-    otel: bool = False,
 ) -> NoReturn:
     """Launch `action` on an agent built from a stored session's settings (`resume`,
     `run --continue`), with the flags given now on top."""
     from journeyman.cli.sessions_cmd import workspace_of_import
-    from journeyman.loop.config_file import restorable_settings
-    from journeyman.loop.run_options import RunOptions
+    from journeyman.loop.launch import LaunchRequest
 
-    workspace = workspace_of_import(record, workspace, session_dir)
-    settings, ignored = restorable_settings(record)
-    provider_settings, config = _remembered(
-        settings, overrides, session_dir, bool(streamed_text(stream, output_format))
+    workspace = workspace_of_import(record, given.workspace, given.session_dir)
+    request = LaunchRequest(
+        workspace or Path(record.workspace),
+        given.chosen,
+        flags={**given.limits, "permission_mode": given.permission_mode},
+        session_dir=given.session_dir,
+        stream=bool(streamed_text(given.stream, given.output_format)),
+        assume_yes=given.yes,
+        mcp=given.mcp,
+        record=record,
     )
     _launch(
-        workspace=workspace or Path(record.workspace),
-        provider_settings=provider_settings,
-        config=config,
-        output_format=output_format,
-        auto_extend=auto_extend,
+        request,
+        output_format=given.output_format,
+        auto_extend=given.auto_extend,
         action=action,
-        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
-        mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
-        ignored=ignored,
-        otel=otel,
+        otel=given.otel,
     )
 
 
-def _continue(
-    session: str,
-    message: str,
-    overrides: dict[str, Any],
-    *,
-    workspace: Path | None,
-    output_format: OutputFormat,
-    auto_extend: int,
-    session_dir: Path | None,
-    stream: bool | None,
-    yes: bool | None,
-    mcp: bool | None,
-    otel: bool = False,
-) -> NoReturn:
+def _continue(session: str, message: str, given: Reopening) -> NoReturn:
     """`journeyman run --continue ID "follow-up"`: the session goes on with a new message."""
     from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
 
     if not message.strip():
         fail(EXIT_CONFIG, "the follow-up message is empty; say what the agent should do next")
-    session_dir = session_folder(session_dir)  # the session goes on in the same store
+    session_dir = session_folder(given.session_dir)  # the session goes on in the same store
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
@@ -541,18 +483,10 @@ def _continue(
         store.close()
     _reopen(
         record,
-        overrides,
-        workspace=workspace,
-        output_format=output_format,
-        auto_extend=auto_extend,
-        session_dir=session_dir,
-        stream=stream,
-        yes=yes,
-        mcp=mcp,
-        action=lambda agent: _restore_subagents(agent, record.settings).send(
-            record.id, message, override_limits=bool(overrides["limits"])
+        replace(given, session_dir=session_dir),
+        lambda agent: _restore_subagents(agent, record.settings).send(
+            record.id, message, override_limits=bool(given.limits)
         ),
-        otel=otel,
     )
 
 
@@ -611,8 +545,7 @@ def fork(
         session_folder,
         workspace_of_import,
     )
-    from journeyman.loop.config_file import restorable_settings
-    from journeyman.loop.run_options import RunOptions
+    from journeyman.loop.launch import LaunchRequest, ProviderChoice
     from journeyman.session.fork import prepare_fork
     from journeyman.session.workspace_lock import WorkspaceLock
 
@@ -638,16 +571,15 @@ def fork(
     finally:
         store.close()
     limits = given_limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
-    overrides = {
-        "provider": provider,
-        "model": model,
-        "base_url": base_url,
-        "limits": limits,
-        "permission_mode": permission_mode,
-    }
-    settings, ignored = restorable_settings(record)
-    provider_settings, config = _remembered(
-        settings, overrides, session_dir, output_format is OutputFormat.STREAM_JSON
+    request = LaunchRequest(
+        plan.workspace,
+        ProviderChoice(provider, model, base_url),
+        flags={**limits, "permission_mode": permission_mode},
+        session_dir=session_dir,
+        stream=output_format is OutputFormat.STREAM_JSON,
+        assume_yes=yes,
+        mcp=mcp,
+        record=record,
     )
     if output_format is OutputFormat.TEXT:
         typer.echo(
@@ -655,9 +587,7 @@ def fork(
             f"({plan.reverted_files} later file change(s) rolled back)"
         )
     _launch(
-        workspace=plan.workspace,
-        provider_settings=provider_settings,
-        config=config,
+        request,
         output_format=output_format,
         auto_extend=auto_extend,
         action=lambda agent: _restore_subagents(agent, record.settings).run(
@@ -666,9 +596,6 @@ def fork(
             parent_session_id=record.id,
             forked_at_step=at_step,
         ),
-        assume_yes=settings.get("assume_yes", False) if yes is None else yes,
-        mcp=RunOptions.from_settings(settings).mcp if mcp is None else mcp,
-        ignored=ignored,
         otel=otel,
     )
 

@@ -352,7 +352,7 @@ def _run(
     )
     output.on_close = runner.cancel  # nobody reads the progress any more: stop the workers
     if tracing is not None:
-        runner.on_agent = tracing.attach  # the planner and every worker: a trace each
+        runner.tracing = tracing  # the planner and every worker: a trace each
     from journeyman.session.workspace_lock import WorkspaceLock
 
     lock = WorkspaceLock(root, purpose="swarm")  # its merges land there; held until exit

@@ -246,7 +246,6 @@ class Kernel:
         try:
             self.lifecycle.begin_run()
             self.emit(run_started(state, self.provider, self.workspace, resumed, self.parent_call))
-            self.lifecycle.start()
             state.ending = await self.hooks.start(state, resumed=resumed)
             if state.ending is None:
                 state.ending = await self._loop(state, new_task=new_task, resumed=resumed)
@@ -290,6 +289,7 @@ class Kernel:
             return Termination(capacity_reason(state.budget), refusal)
         if not resumed:
             await self.verdict.prepare(state)  # the check is fixed before the first turn
+        self.lifecycle.start()  # initialised: hooks ran, the check is fixed and has its baseline
         while True:
             ending = await self._check_gates(state)
             if ending is not None:

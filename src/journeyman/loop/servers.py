@@ -9,6 +9,7 @@ The machinery of either kind is imported only when it is used.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,11 +36,17 @@ def load_lsp_settings(workspace: Path) -> LoadedLspConfig:
     return load_lsp_config(workspace, user_file=user_lsp_file())
 
 
-def lsp_for_run(workspace: Path, *, enabled: bool = True) -> LspManager | None:
+def _stderr(text: str) -> None:
+    sys.stderr.write(f"journeyman: {text}\n")
+
+
+def lsp_for_run(
+    workspace: Path, *, enabled: bool = True, say: Callable[[str], None] = _stderr
+) -> LspManager | None:
     """The language servers for a run in `workspace` (for `Agent(lsp=...)`); None when off.
 
     LSP stays off when `enabled` is False, when the settings turn it off or cannot be read
-    (a warning is printed; the run goes on), and when no language server is installed.
+    (a warning goes to `say`; the run goes on), and when no language server is installed.
     """
     from journeyman.integrations.lsp import LspManager
 
@@ -48,23 +55,23 @@ def lsp_for_run(workspace: Path, *, enabled: bool = True) -> LspManager | None:
     try:
         loaded = load_lsp_settings(workspace)
     except ConfigurationError as exc:
-        _warn(f"language servers off: {exc.message}")
+        say(f"warning: language servers off: {exc.message}")
         return None
     for warning in loaded.warnings:
-        _warn(warning)
+        say(f"warning: {warning}")
     manager = LspManager(workspace, loaded.config)
     return manager if manager.usable() else None
 
 
-def mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
+def mcp_for_run(
+    workspace: Path, mcp: bool | None, *, say: Callable[[str], None] = _stderr
+) -> McpManager | None:
     """The MCP servers of a run (for `Agent(mcp=...)`): the user's, and the workspace's only
     when `mcp` is True (the user's explicit opt-in: a cloned repository must not get to start
     programs). None when there are none or a settings file cannot be read (with a warning)."""
     workspace_file = workspace / MCP_SETTINGS_FILE
     if mcp is None and workspace_file.is_file():
-        sys.stderr.write(
-            f"journeyman: note: {workspace_file} declares MCP servers; pass --mcp to start them\n"
-        )
+        say(f"note: {workspace_file} declares MCP servers; pass --mcp to start them")
     if not (mcp or (mcp is None and user_mcp_file().is_file())):
         return None
     from journeyman.integrations.mcp import McpManager
@@ -74,9 +81,5 @@ def mcp_for_run(workspace: Path, mcp: bool | None) -> McpManager | None:
             workspace, user_file=user_mcp_file(), include_workspace=bool(mcp)
         )
     except ConfigurationError as exc:
-        _warn(f"MCP servers off: {exc.message}")
+        say(f"warning: MCP servers off: {exc.message}")
         return None
-
-
-def _warn(text: str) -> None:
-    sys.stderr.write(f"journeyman: warning: {text}\n")

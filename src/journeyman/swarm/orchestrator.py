@@ -44,10 +44,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,9 +63,9 @@ from journeyman.economics.ledger import (
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.fixed_check import fix_check_now
+from journeyman.loop.launch import Surface, build_agent, open_provider
 from journeyman.policy.permissions import Approver
 from journeyman.providers.base import Provider
-from journeyman.providers.factory import create_provider
 from journeyman.session.store import SessionStore, default_session_root
 from journeyman.swarm.merge import CheckOutcome, SwarmCheck, merge_branch, run_check
 from journeyman.swarm.planner import (
@@ -101,6 +100,9 @@ from journeyman.swarm.shared import (
 )
 from journeyman.swarm.shared.stores import describe_store
 from journeyman.swarm.worktrees import Repo, Worktree, WorktreePool, open_repo
+
+if TYPE_CHECKING:
+    from journeyman.integrations.otel.tracing import AgentTracing
 
 PLANNER_ID = "planner"
 """The `worker_id` of the planning turn's events."""
@@ -264,7 +266,7 @@ class Swarm:
         """`workers` and `verify` are shortcuts for the fields of `config` they name."""
         self.agent_config = agent_config or AgentConfig()
         self.provider = (
-            create_provider(provider, base_url=base_url, api_key=api_key)
+            open_provider(provider, None, base_url=base_url, api_key=api_key, discover_local=False)
             if isinstance(provider, str)
             else provider
         )
@@ -284,9 +286,8 @@ class Swarm:
         self._node = ""
         self._store_failed = False
         self._agents: list[Agent] = []
-        self.on_agent: Callable[[Agent], object] | None = None
-        """Called with every agent the swarm builds (the planner's, each worker attempt's),
-        before it runs: e.g. to attach tracing."""
+        self.tracing: AgentTracing | None = None
+        """Traces every agent the swarm builds (the planner's, each worker attempt's)."""
         self._doom_reported: set[str] = set()
         self._cancelled = False
         self._verify = ""
@@ -424,6 +425,8 @@ class Swarm:
         error: str | None,
         started: float,
     ) -> SwarmResult:
+        for agent in self._agents:
+            agent.close()  # the planner's and every worker's: their runs are over
         costs = [agent.economics.cost_usd for agent in self._agents]
         result = SwarmResult(
             goal=goal,
@@ -554,17 +557,14 @@ class Swarm:
                 "hard_token_limit": True,  # the planner spends from the swarm's pool too
             }
         )
-        agent = Agent(
-            self.provider,
-            workspace=root,
-            tools=[],
-            config=config,
+        surface = Surface(
             on_event=lambda event: self._emit(WorkerEvent(PLANNER_ID, 1, event)),
-            assume_yes=self.assume_yes,
+            tracing=self.tracing,
+        )
+        agent = build_agent(
+            self.provider, root, config, surface, assume_yes=self.assume_yes, tools=[]
         )
         self._agents.append(agent)
-        if self.on_agent is not None:
-            self.on_agent(agent)
         result = await agent.run(task, session_id=session_id, parent_session_id=parent_id)
         self.ledger.charge(Amount(agent.economics.total_tokens, agent.economics.cost_usd or 0.0))
         if not result.success and not result.final_text.strip():
@@ -748,17 +748,15 @@ class Swarm:
                 "max_duration_s": self._run_duration(),
             }
         )
-        agent = Agent(
-            self.provider,
-            workspace=attempt.tree.path,
-            config=config,
+        surface = Surface(
             on_event=lambda event: self._emit(WorkerEvent(subtask.worker_id, number, event)),
             permission_approver=self.permission_approver,
-            assume_yes=self.assume_yes,
+            tracing=self.tracing,
+        )
+        agent = build_agent(
+            self.provider, attempt.tree.path, config, surface, assume_yes=self.assume_yes
         )
         self._agents.append(agent)
-        if self.on_agent is not None:
-            self.on_agent(agent)
         if self._cancelled:
             agent.cancel()
         return agent

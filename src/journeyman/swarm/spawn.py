@@ -41,6 +41,7 @@ from journeyman.economics.ledger import (
 )
 from journeyman.loop.agent import Agent
 from journeyman.loop.config import AgentConfig, ModeName
+from journeyman.loop.launch import Surface, build_agent
 from journeyman.loop.port import pending_diff
 from journeyman.policy.hooks import HookEvent, HookPayload
 from journeyman.session.store import SessionNotFoundError, SessionStore
@@ -103,12 +104,12 @@ def default_child(spec: ChildSpec) -> Agent:
     the parent's output shows the spawn call and its report) and the budget-extension
     approver (a child that could extend its own limits would spend past its allocation)."""
     parent = spec.parent
-    child = Agent(
+    child = build_agent(
         parent.provider,
-        workspace=parent.workspace,
+        parent.workspace,
+        spec.config,
+        Surface(permission_approver=parent.permission_approver),
         tools=[t for name in spec.tools.names if (t := spec.tools.get(name)) is not None],
-        config=spec.config,
-        permission_approver=parent.permission_approver,
         assume_yes=parent.assume_yes,
         rules=parent.rules,
     )
@@ -368,6 +369,8 @@ class SpawnAgentTool:
             return _report(result, store, parent, args.write, reused=False)
         finally:
             spent = Amount(0, 0.0) if child is None else _tree_spending(child)
+            if child is not None:
+                child.close()  # its run is over; a later spawn builds a new child
             runtime.ledger.settle(reservation, spent)
             runtime.record_child_spending(spent)
 

@@ -224,12 +224,15 @@ class AcpSession:
         await self.outbox.join()
 
     async def close(self) -> None:
+        """Stop the running prompt and the update pump; the agent is disposed of."""
         if self.running is not None and not self.running.done():
             self.running.cancel()
             await asyncio.wait({self.running})
         if self.pump is not None:
             self.pump.cancel()
             await asyncio.gather(self.pump, return_exceptions=True)
+        if self.agent is not None:
+            self.agent.close()
 
     # --- permission questions -------------------------------------------------------------
 

@@ -24,9 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.choices import ModeName
 from journeyman.loop.config import AgentConfig
-from journeyman.loop.config_file import load_config
+from journeyman.loop.launch import LaunchRequest, settle
 from journeyman.policy.choices import PermissionMode
-from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import (
     PERMISSION_MODE_ORDER,
     IgnoredSetting,
@@ -158,14 +157,12 @@ def run_settings(
     another). Raises `ConfigurationError` for a request that would loosen the permission mode
     or the sandbox, or for unusable config files.
     """
-    loaded = load_config(workspace)
     flags = dict(policy.flags)
     mode = limits.mode or stored_mode
     if mode is not None:
         flags["mode"] = mode
-    config = loaded.build(**flags)
-    if config.permissions is None:
-        config = config.model_copy(update={"permissions": PermissionsConfig()})
+    settled = settle(LaunchRequest(workspace, flags=flags))
+    config = settled.config
     assert config.permissions is not None
     updates: dict[str, Any] = {}
     clamped: list[str] = []
@@ -206,4 +203,4 @@ def run_settings(
         updates["sandbox"] = limits.sandbox
     if updates:
         config = config.model_copy(update=updates)
-    return RunSettings(workspace, config, list(loaded.ignored), clamped)
+    return RunSettings(workspace, config, list(settled.ignored), clamped)

@@ -132,7 +132,9 @@ class ActiveRun:
             self._listeners.remove(queue)
 
     def finished(self) -> None:
-        """Called once the run's task ended: every listener stops waiting."""
+        """Called once the run's task ended: every listener stops waiting, and the agent is
+        disposed of (a later request on the session builds a new one)."""
+        self.agent.close()
         for queue in self._listeners:
             queue.put_nowait(None)
         self._listeners.clear()

@@ -24,6 +24,7 @@ from journeyman.core.result import RunResult
 from journeyman.loop.agent import Agent
 from journeyman.loop.choices import ModeName
 from journeyman.loop.config_file import session_root
+from journeyman.loop.launch import Launch, Surface, launch
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.choices import PermissionMode
 from journeyman.protocols.mcp_server.approval import ElicitingApprover, client_can_elicit
@@ -145,29 +146,30 @@ class JourneymanTools:
     def _agent(
         self, settings: RunSettings, run_ref: list[ActiveRun], approver: ElicitingApprover | None
     ) -> Agent:
-        from journeyman.loop.servers import lsp_for_run
-
-        ignored = tuple(item.to_dict() for item in settings.ignored)
+        policy = self.policy
         options = RunOptions(
-            base_url=self.policy.base_url,
-            tool_format=self.policy.tool_format,
+            base_url=policy.base_url,
+            tool_format=policy.tool_format,
             mcp=False,
-            ignored_settings=ignored,
+            ignored_settings=tuple(item.to_dict() for item in settings.ignored),
         )
-        agent = Agent(
-            self.provider_factory(),
-            workspace=settings.workspace,
-            config=settings.config,
+        settled = Launch(
+            settings.workspace,
+            settings.config,
+            options,
+            policy.provider,
+            policy.model,
+            policy.assume_yes,
+            policy.lsp,
+            tuple(settings.ignored),
+        )
+        surface = Surface(
             on_event=lambda event: run_ref[0].on_event(event) if run_ref else None,
-            options=options,
             # None: nobody to ask, so calls that need asking are refused
             permission_approver=approver,
-            assume_yes=self.policy.assume_yes,
-            lsp=lsp_for_run(settings.workspace, enabled=self.policy.lsp),
+            tracing=self.tracing,
         )
-        if self.tracing is not None:
-            self.tracing.attach(agent)
-        return agent
+        return launch(settled, surface, provider=self.provider_factory())
 
     def _launch(
         self,

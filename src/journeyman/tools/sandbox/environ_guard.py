@@ -18,11 +18,15 @@ if TYPE_CHECKING:
     from journeyman.tools.choices import SandboxKind
 
 
+_said: set[str] = set()
+"""The warnings already given by this process (a swarm builds many agents)."""
+
+
 def hide_run_secrets(sandbox: SandboxKind) -> str | None:
     """Wipe from this process's environment block every variable a command would not get
     (`core.allowed_env`) and any holding the provider's key; under `local`, a
     one-line warning when the provider key came from the environment and stays within reach
-    (None when there is nothing to say)."""
+    (None when there is nothing to say, or this process said it already)."""
     own = own_secret_values()
     names = [
         name
@@ -43,7 +47,11 @@ def hide_run_secrets(sandbox: SandboxKind) -> str | None:
         if in_block
         else "this process's memory (the kernel allows it: kernel.yama.ptrace_scope is 0 or absent)"
     )
-    return (
+    warning = (
         f"--sandbox local: commands run as you, unconfined, and can read {', '.join(from_env)} "
         f"from {where}; use --sandbox bubblewrap to keep the key from them"
     )
+    if warning in _said:
+        return None
+    _said.add(warning)
+    return warning
