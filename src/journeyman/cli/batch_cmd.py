@@ -336,12 +336,16 @@ def _check_provider(
     """Refuse now what every task would fail on: no usable provider, or a USD budget for a
     model whose price is unknown."""
     from journeyman.core.messages import Usage
-    from journeyman.providers.factory import create_provider
+    from journeyman.loop.launch import open_provider
     from journeyman.providers.pricing import cost_usd
 
     try:
-        made = create_provider(
-            provider, model, base_url, tool_format=config.get("tool_format", "auto")
+        made = open_provider(
+            provider,
+            model,
+            base_url=base_url,
+            tool_format=config.get("tool_format", "auto"),
+            discover_local=False,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

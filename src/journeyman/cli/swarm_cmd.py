@@ -50,7 +50,6 @@ from journeyman.cli.options import (
 from journeyman.core.display import printable, printable_json
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.config import ModeName
-from journeyman.loop.config_file import load_config
 from journeyman.session.redact import Redactor
 
 if TYPE_CHECKING:
@@ -240,22 +239,25 @@ def swarm(
     root = (workspace or Path(".")).resolve()
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
+    from journeyman.loop.launch import LaunchRequest, settle
+
+    flags = {
+        **limits,
+        "mode": mode,
+        "permission_mode": permission_mode,
+        "sandbox": sandbox,
+        "edit_tool": edit_tool,
+        "allow_network": True if allow_network else None,
+        "pass_env": pass_env or None,
+        "verify_timeout_s": verify_timeout,
+    }
+    request = LaunchRequest(root, flags=flags, session_dir=session_dir, project_hooks=project_hooks)
     try:
-        loaded = load_config(root, project_hooks=project_hooks)
-        config = loaded.build(
-            **limits,
-            session_dir=session_dir,
-            mode=mode,
-            permission_mode=permission_mode,
-            sandbox=sandbox,
-            edit_tool=edit_tool,
-            allow_network=True if allow_network else None,
-            pass_env=[*loaded.values.get("pass_env", []), *pass_env] if pass_env else None,
-            verify_timeout_s=verify_timeout,
-        )
+        settled = settle(request)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    for item in loaded.ignored:
+    config = settled.config
+    for item in settled.ignored:
         typer.echo(f"journeyman: warning: {item.message}", err=True)
     from journeyman.cli.run_cmd import _tracing
 
@@ -320,7 +322,7 @@ def _run(
     """Run the swarm; the exit code and the one-line reason of a failure."""
     # the agent, the providers and git work load only when a swarm starts
     from journeyman.cli.signals import handle_termination_as_interrupt
-    from journeyman.providers.factory import create_provider
+    from journeyman.loop.launch import open_provider
     from journeyman.providers.tool_modes import parse_tool_mode
     from journeyman.swarm.orchestrator import Swarm, SwarmConfig
 
@@ -331,12 +333,11 @@ def _run(
     except ValueError as error:
         return EXIT_CONFIG, f"--tool-format: {error}"
     try:
-        provider = create_provider(
+        provider = open_provider(
             provider_settings.get("provider"),
             provider_settings.get("model"),
-            provider_settings.get("base_url"),
+            base_url=provider_settings.get("base_url"),
             tool_format=tool_format,
-            discover_local=True,
         )
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message

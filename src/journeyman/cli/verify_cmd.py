@@ -107,15 +107,15 @@ def _run(
     fixed: FixedCheck, root: Path, sandbox_kind: Any, allow_test_edits: bool
 ) -> tuple[CheckRun, str]:
     from journeyman.context.test_infra import take_manifest
-    from journeyman.loop.config_file import load_config
+    from journeyman.loop.agent import sandbox_for
+    from journeyman.loop.launch import LaunchRequest, settle
     from journeyman.tools.registry import ToolRegistry
-    from journeyman.tools.sandbox import open_sandbox
     from journeyman.tools.shell import RunCommandTool
 
     assert fixed.command is not None
     try:
-        config = load_config(root).build(sandbox=sandbox_kind)
-        box = open_sandbox(config.sandbox, root, allow_network=config.allow_network)
+        config = settle(LaunchRequest(root, flags={"sandbox": sandbox_kind})).config
+        box = sandbox_for(config, root)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
     runner = CheckRunner(root, ToolRegistry([RunCommandTool(sandbox=box)]))

@@ -54,7 +54,7 @@ from journeyman.tools.base import Tool, ToolKind
 from journeyman.tools.builtin import default_tools
 from journeyman.tools.notes import NoteTool
 from journeyman.tools.registry import ToolRegistry
-from journeyman.tools.sandbox import open_sandbox
+from journeyman.tools.sandbox import Sandbox, open_sandbox
 
 if TYPE_CHECKING:  # the MCP SDK loads only when a run starts MCP servers
     from journeyman.integrations.lsp import LspManager
@@ -132,13 +132,7 @@ class Agent:
         if not self.workspace.is_dir():
             raise NotADirectoryError(f"workspace {self.workspace} is not a directory")
         self.session_root = self.config.session_dir or default_session_root()
-        self.sandbox = open_sandbox(
-            self.config.sandbox,
-            self.workspace,
-            allow_network=self.config.allow_network,
-            pass_env=tuple(self.config.pass_env),
-            hidden=private_folders(self.session_root),
-        )
+        self.sandbox = sandbox_for(self.config, self.workspace)
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
         self.registry = ToolRegistry(
             default_tools(
@@ -626,6 +620,18 @@ def run(
 ) -> RunResult:
     """Run one task synchronously: `journeyman.run("fix the tests", provider, workspace=".")`."""
     return Agent(provider, workspace=workspace, config=config, on_event=on_event).run_sync(task)
+
+
+def sandbox_for(config: AgentConfig, workspace: Path) -> Sandbox:
+    """The sandbox commands of a run with `config` in `workspace` run in (network, passed
+    variables and the host's private folders as the config says)."""
+    return open_sandbox(
+        config.sandbox,
+        workspace,
+        allow_network=config.allow_network,
+        pass_env=tuple(config.pass_env),
+        hidden=private_folders(config.session_dir or default_session_root()),
+    )
 
 
 def private_folders(session_root: Path) -> tuple[Path, ...]:

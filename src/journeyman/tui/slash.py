@@ -235,7 +235,8 @@ class SlashHandler:
         if len(args) != 1:
             raise ValueError("usage: /model NAME (this provider's model) or /model PROVIDER:MODEL")
         from journeyman.core.errors import ConfigurationError
-        from journeyman.providers.factory import DEFAULT_MODELS, create_provider, parse_spec
+        from journeyman.loop.launch import open_provider
+        from journeyman.providers.factory import DEFAULT_MODELS, parse_spec
 
         agent = self.app.agent
         current = agent.provider
@@ -246,11 +247,12 @@ class SlashHandler:
         spec, model = (wanted, None) if names_provider else (current.name, wanted)
         same_provider = parse_spec(spec)[0] == current.name
         try:
-            provider = create_provider(
+            provider = open_provider(
                 spec,
                 model,
-                agent.options.base_url if same_provider else None,
+                base_url=agent.options.base_url if same_provider else None,
                 tool_format=agent.options.tool_format,
+                discover_local=False,
             )
         except ConfigurationError as error:
             hint = ""
