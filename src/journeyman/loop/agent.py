@@ -110,42 +110,18 @@ class Agent:
         self.config = config or AgentConfig()
         self.options = options or RunOptions()
         """How the run is started besides `config`, kept with the session for `resume`."""
-        if isinstance(provider, str):
-            if base_url is not None:
-                self.options = self.options.model_copy(update={"base_url": base_url})
-            provider = create_provider(
-                provider,
-                base_url=self.options.base_url,
-                api_key=api_key,
-                tool_format=self.options.tool_format,
-            )
-        elif base_url is not None or api_key is not None:
+        if not isinstance(provider, str) and (base_url is not None or api_key is not None):
             raise ConfigurationError("base_url and api_key go with a provider spec string")
-        if isinstance(provider, ResilientProvider):
-            self.provider = provider
-        else:
-            chain = [provider] if isinstance(provider, Provider) else list(provider)
-            timeout = self.config.model_call_timeout_s
-            policy = retry_policy or RetryPolicy(call_timeout_s=timeout)
-            self.provider = ResilientProvider(chain, policy)
+        if base_url is not None:
+            self.options = self.options.model_copy(update={"base_url": base_url})
+        self.provider = self._resilient(provider, api_key, retry_policy)
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise NotADirectoryError(f"workspace {self.workspace} is not a directory")
         self.session_root = self.config.session_dir or default_session_root()
         self.sandbox = sandbox_for(self.config, self.workspace)
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
-        self.registry = ToolRegistry(
-            default_tools(
-                self.sandbox,
-                journal_commands=self.config.journal_commands,
-                edit_tool=self.config.edit_tool,
-                provider=self.provider.name,
-            )
-            if tools is None
-            else tools
-        )
-        if self.config.mode is ModeName.PHASED and self.registry.get(NoteTool.name) is None:
-            self.registry.register(NoteTool())  # the phased mode keeps notes in its memory
+        self.registry = self._tool_registry(tools)
         self.on_event = on_event
         """The handler given at construction; `add_listener` adds others beside it."""
         self._listeners: list[EventHandler] = []
@@ -190,6 +166,43 @@ class Agent:
         self._compaction_requested = False
         self._granted_between_runs: list[tuple[int, float]] = []
         """Extensions granted with `extend_budget` that no stored step holds yet."""
+
+    def _resilient(
+        self,
+        provider: Provider | Sequence[Provider] | str,
+        api_key: str | None,
+        retry_policy: RetryPolicy | None,
+    ) -> ResilientProvider:
+        """`provider` (a spec string is built here) behind retries and fallbacks."""
+        if isinstance(provider, str):
+            provider = create_provider(
+                provider,
+                base_url=self.options.base_url,
+                api_key=api_key,
+                tool_format=self.options.tool_format,
+            )
+        if isinstance(provider, ResilientProvider):
+            return provider
+        chain = [provider] if isinstance(provider, Provider) else list(provider)
+        policy = retry_policy or RetryPolicy(call_timeout_s=self.config.model_call_timeout_s)
+        return ResilientProvider(chain, policy)
+
+    def _tool_registry(self, tools: Iterable[Tool] | None) -> ToolRegistry:
+        """The given tools, or the built-in ones on this agent's sandbox; the phased mode's
+        note tool is added when it is missing."""
+        registry = ToolRegistry(
+            default_tools(
+                self.sandbox,
+                journal_commands=self.config.journal_commands,
+                edit_tool=self.config.edit_tool,
+                provider=self.provider.name,
+            )
+            if tools is None
+            else tools
+        )
+        if self.config.mode is ModeName.PHASED and registry.get(NoteTool.name) is None:
+            registry.register(NoteTool())  # the phased mode keeps notes in its memory
+        return registry
 
     @asynccontextmanager
     async def connected(self) -> AsyncIterator[list[McpServerStatus]]:
