@@ -73,9 +73,9 @@ def acp_command(
         fail(EXIT_CONFIG, INSTALL_HINT)
     import asyncio
 
-    from journeyman import __version__
     from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.core.errors import ConfigurationError
+    from journeyman.core.package import package_version
     from journeyman.protocols.acp.launch import LaunchOptions, check_launch_options
     from journeyman.protocols.acp.stdio import configure_logging, serve, take_stdout
 
@@ -112,7 +112,7 @@ def acp_command(
     configure_logging()
     protocol_fd = take_stdout()
     try:
-        asyncio.run(serve(options, __version__, protocol_fd))
+        asyncio.run(serve(options, package_version(), protocol_fd))
     except KeyboardInterrupt:
         sys.stderr.write("journeyman acp: interrupted\n")
         raise typer.Exit(EXIT_CANCELLED) from None

@@ -20,6 +20,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.package import package_version
 from journeyman.core.result import RunResult
 from journeyman.loop.agent import Agent
 from journeyman.loop.choices import ModeName
@@ -606,11 +607,9 @@ def build_server(
 ) -> tuple[MCPServer, JourneymanTools]:
     """The MCP server with journeyman's tools for `policy` (the user's choices), and the state
     behind them (its runs, cancelled when the server stops)."""
-    from journeyman import __version__
-
     tools = JourneymanTools(policy, provider_factory, tracing)
     server: MCPServer = _PlainErrorServer(
-        "journeyman", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        "journeyman", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
     @server.tool(
