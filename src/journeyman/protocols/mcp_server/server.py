@@ -611,6 +611,13 @@ def build_server(
     server: MCPServer = _PlainErrorServer(
         "journeyman", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING"
     )
+    _add_run_tools(server, tools)
+    _add_session_tools(server, tools)
+    return server, tools
+
+
+def _add_run_tools(server: MCPServer, tools: JourneymanTools) -> None:
+    """The tools that start the agent: on a new task, or on a session's follow-up."""
 
     @server.tool(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True),
@@ -669,6 +676,10 @@ def build_server(
                 max_duration_s=max_duration_s,
             )
             return await tools.send_message(ctx, session_id, message, limits, wait)
+
+
+def _add_session_tools(server: MCPServer, tools: JourneymanTools) -> None:
+    """The tools that follow, list, undo and stop sessions."""
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def get_status(
@@ -731,5 +742,3 @@ def build_server(
         with _tool_errors("cancel_run"):
             _only_known(ctx, {"session_id"})
             return tools.cancel(session_id)
-
-    return server, tools
