@@ -254,4 +254,3 @@ def _openai(
         on_notice=on_notice,
         seed=_seed(env),
     )
-
