@@ -117,18 +117,11 @@ part of the package) starts without loading the agent, the providers and pydanti
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 
-def _version() -> str:
-    from importlib import metadata  # costs ~30 ms (email parsing): only when asked
-
-    try:
-        return metadata.version("journeyman")
-    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> object:
     if name == "__version__":
-        version = globals()["__version__"] = _version()
+        from journeyman.core.package import package_version
+
+        version = globals()["__version__"] = package_version()
         return version
     module = _HOME_OF.get(name)
     if module is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.scheduler import BatchSettings, Scheduler
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, Reply, ScriptItem, error, reply
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from journeyman.batch.job import TaskJob, run_job, session_id_for
-from journeyman.batch.tasks import BatchTask, TaskLimits
+from journeyman.batch.task_file import BatchTask, TaskLimits
 from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import error, reply

@@ -21,7 +21,7 @@ from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for
 from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger
 from journeyman.batch.scheduler import Scheduler, open_ledger
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask
 from journeyman.economics.ledger import Amount, LedgerPolicy
 from journeyman.session.store import SessionStore
 from tests.batch.support import model as batch_model

@@ -13,7 +13,7 @@ import ray
 
 from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for
 from journeyman.batch.ray_executor import RayExecutor
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.support.ray_cluster import RAY_ENV

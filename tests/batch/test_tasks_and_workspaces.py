@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from journeyman.batch.tasks import BatchTask, TaskFileError, load_tasks
+from journeyman.batch.task_file import BatchTask, TaskFileError
+from journeyman.batch.tasks import load_tasks
 from journeyman.batch.workspaces import WorkspaceError, prepare_workspace
 
 

@@ -30,7 +30,7 @@ from journeyman.batch.scheduler import (
     open_ledger,
     tasks_count,
 )
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask
 from journeyman.core.errors import ConfigurationError
 from journeyman.economics.ledger import Amount
 from journeyman.session.lock import SessionBusyError

@@ -40,7 +40,7 @@ from journeyman.batch.job import (
     session_spending,
 )
 from journeyman.batch.results import TaskResult, append_result
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask
 from journeyman.batch.workspaces import WorkspaceError, prepare_workspace
 from journeyman.core.result import FinishCategory, FinishReason
 from journeyman.economics.ledger import (

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask
 from journeyman.core.errors import AgentError
 from journeyman.core.safe_git import safe_git_command, safe_git_env
 

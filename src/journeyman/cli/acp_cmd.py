@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -32,6 +32,10 @@ from journeyman.cli.options import (
     YesOpt,
     given_limits,
 )
+
+if TYPE_CHECKING:
+    from journeyman.integrations.otel.tracing import AgentTracing
+    from journeyman.protocols.acp.launch import LaunchOptions
 
 INSTALL_HINT = (
     "`journeyman acp` needs the Agent Client Protocol package, which is not installed; "
@@ -71,27 +75,19 @@ def acp_command(
     """
     if importlib.util.find_spec("acp") is None:
         fail(EXIT_CONFIG, INSTALL_HINT)
-    import asyncio
-
-    from journeyman import __version__
+    from journeyman.cli.run_cmd import _tracing
     from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.core.errors import ConfigurationError
     from journeyman.protocols.acp.launch import LaunchOptions, check_launch_options
-    from journeyman.protocols.acp.stdio import configure_logging, serve, take_stdout
 
     # one folder for the sessions it runs and the ones the editor reopens
     session_dir = usable_session_folder(session_dir)
-    settings: dict[str, Any] = {
-        **given_limits(max_iterations, max_budget_usd, max_total_tokens, max_duration, None, None),
-        "permission_mode": permission_mode,
-        "mode": mode,
-        "verify_command": verify,
-        "verify": False if no_verify else None,
-        "allow_test_edits": True if allow_test_edits else None,
-        "sandbox": sandbox,
-    }
-    from journeyman.cli.run_cmd import _tracing
-
+    limits = given_limits(
+        max_iterations, max_budget_usd, max_total_tokens, max_duration, None, None
+    )
+    settings = _flag_settings(
+        limits, permission_mode, mode, verify, no_verify, allow_test_edits, sandbox
+    )
     try:
         check_launch_options(LaunchOptions(provider=provider, model=model, tool_format=tool_format))
     except ConfigurationError as error:
@@ -103,16 +99,48 @@ def acp_command(
         base_url=base_url,
         tool_format=tool_format,
         session_dir=session_dir,
-        settings={k: v for k, v in settings.items() if v is not None},
+        settings=settings,
         assume_yes=yes,
         lsp=lsp,
         mcp=mcp,
         tracing=tracing,
     )
+    _serve(options, tracing)
+
+
+def _flag_settings(
+    limits: dict[str, Any],
+    permission_mode: PermissionModeOpt,
+    mode: ModeOpt,
+    verify: VerifyOpt,
+    no_verify: bool,
+    allow_test_edits: bool,
+    sandbox: SandboxOpt,
+) -> dict[str, Any]:
+    """The settings the flags give; those not given are left to the configuration's layers."""
+    settings: dict[str, Any] = {
+        **limits,
+        "permission_mode": permission_mode,
+        "mode": mode,
+        "verify_command": verify,
+        "verify": False if no_verify else None,
+        "allow_test_edits": True if allow_test_edits else None,
+        "sandbox": sandbox,
+    }
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+def _serve(options: LaunchOptions, tracing: AgentTracing | None) -> NoReturn:
+    """Serve the protocol on stdout until the editor closes it (or ^C), then exit."""
+    import asyncio
+
+    from journeyman.core.package import package_version
+    from journeyman.protocols.acp.stdio import configure_logging, serve, take_stdout
+
     configure_logging()
     protocol_fd = take_stdout()
     try:
-        asyncio.run(serve(options, __version__, protocol_fd))
+        asyncio.run(serve(options, package_version(), protocol_fd))
     except KeyboardInterrupt:
         sys.stderr.write("journeyman acp: interrupted\n")
         raise typer.Exit(EXIT_CANCELLED) from None

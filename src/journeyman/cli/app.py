@@ -58,9 +58,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from journeyman import __version__  # read from the installed metadata: ~13 ms
+        from journeyman.core.package import package_version  # reads the metadata: ~13 ms
 
-        typer.echo(f"journeyman {__version__}")
+        typer.echo(f"journeyman {package_version()}")
         raise typer.Exit()
 
 

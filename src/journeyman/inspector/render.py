@@ -101,7 +101,7 @@ def _category_of(reason: str) -> str:
 
 
 def _overview(report: Report) -> str:
-    record, summary, totals = report.record, report.summary, report.totals
+    record, summary = report.record, report.summary
     css = outcome_class(report)
     reason = summary.finish_reason or "unfinished"
     final = (
@@ -113,13 +113,29 @@ def _overview(report: Report) -> str:
             else ""
         )
     )
-    usage = totals.usage
-    settings = record.settings
-    stored_config = settings.get("config")
+    stored_config = record.settings.get("config")
     config: dict[str, Any] = stored_config if isinstance(stored_config, dict) else {}
-    model = str(settings.get("model") or settings.get("model_name") or "?")
-    provider = str(settings.get("provider") or "")
-    mode = str(config.get("mode") or ("react" if config else "not recorded"))
+    stat_html = "".join(
+        f'<div class="stat"><div class="k">{escape(k)}</div><div class="v">{escape(v)}</div>'
+        f'<div class="s">{escape(s)}</div></div>'
+        for k, v, s in _stats(report)
+    )
+    meta_html = "".join(f"<span>{escape(m)}</span>" for m in _meta(report, config))
+    return (
+        '<section class="panel" id="overview">'
+        f'<h1>Session <span class="mono">{escape(record.id)}</span></h1>'
+        f'<pre class="task">{escape(record.task)}</pre>'
+        f'<div class="outcome {css}" id="outcome"><div class="reason">{escape(reason)}</div>'
+        f'<div class="final"><pre>{escape(final)}</pre>{_check(report)}</div></div>'
+        f'<div class="stats">{stat_html}</div><div class="meta">{meta_html}</div>'
+        f"{_highlights(report)}</section>"
+    )
+
+
+def _stats(report: Report) -> list[tuple[str, str, str]]:
+    """The overview's figures: (name, value, detail)."""
+    totals = report.totals
+    usage = totals.usage
     pending = sum(1 for c in report.changes if not c.undone)
     undone = len(report.changes) - pending
     files = len({c.path for c in report.changes})
@@ -152,11 +168,15 @@ def _overview(report: Report) -> str:
         stats.append(
             ("with subagents", _usd(tree_cost), _plural(len(report.tree.walk()) - 1, "subagent"))
         )
-    stat_html = "".join(
-        f'<div class="stat"><div class="k">{escape(k)}</div><div class="v">{escape(v)}</div>'
-        f'<div class="s">{escape(s)}</div></div>'
-        for k, v, s in stats
-    )
+    return stats
+
+
+def _meta(report: Report, config: dict[str, Any]) -> list[str]:
+    """The overview's facts about the session: model, mode, workspace, start, limits, origin."""
+    record, settings = report.record, report.record.settings
+    model = str(settings.get("model") or settings.get("model_name") or "?")
+    provider = str(settings.get("provider") or "")
+    mode = str(config.get("mode") or ("react" if config else "not recorded"))
     limits = _limits(config)
     relation = ""
     if record.parent_id and record.forked_at_step is not None:
@@ -175,16 +195,7 @@ def _overview(report: Report) -> str:
         meta.append(relation)
     if len(report.models) > 1:
         meta.append("models used " + ", ".join(report.models))
-    meta_html = "".join(f"<span>{escape(m)}</span>" for m in meta)
-    return (
-        '<section class="panel" id="overview">'
-        f'<h1>Session <span class="mono">{escape(record.id)}</span></h1>'
-        f'<pre class="task">{escape(record.task)}</pre>'
-        f'<div class="outcome {css}" id="outcome"><div class="reason">{escape(reason)}</div>'
-        f'<div class="final"><pre>{escape(final)}</pre>{_check(report)}</div></div>'
-        f'<div class="stats">{stat_html}</div><div class="meta">{meta_html}</div>'
-        f"{_highlights(report)}</section>"
-    )
+    return meta
 
 
 HIGHLIGHT_KINDS = frozenset({"error", "budget", "extension", "hook", "state", "run"})
@@ -281,13 +292,25 @@ def _charts(report: Report) -> str:
             '<p class="empty">No model call of this session was recorded, so there is '
             "nothing to chart.</p></section>"
         )
-    numbers = [s.number for s in steps]
     markers = [i for i, s in enumerate(steps) if s.compacted]
     marker_legend = (
         '<span><i class="lg-marker"></i>context compacted (before the step)</span>'
         if markers
         else ""
     )
+    return (
+        '<section class="panel" id="charts"><h2>Per-step usage <span class="count">'
+        "(hover for figures, click a bar to open its step)</span></h2>"
+        + _token_blocks(steps, markers, marker_legend)
+        + _cost_block(steps, markers, marker_legend)
+        + (_phase_block(steps) if report.phased else "")
+        + "</section>"
+    )
+
+
+def _token_blocks(steps: Sequence[StepView], markers: list[int], marker_legend: str) -> str:
+    """The charts of input tokens (by cache use) and output tokens per step."""
+    numbers = [s.number for s in steps]
     input_chart = step_chart(
         "chart-input",
         "input tokens per step",
@@ -308,61 +331,57 @@ def _charts(report: Report) -> str:
         _compact,
         markers=markers,
     )
+    return _chart_block(
+        "Input tokens per step",
+        input_chart,
+        [
+            ("lg-input", "input (not cached)"),
+            ("lg-cache-write", "written to the cache"),
+            ("lg-cache-read", "read from the cache"),
+        ],
+        marker_legend,
+    ) + _chart_block(
+        "Output tokens per step", output_chart, [("lg-output", "output")], marker_legend
+    )
+
+
+def _cost_block(steps: Sequence[StepView], markers: list[int], marker_legend: str) -> str:
+    """The chart of cost per step and cumulative cost; a note when a price is unknown."""
     costs = [s.cost_usd for s in steps]
-    if all(c is not None for c in costs):
-        known = [c or 0.0 for c in costs]
-        cumulative = _running(known)
-        cost_chart = step_chart(
-            "chart-cost",
-            "cost per step and cumulative cost",
-            numbers,
-            [Series("cost", known, "bar-cost")],
-            _usd_axis,
-            line=Series("cumulative", cumulative, "line-cum"),
-            markers=markers,
-        )
-        cost_block = _chart_block(
-            "Cost per step (bars, left axis) and cumulative cost (line, right axis)",
-            cost_chart,
-            [("lg-cost", "cost of the step"), ("lg-cum", "cumulative cost")],
-            marker_legend,
-        )
-    else:
-        cost_block = (
+    if not all(c is not None for c in costs):
+        return (
             '<div class="chart-block"><h3>Cost</h3><p class="empty">Unknown: at least one '
             "model call had no price (pass --price-per-mtok for models the price list "
             "lacks).</p></div>"
         )
-    phase_block = ""
-    if report.phased:
-        phase_block = (
-            band_chart("chart-phase", "phase", [s.phase for s in steps], "ph-")
-            + '<div class="legend">'
-            + "".join(
-                f'<span><i class="phase-tag {p}"></i>{p}</span>'
-                for p in ("discover", "plan", "act", "verify", "done", "fail")
-            )
-            + "</div>"
-        )
+    known = [c or 0.0 for c in costs]
+    cost_chart = step_chart(
+        "chart-cost",
+        "cost per step and cumulative cost",
+        [s.number for s in steps],
+        [Series("cost", known, "bar-cost")],
+        _usd_axis,
+        line=Series("cumulative", _running(known), "line-cum"),
+        markers=markers,
+    )
+    return _chart_block(
+        "Cost per step (bars, left axis) and cumulative cost (line, right axis)",
+        cost_chart,
+        [("lg-cost", "cost of the step"), ("lg-cum", "cumulative cost")],
+        marker_legend,
+    )
+
+
+def _phase_block(steps: Sequence[StepView]) -> str:
+    """The band of each step's phase (phased mode), with its legend."""
     return (
-        '<section class="panel" id="charts"><h2>Per-step usage <span class="count">'
-        "(hover for figures, click a bar to open its step)</span></h2>"
-        + _chart_block(
-            "Input tokens per step",
-            input_chart,
-            [
-                ("lg-input", "input (not cached)"),
-                ("lg-cache-write", "written to the cache"),
-                ("lg-cache-read", "read from the cache"),
-            ],
-            marker_legend,
+        band_chart("chart-phase", "phase", [s.phase for s in steps], "ph-")
+        + '<div class="legend">'
+        + "".join(
+            f'<span><i class="phase-tag {p}"></i>{p}</span>'
+            for p in ("discover", "plan", "act", "verify", "done", "fail")
         )
-        + _chart_block(
-            "Output tokens per step", output_chart, [("lg-output", "output")], marker_legend
-        )
-        + cost_block
-        + phase_block
-        + "</section>"
+        + "</div>"
     )
 
 

@@ -252,105 +252,121 @@ def programs(line: str, depth: int = 0) -> tuple[SimpleCommand, ...]:
 
 
 def _lex(line: str) -> _Lexed:
-    commands: list[list[_Word]] = []
-    nested: list[str] = []
-    broken = False
-    words: list[_Word] = []
-    word: _Word | None = None
-    drop_next = False  # the next word is a redirection's target, not an argument
-    i, n = 0, len(line)
+    return _Lexer(line).run()
 
-    def current() -> _Word:
-        nonlocal word
-        if word is None:
-            word = _Word()
-        return word
 
-    def end_word() -> None:
-        nonlocal word, drop_next
+class _Lexer:
+    """One pass over a command line: the words of each simple command, the command lines
+    nested in substitutions, and whether the line is broken."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+        self.commands: list[list[_Word]] = []
+        self.nested: list[str] = []
+        self.words: list[_Word] = []
+        self.word: _Word | None = None
+        self.drop_next = False
+        """The next word is a redirection's target, not an argument."""
+
+    def run(self) -> _Lexed:
+        i, broken = 0, False
+        while i < len(self.line):
+            after = self._step(i)
+            if after is None:
+                broken = True
+                break
+            i = after
+        self.end_command()
+        return _Lexed(self.commands, self.nested, broken)
+
+    def current(self) -> _Word:
+        if self.word is None:
+            self.word = _Word()
+        return self.word
+
+    def end_word(self) -> None:
+        word = self.word
         if word is not None:
             word.text = "".join(word.chars)
-            nested.extend(_quoted_substitutions(word.text))
-            if drop_next:
-                drop_next = False
+            self.nested.extend(_quoted_substitutions(word.text))
+            if self.drop_next:
+                self.drop_next = False
             else:
-                words.append(word)
-            word = None
+                self.words.append(word)
+            self.word = None
 
-    def end_command() -> None:
-        nonlocal words, drop_next
-        end_word()
-        drop_next = False
-        if words:
-            commands.append(words)
-        words = []
+    def end_command(self) -> None:
+        self.end_word()
+        self.drop_next = False
+        if self.words:
+            self.commands.append(self.words)
+        self.words = []
 
-    while i < n:
-        char = line[i]
+    def _step(self, i: int) -> int | None:
+        """Read what starts at `i`; the index after it, or None when the line is broken there."""
+        line, char = self.line, self.line[i]
         if char in " \t":
-            end_word()
-            i += 1
-        elif char == "&" and line.startswith("&>", i):
-            end_word()
-            i = _redirect_operator(line, i + 1)
-            drop_next = True
-        elif char in "<>" and line.startswith("(", i + 1):
-            body, i = _balanced(line, i + 2)
-            if body is None:
-                broken = True
-                break
-            nested.append(body)
-            current().dynamic = True
-        elif char in "<>":
+            self.end_word()
+            return i + 1
+        if char == "&" and line.startswith("&>", i):
+            self.end_word()
+            self.drop_next = True
+            return _redirect_operator(line, i + 1)
+        if char in "<>" and line.startswith("(", i + 1):
+            body, after = _balanced(line, i + 2)
+            return self._substitution(body, after)
+        if char in "<>":
+            word = self.word
             if word is not None and word.text.isdigit() and not word.dynamic:
-                word = None  # a descriptor number such as the 2 of 2>&1
-            end_word()
-            i = _redirect_operator(line, i)
-            drop_next = True
-        elif char in _SEPARATORS:
-            end_command()
-            i += 1
-        elif char == "\\":
-            if i + 1 < n and line[i + 1] != "\n":
-                current().chars.append(line[i + 1])
-            i += 2
-        elif char == "'":
+                self.word = None  # a descriptor number such as the 2 of 2>&1
+            self.end_word()
+            self.drop_next = True
+            return _redirect_operator(line, i)
+        if char in _SEPARATORS:
+            self.end_command()
+            return i + 1
+        return self._quoted_or_plain(i)
+
+    def _quoted_or_plain(self, i: int) -> int | None:
+        """Read a quote, an escape, an expansion or plain characters of the current word."""
+        line, char = self.line, self.line[i]
+        if char == "\\":
+            if i + 1 < len(line) and line[i + 1] != "\n":
+                self.current().chars.append(line[i + 1])
+            return i + 2
+        if char == "'":
             end = line.find("'", i + 1)
             if end < 0:
-                broken = True
-                break
-            current().chars.append(line[i + 1 : end])
-            i = end + 1
-        elif char == '"':
-            i, closed = _double_quoted(line, i + 1, current(), nested)
-            if not closed:
-                broken = True
-                break
-        elif char == "`":
-            body, i = _backticks(line, i + 1)
-            if body is None:
-                broken = True
-                break
-            nested.append(body)
-            current().dynamic = True
-        elif char == "$":
-            i, ok = _dollar(line, i, current(), nested)
-            if not ok:
-                broken = True
-                break
-        else:
-            target = current()
-            run = _PLAIN_RUN.match(line, i)
-            if run is not None:
-                target.chars.append(run.group())
-                i = run.end()
-                continue
-            target.chars.append(char)
-            if char in "*?[{":
-                target.pattern = True
-            i += 1
-    end_command()
-    return _Lexed(commands, nested, broken)
+                return None
+            self.current().chars.append(line[i + 1 : end])
+            return end + 1
+        if char == '"':
+            after, closed = _double_quoted(line, i + 1, self.current(), self.nested)
+            return after if closed else None
+        if char == "`":
+            body, after = _backticks(line, i + 1)
+            return self._substitution(body, after)
+        if char == "$":
+            after, ok = _dollar(line, i, self.current(), self.nested)
+            return after if ok else None
+        target = self.current()
+        run = _PLAIN_RUN.match(line, i)
+        if run is not None:
+            target.chars.append(run.group())
+            return run.end()
+        target.chars.append(char)
+        if char in "*?[{":
+            target.pattern = True
+        return i + 1
+
+    def _substitution(self, body: str | None, after: int) -> int | None:
+        """A command substitution (or process substitution) whose text is `body`: it runs too,
+        and makes the current word known only at run time."""
+        if body is None:
+            return None
+        self.nested.append(body)
+        self.current().dynamic = True
+        return after
 
 
 def _redirect_operator(line: str, i: int) -> int:

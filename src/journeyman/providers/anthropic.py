@@ -93,6 +93,69 @@ class _ToolBlock:
     json_parts: list[str] = field(default_factory=list)
 
 
+class _StreamedReply:
+    """What the events of a reply stream have said so far; text is passed on as it comes."""
+
+    def __init__(self, on_text: TextCallback) -> None:
+        self.on_text = on_text
+        self.text: list[str] = []
+        self.tools: dict[int, _ToolBlock] = {}
+        self.problems: list[str] = []
+        self.usage = Usage()
+        self.reported = False
+        """The stream said how many tokens were used (else the usage is marked missing)."""
+        self.stop: str | None = None
+        self.model: str | None = None
+        self.finished = False
+        """message_stop arrived: the reply is whole."""
+        self.received = 0
+        """Events read, to say where an interrupted stream broke off."""
+
+    def take(self, event: RawMessageStreamEvent) -> None:
+        self.received += 1
+        if isinstance(event, RawMessageStartEvent):
+            self.model = event.message.model
+            started_usage = getattr(event.message, "usage", None)
+            self.reported = self.reported or started_usage is not None
+            self.usage = _usage(started_usage)
+        elif isinstance(event, RawContentBlockStartEvent):
+            self._start_block(event)
+        elif isinstance(event, RawContentBlockDeltaEvent):
+            self._add_to_block(event)
+        elif isinstance(event, RawMessageDeltaEvent):
+            self.stop = event.delta.stop_reason or self.stop
+            delta_usage = getattr(event, "usage", None)
+            if delta_usage is not None:
+                self.reported = True
+                self.usage = _updated_usage(self.usage, delta_usage)
+        elif isinstance(event, RawMessageStopEvent):
+            self.finished = True
+
+    def _start_block(self, event: RawContentBlockStartEvent) -> None:
+        started = event.content_block
+        kind = getattr(started, "type", None)
+        if kind == "tool_use" and isinstance(started, ToolUseBlock):
+            if _named_call(started, self.problems):
+                self.tools[event.index] = _ToolBlock(started.id, started.name, started.input)
+        elif kind == "text" and isinstance(started, TextBlock):
+            if isinstance(started.text, str) and started.text:
+                self.text.append(started.text)
+                self.on_text(started.text)
+        else:
+            _unread_block(kind, self.problems)
+
+    def _add_to_block(self, event: RawContentBlockDeltaEvent) -> None:
+        delta = event.delta
+        if getattr(delta, "type", None) == "text_delta" and isinstance(
+            getattr(delta, "text", None), str
+        ):
+            assert isinstance(delta, TextDelta)
+            self.text.append(delta.text)
+            self.on_text(delta.text)
+        elif isinstance(delta, InputJSONDelta) and event.index in self.tools:
+            self.tools[event.index].json_parts.append(delta.partial_json)
+
+
 class AnthropicProvider:
     """Messages API through `anthropic.AsyncAnthropic` (SDK retries off: `resilient` retries)."""
 
@@ -217,91 +280,52 @@ class AnthropicProvider:
     async def _from_stream(
         self, stream: AsyncStream[RawMessageStreamEvent], on_text: TextCallback
     ) -> ModelResponse:
-        text: list[str] = []
-        tools: dict[int, _ToolBlock] = {}
-        problems: list[str] = []
-        usage = Usage()
-        reported = False
-        stop: str | None = None
-        model: str | None = None
-        finished = False
-        received = 0
+        reply = _StreamedReply(on_text)
         try:
             async with stream:
                 async for event in stream:
-                    received += 1
-                    if isinstance(event, RawMessageStartEvent):
-                        model = event.message.model
-                        started_usage = getattr(event.message, "usage", None)
-                        reported = reported or started_usage is not None
-                        usage = _usage(started_usage)
-                    elif isinstance(event, RawContentBlockStartEvent):
-                        started = event.content_block
-                        kind = getattr(started, "type", None)
-                        if kind == "tool_use" and isinstance(started, ToolUseBlock):
-                            if _named_call(started, problems):
-                                tools[event.index] = _ToolBlock(
-                                    started.id, started.name, started.input
-                                )
-                        elif kind == "text" and isinstance(started, TextBlock):
-                            if isinstance(started.text, str) and started.text:
-                                text.append(started.text)
-                                on_text(started.text)
-                        else:
-                            _unread_block(kind, problems)
-                    elif isinstance(event, RawContentBlockDeltaEvent):
-                        delta = event.delta
-                        if getattr(delta, "type", None) == "text_delta" and isinstance(
-                            getattr(delta, "text", None), str
-                        ):
-                            assert isinstance(delta, TextDelta)
-                            text.append(delta.text)
-                            on_text(delta.text)
-                        elif isinstance(delta, InputJSONDelta) and event.index in tools:
-                            tools[event.index].json_parts.append(delta.partial_json)
-                    elif isinstance(event, RawMessageDeltaEvent):
-                        stop = event.delta.stop_reason or stop
-                        delta_usage = getattr(event, "usage", None)
-                        if delta_usage is not None:
-                            reported = True
-                            usage = _updated_usage(usage, delta_usage)
-                    elif isinstance(event, RawMessageStopEvent):
-                        finished = True
+                    reply.take(event)
         except anthropic.APIStatusError as exc:  # an `event: error` inside the stream
             raise self._error(exc) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
-            raise stream_interrupted(self._name, exc, received) from exc
+            raise stream_interrupted(self._name, exc, reply.received) from exc
         except ValueError as exc:
             raise LLMError(f"{self._name}: a stream event was not valid JSON ({exc})") from exc
         except RecursionError as exc:
             raise LLMError(f"{self._name}: a stream event is nested too deeply to read") from exc
-        if not finished:
+        if not reply.finished:
             raise LLMError(
-                f"{self._name}: the reply stream ended after {received} events without "
+                f"{self._name}: the reply stream ended after {reply.received} events without "
                 "message_stop; the reply is incomplete",
                 details={"stream_interrupted": True},
             )
-        calls: list[ToolCall] = []
-        for index in sorted(tools):
-            block = tools[index]
-            source = "".join(block.json_parts)
-            value, problem = decode_json(source) if source.strip() else (block.initial, None)
-            if problem is not None and problem != TOO_DEEP:  # not JSON
-                if stop != "max_tokens":
-                    raise LLMError(
-                        f"{self._name}: the streamed input of tool {block.name} is not valid JSON "
-                        f"({problem})",
-                        details={"tool": block.name},
-                    )
-                problem = (
-                    "the output token limit cut them off; make the call again with less "
-                    "content per call"
+        calls = [
+            self._streamed_call(reply.tools[index], reply.stop, reply.problems)
+            for index in sorted(reply.tools)
+        ]
+        response = self._response(
+            "".join(reply.text), calls, reply.problems, reply.usage, reply.stop, reply.model
+        )
+        return _missing_usage_marked(response, not reply.reported)
+
+    def _streamed_call(self, block: _ToolBlock, stop: str | None, problems: list[str]) -> ToolCall:
+        """The call a streamed tool_use block makes, its input decoded once the stream ended."""
+        source = "".join(block.json_parts)
+        value, problem = decode_json(source) if source.strip() else (block.initial, None)
+        if problem is not None and problem != TOO_DEEP:  # not JSON
+            if stop != "max_tokens":
+                raise LLMError(
+                    f"{self._name}: the streamed input of tool {block.name} is not valid JSON "
+                    f"({problem})",
+                    details={"tool": block.name},
                 )
-            arguments, shape_problem = check_arguments(value) if problem is None else ({}, None)
-            problem = problem or shape_problem
-            calls.append(self._call(block.id, block.name, arguments, problem, problems))
-        response = self._response("".join(text), calls, problems, usage, stop, model)
-        return _missing_usage_marked(response, not reported)
+            problem = (
+                "the output token limit cut them off; make the call again with less "
+                "content per call"
+            )
+        arguments, shape_problem = check_arguments(value) if problem is None else ({}, None)
+        problem = problem or shape_problem
+        return self._call(block.id, block.name, arguments, problem, problems)
 
     @staticmethod
     def _call(

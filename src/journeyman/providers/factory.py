@@ -149,6 +149,35 @@ def create_provider(
     check_base_url(base_url)
     remember_url_credentials(base_url)  # never shown to the model in tool output
     remember_secret(api_key)
+    chosen, model, base_url = _choose(spec, model, base_url, env, on_notice, discover_local)
+    if chosen == "anthropic":
+        return _anthropic(model, base_url, api_key, timeout_s, env)
+    if chosen == "openai":
+        return _openai(model, base_url, api_key, timeout_s, tool_format, env, on_notice)
+    if chosen == "local":
+        from journeyman.providers.local import LocalProvider
+
+        return LocalProvider(
+            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["local"], seed=_seed(env)
+        )
+    known = ", ".join(sorted(DEFAULT_MODELS))
+    raise ConfigurationError(
+        f'unknown provider {chosen!r} in {spec!r}; write "provider:model" with provider one of '
+        f'{known} (e.g. "anthropic:{DEFAULT_MODELS["anthropic"]}"); any OpenAI-compatible '
+        'server is "openai:MODEL" with its base_url'
+    )
+
+
+def _choose(
+    spec: str | None,
+    model: str | None,
+    base_url: str | None,
+    env: Mapping[str, str],
+    on_notice: Callable[[str], None] | None,
+    discover_local: bool,
+) -> tuple[str, str | None, str | None]:
+    """The provider's name, the model and the base URL, from the spec, the arguments and the
+    environment (a local server found on the usual ports with `discover_local`)."""
     chosen, spec_model = parse_spec(spec) if spec else (None, None)
     if spec_model and model and spec_model != model:
         raise ConfigurationError(
@@ -164,57 +193,64 @@ def create_provider(
             chosen, base_url, model = "openai", *_local_server(env, model, on_notice)
         else:
             raise ConfigurationError(HOW_TO_CONFIGURE)
-    if chosen == "anthropic":
-        key = api_key or env.get("ANTHROPIC_API_KEY")
-        if not key:
+    return chosen, model, base_url
+
+
+def _anthropic(
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    timeout_s: float,
+    env: Mapping[str, str],
+) -> Provider:
+    key = api_key or env.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise ConfigurationError(
+            "the anthropic provider needs an API key: set ANTHROPIC_API_KEY in the "
+            "environment (or pass api_key=)"
+        )
+    from journeyman.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(
+        model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["anthropic"],
+        api_key=key,
+        base_url=base_url or env.get("ANTHROPIC_BASE_URL"),
+        timeout=timeout_s,
+    )
+
+
+def _openai(
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    timeout_s: float,
+    tool_format: ToolModeChoice,
+    env: Mapping[str, str],
+    on_notice: Callable[[str], None] | None,
+) -> Provider:
+    from journeyman.providers.openai import OpenAIProvider
+
+    url = base_url or env.get("OPENAI_BASE_URL")
+    check_base_url(url)
+    key = api_key or env.get("OPENAI_API_KEY")
+    if not key:
+        if not url:
             raise ConfigurationError(
-                "the anthropic provider needs an API key: set ANTHROPIC_API_KEY in the "
-                "environment (or pass api_key=)"
+                "the openai provider needs an API key: set OPENAI_API_KEY (or pass "
+                "api_key=), or give the base URL of a local OpenAI-compatible server "
+                "(OPENAI_BASE_URL, --base-url or base_url=)"
             )
-        from journeyman.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(
-            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["anthropic"],
-            api_key=key,
-            base_url=base_url or env.get("ANTHROPIC_BASE_URL"),
-            timeout=timeout_s,
-        )
-    if chosen == "openai":
-        from journeyman.providers.openai import OpenAIProvider
-
-        url = base_url or env.get("OPENAI_BASE_URL")
-        check_base_url(url)
-        key = api_key or env.get("OPENAI_API_KEY")
-        if not key:
-            if not url:
-                raise ConfigurationError(
-                    "the openai provider needs an API key: set OPENAI_API_KEY (or pass "
-                    "api_key=), or give the base URL of a local OpenAI-compatible server "
-                    "(OPENAI_BASE_URL, --base-url or base_url=)"
-                )
-            key = NO_KEY  # local servers accept any key
-        model = model or env.get("JOURNEYMAN_MODEL")
-        if not model and url and key == NO_KEY and not _is_openai_api(url):
-            # a server that needs no key (a local one): its models are what it has loaded
-            model = _listed_model(url, on_notice)
-        return OpenAIProvider(
-            model or DEFAULT_MODELS["openai"],
-            api_key=key,
-            base_url=url,
-            timeout=timeout_s,
-            tool_format=tool_format,
-            on_notice=on_notice,
-            seed=_seed(env),
-        )
-    if chosen == "local":
-        from journeyman.providers.local import LocalProvider
-
-        return LocalProvider(
-            model or env.get("JOURNEYMAN_MODEL") or DEFAULT_MODELS["local"], seed=_seed(env)
-        )
-    known = ", ".join(sorted(DEFAULT_MODELS))
-    raise ConfigurationError(
-        f'unknown provider {chosen!r} in {spec!r}; write "provider:model" with provider one of '
-        f'{known} (e.g. "anthropic:{DEFAULT_MODELS["anthropic"]}"); any OpenAI-compatible '
-        'server is "openai:MODEL" with its base_url'
+        key = NO_KEY  # local servers accept any key
+    model = model or env.get("JOURNEYMAN_MODEL")
+    if not model and url and key == NO_KEY and not _is_openai_api(url):
+        # a server that needs no key (a local one): its models are what it has loaded
+        model = _listed_model(url, on_notice)
+    return OpenAIProvider(
+        model or DEFAULT_MODELS["openai"],
+        api_key=key,
+        base_url=url,
+        timeout=timeout_s,
+        tool_format=tool_format,
+        on_notice=on_notice,
+        seed=_seed(env),
     )

@@ -264,6 +264,34 @@ def import_mini_swe_agent(
     result, so the history remains valid for any provider. The closing `exit` message is not
     something the model saw and is left out (its status is kept in the settings).
     """
+    data = _mini_data(path, data)
+    info = {} if isinstance(data, list) else (data.get("info") or {})
+    system, steps = _mini_steps(data if isinstance(data, list) else data["messages"])
+    task = next((m.content for m in steps[0] if m.role is Role.USER), "")
+    recorded_cwd = _at(info, "config", "environment", "cwd")
+    recorded = recorded_cwd if isinstance(recorded_cwd, str) and recorded_cwd else None
+    where = workspace if workspace is not None else Path(recorded) if recorded else path.parent
+    kept, ignored = trust(_mini_settings(path, data, info, recorded_cwd), str(path))
+    store.create_session(
+        SessionRecord(
+            id=new_id,
+            task=task,
+            workspace=str(where.resolve()),
+            settings={**kept, **(mark or {})},
+            system_prompt=system,
+        )
+    )
+    for number, step_messages in enumerate(steps):
+        store.record_step(
+            new_id, StepRecord(step=number, messages=step_messages, events=[], checkpoint={})
+        )
+    notes = _mini_workspace_notes(where, chosen=workspace is not None, recorded_cwd=recorded)
+    return ImportedSession(new_id, ignored=[item.message for item in ignored], notes=notes)
+
+
+def _mini_data(path: Path, data: Any) -> Any:
+    """The trajectory (read from `path` unless `data` is given), refused unless it has a
+    mini-swe-agent shape."""
     if data is None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -274,8 +302,12 @@ def import_mini_swe_agent(
             f"{path} is not a mini-swe-agent trajectory (one of {', '.join(MINI_FORMATS)}, "
             "or a list of messages)"
         )
-    raw_messages = data if isinstance(data, list) else data["messages"]
-    info = {} if isinstance(data, list) else (data.get("info") or {})
+    return data
+
+
+def _mini_steps(raw_messages: list[Any]) -> tuple[str, list[list[Message]]]:
+    """The system prompt and the messages of each step: step 0 holds the task, every assistant
+    turn opens a new step."""
     system = ""
     steps: list[list[Message]] = [[]]
     messages = steps[0]
@@ -295,22 +327,7 @@ def import_mini_swe_agent(
         elif role == "assistant":
             messages = []
             steps.append(messages)
-            calls = []
-            for tc in raw.get("tool_calls") or []:
-                if not isinstance(tc, dict):
-                    continue
-                function = tc.get("function") or {}
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except (json.JSONDecodeError, RecursionError, TypeError):
-                    arguments = {"raw": function.get("arguments")}
-                if not isinstance(arguments, dict):
-                    arguments = {"raw": arguments}
-                name = str(function.get("name") or "bash")
-                call_id = str(tc.get("id", ""))
-                call_names[call_id] = name
-                unanswered.append(call_id)
-                calls.append(ToolCall(call_id, name, arguments))
+            calls = _mini_tool_calls(raw.get("tool_calls") or [], call_names, unanswered)
             messages.append(Message.assistant(text, calls))
         elif role == "tool":
             call_id = str(raw.get("tool_call_id", ""))
@@ -321,16 +338,36 @@ def import_mini_swe_agent(
         elif text:
             messages.append(Message.user(text))
     _answer(messages, unanswered, call_names)
-    task = next((m.content for m in steps[0] if m.role is Role.USER), "")
-    recorded_cwd = _at(info, "config", "environment", "cwd")
-    if workspace is not None:
-        where = workspace
-    elif isinstance(recorded_cwd, str) and recorded_cwd:
-        where = Path(recorded_cwd)
-    else:
-        where = path.parent
+    return system, steps
+
+
+def _mini_tool_calls(
+    raw_calls: list[Any], call_names: dict[str, str], unanswered: list[str]
+) -> list[ToolCall]:
+    """An assistant message's native tool calls, each noted as waiting for its result."""
+    calls = []
+    for tc in raw_calls:
+        if not isinstance(tc, dict):
+            continue
+        function = tc.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except (json.JSONDecodeError, RecursionError, TypeError):
+            arguments = {"raw": function.get("arguments")}
+        if not isinstance(arguments, dict):
+            arguments = {"raw": arguments}
+        name = str(function.get("name") or "bash")
+        call_id = str(tc.get("id", ""))
+        call_names[call_id] = name
+        unanswered.append(call_id)
+        calls.append(ToolCall(call_id, name, arguments))
+    return calls
+
+
+def _mini_settings(path: Path, data: Any, info: Any, recorded_cwd: Any) -> dict[str, Any]:
+    """What the file says of its run, kept as descriptive settings (subject to the trust rules)."""
     version = None if isinstance(data, list) else data.get("trajectory_format")
-    described = {
+    return {
         "imported_from": str(path),
         "format": version
         or (
@@ -345,38 +382,28 @@ def import_mini_swe_agent(
         "api_calls": _at(info, "model_stats", "api_calls"),
         "recorded_cwd": recorded_cwd or None,
     }
-    kept, ignored = trust(described, str(path))
-    store.create_session(
-        SessionRecord(
-            id=new_id,
-            task=task,
-            workspace=str(where.resolve()),
-            settings={**kept, **(mark or {})},
-            system_prompt=system,
-        )
-    )
-    for number, step_messages in enumerate(steps):
-        store.record_step(
-            new_id, StepRecord(step=number, messages=step_messages, events=[], checkpoint={})
-        )
-    notes = []
-    if workspace is None and isinstance(recorded_cwd, str) and recorded_cwd:
-        if not where.is_dir():
-            notes.append(
-                f"the run worked in {recorded_cwd}, which is not a folder here; "
-                "import again with --workspace to say where its files are"
-            )
-    elif workspace is None:
-        notes.append(
+
+
+def _mini_workspace_notes(where: Path, *, chosen: bool, recorded_cwd: str | None) -> list[str]:
+    """What the user should know about the folder the imported session works in."""
+    if not chosen and recorded_cwd:
+        if where.is_dir():
+            return []
+        return [
+            f"the run worked in {recorded_cwd}, which is not a folder here; "
+            "import again with --workspace to say where its files are"
+        ]
+    if not chosen:
+        return [
             f"the file records no working directory; using {where.resolve()} "
             "(import again with --workspace to choose another)"
-        )
-    elif isinstance(recorded_cwd, str) and recorded_cwd and recorded_cwd != str(where.resolve()):
-        notes.append(
+        ]
+    if recorded_cwd and recorded_cwd != str(where.resolve()):
+        return [
             f"the run worked in {recorded_cwd}; the session works in {where.resolve()} "
             "(choose another with --workspace)"
-        )
-    return ImportedSession(new_id, ignored=[item.message for item in ignored], notes=notes)
+        ]
+    return []
 
 
 UNANSWERED = "(no result was recorded for this call: the run ended on it)"

@@ -19,7 +19,7 @@ from journeyman.batch.suites.errors import SuiteError
 from journeyman.batch.suites.exercises import load_exercises
 from journeyman.batch.suites.micro import MICRO_NAME, micro_task_dirs, read_micro_task
 from journeyman.batch.suites.swebench import TestCommands, load_swebench, looks_like_swebench
-from journeyman.batch.tasks import BatchTask
+from journeyman.batch.task_file import BatchTask, TaskFileError, read_tasks_file
 
 __all__ = ["SuiteError", "load_suite", "suite_kind"]
 
@@ -45,10 +45,8 @@ def load_suite(
         return load_exercises(path, staging or _default_staging(path))
     if kind == "swebench":
         return load_swebench(path, test_cmds)
-    from journeyman.batch.tasks import TaskFileError, load_tasks
-
     try:
-        tasks = load_tasks(path)
+        tasks = read_tasks_file(path)
     except TaskFileError as error:
         raise SuiteError(error.message) from None
     ungraded = [task.id for task in tasks if task.grading is None]

@@ -20,7 +20,7 @@ from typing import Any
 
 from journeyman.batch.grading import GradingSpec
 from journeyman.batch.suites.errors import SuiteError
-from journeyman.batch.tasks import TASK_ID, BatchTask
+from journeyman.batch.task_file import TASK_ID, BatchTask
 
 INSTRUCTION_FILES = (".docs/instructions.md", "README.md", "instructions.md")
 TEST_COMMAND = "python -m pytest -q"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from journeyman.batch.grading import GradingSpec
 from journeyman.batch.suites.errors import SuiteError
-from journeyman.batch.tasks import TASK_ID
+from journeyman.batch.task_file import TASK_ID
 
 MICRO_NAME = "micro"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from journeyman.batch.grading import GradingError, GradingSpec, check_patch_paths
 from journeyman.batch.suites.errors import SuiteError
-from journeyman.batch.tasks import TASK_ID, BatchTask, TaskFileError, check_workspaces
+from journeyman.batch.task_file import TASK_ID, BatchTask, TaskFileError, check_workspaces
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "FAIL_TO_PASS")
 

@@ -20,10 +20,10 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+import journeyman.integrations.otel.conventions as gen
 from journeyman.core import events as ev
 from journeyman.core.messages import ToolCall, ToolResult, Usage
 from journeyman.core.redact import Redactor
-from journeyman.integrations.otel import conventions as gen
 
 CHECK_CALL_PREFIX = "verify-"
 """Call ids of the harness's check runs (`loop.verdict.CHECK_CALL_PREFIX`, repeated here so

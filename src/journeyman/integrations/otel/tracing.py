@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from journeyman.core import events as ev
 from journeyman.core.events import EventHandler
+from journeyman.core.package import package_version
 from journeyman.core.redact import Redactor
 from journeyman.integrations.otel.availability import capture_content_by_environment
 from journeyman.integrations.otel.spans import ModelSettings, ParentLookup, RunTracer
@@ -55,9 +56,7 @@ def otlp_tracer_provider() -> TracerProvider:
     is `journeyman` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    from journeyman import __version__
-
-    ours = Resource.create({"service.name": "journeyman", "service.version": __version__})
+    ours = Resource.create({"service.name": "journeyman", "service.version": package_version()})
     provider = TracerProvider(resource=ours.merge(OTELResourceDetector().detect()))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     return provider
@@ -81,9 +80,7 @@ class AgentTracing:
         )
         self._owned = owned
         """Made here: `close()` flushes and shuts it down."""
-        from journeyman import __version__
-
-        self.tracer = self.provider.get_tracer(INSTRUMENTATION_NAME, __version__)
+        self.tracer = self.provider.get_tracer(INSTRUMENTATION_NAME, package_version())
         self.capture_content = (
             capture_content_by_environment() if capture_content is None else capture_content
         )

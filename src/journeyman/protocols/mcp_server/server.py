@@ -20,6 +20,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.package import package_version
 from journeyman.core.result import RunResult
 from journeyman.loop.agent import Agent
 from journeyman.loop.choices import ModeName
@@ -608,12 +609,17 @@ def build_server(
 ) -> tuple[MCPServer, JourneymanTools]:
     """The MCP server with journeyman's tools for `policy` (the user's choices), and the state
     behind them (its runs, cancelled when the server stops)."""
-    from journeyman import __version__
-
     tools = JourneymanTools(policy, provider_factory, tracing)
     server: MCPServer = _PlainErrorServer(
-        "journeyman", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        "journeyman", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING"
     )
+    _add_run_tools(server, tools)
+    _add_session_tools(server, tools)
+    return server, tools
+
+
+def _add_run_tools(server: MCPServer, tools: JourneymanTools) -> None:
+    """The tools that start the agent: on a new task, or on a session's follow-up."""
 
     @server.tool(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True),
@@ -672,6 +678,10 @@ def build_server(
                 max_duration_s=max_duration_s,
             )
             return await tools.send_message(ctx, session_id, message, limits, wait)
+
+
+def _add_session_tools(server: MCPServer, tools: JourneymanTools) -> None:
+    """The tools that follow, list, undo and stop sessions."""
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def get_status(
@@ -734,5 +744,3 @@ def build_server(
         with _tool_errors("cancel_run"):
             _only_known(ctx, {"session_id"})
             return tools.cancel(session_id)
-
-    return server, tools

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.package import import_root
 from journeyman.tools.sandbox.base import (
     SandboxBase,
     SandboxedProcess,
@@ -294,9 +295,7 @@ def own_python() -> list[Path]:
 
 def journeyman_root() -> Path:
     """The `sys.path` folder the `journeyman` package is imported from."""
-    import journeyman
-
-    return Path(os.path.realpath(journeyman.__file__)).parent.parent
+    return import_root()
 
 
 def python_path() -> list[Path]:

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from journeyman.tools.sandbox import git_scan
+import journeyman.tools.sandbox.git_scan as git_scan
 from journeyman.tools.sandbox.git_scan import DisarmReport, Scan
 
 GUARDED_FILES = ("config", "config.worktree")
