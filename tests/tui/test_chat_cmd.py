@@ -14,6 +14,7 @@ import pytest
 
 from journeyman.cli import chat_cmd
 from journeyman.cli.chat_cmd import chat
+from journeyman.core.lifecycle import AgentState
 from journeyman.economics.choices import BudgetMode
 from journeyman.integrations.mcp import McpManager
 from journeyman.loop.config import ModeName
@@ -212,6 +213,7 @@ async def test_a_mode_model_and_plan_switched_in_the_app_come_back_with_chat_res
         for command in ("/mode plan", "/plan", "/model gpt-4.1"):
             await submit(pilot, command)
     assert app.agent.config.mode is ModeName.PLAN_SOLVE  # the switches took
+    assert app.agent.lifecycle.state is AgentState.DISPOSED  # the app exited: disposed of
 
     chat(resume=app.results[0].session_id, session_dir=sessions, lsp=False, mcp=False)
     resumed = opened[-1].agent

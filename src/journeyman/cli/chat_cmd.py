@@ -155,10 +155,7 @@ def open_app(settled: Launch, *, session_id: str | None = None, otel: bool = Fal
             app = ChatApp(build, session_id=session_id)
         except ConfigurationError as error:
             fail(EXIT_CONFIG, error.message)
-        try:
-            app.run()
-        finally:
-            app.agent.close()
+        app.run()
     finally:
         if tracing is not None:
             tracing.close()  # sends the last spans

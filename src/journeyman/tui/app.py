@@ -125,6 +125,9 @@ class ChatApp(App[None]):
         self.show_settings()
         self.query_one("#prompt", Input).focus()
 
+    def on_unmount(self) -> None:
+        self.agent.close()  # the app has exited: its agent runs nothing more
+
     def show_settings(self) -> None:
         """The agent's model and mode in the status bar (at the start, after /model, /mode)."""
         facts = self.status.facts

@@ -14,8 +14,21 @@ from journeyman.loop.agent import Agent
 from journeyman.protocols.mcp_server.runs import ActiveRun, RunRegistry
 
 
+class RunningAgent:
+    """Stands in for the agent of a run: the registry only cancels it and disposes of it."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def cancel(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def active(session_id: str = "s1") -> ActiveRun:
-    return ActiveRun(session_id, Path("/ws"), "task", cast(Agent, object()))
+    return ActiveRun(session_id, Path("/ws"), "task", cast(Agent, RunningAgent()))
 
 
 def result(session_id: str) -> RunResult:
@@ -52,6 +65,7 @@ async def test_progress_lines_name_the_step_the_tool_and_the_cost() -> None:
         (2.0, "step 1: calling run_command pytest -q -x ($0.0123 so far, 1234 tokens)"),
     ]
     assert run.done and run.result is not None
+    assert cast(RunningAgent, run.agent).closed  # its work is over: disposed of
 
 
 async def test_a_wait_ends_at_its_time_limit_and_the_run_goes_on() -> None:
