@@ -12,9 +12,7 @@ PACKAGE = Path(journeyman.__file__).parent
 MAX_FUNCTION_LINES = 80
 
 LONG_FUNCTIONS_BEING_SPLIT = {
-    "cli/run_cmd.py": {"_launch", "run", "fork"},
-    "cli/chat_cmd.py": {"chat"},
-    "loop/agent.py": {"__init__"},
+    "cli/run_cmd.py": {"run", "fork"},
     "cli/batch_cmd.py": {"batch"},
     "cli/swarm_cmd.py": {"swarm"},
     "cli/mcp_list_cmd.py": {"mcp_serve_cmd", "serve_command"},
