@@ -246,8 +246,9 @@ def opening_floor(task: BatchTask, settings: BatchSettings) -> Amount:
     from journeyman.context.rules import RulesLoader, render_rules_section
     from journeyman.loop import prompts
     from journeyman.loop.agent import ASK_TOOL_KINDS
-    from journeyman.loop.call_budget import model_pricer, opening_call_floor
+    from journeyman.loop.call_budget import opening_call_floor
     from journeyman.providers.factory import DEFAULT_MODELS, detect_provider, parse_spec
+    from journeyman.providers.pricing import model_pricer
     from journeyman.tools.builtin import default_tools
     from journeyman.tools.registry import ToolRegistry
 
