@@ -43,6 +43,7 @@ from journeyman.batch.results import TaskResult, append_result
 from journeyman.batch.tasks import BatchTask
 from journeyman.batch.workspaces import WorkspaceError, prepare_workspace
 from journeyman.core.result import FinishCategory, FinishReason
+from journeyman.core.text import one_line
 from journeyman.economics.ledger import (
     AllocationRefused,
     Amount,
@@ -383,8 +384,7 @@ def _stored_result(
 
 
 def _short(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 class Scheduler:
