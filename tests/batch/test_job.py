@@ -34,6 +34,8 @@ def make_job(
     tokens: int | None = None,
     limits: TaskLimits | None = None,
     resume: bool = True,
+    mode: str = "react",
+    verify: str | None = None,
 ) -> TaskJob:
     workspace = tmp_path / "ws" / task_id
     workspace.mkdir(parents=True, exist_ok=True)
@@ -49,8 +51,8 @@ def make_job(
         model="gpt-4.1-mini",
         base_url=server.base_url,
         provider="openai",
-        mode="react",
-        verify=None,
+        mode=mode,
+        verify=verify,
         granted_tokens=tokens,
         granted_usd=usd,
         attempt=1,
@@ -116,3 +118,55 @@ def test_a_rate_limit_ends_the_attempt_as_rate_limited(
     fake_openai.enqueue(finish())
     again = run_job(make_job(tmp_path, fake_openai))
     assert again.status == "succeeded" and again.session_id == outcome.session_id
+
+
+def test_a_resumed_attempt_holds_its_own_grant(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    written = itertools.count(1)
+
+    def write() -> object:
+        return reply(tool_calls=[("write_file", {"path": f"f{next(written)}.txt", "content": "x"})])
+
+    fake_openai.enqueue(*(write() for _ in range(12)), error(429))
+    first = run_job(make_job(tmp_path, fake_openai))
+    assert first.status == "rate_limited" and first.cost_usd == pytest.approx(12 * 0.007)
+    fake_openai.default = lambda _: write()
+    again = run_job(make_job(tmp_path, fake_openai, usd=0.2, tokens=60_000))
+    assert again.session_id == first.session_id and again.finish_reason == "max_budget_usd"
+    # counted from where the session stood, not from 0: never past this attempt's grant
+    assert 0.2 - 0.07 < again.cost_usd <= 0.2
+    assert again.tokens <= 60_000
+
+
+def test_a_token_grant_holds_when_the_server_reports_no_usage(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    written = itertools.count(1)
+    fake_openai.default = lambda _: reply(
+        tool_calls=[("write_file", {"path": f"f{next(written)}.txt", "content": "x"})],
+        omit_usage=True,
+    )
+    outcome = run_job(make_job(tmp_path, fake_openai, tokens=30_000))
+    assert outcome.status == "failed" and outcome.finish_reason == "max_tokens"
+    # each call was charged its prompt's bound and its longest reply, all inside the grant
+    assert 0 < outcome.tokens <= 30_000
+    assert len(fake_openai.requests) <= 3
+
+
+@pytest.mark.parametrize("mode", ["phased", "plan-solve"])
+def test_a_rate_limit_ends_the_attempt_in_every_mode(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, mode: str
+) -> None:
+    fake_openai.enqueue(error(429, retry_after=5))
+    outcome = run_job(make_job(tmp_path, fake_openai, mode=mode, verify="true"))
+    assert outcome.status == "rate_limited" and outcome.retry_after_s == 5, outcome.error
+    assert len(fake_openai.requests) == 1
+
+
+def test_a_server_fault_is_retried_inside_the_attempt(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.enqueue(error(500), finish())
+    outcome = run_job(make_job(tmp_path, fake_openai))
+    assert outcome.status == "succeeded" and len(fake_openai.requests) == 2

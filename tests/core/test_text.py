@@ -1,4 +1,11 @@
-from journeyman.core.text import clip, clip_noted, clip_start, head_and_tail, one_line
+from journeyman.core.text import (
+    clip,
+    clip_noted,
+    clip_start,
+    head_and_tail,
+    noted_cut,
+    one_line,
+)
 
 
 def test_clip_keeps_short_text_and_ends_a_cut_with_one_ellipsis_within_the_limit() -> None:
@@ -22,6 +29,11 @@ def test_clip_noted_says_how_much_was_cut() -> None:
     assert clip_noted("abcdefghij", 4) == "abcd… [6 characters cut]"
     assert clip_noted("a" * 2_004, 4, "{total:,} in all") == "aaaa… [2,004 in all]"
     assert clip_noted("abc", 4) == "abc"
+
+
+def test_a_text_cut_before_it_arrived_is_noted_the_same_way() -> None:
+    assert noted_cut("abcd", "about 9 more bytes") == "abcd… [about 9 more bytes]"
+    assert noted_cut("abcd", "6 characters cut") == clip_noted("abcdefghij", 4)
 
 
 def test_head_and_tail_keeps_both_ends_and_counts_the_cut() -> None:

@@ -213,3 +213,74 @@ def test_a_call_is_refused_exactly_below_its_floor(prompt: int, reply: int) -> N
         fit_request(sent, prompt, Remaining(tokens=floor.tokens - 1), price)
     with pytest.raises(BudgetExhaustedError):
         fit_request(sent, prompt, Remaining(usd=(floor.usd or 0) * (1 - 1e-9) - 1e-12), price)
+
+
+def _grant_steps(
+    calls: int, replies: list[int], missing: list[bool], billed: list[Usage]
+) -> list[ScriptStep]:
+    """Like `_billed_like_a_provider`, with the reply cut at the request's limit as a model's
+    is, and some replies reporting no usage; `billed` gets what each call really cost."""
+
+    def step(i: int) -> ScriptStep:
+        def respond(sent: ModelRequest) -> ModelResponse:
+            usage = Usage(
+                billed_prompt_tokens(sent), min(replies[i % len(replies)], sent.max_output_tokens)
+            )
+            billed.append(usage)
+            read = ToolCall(f"c{i}", "read_file", {"path": f"f{i % 7}.txt"})
+            if missing[i % len(missing)]:
+                return ModelResponse("", tool_calls=(read,), usage_missing=True)
+            return ModelResponse("", tool_calls=(read,), usage=usage)
+
+        return respond
+
+    return [step(i) for i in range(calls)]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(
+    usd=st.floats(min_value=0.005, max_value=0.2),
+    tokens=st.integers(min_value=2_000, max_value=60_000),
+    replies=st.lists(st.integers(min_value=1, max_value=8_000), min_size=1, max_size=6),
+    missing=st.lists(st.booleans(), min_size=1, max_size=6),
+)
+def test_a_hard_grant_holds_in_dollars_and_tokens_with_or_without_usage(
+    tmp_path_factory: pytest.TempPathFactory,
+    usd: float,
+    tokens: int,
+    replies: list[int],
+    missing: list[bool],
+) -> None:
+    """A batch task's or a subagent's grant: the hard limits count every billed token and
+    dollar, a reply without usage is charged its worst case, and neither is ever passed."""
+    import asyncio
+
+    root = tmp_path_factory.mktemp("grant")
+    (root / "ws").mkdir()
+    for n in range(7):
+        (root / "ws" / f"f{n}.txt").write_text(f"file {n}\n" * (n * 40 + 1))
+    billed: list[Usage] = []
+    provider = ScriptedProvider(_grant_steps(60, replies, missing, billed))
+    agent = Agent(
+        provider,
+        workspace=root / "ws",
+        tools=default_tools(journal_commands=False),
+        config=AgentConfig(
+            session_dir=root / "s",
+            max_budget_usd=usd,
+            max_total_tokens=tokens,
+            hard_token_limit=True,
+            price_per_mtok=PRICE,
+            max_iterations=60,
+            sandbox="local",
+            verify=False,
+        ),
+    )
+    result = asyncio.run(agent.run("list the files, again and again"))
+    spent = agent.economics
+    assert spent.cost_usd is not None and spent.cost_usd <= usd, result.error
+    assert spent.total_tokens <= tokens, result.error
+    # what was charged covers what the provider really billed: a reply is never free
+    assert sum(u.total_tokens for u in billed) <= spent.total_tokens
+    assert sum(price(u) for u in billed) <= spent.cost_usd + 1e-12
+    assert result.finish_reason in (FinishReason.MAX_BUDGET_USD, FinishReason.MAX_TOKENS)

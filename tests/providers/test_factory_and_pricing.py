@@ -5,7 +5,7 @@ import pytest
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Usage
 from journeyman.providers.factory import create_provider, detect_provider
-from journeyman.providers.pricing import add_costs, cost_usd
+from journeyman.providers.pricing import add_costs, model_pricer
 
 
 def test_detection_order() -> None:
@@ -35,12 +35,19 @@ def test_local_server_needs_no_key() -> None:
 
 def test_costs_come_from_the_price_database_and_unknown_is_none() -> None:
     # $3 per million input tokens below the 200k-token tier, cache reads a tenth of that
-    known = cost_usd("anthropic", "claude-sonnet-4-5", Usage(100_000, 0))
-    assert known == pytest.approx(0.3)
-    cached = cost_usd("anthropic", "claude-sonnet-4-5", Usage(0, 0, cache_read_tokens=100_000))
-    assert cached == pytest.approx(0.03)
-    assert cost_usd("openai", "no-such-model-xyz", Usage(10, 10)) is None
-    assert cost_usd("scripted", "scripted", Usage(10, 10)) is None
+    sonnet = model_pricer(None, "anthropic", "claude-sonnet-4-5")
+    assert sonnet(Usage(100_000, 0)) == pytest.approx(0.3)
+    assert sonnet(Usage(0, 0, cache_read_tokens=100_000)) == pytest.approx(0.03)
+    assert model_pricer(None, "openai", "no-such-model-xyz")(Usage(10, 10)) is None
+    assert model_pricer(None, "scripted", "scripted")(Usage(10, 10)) is None
     assert add_costs(None, 1.0, first=False) is None
     assert add_costs(1.0, None, first=False) is None
     assert add_costs(0.0, 0.5, first=True) == 0.5
+
+
+def test_a_given_price_overrides_the_database_for_any_model() -> None:
+    # cached tokens are input tokens at the given price
+    price = model_pricer((2.0, 10.0), "anthropic", "claude-sonnet-4-5")
+    assert price(Usage(1_000_000, 0)) == pytest.approx(2.0)
+    assert price(Usage(0, 100_000, cache_read_tokens=500_000)) == pytest.approx(2.0)
+    assert model_pricer((2.0, 10.0), "scripted", "scripted")(Usage(0, 1_000)) == pytest.approx(0.01)

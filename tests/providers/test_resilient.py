@@ -18,8 +18,16 @@ REQUEST = ModelRequest(system="", messages=(Message.user("hi"),))
 class Failing:
     """Fails every call with a retryable error (optionally asking for a wait), or answers."""
 
-    def __init__(self, name: str, *, retry_after: float | None = None, answer: bool = False):
+    def __init__(
+        self,
+        name: str,
+        *,
+        retry_after: float | None = None,
+        answer: bool = False,
+        status_code: int = 529,
+    ):
         self.name = name
+        self.status_code = status_code
         self.model = "m"
         self.capabilities = Capabilities()
         self.calls = 0
@@ -33,7 +41,9 @@ class Failing:
         if self._answer:
             return ModelResponse(text=f"{self.name} answered")
         details = {} if self._retry_after is None else {"retry_after": self._retry_after}
-        raise ProviderError("overloaded", provider=self.name, status_code=529, details=details)
+        raise ProviderError(
+            "overloaded", provider=self.name, status_code=self.status_code, details=details
+        )
 
 
 async def test_a_backoff_past_the_deadline_ends_the_call_without_waiting() -> None:
@@ -131,3 +141,31 @@ async def test_complete_within_passes_the_deadline_to_the_resilient_wrapper() ->
     with pytest.raises(ProviderError) as caught:
         await complete_within(resilient, REQUEST, deadline=time.monotonic() + 0.05)
     assert caught.value.details["deadline"] == "run"
+
+
+async def test_a_rate_limit_is_retried_unless_the_policy_says_not() -> None:
+    async def sleep(_: float) -> None:
+        return None
+
+    retried = Failing("p", retry_after=3, status_code=429)
+    with pytest.raises(ProviderError) as gave_up:
+        await ResilientProvider([retried], RetryPolicy(max_retries=2), sleep=sleep).complete(
+            REQUEST
+        )
+    assert retried.calls == 3 and not gave_up.value.details.get("rate_limited")
+
+    primary = Failing("p", retry_after=3, status_code=429)
+    fallback = Failing("f", answer=True)
+    policy = RetryPolicy(max_retries=2, retry_rate_limits=False)
+    resilient = ResilientProvider([primary, fallback], policy, sleep=sleep)
+    with pytest.raises(ProviderError) as stopped:
+        await resilient.complete(REQUEST)
+    assert primary.calls == 1 and fallback.calls == 0  # ended at once: no retry, no fallback
+    error = stopped.value
+    assert error.status_code == 429 and not error.retryable and error.retry_after == 3
+    assert error.details["rate_limited"] and error.details["exhausted"]
+
+    overloaded = Failing("p")  # any other transient fault is still retried
+    with pytest.raises(ProviderError):
+        await ResilientProvider([overloaded], policy, sleep=sleep).complete(REQUEST)
+    assert overloaded.calls == 3

@@ -25,6 +25,28 @@ def test_fixed_part_counts_system_prompt_and_tools() -> None:
     assert estimate_fixed_tokens("s" * 40, (tool,)) == tokens_for_chars(40 + len(repr(tool)))
 
 
+def test_the_loop_sizes_its_fixed_prompt_with_the_same_estimate() -> None:
+    from journeyman.economics.budget import ExecutionEconomics
+    from journeyman.economics.phases import WorkPhase
+    from journeyman.loop.config import AgentConfig
+    from journeyman.loop.model_calls import ModelCalls
+    from journeyman.providers.scripted import ScriptedProvider
+
+    tools = (ToolSpec("read_file", "Read a file.", {"type": "object"}),)
+    system = "s" * 41  # rounded up, as everywhere else
+    calls = ModelCalls(
+        ScriptedProvider([]),
+        AgentConfig(),
+        ExecutionEconomics(),
+        lambda _: None,
+        lambda: WorkPhase.ACTING,
+        tools,
+        system,
+    )
+    assert calls.fixed_tokens() == estimate_fixed_tokens(system, tools)
+    assert calls.fixed_tokens(()) == estimate_fixed_tokens(system, ()) == 11
+
+
 def test_context_sizes_use_the_same_estimate() -> None:
     assert indexer.estimate_tokens is estimate_tokens
     history = [Message.user("hello there"), Message.assistant("x" * 101)]

@@ -100,7 +100,7 @@ async def test_grep_finds_expected_lines(corpus: Path, ctx: ToolContext, use_rip
     text = result.content
     assert "src/app.py:2:     needle = 1" in lines
     assert "src/keep.log:1: needle kept by negation" in lines
-    assert "long.txt:1: " + "x" * 300 + " [...]" in lines
+    assert "long.txt:1: " + "x" * 300 + "… [line cut]" in lines
     for absent in (
         "debug.log",
         "generated.py",

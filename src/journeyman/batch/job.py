@@ -3,13 +3,16 @@
 Both records are plain picklable values (no API keys: a worker reads them from its own
 environment), so a job runs the same in a thread, a subprocess or a Ray worker. `run_job`
 starts the task's session, or resumes it when the store holds it unfinished, with the
-batch's allocation as its limits (never more than the task's own), and reports what the
-attempt spent as the store counts it.
+batch's allocation as the loop's hard limits (never more than the task's own: each call is
+priced before it is sent, so the attempt never spends past its grant), and reports what the
+attempt spent as the store counts it. A 429 is not retried inside the task: the attempt ends
+`rate_limited`, so the batch can lower its concurrency and requeue it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import sys
 import time
@@ -19,14 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from journeyman.batch.tasks import BatchTask
-from journeyman.core.errors import AgentError, ConfigurationError
+from journeyman.core import events as ev
+from journeyman.core.errors import AgentError, ConfigurationError, ErrorCategory
 from journeyman.core.messages import Usage
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 
 if TYPE_CHECKING:
-    from journeyman.batch.guard import GrantGuard
     from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.config import AgentConfig
+    from journeyman.providers.base import Provider
+    from journeyman.providers.resilient import RetryPolicy
     from journeyman.session.store import SessionStore
 
 Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
@@ -160,14 +165,23 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     store = SessionStore(Path(job.store_path))
     try:
         before = session_spending(store, job.session_id)
+        counted = counted_spending(store, job.session_id)
         existing = _unfinished(store, job.session_id) if job.resume else None
     finally:
         store.close()
-    config = build_config(job, before)
-    guard = _guarded_provider(job, config)
+    config = build_config(job, counted)
+    provider = _provider(job)
     workspace = Path(job.workspace_dir)
-    agent = Agent(guard, workspace=workspace, config=config, assume_yes=True)
+    agent = Agent(
+        provider,
+        workspace=workspace,
+        config=config,
+        assume_yes=True,
+        retry_policy=batch_retry_policy(config),
+    )
     agent.remember_setting("batch", {"batch_id": job.batch_id, "task_id": job.task.id})
+    fault = ProviderFault()
+    agent.add_listener(fault)
     tracing = _tracing(job)
     if tracing is not None:
         tracing.attach(agent)
@@ -181,7 +195,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
                 job.task.task, session_id=job.session_id, parent_session_id=job.parent_session_id
             )
     finally:
-        await guard.aclose()  # its HTTP client belongs to this event loop, which ends here
+        await _close(provider)  # its HTTP client belongs to this event loop, which ends here
         if tracing is not None:
             tracing.close()  # sends the attempt's last spans before the worker moves on
     store = SessionStore(Path(job.store_path))
@@ -192,13 +206,11 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     grade = None
     if job.task.grading is not None:
         grade = _grade(job)
-    retry_after = None
-    if guard.rate_limited is not None:
-        retry_after = guard.rate_limited.retry_after
+    rate_limited = fault.rate_limited(result)
     return TaskOutcome(
         task_id=job.task.id,
         session_id=job.session_id,
-        status=status_for(result.finish_reason, rate_limited=guard.rate_limited is not None),
+        status=status_for(result.finish_reason, rate_limited=rate_limited),
         finish_reason=result.finish_reason.value,
         cost_usd=max(0.0, after.usd - before.usd),
         tokens=max(0, after.tokens - before.tokens),
@@ -208,9 +220,40 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         receipt=_receipt(result),
         error=result.error,
         grade=grade,
-        retry_after_s=retry_after,
+        retry_after_s=fault.retry_after if rate_limited else None,
         files_changed=tuple(result.files_changed),
     )
+
+
+@dataclass
+class ProviderFault:
+    """Hears a run's events and keeps the last provider error it reported: the one that ended
+    the run, when a provider fault did."""
+
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ErrorOccurred) and event.category == ErrorCategory.PROVIDER:
+            self.details = event.details
+
+    def rate_limited(self, result: RunResult) -> bool:
+        """Whether `result` ended at a 429 (never retried in a batch: `batch_retry_policy`)."""
+        unavailable = result.finish_reason is FinishReason.PROVIDER_UNAVAILABLE
+        return unavailable and bool(self.details.get("rate_limited"))
+
+    @property
+    def retry_after(self) -> float | None:
+        """How long the provider asked to wait, when it said."""
+        value = self.details.get("retry_after")
+        return float(value) if isinstance(value, int | float) else None
+
+
+def batch_retry_policy(config: AgentConfig) -> RetryPolicy:
+    """The agent's retries, except a 429: it ends the attempt at once, so that the scheduler
+    lowers its concurrency and requeues the task instead of a worker waiting in its slot."""
+    from journeyman.providers.resilient import RetryPolicy
+
+    return RetryPolicy(call_timeout_s=config.model_call_timeout_s, retry_rate_limits=False)
 
 
 def _tracing(job: TaskJob) -> AgentTracing | None:
@@ -249,6 +292,20 @@ def session_spending(store: SessionStore, session_id: str) -> Spending:
     return Spending(usd, tokens)
 
 
+def counted_spending(store: SessionStore, session_id: str) -> Spending:
+    """What the loop counts as spent when it resumes `session_id`: the economics of its last
+    stored step (a call made after it, in a step that never completed, is not counted again);
+    0 when it has none."""
+    from journeyman.loop.checkpoint import load_checkpoint
+
+    _, stored = store.checkpoint(session_id)
+    if not stored:
+        return Spending(0.0, 0)
+    economics = load_checkpoint(stored, session_id=session_id).economics
+    usage = Usage.from_dict(economics["usage"])
+    return Spending(economics["cost_usd"] or 0.0, usage.total_tokens)
+
+
 def _unfinished(store: SessionStore, session_id: str) -> bool | None:
     """None: no such session; True: stored and not ended (or ended by the infrastructure, so
     it continues); False: it ended for good."""
@@ -267,14 +324,16 @@ def _unfinished(store: SessionStore, session_id: str) -> bool | None:
     return reason in INFRA_REASONS
 
 
-def build_config(job: TaskJob, before: Spending) -> AgentConfig:
-    """The attempt's settings: the user's config, the batch's flags, and limits no larger than
-    the grant (counted on top of what the session spent before) or the task's own."""
+def build_config(job: TaskJob, counted: Spending) -> AgentConfig:
+    """The attempt's settings: the user's config, the batch's flags, and hard limits no larger
+    than the grant or the task's own, on top of what the loop has `counted` for the session
+    so far. Hard: each call is priced before it is sent (its prompt's bound and its reply at
+    `max_output_tokens`, the reply shortened to fit), so the attempt never spends past them."""
     from journeyman.loop.config_file import load_config
 
     limits = job.task.limits
     flags: dict[str, Any] = dict(job.config)
-    flags.pop("tool_format", None)  # the provider's setting (`_guarded_provider`), not the agent's
+    flags.pop("tool_format", None)  # the provider's setting (`_provider`), not the agent's
     flags["mode"] = job.mode
     flags["verify_command"] = job.verify
     flags["session_dir"] = Path(job.store_path)
@@ -282,8 +341,9 @@ def build_config(job: TaskJob, before: Spending) -> AgentConfig:
     flags["max_duration_s"] = _least(limits.max_duration_s, flags.get("max_duration_s"))
     usd = _least(limits.max_budget_usd, job.granted_usd, flags.get("max_budget_usd"))
     tokens = _least(limits.max_total_tokens, job.granted_tokens, flags.get("max_total_tokens"))
-    flags["max_budget_usd"] = None if usd is None else before.usd + usd
-    flags["max_total_tokens"] = None if tokens is None else before.tokens + int(tokens)
+    flags["max_budget_usd"] = None if usd is None else counted.usd + usd
+    flags["max_total_tokens"] = None if tokens is None else counted.tokens + int(tokens)
+    flags["hard_token_limit"] = True  # every billed token counts against the grant
     loaded = load_config(Path(job.workspace_dir))
     return loaded.build(**flags)
 
@@ -293,28 +353,20 @@ def _least(*values: Any) -> Any:
     return min(given) if given else None
 
 
-def _guarded_provider(job: TaskJob, config: AgentConfig) -> GrantGuard:
-    from journeyman.batch.guard import GrantGuard
+def _provider(job: TaskJob) -> Provider:
     from journeyman.providers.factory import create_provider
-    from journeyman.providers.pricing import cost_usd
 
-    inner = create_provider(
+    return create_provider(
         job.provider, job.model, job.base_url, tool_format=job.config.get("tool_format", "auto")
     )
-    price = config.price_per_mtok
 
-    def priced(usage: Usage) -> float | None:
-        if price is not None:
-            return (usage.total_input_tokens * price[0] + usage.output_tokens * price[1]) / 1e6
-        return cost_usd(inner.name, inner.model, usage)
 
-    limits = job.task.limits
-    return GrantGuard(
-        inner,
-        usd=_least(job.granted_usd, limits.max_budget_usd),
-        tokens=_least(job.granted_tokens, limits.max_total_tokens),
-        price=priced,
-    )
+async def _close(provider: Provider) -> None:
+    """Close `provider`'s client, when it has one to close."""
+    close = getattr(provider, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
 
 
 def _receipt(result: RunResult) -> dict[str, Any] | None:
@@ -365,11 +417,14 @@ def _grade(job: TaskJob) -> Any:
 
 __all__ = [
     "INFRA_REASONS",
+    "ProviderFault",
     "Spending",
     "Status",
     "TaskJob",
     "TaskOutcome",
+    "batch_retry_policy",
     "build_config",
+    "counted_spending",
     "run_job",
     "session_id_for",
     "session_spending",

@@ -43,6 +43,7 @@ from journeyman.batch.results import TaskResult, append_result
 from journeyman.batch.task_file import BatchTask
 from journeyman.batch.workspaces import WorkspaceError, prepare_workspace
 from journeyman.core.result import FinishCategory, FinishReason
+from journeyman.core.text import one_line
 from journeyman.economics.ledger import (
     AllocationRefused,
     Amount,
@@ -246,8 +247,9 @@ def opening_floor(task: BatchTask, settings: BatchSettings) -> Amount:
     from journeyman.context.rules import RulesLoader, render_rules_section
     from journeyman.loop import prompts
     from journeyman.loop.agent import ASK_TOOL_KINDS
-    from journeyman.loop.call_budget import model_pricer, opening_call_floor
+    from journeyman.loop.call_budget import opening_call_floor
     from journeyman.providers.factory import DEFAULT_MODELS, detect_provider, parse_spec
+    from journeyman.providers.pricing import model_pricer
     from journeyman.tools.builtin import default_tools
     from journeyman.tools.registry import ToolRegistry
 
@@ -382,8 +384,7 @@ def _stored_result(
 
 
 def _short(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 class Scheduler:

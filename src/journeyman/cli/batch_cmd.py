@@ -337,7 +337,7 @@ def _check_provider(
     model whose price is unknown."""
     from journeyman.core.messages import Usage
     from journeyman.loop.launch import open_provider
-    from journeyman.providers.pricing import cost_usd
+    from journeyman.providers.pricing import model_pricer
 
     try:
         made = open_provider(
@@ -349,8 +349,8 @@ def _check_provider(
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    unpriced = cost_usd(made.name, made.model, Usage(1, 1)) is None
-    if priced_needed and "price_per_mtok" not in config and unpriced:
+    price = model_pricer(config.get("price_per_mtok"), made.name, made.model)
+    if priced_needed and price(Usage(1, 1)) is None:
         fail(
             EXIT_CONFIG,
             f"a USD budget needs the price of {made.name}:{made.model}, which the price "

@@ -265,7 +265,7 @@ def show(
         out.print(f"[bold]{children}[/] (tree cost {_cost(tree.tree_cost_usd)})")
         for depth, node in tree.walk():
             rec, status = node.summary.record, node.summary.finish_reason or "unfinished"
-            task = rec.task if len(rec.task) < 60 else rec.task[:59] + "…"
+            task = clip(rec.task, 60)
             out.print(
                 f"{'  ' * depth}{'└ ' if depth else ''}{rec.id}  {status}  "
                 f"{node.tokens:,} tokens  {_cost(node.cost_usd)}  {_safe(task)}"

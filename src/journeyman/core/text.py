@@ -3,6 +3,7 @@
 - `clip`: the start of the text, ending in "…" when cut (at most `limit` characters).
 - `one_line`: whitespace runs collapsed to one space, then clipped (for one-line displays).
 - `clip_noted`: the first `limit` characters and a bracketed note of how much was cut.
+- `noted_cut`: a part of a text that was cut before it got here, with the same note.
 - `clip_start`: the end of the text, beginning with "…" when cut (for the tail of a log).
 - `head_and_tail`: the start and the end, with a note of the cut between them (for command
   output and tool results, whose verdict is usually at the end).
@@ -38,7 +39,13 @@ def clip_noted(text: str, limit: int, note: str = "{cut:,} characters cut") -> s
     "… [note]"; `note` may name `{cut}` (characters left out) and `{total}` (the full length)."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}{ELLIPSIS} [{note.format(cut=len(text) - limit, total=len(text))}]"
+    return noted_cut(text[:limit], note.format(cut=len(text) - limit, total=len(text)))
+
+
+def noted_cut(kept: str, note: str) -> str:
+    """`kept`, the part shown of a longer text, followed by "… [note]" (for a text cut where
+    only the part kept was ever read, e.g. a line read up to a byte limit)."""
+    return f"{kept}{ELLIPSIS} [{note}]"
 
 
 def head_and_tail(

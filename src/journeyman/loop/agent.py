@@ -22,7 +22,6 @@ from journeyman.loop import prompts
 from journeyman.loop.call_budget import (
     CallFloor,
     PromptBound,
-    model_pricer,
     opening_call_floor,
 )
 from journeyman.loop.checkpoint import load_checkpoint
@@ -47,6 +46,7 @@ from journeyman.policy.permissions import (
 )
 from journeyman.providers.base import Provider
 from journeyman.providers.factory import create_provider
+from journeyman.providers.pricing import model_pricer
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root, new_session_id
 from journeyman.session.workspace_lock import WorkspaceLock

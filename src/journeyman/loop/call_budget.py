@@ -24,7 +24,7 @@ import dataclasses
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from journeyman.core.errors import BudgetExhaustedError
@@ -36,7 +36,7 @@ from journeyman.core.messages import (
     text_token_ceiling,
 )
 from journeyman.providers.base import ModelRequest
-from journeyman.providers.pricing import cost_usd
+from journeyman.providers.pricing import Pricer
 
 MIN_REPLY_TOKENS = 64
 """A call whose reply would have to be shorter than this is not worth making."""
@@ -45,8 +45,6 @@ TOOLS_ALLOWANCE = 512
 Anthropic's are about 350)."""
 REQUEST_ALLOWANCE = 64
 """Tokens a chat format may add once per request (start and end markers, the reply's header)."""
-
-Pricer = Callable[[Usage], float | None]
 
 
 @dataclass(frozen=True)
@@ -172,17 +170,6 @@ def opening_call_floor(
     bounded as the run will before any size is reported."""
     request = ModelRequest(system=system, messages=(Message.user(task),), tools=tuple(tools))
     return least_call(PromptBound().of(request), price)
-
-
-def model_pricer(price_per_mtok: tuple[float, float] | None, provider: str, model: str) -> Pricer:
-    """US dollars of a call: `price_per_mtok` (per million input, output tokens) when given,
-    else the price database (None when the model is not in it)."""
-    if price_per_mtok is None:
-        return lambda usage: cost_usd(provider, model, usage)
-    per_input, per_output = price_per_mtok
-    return lambda usage: (
-        (usage.total_input_tokens * per_input + usage.output_tokens * per_output) / 1e6
-    )
 
 
 def fit_request(

@@ -84,8 +84,8 @@ class AgentConfig(BaseModel):
     the strict budget mode a cap: each call is fitted to what is left of it."""
     hard_token_limit: bool = False
     """Make `max_total_tokens` a cap on every token billed (no baseline), with each call priced
-    before it is sent so the cap is never passed: how subagents, swarm workers and batch tasks
-    run on an allocation granted from a shared pool."""
+    before it is sent so the cap is never passed, as `max_budget_usd` always is: how subagents,
+    swarm workers and batch tasks run on an allocation granted from a shared pool."""
     max_duration_s: float | None = Field(default=None, gt=0)
     """Wall-clock seconds one run may last, in every budget mode; None means no time limit."""
     budget_mode: BudgetMode = BudgetMode.STRICT

@@ -22,7 +22,7 @@ from journeyman.loop.config import AgentConfig
 from journeyman.loop.recorder import StepRecorder
 from journeyman.loop.state import LoopState
 from journeyman.providers.base import ModelRequest, ModelResponse, Provider
-from journeyman.providers.pricing import add_costs, cost_usd
+from journeyman.providers.pricing import add_costs, estimate_fixed_tokens, model_pricer
 from journeyman.providers.resilient import complete_within
 
 log = logging.getLogger(__name__)
@@ -61,13 +61,10 @@ class ModelCalls:
         self._told_usage_missing = False
 
     def cost(self, usage: Usage) -> float | None:
-        """US dollars of a call: the configured price, else the price database (None when the
-        model is not in it)."""
-        price = self.config.price_per_mtok
-        if price is None:
-            return cost_usd(self.provider.name, self.provider.model, usage)
-        per_input, per_output = price
-        return (usage.total_input_tokens * per_input + usage.output_tokens * per_output) / 1e6
+        """US dollars of a call to the provider answering now (a fallback, once the first gave
+        up): the configured price, else the price database (None when it has no price)."""
+        price = model_pricer(self.config.price_per_mtok, self.provider.name, self.provider.model)
+        return price(usage)
 
     @property
     def priced(self) -> bool:
@@ -84,7 +81,9 @@ class ModelCalls:
 
     def fixed_tokens(self, tools: Sequence[ToolSpec] | None = None) -> int:
         """Estimated size of the system prompt and tool specs."""
-        return estimate_tokens(self.system_prompt, self.tool_specs if tools is None else tools)
+        return estimate_fixed_tokens(
+            self.system_prompt, self.tool_specs if tools is None else tools
+        )
 
     async def call(
         self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()
@@ -319,11 +318,6 @@ class ModelCalls:
                     latency_s=latency,
                 )
             )
-
-
-def estimate_tokens(system: str, tools: Sequence[object]) -> int:
-    """Rough size of the fixed prompt (4 characters a token) before the provider reports it."""
-    return (len(system) + sum(len(repr(t)) for t in tools)) // 4
 
 
 def _clamp_usage(response: ModelResponse) -> tuple[ModelResponse, list[str]]:

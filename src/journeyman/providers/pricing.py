@@ -1,22 +1,40 @@
-"""Cost of a model call from the `genai-prices` database; unknown models cost None, never 0.
+"""The one pricer and the one token estimate.
 
-Also the one token estimate used before a provider reports real counts (the context pack,
-compaction and the budget baseline all size prompts with it).
+`model_pricer` prices a call's usage for a provider and model: at the user's `price_per_mtok`
+when given, else from the `genai-prices` database; a model it does not know costs None, never
+0. Every cost — a call's, a budget's fitting before a call, a pool's floor — comes from it.
+
+`estimate_tokens` (four characters a token) sizes prompts before a provider reports real counts
+(the context pack, compaction, the budget baseline, the workspace index).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from journeyman.core.messages import Usage
 
 _PROVIDER_IDS = {"anthropic": "anthropic", "openai": "openai"}
 
+Pricer = Callable[[Usage], float | None]
+"""US dollars of a call's usage; None when the model's price is not known."""
 
-def cost_usd(provider: str, model: str, usage: Usage) -> float | None:
-    """Price of one call in US dollars, or None when the model's price is not known."""
+
+def model_pricer(price_per_mtok: tuple[float, float] | None, provider: str, model: str) -> Pricer:
+    """What calls of `provider`'s `model` cost: `price_per_mtok` (US dollars per million input,
+    output tokens; cached tokens count as input) when given, else the price database."""
+    if price_per_mtok is None:
+        return lambda usage: _database_price(provider, model, usage)
+    per_input, per_output = price_per_mtok
+    return lambda usage: (
+        (usage.total_input_tokens * per_input + usage.output_tokens * per_output) / 1e6
+    )
+
+
+def _database_price(provider: str, model: str, usage: Usage) -> float | None:
+    """Price of one call in US dollars from `genai-prices`, or None when it does not know it."""
     if not _is_priced(provider, model):
         return None
     from genai_prices import Usage as PriceUsage

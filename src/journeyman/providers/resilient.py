@@ -1,7 +1,9 @@
 """Bounded retries with exponential backoff and jitter, then a fallback chain of providers.
 
 Only retryable errors are retried (rate limits, overload, 5xx, timeouts, connection resets,
-empty or malformed replies). Anything else — authentication, bad requests — fails at once.
+empty or malformed replies). Anything else — authentication, bad requests — fails at once. A
+caller that schedules its own retries (the batch lowers its concurrency and requeues the task)
+turns off `retry_rate_limits`: a 429 then ends the call at once, marked `rate_limited`.
 
 Every call has one deadline that covers all its attempts and the waits between them: the
 per-call limit of the policy, or an earlier one the caller passes (the run's remaining time).
@@ -43,6 +45,9 @@ class RetryPolicy:
     """Random spread added to each delay, as a fraction of it."""
     call_timeout_s: float | None = 600.0
     """Seconds one model call may take, all retries and waits included; None: no limit."""
+    retry_rate_limits: bool = True
+    """Retry a 429 like other transient faults; False ends the call at once with an error
+    marked `rate_limited` (and `retry_after` when the service said), no fallback tried."""
 
     def delay(self, attempt: int, error: AgentError, rng: random.Random) -> float:
         """Seconds to wait before retry number `attempt` (1-based)."""
@@ -135,6 +140,8 @@ class ResilientProvider:
                 try:
                     return await provider.complete(request, on_text)
                 except AgentError as error:
+                    if not self.policy.retry_rate_limits and _is_rate_limit(error):
+                        raise rate_limited_error(error, provider) from error
                     if not error.retryable:
                         raise
                     last_error = error
@@ -209,6 +216,28 @@ def deadline_error(
         provider=provider.name,
         retryable=False,
         details={"timeout": True, "deadline": source, "exhausted": True},
+    )
+
+
+def _is_rate_limit(error: AgentError) -> bool:
+    return isinstance(error, ProviderError) and error.status_code == 429
+
+
+def rate_limited_error(error: AgentError, provider: Provider) -> ProviderError:
+    """The error that ends a call at a 429 when rate limits are not retried: final for the call
+    (`exhausted`), marked `rate_limited`, with the service's `retry_after` when it gave one."""
+    return ProviderError(
+        f"{provider.name}:{provider.model} is rate-limiting requests (429); not retried here, "
+        f"the caller decides when to try again ({error.message})",
+        provider=provider.name,
+        status_code=429,
+        retryable=False,
+        details={
+            **error.details,
+            "exhausted": True,
+            "rate_limited": True,
+            "last_category": error.category.value,
+        },
     )
 
 

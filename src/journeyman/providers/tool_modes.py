@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from journeyman.core.messages import Message, Role, ToolCall, ToolSpec
 from journeyman.providers.arguments import decode_json
+from journeyman.providers.pricing import estimate_tokens
 
 ToolMode = Literal["native", "json_schema", "grammar", "text"]
 ToolModeChoice = Literal["auto", "native", "json_schema", "grammar", "text"]
@@ -61,12 +62,6 @@ def parse_tool_mode(value: str) -> ToolModeChoice:
 # --------------------------------------------------------------------------- detection
 
 
-def _estimate(text: str) -> int:
-    from journeyman.providers.pricing import estimate_tokens
-
-    return estimate_tokens(text)
-
-
 def tools_were_dropped(
     prompt_tokens: int, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
 ) -> bool | None:
@@ -78,8 +73,11 @@ def tools_were_dropped(
     """
     if prompt_tokens <= 0 or not tools:
         return None
-    without = _estimate(system) + sum(_estimate(m.content) for m in messages) + 4 * len(messages)
-    tool_text = sum(_estimate(json.dumps(t.parameters)) + _estimate(t.description) for t in tools)
+    without = estimate_tokens(system) + sum(estimate_tokens(m.content) for m in messages)
+    without += 4 * len(messages)  # each message's framing
+    tool_text = sum(
+        estimate_tokens(json.dumps(t.parameters)) + estimate_tokens(t.description) for t in tools
+    )
     with_tools = without + tool_text
     if prompt_tokens < without / 4:
         return None

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from journeyman.core.messages import ToolResult, Usage
 from journeyman.core.result import FinishReason, RunResult
+from journeyman.core.text import clip_noted
 from journeyman.economics.ledger import (
     AllocationRefused,
     Amount,
@@ -497,8 +498,7 @@ def _report(
     text = f"{head}\n\n{body}"
     if write:
         diff = pending_diff(store, result.session_id, parent.workspace)
-        if len(diff) > MAX_DIFF_CHARS:
-            diff = diff[:MAX_DIFF_CHARS] + f"\n... (diff cut at {MAX_DIFF_CHARS:,} characters)"
+        diff = clip_noted(diff, MAX_DIFF_CHARS, "{cut:,} of its {total:,} characters not shown")
         text += f"\n\nIts changes:\n{diff}" if diff.strip() else "\n\nIt changed no files."
     metadata = {
         "child_session_id": result.session_id,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from journeyman.core.errors import ToolError
+from journeyman.core.text import noted_cut
 
 MAX_ECHO_CHARS = 200
 """Most characters of a model-supplied argument a tool repeats back in its reply."""
@@ -20,7 +21,7 @@ def echo(text: str, most: int = MAX_ECHO_CHARS) -> str:
     sent back to the model."""
     if len(text) <= most:
         return repr(text)
-    return f"{text[:most]!r}... ({len(text):,} characters)"
+    return noted_cut(repr(text[:most]), f"{len(text):,} characters")
 
 
 def printable(name: str) -> str:

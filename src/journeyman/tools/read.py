@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 from pydantic import Field
 
 from journeyman.core.messages import ToolResult
+from journeyman.core.text import clip_noted, noted_cut
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext
 from journeyman.tools.fileio import SNIFF_BYTES, missing_path_message, not_a_regular_file
@@ -160,12 +161,9 @@ def _next_line(fh: BinaryIO) -> tuple[bytes, int, bool]:
 
 def _shown_line(raw: bytes, skipped: int) -> str:
     text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-    if skipped:
-        return f"{text[:MAX_LINE_CHARS]} [... line cut, about {skipped:,} more bytes]"
-    if len(text) > MAX_LINE_CHARS:
-        cut = len(text) - MAX_LINE_CHARS
-        return f"{text[:MAX_LINE_CHARS]} [... line cut, {cut} more characters]"
-    return text
+    if skipped:  # the line went on past what was read: what is left is counted in bytes
+        return noted_cut(text[:MAX_LINE_CHARS], f"line cut, about {skipped:,} more bytes")
+    return clip_noted(text, MAX_LINE_CHARS, "line cut, {cut} more characters")
 
 
 def _count_lines_left(fh: BinaryIO) -> int | None:

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from journeyman.core.errors import ToolError
 from journeyman.core.messages import ToolResult
+from journeyman.core.text import clip_noted
 from journeyman.tools.base import BaseTool, ToolArgs, ToolKind, fail, ok
 from journeyman.tools.context import ToolContext, echo, printable
 from journeyman.tools.fileio import SNIFF_BYTES, is_binary, missing_path_message
@@ -75,10 +76,7 @@ class Hit:
     text: str
 
     def render(self) -> str:
-        text = self.text
-        if len(text) > MAX_MATCH_CHARS:
-            text = text[:MAX_MATCH_CHARS] + " [...]"
-        return f"{self.path}:{self.line}: {text}"
+        return f"{self.path}:{self.line}: {clip_noted(self.text, MAX_MATCH_CHARS, 'line cut')}"
 
 
 class InvalidPatternError(Exception):

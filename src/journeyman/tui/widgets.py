@@ -15,6 +15,7 @@ from textual.widgets import Collapsible, Static
 
 from journeyman.core.display import printable
 from journeyman.core.messages import ToolCall, ToolResult
+from journeyman.core.text import clip
 from journeyman.policy.call_description import describe_call
 
 RESULT_CHARS_SHOWN = 20_000
@@ -35,7 +36,7 @@ def key_argument(call: ToolCall) -> str:
     if not strings:
         return ""
     line = printable(strings[0]).strip().splitlines()[0]
-    return line if len(line) <= 60 else line[:57] + "..."
+    return clip(line, 60)
 
 
 def styled_diff(described: str) -> Text:

@@ -19,7 +19,7 @@ from journeyman.context.memory.sections import (
     MemorySummary,
 )
 from journeyman.context.memory.settings import MemorySettings
-from journeyman.core.text import clip
+from journeyman.core.text import clip, clip_noted
 
 if TYPE_CHECKING:
     from journeyman.context.memory.state import PhasedState
@@ -106,12 +106,8 @@ class MemoryFormatter:
         limit = self.settings.file_content_chars
         blocks = []
         for snapshot in state.memory.facts.modified_files:
-            content = snapshot.content
-            if len(content) > limit:
-                content = (
-                    f"{content[:limit]}\n[... {len(content) - limit:,} more characters; "
-                    "read the file for the rest ...]"
-                )
+            note = "{cut:,} more characters; read the file for the rest"
+            content = clip_noted(snapshot.content, limit, note)
             blocks.append(f"### {snapshot.path} (after step {snapshot.step})\n{content}")
         return "\n".join(blocks)
 

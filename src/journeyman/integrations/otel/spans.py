@@ -24,6 +24,7 @@ import journeyman.integrations.otel.conventions as gen
 from journeyman.core import events as ev
 from journeyman.core.messages import ToolCall, ToolResult, Usage
 from journeyman.core.redact import Redactor
+from journeyman.core.text import clip, one_line
 
 CHECK_CALL_PREFIX = "verify-"
 """Call ids of the harness's check runs (`loop.verdict.CHECK_CALL_PREFIX`, repeated here so
@@ -417,14 +418,10 @@ class RunTracer:
     # --- text that leaves the process ---------------------------------------------------
 
     def _describe(self, text: str) -> str:
-        line = " ".join(self.redact(text).split())
-        if len(line) <= MAX_DESCRIPTION_CHARS:
-            return line
-        return line[: MAX_DESCRIPTION_CHARS - 1] + "…"
+        return one_line(self.redact(text), MAX_DESCRIPTION_CHARS)
 
     def _content(self, text: str) -> str:
-        text = self.redact(text)
-        return text if len(text) <= MAX_CONTENT_CHARS else text[:MAX_CONTENT_CHARS] + "…"
+        return clip(self.redact(text), MAX_CONTENT_CHARS)
 
 
 def _usage_attributes(usage: Usage) -> dict[str, int]:
