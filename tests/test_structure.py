@@ -1,5 +1,5 @@
-"""The shape of the source: no import cycles between modules (lazy and type-only imports count)
-and no function longer than a screen and a half."""
+"""The shape of the source: no import cycles between modules (lazy and type-only imports count),
+no function longer than a screen and a half, and one launcher that builds every agent."""
 
 from __future__ import annotations
 
@@ -164,3 +164,37 @@ def test_the_checks_see_what_they_look_for(tmp_path: Path) -> None:
     }
     assert import_cycles(graph) == [["pkg.helper", "pkg.sub.thing"]]
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+ONE_PLACE = {
+    "Agent": {"loop/launch.py", "loop/agent.py"},
+    "create_provider": {"loop/launch.py", "loop/agent.py"},
+    "load_config": {"loop/launch.py"},
+}
+"""Who may call what: every surface gets its agent, provider and settings from `loop.launch`
+(the agent itself builds a provider from a spec string, for the library)."""
+
+
+def callers(name: str) -> dict[str, int]:
+    """Source file (relative to the package) -> number of calls of `name` in it."""
+    found: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if _is_bundled_task(path, PACKAGE):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if called == name:
+                    file = path.relative_to(PACKAGE).as_posix()
+                    found[file] = found.get(file, 0) + 1
+    return found
+
+
+def test_one_launcher_builds_every_agent() -> None:
+    for name, allowed in ONE_PLACE.items():
+        elsewhere = {file: n for file, n in callers(name).items() if file not in allowed}
+        assert elsewhere == {}, f"{name} is called outside {sorted(allowed)}: {elsewhere}"
+    assert sum(callers("Agent").values()) <= 3
+    assert sum(callers("create_provider").values()) <= 2
+    assert sum(callers("load_config").values()) == 1

@@ -159,7 +159,7 @@ def _ended(
 
 
 async def _run(job: TaskJob, started: float) -> TaskOutcome:
-    from journeyman.loop.agent import Agent
+    from journeyman.loop.launch import Surface, build_agent
     from journeyman.session.store import SessionStore
 
     store = SessionStore(Path(job.store_path))
@@ -171,20 +171,18 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         store.close()
     config = build_config(job, counted)
     provider = _provider(job)
-    workspace = Path(job.workspace_dir)
-    agent = Agent(
+    tracing = _tracing(job)
+    agent = build_agent(
         provider,
-        workspace=workspace,
-        config=config,
+        Path(job.workspace_dir),
+        config,
+        Surface(tracing=tracing),
         assume_yes=True,
         retry_policy=batch_retry_policy(config),
     )
     agent.remember_setting("batch", {"batch_id": job.batch_id, "task_id": job.task.id})
     fault = ProviderFault()
     agent.add_listener(fault)
-    tracing = _tracing(job)
-    if tracing is not None:
-        tracing.attach(agent)
     try:
         if existing is True:
             result = await agent.resume(job.session_id, override_limits=True)
@@ -195,6 +193,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
                 job.task.task, session_id=job.session_id, parent_session_id=job.parent_session_id
             )
     finally:
+        agent.close()
         await _close(provider)  # its HTTP client belongs to this event loop, which ends here
         if tracing is not None:
             tracing.close()  # sends the attempt's last spans before the worker moves on
@@ -329,7 +328,7 @@ def build_config(job: TaskJob, counted: Spending) -> AgentConfig:
     than the grant or the task's own, on top of what the loop has `counted` for the session
     so far. Hard: each call is priced before it is sent (its prompt's bound and its reply at
     `max_output_tokens`, the reply shortened to fit), so the attempt never spends past them."""
-    from journeyman.loop.config_file import load_config
+    from journeyman.loop.launch import LaunchRequest, settle
 
     limits = job.task.limits
     flags: dict[str, Any] = dict(job.config)
@@ -344,8 +343,7 @@ def build_config(job: TaskJob, counted: Spending) -> AgentConfig:
     flags["max_budget_usd"] = None if usd is None else counted.usd + usd
     flags["max_total_tokens"] = None if tokens is None else counted.tokens + int(tokens)
     flags["hard_token_limit"] = True  # every billed token counts against the grant
-    loaded = load_config(Path(job.workspace_dir))
-    return loaded.build(**flags)
+    return settle(LaunchRequest(Path(job.workspace_dir), flags=flags)).config
 
 
 def _least(*values: Any) -> Any:
@@ -354,10 +352,14 @@ def _least(*values: Any) -> Any:
 
 
 def _provider(job: TaskJob) -> Provider:
-    from journeyman.providers.factory import create_provider
+    from journeyman.loop.launch import open_provider
 
-    return create_provider(
-        job.provider, job.model, job.base_url, tool_format=job.config.get("tool_format", "auto")
+    return open_provider(
+        job.provider,
+        job.model,
+        base_url=job.base_url,
+        tool_format=job.config.get("tool_format", "auto"),
+        discover_local=False,
     )
 
 

@@ -35,6 +35,7 @@ from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import Approver, PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting
 from journeyman.providers.base import Provider
+from journeyman.providers.resilient import RetryPolicy
 from journeyman.tools.sandbox.environ_guard import hide_run_secrets
 
 if TYPE_CHECKING:
@@ -306,6 +307,7 @@ def build_agent(
     assume_yes: bool = False,
     tools: Iterable[Tool] | None = None,
     rules: RulesLoader | None = None,
+    retry_policy: RetryPolicy | None = None,
     lsp: LspManager | None = None,
     mcp: McpManager | None = None,
 ) -> Agent:
@@ -317,6 +319,7 @@ def build_agent(
         config=config,
         tools=tools,
         on_event=surface.on_event,
+        retry_policy=retry_policy,
         approver=surface.approver,
         options=options,
         permission_approver=surface.permission_approver,
