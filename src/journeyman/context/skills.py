@@ -37,7 +37,6 @@ Nothing is read until `skills` or `warnings` is first used.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -425,12 +424,27 @@ def _quoted(text: str, line: int) -> str:
     if quote == "'":
         return inner.replace("''", "'")
     try:
-        value = json.loads(f'"{inner}"')
-    except json.JSONDecodeError:
+        return _ESCAPE.sub(_unescape, inner)
+    except KeyError:
         raise SkillFormatError(
-            f"front matter line {line}: a double-quoted value has an escape that is not read"
+            f"front matter line {line}: a double-quoted value has an unknown escape"
         ) from None
-    return str(value)
+
+
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+_ESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v",
+    "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
+    "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}  # fmt: skip
+"""YAML's one-character escapes in double-quoted text."""
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if len(code) > 1:
+        return chr(int(code[1:], 16))
+    return _ESCAPES[code]
 
 
 # --- the system prompt ---------------------------------------------------------------------
