@@ -43,7 +43,7 @@ def test_skills_lists_yours_and_the_repositorys_with_where_they_came_from(tmp_pa
 
 
 def test_skills_json(tmp_path: Path) -> None:
-    env, user = env_with_user_folder(tmp_path)
+    env, _ = env_with_user_folder(tmp_path)
     workspace = tmp_path / "repo"
     add(workspace / ".journeyman/skills", "lint", "Lint the code.")
     (workspace / ".claude/skills/broken").mkdir(parents=True)
