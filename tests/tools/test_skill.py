@@ -67,6 +67,7 @@ async def test_a_workspace_skill_gives_its_instructions_and_its_files(workspace:
     assert ".claude/skills/pdf/scripts/go.sh (10 bytes)" in text
     assert ".claude/skills/pdf/reference/notes.md (6 bytes)" in text
     assert "SKILL.md (" not in text  # the instructions are not listed as a file
+    assert "run_command" in text
     assert not (workspace / "ran").exists()  # nothing is run
 
 
@@ -153,3 +154,11 @@ async def test_a_link_out_of_a_users_skill_folder_is_not_followed(
     text, error = await call(tool, ToolContext(workspace), name="mine", file="config-link")
 
     assert error and "SECRET-CONFIG" not in text
+
+
+async def test_a_run_that_cannot_run_commands_is_not_told_to(workspace: Path) -> None:
+    ctx = ToolContext(workspace, offered=frozenset({"skill", "read_file"}))
+
+    text, _ = await call(SkillTool(skills(workspace)), ctx, name="pdf")
+
+    assert "run_command" not in text and "no command can be run here" in text

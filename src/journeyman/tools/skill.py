@@ -70,8 +70,7 @@ class SkillTool(BaseTool):
     name = SKILL_TOOL
     description = (
         "Read the instructions of one of the skills listed in the system prompt, with the list "
-        "of the files that come with it. Nothing is run: run a skill's scripts with "
-        "run_command when its instructions say so."
+        "of the files that come with it. Reading a skill runs nothing."
     )
     args_model = SkillArgs
     kind = ToolKind.READ
@@ -102,7 +101,8 @@ class SkillTool(BaseTool):
         listing = await asyncio.to_thread(
             list_skill_files, skill.folder, ctx.unreadable if where else None, where or ""
         )
-        return ok(self.name, _reply(skill, listing), skill=skill.name, files=len(listing.files))
+        text = _reply(skill, listing, can_run=ctx.offers("run_command"))
+        return ok(self.name, text, skill=skill.name, files=len(listing.files))
 
     def _file(self, skill: SkillEntry, relative: str) -> ToolResult:
         if skill.workspace_path is not None:
@@ -191,16 +191,20 @@ def _joined(prefix: str, rel: str) -> str:
     return f"{prefix}/{rel}" if prefix else rel
 
 
-def _reply(skill: SkillEntry, listing: SkillFiles) -> str:
+def _reply(skill: SkillEntry, listing: SkillFiles, *, can_run: bool) -> str:
     where = skill.workspace_path
     head = f"Skill {skill.name} ({skill.display}/{SKILL_FILE}):\n\n{skill.body or '(no text)'}"
     if not listing.files:
         return f"{head}\n\n[no other files come with this skill]"
     if where is not None:
+        running = (
+            ", and run a script with run_command only as the instructions say"
+            if can_run
+            else "; no command can be run here"
+        )
         intro = (
             f"Files of this skill, by workspace path (paths in its instructions are relative "
-            f"to {printable(where)}; read them with read_file, and run a script with "
-            "run_command only as the instructions say):"
+            f"to {printable(where)}; read them with read_file{running}):"
         )
     else:
         intro = (
