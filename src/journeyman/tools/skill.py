@@ -32,6 +32,8 @@ MAX_LISTED_FILES = 100
 """Most files of a skill listed."""
 MAX_LISTED_DEPTH = 4
 """Folders deeper than this under a skill's folder are not listed."""
+MAX_EXAMINED_FILES = 10 * MAX_LISTED_FILES
+"""Most entries looked at while listing (most may be left out: links, files read rules cover)."""
 MAX_SKILL_FILE_BYTES = 256 * 1024
 """Largest file of a user's skill that `file` returns."""
 
@@ -160,11 +162,16 @@ def list_skill_files(
     (for a skill in the workspace) those `unreadable` keeps from the model."""
     listing = SkillFiles()
     root = Path(os.path.realpath(folder))
+    examined = 0
     for current, dirs, names in os.walk(root):
         here = Path(current)
         depth = len(here.relative_to(root).parts)
         dirs[:] = sorted(d for d in dirs if depth < MAX_LISTED_DEPTH and d != ".git")
         for name in sorted(names):
+            examined += 1
+            if examined > MAX_EXAMINED_FILES:
+                listing.more = True
+                return listing
             path = here / name
             rel = path.relative_to(root).as_posix()
             if rel == SKILL_FILE:
