@@ -98,6 +98,16 @@ def test_an_override_is_sent_as_given() -> None:
     assert prompts.system_prompt(Path("/ws"), [], "Mine.", "## Rules\nx") == "Mine.\n\n## Rules\nx"
 
 
+def test_the_skills_section_follows_the_rules_only_when_the_skill_tool_is_offered() -> None:
+    rules, skills = "# Rules\nr", "# Skills\n- pdf: Read PDFs."
+
+    offered = prompts.system_prompt(Path("/ws"), ["skill"], "Mine.", rules, skills)
+    assert offered == f"Mine.\n\n{rules}\n\n{skills}"
+    alone = prompts.system_prompt(Path("/ws"), ["skill"], "Mine.", "", skills)
+    assert alone == f"Mine.\n\n{skills}"
+    assert prompts.system_prompt(Path("/ws"), ["read_file"], "Mine.", "", skills) == "Mine."
+
+
 # --------------------------------------------------------------------------------------------
 # What the providers are sent
 

@@ -1,8 +1,8 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
 `run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
 terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `verify_cmd`,
-`sessions_cmd`, `usage_cmd`, `rules_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list, mcp serve),
-`acp_cmd`, `inspect_cmd`; shared options in `options`, exit codes in `exits`.
+`sessions_cmd`, `usage_cmd`, `rules_cmd`, `skills_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list,
+mcp serve), `acp_cmd`, `inspect_cmd`; shared options in `options`, exit codes in `exits`.
 
 Of the surfaces, the command line alone imports the others (the app, the ACP agent, the MCP
 server, the inspector): it launches them. None of them imports the command line; what they
@@ -33,6 +33,7 @@ COMMANDS = {
     "verify": "journeyman.cli.verify_cmd:verify",
     "usage": "journeyman.cli.usage_cmd:usage",
     "rules": "journeyman.cli.rules_cmd:rules",
+    "skills": "journeyman.cli.skills_cmd:skills",
     "sessions": "journeyman.cli.sessions_cmd:sessions_app",
     "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
     "acp": "journeyman.cli.acp_cmd:acp_command",

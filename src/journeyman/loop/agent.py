@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from journeyman.context.rules import RulesLoader, render_rules_section
+from journeyman.context.skills import SkillsLoader, render_skills_section
 from journeyman.core.errors import AgentClosedError, ConfigurationError
 from journeyman.core.events import Event, EventHandler
 from journeyman.core.lifecycle import AgentState, LifecycleMachine
@@ -55,6 +56,7 @@ from journeyman.tools.builtin import default_tools
 from journeyman.tools.notes import NoteTool
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox import Sandbox, open_sandbox
+from journeyman.tools.skill import SkillTool
 
 if TYPE_CHECKING:  # the MCP SDK loads only when a run starts MCP servers
     from journeyman.integrations.lsp import LspManager
@@ -104,6 +106,7 @@ class Agent:
         permission_approver: Approver | None = None,
         assume_yes: bool = False,
         rules: RulesLoader | None = None,
+        skills: SkillsLoader | None = None,
         lsp: LspManager | bool | None = None,
         mcp: Mapping[str, McpServerConfig] | McpManager | None = None,
     ) -> None:
@@ -121,6 +124,8 @@ class Agent:
         self.session_root = self.config.session_dir or default_session_root()
         self.sandbox = sandbox_for(self.config, self.workspace)
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
+        self.skills = skills or SkillsLoader(self.workspace, _user_skills_folder())
+        """Skills named in the system prompt and read with the skill tool (built-in tools only)."""
         self.registry = self._tool_registry(tools)
         self.on_event = on_event
         """The handler given at construction; `add_listener` adds others beside it."""
@@ -202,6 +207,8 @@ class Agent:
         )
         if self.config.mode is ModeName.PHASED and registry.get(NoteTool.name) is None:
             registry.register(NoteTool())  # the phased mode keeps notes in its memory
+        if tools is None and self.skills.skills:
+            registry.register(SkillTool(self.skills.skills))
         return registry
 
     @asynccontextmanager
@@ -279,6 +286,7 @@ class Agent:
             registry.names,
             self.config.system_prompt,
             render_rules_section(self.rules),
+            render_skills_section(self.skills),
         )
         price = model_pricer(self.config.price_per_mtok, self.provider.name, self.provider.model)
         return opening_call_floor(system, registry.specs(), task, price)
@@ -519,6 +527,7 @@ class Agent:
                 permissions=self._permission_gate(store, registry),
                 hooks=self.hooks,
                 rules=render_rules_section(self.rules),
+                skills=render_skills_section(self.skills),
                 economics=self.economics,
                 approver=self.approver,
                 provider=self.provider,
@@ -645,6 +654,12 @@ def sandbox_for(config: AgentConfig, workspace: Path) -> Sandbox:
         pass_env=tuple(config.pass_env),
         hidden=private_folders(config.session_dir or default_session_root()),
     )
+
+
+def _user_skills_folder() -> Path:
+    from journeyman.loop.config_file import user_skills_folder
+
+    return user_skills_folder()
 
 
 def private_folders(session_root: Path) -> tuple[Path, ...]:

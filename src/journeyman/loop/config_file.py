@@ -87,6 +87,12 @@ def user_mcp_file() -> Path:
     return user_config_file().parent / "mcp.json"
 
 
+def user_skills_folder() -> Path:
+    """The user's own skills (one folder each, with its SKILL.md), beside the user's
+    `config.toml`."""
+    return user_config_file().parent / "skills"
+
+
 def session_root(given: Path | None = None) -> Path:
     """The folder sessions are stored in, chosen as `journeyman run` chooses it: `given` (the
     ``--session-dir`` flag), else JOURNEYMAN_SESSION_DIR, else ``session_dir`` in the user

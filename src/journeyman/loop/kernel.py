@@ -76,6 +76,7 @@ class Kernel:
         permissions: PermissionGate | None = None,
         hooks: HookRunner | None = None,
         rules: str = "",
+        skills: str = "",
         lifecycle: LifecycleMachine | None = None,
         parent_call: str | None = None,
     ) -> None:
@@ -101,7 +102,7 @@ class Kernel:
             self.emit,
             lambda: self.observer.phases.phase,
             registry.specs(),
-            prompts.system_prompt(workspace, registry.names, config.system_prompt, rules),
+            prompts.system_prompt(workspace, registry.names, config.system_prompt, rules, skills),
         )
         compactor = Compactor(config.compaction) if config.compaction else None
         self.window = ContextWindow(compactor, self.model, self.hooks, economics, self.emit)

@@ -19,6 +19,7 @@ from journeyman.tools.patch import ApplyPatchTool
 from journeyman.tools.read import ReadFileTool
 from journeyman.tools.search import GrepTool
 from journeyman.tools.shell import RunCommandTool
+from journeyman.tools.skill import SKILL_TOOL
 from journeyman.tools.write import WriteFileTool
 
 EDIT_FILE = EditFileTool.name
@@ -50,12 +51,18 @@ Nothing was run. Send the tool call again in the expected format."""
 
 
 def system_prompt(
-    workspace: Path, tools: Collection[str], override: str | None = None, rules: str = ""
+    workspace: Path,
+    tools: Collection[str],
+    override: str | None = None,
+    rules: str = "",
+    skills: str = "",
 ) -> str:
     """The built-in prompt for a run offered `tools` (by name), or `override`, followed by
-    the rules section when there is one."""
+    the rules section and the skills section (only when the skill tool is offered), each when
+    there is one."""
     base = override if override is not None else builtin_prompt(workspace, tools)
-    return f"{base.rstrip()}\n\n{rules}" if rules else base
+    sections = [rules, skills if SKILL_TOOL in tools else ""]
+    return "\n\n".join([base.rstrip(), *filter(None, sections)]) if any(sections) else base
 
 
 def names_unoffered(prompt: str, tools: Collection[str]) -> bool:
