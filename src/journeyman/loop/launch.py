@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.economics.approval import ExtensionApprover, deny_extensions
 from journeyman.loop.agent import Agent
@@ -126,7 +127,7 @@ class Surface:
     """Answers a budget extension request (None of the surface's business: refused)."""
     permission_approver: Approver | None = None
     """Asks the user about calls that need approval; None refuses them (unless assume_yes)."""
-    notice: Notice = field(default=lambda text: log.warning("%s", text))
+    notice: Notice = field(default=lambda text: log.warning("%s", printable(text)))
     """Shows one line to the user (`note: ...` or `warning: ...`)."""
     tracing: AgentTracing | None = None
     """OpenTelemetry tracing of every agent built for this surface."""
@@ -292,7 +293,7 @@ def launch(launch: Launch, surface: Surface, *, provider: Provider | None = None
         lsp=lsp,
         mcp=mcp,
     )
-    for warning in agent.rules.warnings:
+    for warning in [*agent.rules.warnings, *agent.skills.warnings]:
         surface.notice(f"warning: {warning}")
     return agent
 

@@ -105,7 +105,6 @@ class AgentLauncher:
         surface = Surface(
             on_event=hooks.on_event,
             permission_approver=hooks.permission_approver,
-            notice=lambda text: log.warning("%s", text),
             tracing=options.tracing,  # each prompt's run is a trace of its own
         )
         return BuiltAgent(launch(settled, surface), tuple(notes))
