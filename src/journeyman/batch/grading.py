@@ -99,7 +99,28 @@ class GradeResult:
 
 
 def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
-    """Install the hidden tests in `workspace`, run `spec.test_cmd` there and judge the outcome."""
+    """Install the hidden tests in `workspace`, run `spec.test_cmd` there on the host and judge
+    the outcome. An eval grades through the agent's own check runner and sandbox instead
+    (`install_hidden_tests`, then `judge`: see `batch.job`); this is for a workspace whose code
+    is trusted."""
+    installed = install_hidden_tests(spec, workspace)
+    if isinstance(installed, GradeResult):
+        return installed
+    command, root = test_command(spec), workspace.resolve()
+    output, exit_code, timed_out = run_tests(command, root, spec.timeout_s)
+    return judge(spec, output, exit_code, timed_out, installed.model_patch)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """The hidden tests are in the workspace; the agent's diff was taken before they went in."""
+
+    model_patch: str | None
+
+
+def install_hidden_tests(spec: GradingSpec, workspace: Path) -> Installed | GradeResult:
+    """Take the agent's diff (against `base_commit`), then lay the hidden tests over the
+    workspace; an unresolved `GradeResult` saying why when either cannot be done."""
     workspace = workspace.resolve()
     if not workspace.is_dir():
         return _unresolved(spec, f"workspace {workspace} does not exist")
@@ -116,7 +137,30 @@ def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
             copy_hidden_tests(Path(spec.hidden_tests_dir), workspace)
     except (GradingError, OSError) as error:
         return _unresolved(spec, f"hidden tests not installed: {error}")
-    output, exit_code, timed_out = run_tests(spec.test_cmd, workspace, spec.timeout_s)
+    return Installed(model_patch)
+
+
+GRADING_ENVIRONMENT = (
+    'export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-rA -p no:cacheprovider" '
+    "PYTHONDONTWRITEBYTECODE=1; unset PYTHONPATH; "
+)
+"""What the test command runs with: pytest's one line per test (`-rA`) and no cache folder
+left in the workspace, no bytecode written, no inherited Python path."""
+
+
+def test_command(spec: GradingSpec) -> str:
+    """The shell command that runs the hidden tests (`{python}`: journeyman's interpreter)."""
+    return spec.test_cmd.replace("{python}", _quote(sys.executable))
+
+
+def judge(
+    spec: GradingSpec,
+    output: str,
+    exit_code: int | None,
+    timed_out: bool,
+    model_patch: str | None,
+) -> GradeResult:
+    """Whether the tests' output resolves the task (see the module docstring)."""
     seen = parse_pytest_results(output)
     fail_to_pass = {test: _passed(test, seen) for test in spec.fail_to_pass}
     pass_to_pass = {test: _passed(test, seen) for test in spec.pass_to_pass}
@@ -180,16 +224,9 @@ def parse_pytest_results(output: str) -> dict[str, bool]:
 def run_tests(command: str, workspace: Path, timeout_s: float) -> tuple[str, int | None, bool]:
     """Run `command` in `workspace` in a new process group: (output, exit code, timed out)."""
     env = scrub_env(os.environ)
-    # -rA makes pytest print one PASSED/FAILED line per test; no cache dir left in the workspace.
-    env["PYTEST_ADDOPTS"] = " ".join(
-        part for part in (env.get("PYTEST_ADDOPTS", ""), "-rA -p no:cacheprovider") if part
-    )
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop("PYTHONPATH", None)
-    shell_command = command.replace("{python}", _quote(sys.executable))
     with tempfile.TemporaryFile() as sink:
         process = subprocess.Popen(
-            ["/bin/sh", "-c", shell_command],
+            ["/bin/sh", "-c", GRADING_ENVIRONMENT + command],
             cwd=workspace,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -29,6 +29,7 @@ from journeyman.core.result import FinishCategory, FinishReason, RunResult
 
 if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
+    from journeyman.loop.agent import Agent
     from journeyman.loop.config import AgentConfig
     from journeyman.providers.base import Provider
     from journeyman.providers.resilient import RetryPolicy
@@ -204,7 +205,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         store.close()
     grade = None
     if job.task.grading is not None:
-        grade = _grade(job)
+        grade = await _grade(job, agent)
     rate_limited = fault.rate_limited(result)
     return TaskOutcome(
         task_id=job.task.id,
@@ -409,12 +410,26 @@ def _stored_outcome(job: TaskJob, started: float) -> TaskOutcome:
     )
 
 
-def _grade(job: TaskJob) -> Any:
-    """The eval's grade of the workspace as the agent left it."""
+async def _grade(job: TaskJob, agent: Agent) -> Any:
+    """The eval's grade of the workspace as the agent left it: the hidden tests run through
+    the agent's own check runner, in its sandbox, environment and process-group kill, with
+    its secrets redacted from the output."""
     from journeyman.batch import grading
+    from journeyman.loop.check_runner import CHECK_CALL_PREFIX, CheckRunner, failure_output
 
     spec = grading.GradingSpec.model_validate(job.task.grading)
-    return grading.grade(spec, Path(job.workspace_dir))
+    installed = grading.install_hidden_tests(spec, agent.workspace)
+    if isinstance(installed, grading.GradeResult):
+        return installed
+    runner = CheckRunner(agent.workspace, agent.registry, output_bytes=GRADING_OUTPUT_BYTES)
+    command = grading.GRADING_ENVIRONMENT + grading.test_command(spec)
+    run = await runner.check(command, spec.timeout_s, f"{CHECK_CALL_PREFIX}grade")
+    output = failure_output(run.output)
+    return grading.judge(spec, output, run.exit_code, run.timed_out, installed.model_patch)
+
+
+GRADING_OUTPUT_BYTES = 8 * 1024 * 1024
+"""Bytes of the hidden tests' output kept from its end (pytest's summary line per test)."""
 
 
 __all__ = [

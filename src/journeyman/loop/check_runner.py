@@ -223,11 +223,16 @@ class CheckRunner:
         workspace: Path,
         registry: ToolRegistry,
         journal: Callable[[], Any] = lambda: None,
+        *,
+        output_bytes: int | None = None,
     ) -> None:
         self.workspace = workspace
         self.registry = registry
         self.journal = journal
         """The run's undo journal writer (so files the check changes are journaled too)."""
+        self.output_bytes = output_bytes
+        """Bytes of output kept from the end of a check (None: as the command tool keeps);
+        a grader that reads every test's line needs more than the model is shown."""
         self._tool: RunCommandTool | None = None
 
     @property
@@ -298,4 +303,6 @@ class CheckRunner:
             # a shallow copy shares the sandbox and the command snapshots of the original
             self._tool = copy.copy(found) if found is not None else RunCommandTool()
         self._tool.max_timeout = max(self._tool.max_timeout, timeout)
+        if self.output_bytes is not None:
+            self._tool.tail_bytes = max(self._tool.tail_bytes, self.output_bytes)
         return self._tool
