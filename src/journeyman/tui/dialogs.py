@@ -35,19 +35,31 @@ DIALOG_CSS = """
 
 
 class ApprovalDialog(ModalScreen[ApprovalAnswer]):
-    """Shows the call in full (an edit as a diff, a command whole) and asks yes / no / always."""
+    """Shows the call in full (an edit as a diff, a command whole) in a scrolling box and asks
+    yes / no / always. Yes and always are taken only once the end of the call has been on
+    screen: a change taller than the box must be scrolled to its end first (↓, PgDn, space,
+    End or the mouse), and until then a line under the box counts the rows not yet shown."""
 
-    DEFAULT_CSS = DIALOG_CSS.format(name="ApprovalDialog")
+    DEFAULT_CSS = DIALOG_CSS.format(name="ApprovalDialog") + (
+        "ApprovalDialog #unread { color: $warning; text-style: bold; }"
+    )
     BINDINGS = [  # noqa: RUF012
         Binding("y", "answer('allow')", "yes"),
         Binding("n", "answer('deny')", "no"),
         Binding("escape", "answer('deny')", "no"),
         Binding("a", "answer('always')", "always"),
+        Binding("space", "page_down", "next page", show=False),
     ]
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__()
         self.request = request
+        self.described = describe_call(request.tool_name, request.args, request.project)
+        self.end_seen = False
+        """Whether the last row of the call has been on screen (then yes can be answered)."""
+        self.change = VerticalScroll(id="change")
+        self.unread = Static(id="unread")
+        self.unread.display = False
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -62,21 +74,61 @@ class ApprovalDialog(ModalScreen[ApprovalAnswer]):
         )
         with Vertical():
             yield Static(heading)
-            with VerticalScroll():
-                yield Static(
-                    styled_diff(describe_call(request.tool_name, request.args, request.project))
-                )
+            with self.change:
+                yield Static(styled_diff(self.described))
+            yield self.unread
             yield Static(Text(f"Allow it? [y]es  [n]o  {always}"))
             with Horizontal():
-                yield Button("Yes (y)", id="allow", variant="success")
+                yield Button("Yes (y)", id="allow", variant="success", disabled=True)
                 yield Button("No (n)", id="deny", variant="error")
                 if request.remember_as:
-                    yield Button("Always (a)", id="always")
+                    yield Button("Always (a)", id="always", disabled=True)
+
+    def on_mount(self) -> None:
+        self.watch(self.change, "scroll_y", self._note_position, init=False)
+        self.call_after_refresh(self._note_position)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._note_position)
+
+    def _note_position(self, _: object = None) -> None:
+        """Record whether the end of the call is on screen, and say what is left below."""
+        if self.end_seen or not self.change.size.height:  # seen already, or not laid out yet
+            return
+        below = round(self.change.max_scroll_y - self.change.scroll_y)
+        if below > 0:
+            self.unread.update(
+                Text(
+                    f"{below:,} more rows below: scroll to the end (↓, PgDn, space, End) "
+                    "before answering yes"
+                )
+            )
+            self.unread.display = True
+            return
+        self.end_seen = True
+        self.unread.display = False
+        for button in self.query(Button):
+            button.disabled = False
+
+    def action_page_down(self) -> None:
+        self.change.scroll_page_down()
 
     def action_answer(self, answer: str) -> None:
         if answer == "always" and not self.request.remember_as:
             return
+        if answer != "deny" and not self.end_seen:
+            self._note_position()
+            if not self.end_seen:
+                if not self.change.size.height:  # pressed before the first layout
+                    self.call_after_refresh(self._answer_once_laid_out, answer)
+                else:
+                    self.unread.styles.background = "red"
+                return
         self.dismiss(ApprovalAnswer(answer))
+
+    def _answer_once_laid_out(self, answer: str) -> None:
+        if self.is_current and self.change.size.height:
+            self.action_answer(answer)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_answer(event.button.id or "deny")

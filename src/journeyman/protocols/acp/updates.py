@@ -13,7 +13,7 @@ from typing import Any
 from acp import schema
 
 from journeyman.context.test_results import TestTally
-from journeyman.core.display import printable
+from journeyman.core.display import printable, printable_name
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
@@ -95,11 +95,11 @@ def title_of(call: ToolCall) -> str:
         return _clip(printable(first))
     path = args.get("path")
     if isinstance(path, str):
-        return _clip(f"{call.name} {printable(path)}")
+        return _clip(f"{printable_name(call.name)} {printable_name(path)}")
     pattern = args.get("pattern") or args.get("query")
     if isinstance(pattern, str):
-        return _clip(f"{call.name} {printable(pattern)}")
-    return call.name
+        return _clip(f"{printable_name(call.name)} {printable_name(pattern)}")
+    return printable_name(call.name)
 
 
 def _clip(text: str) -> str:
@@ -107,8 +107,24 @@ def _clip(text: str) -> str:
 
 
 def absolute(root: Path, path: str) -> str:
-    """A workspace path as the protocol wants file paths: absolute."""
-    return str(root / path)
+    """A workspace path as the protocol wants file paths: absolute, and escaped as the
+    approval questions of the other surfaces escape names (`printable_name`: the same
+    path for every ordinary name)."""
+    return str(root / printable_name(path))
+
+
+def diff(
+    root: Path, path: str, old_text: str | None, new_text: str
+) -> schema.FileEditToolCallContent:
+    """A file's change as the client shows it: whole, never cut, with the text escaped by
+    `printable` as the terminal, the app and the MCP server's questions escape it (a CR, an
+    escape sequence or a bidi override in the file is shown, not obeyed)."""
+    return schema.FileEditToolCallContent(
+        type="diff",
+        path=absolute(root, path),
+        old_text=None if old_text is None else printable(old_text),
+        new_text=printable(new_text),
+    )
 
 
 def locations_of(
@@ -140,23 +156,9 @@ def proposed_content(
     path = args.get("path")
     if kind is ToolKind.EDIT and isinstance(path, str):
         if isinstance(args.get("old_string"), str):
-            return [
-                schema.FileEditToolCallContent(
-                    type="diff",
-                    path=absolute(root, path),
-                    old_text=str(args["old_string"]),
-                    new_text=str(args.get("new_string", "")),
-                )
-            ]
+            return [diff(root, path, str(args["old_string"]), str(args.get("new_string", "")))]
         if isinstance(args.get("content"), str):
-            return [
-                schema.FileEditToolCallContent(
-                    type="diff",
-                    path=absolute(root, path),
-                    old_text=current,
-                    new_text=str(args["content"]),
-                )
-            ]
+            return [diff(root, path, current, str(args["content"]))]
     patch = args.get("patch")
     if isinstance(patch, str):
         return patch_content(root, patch)
@@ -180,15 +182,7 @@ def change_diffs(
 ) -> list[schema.FileEditToolCallContent]:
     """File changes (a call's, from the undo journal, or a patch's to come) as whole-file
     diffs."""
-    return [
-        schema.FileEditToolCallContent(
-            type="diff",
-            path=absolute(root, change.path),
-            old_text=change.before,
-            new_text=change.after or "",
-        )
-        for change in changes
-    ]
+    return [diff(root, change.path, change.before, change.after or "") for change in changes]
 
 
 def result_content(
