@@ -13,7 +13,7 @@ from typing import Any
 from acp import schema
 
 from journeyman.context.test_results import TestTally
-from journeyman.core.display import printable, printable_name
+from journeyman.core.display import command_for_approval, printable, printable_name
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
@@ -147,12 +147,12 @@ def proposed_content(
     root: Path, call: ToolCall, kind: ToolKind | None, current: str | None
 ) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
     """What a call is about to do, as the client shows it before (and while asking about) it:
-    the command for a command, the edit as a diff for a file edit (`current` is the file's text
-    now, for a whole-file write)."""
+    the command for a command (whole and escaped as the terminal shows it), the edit as a diff
+    for a file edit (`current` is the file's text now, for a whole-file write)."""
     args = call.arguments
     command = args.get("command")
     if isinstance(command, str):
-        return [_text(f"$ {printable(command)}")]
+        return [_text(f"$ {command_for_approval(command)}")]
     path = args.get("path")
     if kind is ToolKind.EDIT and isinstance(path, str):
         if isinstance(args.get("old_string"), str):
