@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Button, Static
+from textual.widgets import Button
 
 from journeyman import Agent, AgentConfig
 from journeyman.core import events as ev
@@ -121,7 +121,7 @@ async def test_an_edit_is_approved_and_another_denied(tmp_path: Path) -> None:
         dialog = await wait_for_screen(pilot, ApprovalDialog)
         assert app.agent.lifecycle.state is AgentState.PAUSED
         assert dialog.request.tool_name == "write_file"
-        shown = "\n".join(str(s.render()) for s in dialog.query("Static"))
+        shown = "\n".join(line.plain for line in dialog.change.lines)
         assert "+one" in shown and "create a.txt" in shown
         await pilot.press("y")
         dialog = await wait_for_screen(pilot, ApprovalDialog)
@@ -736,7 +736,7 @@ async def test_a_long_patch_must_be_scrolled_to_its_end_before_yes(tmp_path: Pat
         await submit(pilot, "double the settings")
         dialog = await wait_for_screen(pilot, ApprovalDialog)
         await pilot.pause()
-        shown = "\n".join(str(s.render()) for s in dialog.change.query(Static))
+        shown = "\n".join(line.plain for line in dialog.change.lines)
         assert "create backdoor.py:" in shown and HIDDEN_LINE in shown  # all of it is there
         assert f"create {ESCAPED_NAME}:" in shown and f"+{ESCAPED_LINE}" in shown
         assert not {"\x1b", "\r", "\x07", "\u202e"} & set(shown)
@@ -760,3 +760,22 @@ async def test_a_long_patch_must_be_scrolled_to_its_end_before_yes(tmp_path: Pat
         await pilot.press("y")
         await finish_turn(pilot)
     assert (tmp_path / "ws" / "backdoor.py").read_text() == HIDDEN_LINE + "\n"
+
+
+async def test_a_line_wider_than_the_dialog_is_folded_never_cut(tmp_path: Path) -> None:
+    line = "x = '" + "padding " * 400 + "' ; import os; os.system('evil')"
+    script = [turn(call("write_file", "w1", path="a.py", content=line + "\n")), finish()]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.py")
+        dialog = await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.pause()
+        view = dialog.change
+        assert all(len(row.plain) <= view.folded_at for row in view.rows)
+        assert "+" + line in "".join(row.plain for row in view.rows)
+        assert not dialog.end_seen  # 3,000 characters fold into more rows than the box shows
+        await pilot.press("end")
+        await pilot.pause()
+        assert dialog.end_seen
+        await pilot.press("n")
+        await finish_turn(pilot)

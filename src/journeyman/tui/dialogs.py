@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len, get_character_cell_size
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.screen import ModalScreen
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Button, Static
 
 from journeyman.core.display import printable
@@ -28,10 +33,64 @@ DIALOG_CSS = """
     width: 90%; max-width: 120; height: auto; max-height: 90%;
     border: thick $accent; background: $surface; padding: 0 1;
 }}
-{name} VerticalScroll {{ height: auto; max-height: 16; }}
 {name} Horizontal {{ height: auto; }}
 {name} Button {{ margin: 0 1 0 0; min-width: 10; }}
 """
+
+
+class CallView(ScrollView, can_focus=True):
+    """The call under question, in a scrolling box that renders only the rows on screen: a call
+    of 50,000 lines opens as fast as one of 50. Lines are folded at the box's width, at the
+    column rather than at a word, so every character of the call stays on screen; styled as
+    `styled_diff` styles them."""
+
+    DEFAULT_CSS = "CallView { height: auto; max-height: 16; }"
+
+    def __init__(self, described: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines = styled_diff(described).split("\n")
+        self.rows: list[Text] = []
+        self.folded_at = 0
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        self._fold(width - self.styles.scrollbar_size_vertical)
+        return len(self.rows)
+
+    def _fold(self, width: int) -> None:
+        width = max(width, 10)
+        if width == self.folded_at:
+            return
+        rows: list[Text] = []
+        for line in self.lines:
+            rows.extend(_folded(line, width))
+        self.rows, self.folded_at = rows, width
+        self.virtual_size = Size(width, len(rows))
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        style = self.rich_style
+        if index >= len(self.rows):
+            return Strip.blank(self.size.width, style)
+        segments = Segment.apply_style(self.rows[index].render(self.app.console), style)
+        return Strip(list(segments)).crop_extend(0, self.size.width, style)
+
+
+def _folded(line: Text, width: int) -> list[Text]:
+    """`line` cut into rows of at most `width` cells (tabs expanded first)."""
+    if "\t" in line.plain:
+        line.expand_tabs()
+    plain = line.plain
+    if cell_len(plain) <= width:
+        return [line]
+    offsets: list[int] = []
+    used = 0
+    for index, char in enumerate(plain):
+        size = get_character_cell_size(char)
+        if used + size > width:
+            offsets.append(index)
+            used = 0
+        used += size
+    return list(line.divide(offsets))
 
 
 class ApprovalDialog(ModalScreen[ApprovalAnswer]):
@@ -57,7 +116,7 @@ class ApprovalDialog(ModalScreen[ApprovalAnswer]):
         self.described = describe_call(request.tool_name, request.args, request.project)
         self.end_seen = False
         """Whether the last row of the call has been on screen (then yes can be answered)."""
-        self.change = VerticalScroll(id="change")
+        self.change = CallView(self.described, id="change")
         self.unread = Static(id="unread")
         self.unread.display = False
 
@@ -74,8 +133,7 @@ class ApprovalDialog(ModalScreen[ApprovalAnswer]):
         )
         with Vertical():
             yield Static(heading)
-            with self.change:
-                yield Static(styled_diff(self.described))
+            yield self.change
             yield self.unread
             yield Static(Text(f"Allow it? [y]es  [n]o  {always}"))
             with Horizontal():
