@@ -334,4 +334,13 @@ def test_pages_count_the_rows_a_wide_line_wraps_to() -> None:
     assert _pages(lines, rows=4, width=100) == [["x" * 250, "short"], ["y" * 100, "z"]]
     assert _pages(lines, rows=3, width=100) == [["x" * 250], ["short", "y" * 100, "z"]]
     assert _pages(lines, rows=4, width=0) == [lines]
-    assert _pages(["界" * 60], rows=1, width=100) == [["界" * 60]]  # alone, though 2 rows tall
+    assert _pages(["界" * 60], rows=1, width=100) == [["界" * 50], ["界" * 10]]  # 2 cells each
+
+
+def test_a_line_taller_than_a_page_is_cut_into_pages_of_its_own() -> None:
+    line = "".join(f"{n:04d}" for n in range(1_000))  # 4,000 characters: 50 rows of 80
+    pages = _pages(["before", line, "after"], rows=20, width=80)
+    assert [[len(piece) for piece in page] for page in pages] == [[6], [1600], [1600], [800, 5]]
+    shown = "".join(piece for page in pages for piece in page)
+    assert shown == "before" + line + "after"  # every character, in order
+    assert all(sum(-(-len(x) // 80) for x in page) <= 20 for page in pages)

@@ -8,9 +8,9 @@ import os
 import sys
 from typing import TextIO
 
-from rich.cells import cell_len
+from rich.cells import cell_len, chop_cells
 
-from journeyman.core.display import printable
+from journeyman.core.display import printable, printable_name
 from journeyman.economics.approval import AutoApprover, ExtensionApprover, deny_extensions
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.policy.call_description import describe_call
@@ -143,14 +143,14 @@ class TerminalPermissionApprover:
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
         always = (
-            f", [a]lways (remembers {', '.join(printable(r) for r in request.remember_as)} "
+            f", [a]lways (remembers {', '.join(printable_name(r) for r in request.remember_as)} "
             "for this project)"
             if request.remember_as
             else ""
         )
         described = describe_call(request.tool_name, request.args, request.project).split("\n")
         self.stderr.write(
-            f"\njourneyman: {printable(request.tool_name)} needs your approval: "
+            f"\njourneyman: {printable_name(request.tool_name)} needs your approval: "
             f"{printable(request.reason)}.\n"
         )
         unread = await self._show(described)
@@ -214,17 +214,27 @@ class TerminalPermissionApprover:
 def _pages(lines: list[str], rows: int, width: int) -> list[list[str]]:
     """`lines` cut into pages of at most `rows` terminal rows, a line wider than the terminal
     (`width` columns, 0: unknown) counting as the rows it wraps to; a line taller than a page
-    is a page of its own."""
+    is cut at the terminal's width into pieces of a page each, so nothing scrolls off before
+    it was on screen."""
     pages: list[list[str]] = [[]]
     used = 0
-    for line in lines:
-        height = max(1, -(-cell_len(line.expandtabs()) // width)) if width > 0 else 1
-        if pages[-1] and used + height > rows:
-            pages.append([])
-            used = 0
-        pages[-1].append(line)
-        used += height
+    for whole in lines:
+        for line in _pieces(whole, rows, width):
+            height = max(1, -(-cell_len(line) // width)) if width > 0 else 1
+            if pages[-1] and used + height > rows:
+                pages.append([])
+                used = 0
+            pages[-1].append(line)
+            used += height
     return pages
+
+
+def _pieces(line: str, rows: int, width: int) -> list[str]:
+    line = line.expandtabs()
+    if width <= 0 or cell_len(line) <= rows * width:
+        return [line]
+    wrapped = chop_cells(line, width)
+    return ["".join(wrapped[at : at + rows]) for at in range(0, len(wrapped), rows)]
 
 
 def choose_approver(

@@ -18,7 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Button, Static
 
-from journeyman.core.display import printable
+from journeyman.core.display import printable, printable_name
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.policy.call_description import describe_call
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
@@ -123,11 +123,11 @@ class ApprovalDialog(ModalScreen[ApprovalAnswer]):
     def compose(self) -> ComposeResult:
         request = self.request
         heading = Text(
-            f"{printable(request.tool_name)} needs your approval: {printable(request.reason)}",
+            f"{printable_name(request.tool_name)} needs your approval: {printable(request.reason)}",
             style="bold",
         )
         always = (
-            f"[a]lways (remembers {', '.join(printable(r) for r in request.remember_as)})"
+            f"[a]lways (remembers {', '.join(printable_name(r) for r in request.remember_as)})"
             if request.remember_as
             else ""
         )

@@ -29,7 +29,7 @@ import acp
 from acp import schema
 
 from journeyman.core import events as ev
-from journeyman.core.display import printable
+from journeyman.core.display import printable_name
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import ToolCall
 from journeyman.core.result import RunResult
@@ -249,7 +249,7 @@ class AcpSession:
         )
         options = [schema.PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once")]
         if request.remember_as:
-            rules = printable(", ".join(request.remember_as))
+            rules = printable_name(", ".join(request.remember_as))
             options.append(
                 schema.PermissionOption(
                     option_id=ALLOW_ALWAYS, name=f"Always allow ({rules})", kind="allow_always"

@@ -111,7 +111,7 @@ def question(request: ApprovalRequest, workspace: str) -> str:
     if request.remember_as:
         lines.append(
             "allow_always also allows from now on, in this project: "
-            + printable(", ".join(request.remember_as))
+            + printable_name(", ".join(request.remember_as))
         )
     lines.append(
         "Choose allow_once, allow_always or deny."
