@@ -42,7 +42,13 @@ def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") 
         return _indent(f"{verb} {printable_name(path)}{unseen}:\n{diff}")
     if isinstance(args.get("patch"), str):
         return _indent(_patch(workspace, args["patch"]))
-    return _indent(printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str)))
+    return _indent(describe_arguments(args))
+
+
+def describe_arguments(args: Mapping[str, Any]) -> str:
+    """A call's arguments as indented JSON, escaped: how a call that is neither a command nor
+    an edit is shown for approval."""
+    return printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str))
 
 
 def _patch(workspace: str, patch: str) -> str:

@@ -164,3 +164,15 @@ def test_a_long_patch_is_asked_about_with_every_file_whole_and_escaped(tmp_path:
     assert hidden.old_text is None and hidden.new_text == HIDDEN_LINE + "\n"
     assert tricky.new_text == ESCAPED_LINE + "\n"
     assert not any({"\x1b", "\r", "\x07", "\u202e"} & set(d.path + d.new_text) for d in diffs)
+
+
+def test_a_question_about_another_call_shows_its_arguments_escaped() -> None:
+    call = ToolCall("m1", "mcp__db__query", {"sql": "select 1\x1b]52;c;aGk=\x07\u202e"})
+    [text] = updates.question_content(ROOT, call, ToolKind.OTHER, None)
+    assert isinstance(text, schema.ContentToolCallContent)
+    shown = text.content.text
+    assert '"sql": "select 1\\u001b]52;c;aGk=\\u0007\\u202e"' in shown
+    assert not {"\x1b", "\x07", "\u202e"} & set(shown)
+    assert updates.question_content(
+        ROOT, ToolCall("c", "run_command", {"command": "ls"}), None, None
+    )

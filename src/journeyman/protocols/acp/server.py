@@ -243,7 +243,7 @@ class AcpSession:
             title=updates.title_of(call),
             kind=updates.acp_kind(kind),
             status="pending",
-            content=updates.proposed_content(self.workspace, call, kind, self._current_text(call)),
+            content=updates.question_content(self.workspace, call, kind, self._current_text(call)),
             locations=updates.locations_of(self.workspace, call),
             raw_input=dict(request.args),
         )

@@ -19,6 +19,7 @@ from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.core.text import clip_noted
 from journeyman.core.tool_kind import ToolKind
+from journeyman.policy.call_description import describe_arguments
 from journeyman.session.store import FileChange
 from journeyman.tools.context import ToolContext
 from journeyman.tools.patch import PatchPreview, preview_patch
@@ -163,6 +164,17 @@ def proposed_content(
     if isinstance(patch, str):
         return patch_content(root, patch)
     return []
+
+
+def question_content(
+    root: Path, call: ToolCall, kind: ToolKind | None, current: str | None
+) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
+    """What a permission question shows: what the call is about to do, or, for a call that is
+    neither a command nor an edit (an MCP server's tool), its arguments as the terminal shows
+    them."""
+    return proposed_content(root, call, kind, current) or [
+        _text(describe_arguments(call.arguments))
+    ]
 
 
 def patch_content(
