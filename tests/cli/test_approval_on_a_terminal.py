@@ -18,6 +18,7 @@ from tests.fakes.long_patch import (
     ESCAPED_NAME,
     HIDDEN_FILE,
     HIDDEN_LINE,
+    SETTINGS_TAIL,
     long_patch_workspace,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -84,6 +85,7 @@ def test_the_whole_patch_is_paged_before_allow_on_a_terminal(
     asked = done.stderr
     assert f"shown in {pages} pages" in asked
     assert asked.index("Allow it?") > asked.index(HIDDEN_LINE) > asked.index("create backdoor.py")
+    assert f"+{SETTINGS_TAIL}" in asked
     assert f"create {ESCAPED_NAME}:" in asked and f"+{ESCAPED_LINE}" in asked
     assert not {"\x1b", "\r", "\x07", "\u202e"} & set(asked)
     assert (workspace / HIDDEN_FILE).read_text() == HIDDEN_LINE + "\n"  # what was shown ran

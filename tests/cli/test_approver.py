@@ -24,7 +24,13 @@ from journeyman.cli.approver import (
 from journeyman.economics.approval import AutoApprover, deny_extensions
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.policy.permissions import ApprovalRequest, PermissionMode
-from tests.fakes.long_patch import ESCAPED_LINE, ESCAPED_NAME, HIDDEN_LINE, long_patch_workspace
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 
 
 def request(granted: int = 1, tokens: int = 200_000, usd: float = 0.0) -> ExtensionRequest:
@@ -288,6 +294,7 @@ async def test_a_long_patch_is_paged_to_its_end_before_the_question(
     assert f"shown in {pages} pages: Enter shows the next page, q stops reading" in asked
     assert asked.count("Enter: next page, q: stop reading and answer") == pages - 1
     assert "create backdoor.py:" in asked and HIDDEN_LINE in asked
+    assert f"+{SETTINGS_TAIL}" in asked
     assert f"create {ESCAPED_NAME}:" in asked and f"+{ESCAPED_LINE}" in asked
     assert not {"\x1b", "\r", "\x07", "\u202e"} & set(asked)
     assert "not shown" not in asked

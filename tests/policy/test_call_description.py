@@ -6,7 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from journeyman.policy.call_description import describe_call
-from tests.fakes.long_patch import ESCAPED_LINE, ESCAPED_NAME, HIDDEN_LINE, long_patch_workspace
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 
 
 def edit(old: str, new: str, **more: object) -> dict[str, object]:
@@ -57,7 +63,7 @@ def test_a_long_patch_is_shown_whole_up_to_the_file_it_adds_last(tmp_path: Path)
     shown = describe_call("apply_patch", {"patch": patch}, str(tmp_path))
     assert "create backdoor.py:" in shown and f"+{HIDDEN_LINE}" in shown
     assert "not shown" not in shown
-    assert shown.count("# doubled") == 620
+    assert shown.count("# doubled") == 620 and f"+{SETTINGS_TAIL}" in shown
 
 
 def test_names_and_lines_are_escaped_where_they_stand(tmp_path: Path) -> None:

@@ -29,7 +29,13 @@ from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
 from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
 from tests.fakes.agents import Probe, call, finish, hang_at, spend_turn, turn, user_texts
-from tests.fakes.long_patch import ESCAPED_LINE, ESCAPED_NAME, HIDDEN_LINE, long_patch_workspace
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.tui.harness import ManualClock, finish_turn, scripted_app, submit
@@ -738,6 +744,7 @@ async def test_a_long_patch_must_be_scrolled_to_its_end_before_yes(tmp_path: Pat
         await pilot.pause()
         shown = "\n".join(line.plain for line in dialog.change.lines)
         assert "create backdoor.py:" in shown and HIDDEN_LINE in shown  # all of it is there
+        assert f"+{SETTINGS_TAIL}" in shown
         assert f"create {ESCAPED_NAME}:" in shown and f"+{ESCAPED_LINE}" in shown
         assert not {"\x1b", "\r", "\x07", "\u202e"} & set(shown)
         unread = str(dialog.unread.render())

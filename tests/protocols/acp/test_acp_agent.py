@@ -17,6 +17,7 @@ from tests.fakes.long_patch import (
     ESCAPED_NAME,
     HIDDEN_FILE,
     HIDDEN_LINE,
+    SETTINGS_TAIL,
     long_patch_workspace,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -319,4 +320,5 @@ async def test_a_long_patch_is_asked_about_with_the_file_it_adds_last(
     assert shown[HIDDEN_FILE].new_text == HIDDEN_LINE + "\n"
     assert shown[ESCAPED_NAME].new_text == ESCAPED_LINE + "\n"
     assert shown["settings.py"].new_text.count("# doubled") == 620
+    assert shown["settings.py"].new_text.endswith(SETTINGS_TAIL + "\n")
     assert not (tmp_path / "ws" / HIDDEN_FILE).exists()

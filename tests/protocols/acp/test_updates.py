@@ -21,6 +21,7 @@ from tests.fakes.long_patch import (
     ESCAPED_NAME,
     HIDDEN_FILE,
     HIDDEN_LINE,
+    SETTINGS_TAIL,
     long_patch_workspace,
 )
 
@@ -161,6 +162,7 @@ def test_a_long_patch_is_asked_about_with_every_file_whole_and_escaped(tmp_path:
     settings, tricky, hidden = diffs
     assert isinstance(settings, schema.FileEditToolCallContent)
     assert settings.new_text.count("# doubled") == 620  # not cut
+    assert settings.new_text.endswith(SETTINGS_TAIL + "\n")
     assert hidden.old_text is None and hidden.new_text == HIDDEN_LINE + "\n"
     assert tricky.new_text == ESCAPED_LINE + "\n"
     assert not any({"\x1b", "\r", "\x07", "\u202e"} & set(d.path + d.new_text) for d in diffs)

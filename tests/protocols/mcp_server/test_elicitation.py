@@ -13,7 +13,13 @@ from mcp_types import ElicitResult
 
 from journeyman.policy.permissions import ApprovalRequest, PermissionMode
 from journeyman.protocols.mcp_server.approval import question
-from tests.fakes.long_patch import ESCAPED_LINE, ESCAPED_NAME, HIDDEN_LINE, long_patch_workspace
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.projects import BUGGY_ADD, calc_package
 from tests.fakes.script import reply
@@ -234,6 +240,7 @@ async def test_a_long_patch_is_asked_about_whole_with_the_file_it_adds_last(
     ((message, _),) = asker.questions
     assert "create backdoor.py:" in message and f"+{HIDDEN_LINE}" in message
     assert message.count("# doubled") == 620 and "not shown" not in message
+    assert f"+{SETTINGS_TAIL}" in message
     assert f"create {ESCAPED_NAME}:" in message and f"+{ESCAPED_LINE}" in message
     assert not {"\x1b", "\r", "\x07", "\u202e"} & set(message)
     assert not (workspace / "backdoor.py").exists()
