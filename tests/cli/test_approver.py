@@ -17,12 +17,20 @@ from journeyman.cli.approver import (
     TerminalApprover,
     TerminalLines,
     TerminalPermissionApprover,
+    _pages,
     choose_approver,
     describe_call,
 )
 from journeyman.economics.approval import AutoApprover, deny_extensions
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.policy.permissions import ApprovalRequest, PermissionMode
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 
 
 def request(granted: int = 1, tokens: int = 200_000, usd: float = 0.0) -> ExtensionRequest:
@@ -254,3 +262,92 @@ def test_a_file_outside_the_workspace_is_never_read_for_the_diff(tmp_path: Path)
 def test_other_calls_show_escaped_json() -> None:
     shown = asked_about("mcp__db__query", {"sql": "select 1\x1b]52;c;aGk=\x07"})
     assert '"sql"' in shown and "\\u001b]52" in shown and "\x1b" not in shown
+
+
+def patch_request(workspace: Path) -> ApprovalRequest:
+    return ApprovalRequest(
+        tool_name="apply_patch",
+        args={"patch": long_patch_workspace(workspace)},
+        reason="the default mode asks before edits",
+        mode=PermissionMode.DEFAULT,
+        project=str(workspace),
+        remember_as=(),
+    )
+
+
+def pager(terminal: Terminal, rows: int = 50, timeout_s: float = 2.0) -> TerminalPermissionApprover:
+    return TerminalPermissionApprover(
+        TerminalLines(terminal.stdin), timeout_s=timeout_s, stderr=terminal.stderr, page_rows=rows
+    )
+
+
+async def test_a_long_patch_is_paged_to_its_end_before_the_question(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    request = patch_request(tmp_path)
+    lines = len(describe_call("apply_patch", request.args, request.project).split("\n"))
+    pages = -(-lines // 50)
+    assert pages > 10
+    terminal.type("\n" * (pages - 1) + "y\n")
+    assert (await pager(terminal)(request)).value == "allow"
+    asked = terminal.stderr.getvalue()
+    assert f"shown in {pages} pages: Enter shows the next page, q stops reading" in asked
+    assert asked.count("Enter: next page, q: stop reading and answer") == pages - 1
+    assert "create backdoor.py:" in asked and HIDDEN_LINE in asked
+    assert f"+{SETTINGS_TAIL}" in asked
+    assert f"create {ESCAPED_NAME}:" in asked and f"+{ESCAPED_LINE}" in asked
+    assert not {"\x1b", "\r", "\x07", "\u202e"} & set(asked)
+    assert "not shown" not in asked
+    # the question comes after the last line of the call
+    assert asked.index("Allow it?") > asked.index(HIDDEN_LINE)
+
+
+async def test_stopping_early_counts_what_was_not_read_and_no_is_the_default(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    request = patch_request(tmp_path)
+    lines = len(describe_call("apply_patch", request.args, request.project).split("\n"))
+    terminal.type("\nq\n\n")  # two pages read, then stop; Enter at the question
+    assert (await pager(terminal)(request)).value == "deny"
+    asked = terminal.stderr.getvalue()
+    assert f"{lines - 100:,} of {lines:,} lines of this call were not shown" in asked
+    assert "backdoor.py" not in asked
+    assert asked.endswith("[N]o refused\n")
+
+
+async def test_a_y_typed_at_a_page_does_not_allow(terminal: Terminal, tmp_path: Path) -> None:
+    terminal.type("y\n")  # taken as "stop reading"; the question then gets no answer
+    approver = pager(terminal, timeout_s=0.3)
+    assert (await approver(patch_request(tmp_path))).value == "deny"
+    assert "lines of this call were not shown" in terminal.stderr.getvalue()
+
+
+async def test_no_answer_to_a_page_refuses(terminal: Terminal, tmp_path: Path) -> None:
+    terminal.type("\n")
+    approver = pager(terminal, timeout_s=0.3)
+    assert (await approver(patch_request(tmp_path))).value == "deny"
+    asked = terminal.stderr.getvalue()
+    assert asked.endswith("no answer: refused\n") and "Allow it?" not in asked
+
+
+async def test_a_short_call_is_not_paged(terminal: Terminal) -> None:
+    terminal.type("y\n")
+    assert (await pager(terminal, rows=5)(permission_request())).value == "allow"
+    assert "page" not in terminal.stderr.getvalue()
+
+
+def test_pages_count_the_rows_a_wide_line_wraps_to() -> None:
+    lines = ["x" * 250, "short", "y" * 100, "z"]
+    assert _pages(lines, rows=4, width=100) == [["x" * 250, "short"], ["y" * 100, "z"]]
+    assert _pages(lines, rows=3, width=100) == [["x" * 250], ["short", "y" * 100, "z"]]
+    assert _pages(lines, rows=4, width=0) == [lines]
+    assert _pages(["界" * 60], rows=1, width=100) == [["界" * 50], ["界" * 10]]  # 2 cells each
+
+
+def test_a_line_taller_than_a_page_is_cut_into_pages_of_its_own() -> None:
+    line = "".join(f"{n:04d}" for n in range(1_000))  # 4,000 characters: 50 rows of 80
+    pages = _pages(["before", line, "after"], rows=20, width=80)
+    assert [[len(piece) for piece in page] for page in pages] == [[6], [1600], [1600], [800, 5]]
+    shown = "".join(piece for page in pages for piece in page)
+    assert shown == "before" + line + "after"  # every character, in order
+    assert all(sum(-(-len(x) // 80) for x in page) <= 20 for page in pages)

@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from journeyman.core.display import printable, printable_json
+from journeyman.core.display import printable, printable_json, printable_name
 
 OSC52_CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x1b\\"
 TITLE = "\x1b]0;innocent\x07"
@@ -54,3 +54,9 @@ def test_printable_json_is_the_same_json_value(text: str) -> None:
     safe = printable_json(document)
     assert json.loads(safe) == {"text": text}
     assert obeyable(safe) == []
+
+
+def test_a_name_is_kept_on_one_line() -> None:
+    assert printable_name("src/app.py") == "src/app.py"
+    assert printable_name("a\nb\tc\rd\x1b[2K\u202e.py") == "a\\nb\\tc\\rd\\x1b[2K\\u202e.py"
+    assert printable("a\nb\tc\rd") == "a\nb\tc\\rd"  # text keeps its newlines and tabs

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Button
 
 from journeyman import Agent, AgentConfig
 from journeyman.core import events as ev
@@ -28,6 +29,13 @@ from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
 from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
 from tests.fakes.agents import Probe, call, finish, hang_at, spend_turn, turn, user_texts
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.tui.harness import ManualClock, finish_turn, scripted_app, submit
@@ -119,7 +127,7 @@ async def test_an_edit_is_approved_and_another_denied(tmp_path: Path) -> None:
         dialog = await wait_for_screen(pilot, ApprovalDialog)
         assert app.agent.lifecycle.state is AgentState.PAUSED
         assert dialog.request.tool_name == "write_file"
-        shown = "\n".join(str(s.render()) for s in dialog.query("Static"))
+        shown = "\n".join(line.plain for line in dialog.change.lines)
         assert "+one" in shown and "create a.txt" in shown
         await pilot.press("y")
         dialog = await wait_for_screen(pilot, ApprovalDialog)
@@ -724,3 +732,57 @@ async def test_mcp_and_lsp_say_why_the_servers_did_not_start(tmp_path: Path) -> 
         await submit(pilot, "/mcp")
         await submit(pilot, "/lsp")
         assert notes(app).count("the servers could not start: mcp.json is not valid JSON") == 2
+
+
+async def test_a_long_patch_must_be_scrolled_to_its_end_before_yes(tmp_path: Path) -> None:
+    patch = long_patch_workspace(tmp_path / "ws")
+    script = [turn(call("apply_patch", "p1", patch=patch)), finish("settings doubled")]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK, edit_tool="apply_patch")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "double the settings")
+        dialog = await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.pause()
+        shown = "\n".join(line.plain for line in dialog.change.lines)
+        assert "create backdoor.py:" in shown and HIDDEN_LINE in shown  # all of it is there
+        assert f"+{SETTINGS_TAIL}" in shown
+        assert f"create {ESCAPED_NAME}:" in shown and f"+{ESCAPED_LINE}" in shown
+        assert not {"\x1b", "\r", "\x07", "\u202e"} & set(shown)
+        unread = str(dialog.unread.render())
+        assert dialog.unread.display and "more rows below" in unread
+        assert int(unread.split()[0].replace(",", "")) > 1_000
+        await pilot.press("y")  # the end was never on screen: not taken
+        await pilot.pause()
+        assert app.screen is dialog and not dialog.end_seen
+        assert dialog.query_one("#allow", Button).disabled
+        for _ in range(3):
+            await pilot.press("space")  # a page at a time
+        await pilot.pause()
+        assert 0 < dialog.change.scroll_y < dialog.change.max_scroll_y
+        assert "more rows below" in str(dialog.unread.render())
+        assert app.focused is dialog.change  # the keys scroll the call
+        await pilot.press("end")
+        await pilot.pause(0.3)
+        assert dialog.end_seen and not dialog.unread.display
+        assert not dialog.query_one("#allow", Button).disabled
+        await pilot.press("y")
+        await finish_turn(pilot)
+    assert (tmp_path / "ws" / "backdoor.py").read_text() == HIDDEN_LINE + "\n"
+
+
+async def test_a_line_wider_than_the_dialog_is_folded_never_cut(tmp_path: Path) -> None:
+    line = "x = '" + "padding " * 400 + "' ; import os; os.system('evil')"
+    script = [turn(call("write_file", "w1", path="a.py", content=line + "\n")), finish()]
+    app, _ = scripted_app(tmp_path, script, permissions=ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write a.py")
+        dialog = await wait_for_screen(pilot, ApprovalDialog)
+        await pilot.pause()
+        view = dialog.change
+        assert all(len(row.plain) <= view.folded_at for row in view.rows)
+        assert "+" + line in "".join(row.plain for row in view.rows)
+        assert not dialog.end_seen  # 3,000 characters fold into more rows than the box shows
+        await pilot.press("end")
+        await pilot.pause()
+        assert dialog.end_seen
+        await pilot.press("n")
+        await finish_turn(pilot)

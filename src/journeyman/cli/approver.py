@@ -8,7 +8,9 @@ import os
 import sys
 from typing import TextIO
 
-from journeyman.core.display import printable
+from rich.cells import cell_len, chop_cells
+
+from journeyman.core.display import printable, printable_name
 from journeyman.economics.approval import AutoApprover, ExtensionApprover, deny_extensions
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.policy.call_description import describe_call
@@ -115,32 +117,52 @@ class TerminalLines:
             loop.remove_reader(fd)
 
 
+PAGE_ROWS_WITHOUT_TERMINAL = 40
+"""Rows of a change shown at a time when stderr is not a terminal whose size can be read."""
+
+
 class TerminalPermissionApprover:
-    """Asks yes / no / always about a tool call that needs the user's approval."""
+    """Asks yes / no / always about a tool call that needs the user's approval, after showing
+    the whole call. A change taller than the terminal is shown a page at a time (Enter: the
+    next page; q, or any other answer: stop reading and answer); whatever was not shown is
+    counted in the question, whose default stays no. No answer to a page or to the question
+    within the timeout refuses the call."""
 
     def __init__(
         self,
         lines: TerminalLines,
         timeout_s: float = PERMISSION_TIMEOUT_S,
         stderr: TextIO | None = None,
+        page_rows: int | None = None,
     ) -> None:
         self.lines = lines
         self.timeout_s = timeout_s
         self.stderr = stderr or sys.stderr
+        self.page_rows = page_rows
+        """Rows a page may fill (None: the terminal's height, less the prompt)."""
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
         always = (
-            f", [a]lways (remembers {', '.join(printable(r) for r in request.remember_as)} "
+            f", [a]lways (remembers {', '.join(printable_name(r) for r in request.remember_as)} "
             "for this project)"
             if request.remember_as
             else ""
         )
+        described = describe_call(request.tool_name, request.args, request.project).split("\n")
         self.stderr.write(
-            f"\njourneyman: {printable(request.tool_name)} needs your approval: "
+            f"\njourneyman: {printable_name(request.tool_name)} needs your approval: "
             f"{printable(request.reason)}.\n"
-            f"{describe_call(request.tool_name, request.args, request.project)}\n"
-            f"  Allow it? [y]es, [N]o{always} "
         )
+        unread = await self._show(described)
+        if unread is None:
+            self.stderr.write("\n  no answer: refused\n")
+            return ApprovalAnswer.DENY
+        if unread:
+            self.stderr.write(
+                f"  {unread:,} of {len(described):,} lines of this call were not shown. "
+                "Answer y only if you accept what you did not read.\n"
+            )
+        self.stderr.write(f"  Allow it? [y]es, [N]o{always} ")
         self.stderr.flush()
         answer = (await self.lines.read_line(self.timeout_s)).strip().lower()
         if answer in ("y", "yes"):
@@ -149,6 +171,70 @@ class TerminalPermissionApprover:
             return ApprovalAnswer.ALWAYS
         self.stderr.write("refused\n")
         return ApprovalAnswer.DENY
+
+    async def _show(self, lines: list[str]) -> int | None:
+        """Write `lines` a page at a time; the number of lines left unread when the reader
+        stopped (0: all shown), or None when a page got no answer (timeout or end of input)."""
+        rows, width = self._page_size()
+        pages = _pages(lines, rows, width)
+        if len(pages) > 1:
+            self.stderr.write(
+                f"  (the call takes {len(lines):,} lines, shown in {len(pages)} pages: "
+                "Enter shows the next page, q stops reading and goes to the question)\n"
+            )
+        shown = 0
+        for number, page in enumerate(pages, 1):
+            self.stderr.write("".join(line + "\n" for line in page))
+            shown += len(page)
+            if number == len(pages):
+                break
+            self.stderr.write(
+                f"  -- page {number} of {len(pages)}, lines 1-{shown:,} of {len(lines):,}; "
+                "Enter: next page, q: stop reading and answer -- "
+            )
+            self.stderr.flush()
+            typed = await self.lines.read_line(self.timeout_s)
+            if not typed:
+                return None
+            if typed.strip():
+                return len(lines) - shown
+        return 0
+
+    def _page_size(self) -> tuple[int, int]:
+        """(rows, columns) a page may fill: the terminal's size on stderr, less three rows for
+        the header and the page's prompt."""
+        try:
+            size = os.get_terminal_size(self.stderr.fileno())
+            rows, width = size.lines - 3, size.columns
+        except (OSError, ValueError):  # not a terminal (a file, a pipe, a test's buffer)
+            rows, width = PAGE_ROWS_WITHOUT_TERMINAL, 0
+        return (self.page_rows or max(rows, 5)), width
+
+
+def _pages(lines: list[str], rows: int, width: int) -> list[list[str]]:
+    """`lines` cut into pages of at most `rows` terminal rows, a line wider than the terminal
+    (`width` columns, 0: unknown) counting as the rows it wraps to; a line taller than a page
+    is cut at the terminal's width into pieces of a page each, so nothing scrolls off before
+    it was on screen."""
+    pages: list[list[str]] = [[]]
+    used = 0
+    for whole in lines:
+        for line in _pieces(whole, rows, width):
+            height = max(1, -(-cell_len(line) // width)) if width > 0 else 1
+            if pages[-1] and used + height > rows:
+                pages.append([])
+                used = 0
+            pages[-1].append(line)
+            used += height
+    return pages
+
+
+def _pieces(line: str, rows: int, width: int) -> list[str]:
+    line = line.expandtabs()
+    if width <= 0 or cell_len(line) <= rows * width:
+        return [line]
+    wrapped = chop_cells(line, width)
+    return ["".join(wrapped[at : at + rows]) for at in range(0, len(wrapped), rows)]
 
 
 def choose_approver(

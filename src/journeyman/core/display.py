@@ -15,6 +15,7 @@ import re
 import unicodedata
 
 _KEPT = {"\n", "\t"}
+_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
 _HIDDEN_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
 _LONG_BLANK = re.compile(r"[ \t]{12,}")
 
@@ -33,8 +34,8 @@ def _is_hidden(char: str) -> bool:
 
 def _visible(char: str) -> str:
     code = ord(char)
-    if char == "\r":
-        return "\\r"
+    if char in _NAMED:
+        return _NAMED[char]
     if code <= 0xFF:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}"
@@ -45,6 +46,14 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(_visible(c) if _is_hidden(c) else c for c in text)
+
+
+def printable_name(name: str) -> str:
+    """A name (a file path, a tool name) on one line: `printable`, with newlines and tabs
+    escaped too, so a name cannot start a line of its own and pass for something else."""
+    if name.isprintable():
+        return name
+    return "".join(_visible(c) if c in _KEPT or _is_hidden(c) else c for c in name)
 
 
 def printable_json(text: str) -> str:

@@ -1,6 +1,12 @@
 """A tool call as a person approving it must see it: a command whole and escaped, an edit as a
 diff against the file as it is now, anything else as its arguments. Shared by every surface that
-asks (the command line's prompt, the terminal app's dialog)."""
+asks (the command line's prompt, the terminal app's dialog, the MCP server's elicitation).
+
+Never cut: a patch that changes 600 lines and adds a file at its end is described in full, and
+each surface decides how to page it (none may answer "allow" on a part). Names and contents go
+through `core.display`: `printable` for text (control characters, CR included, and bidi
+overrides shown as escapes), `printable_name` for paths (newlines too), so the ACP server's
+diffs, which pass through the same two functions, read the same."""
 
 from __future__ import annotations
 
@@ -10,14 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from journeyman.core.display import command_for_approval, printable
+from journeyman.core.display import command_for_approval, printable, printable_name
 from journeyman.core.errors import AgentError, ToolError
 from journeyman.tools.context import ToolContext
 from journeyman.tools.edit_match import apply_edit
 from journeyman.tools.patch import preview_patch
-
-DIFF_LINES_SHOWN = 400
-"""Lines of an edit's diff shown in an approval question; the rest is counted, not shown."""
 
 
 def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") -> str:
@@ -30,16 +33,22 @@ def describe_call(tool_name: str, args: Mapping[str, Any], workspace: str = "") 
         every = " (every occurrence)" if args.get("replace_all") else ""
         old_text, new_text, note = _edited(workspace, path, args)
         diff = _diff(path, old_text, new_text)
-        return _indent(f"edit {printable(path)}{every}{note}:\n{diff}")
+        return _indent(f"edit {printable_name(path)}{every}{note}:\n{diff}")
     if isinstance(path, str) and isinstance(args.get("content"), str):
         exists, before = _current_text(workspace, path)
         verb = "overwrite" if exists else "create"
         unseen = " (its current content cannot be shown)" if exists and before is None else ""
         diff = _diff(path, before or "", args["content"])
-        return _indent(f"{verb} {printable(path)}{unseen}:\n{diff}")
+        return _indent(f"{verb} {printable_name(path)}{unseen}:\n{diff}")
     if isinstance(args.get("patch"), str):
         return _indent(_patch(workspace, args["patch"]))
-    return _indent(printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str)))
+    return _indent(describe_arguments(args))
+
+
+def describe_arguments(args: Mapping[str, Any]) -> str:
+    """A call's arguments as indented JSON, escaped: how a call that is neither a command nor
+    an edit is shown for approval."""
+    return printable(json.dumps(dict(args), indent=2, ensure_ascii=False, default=str))
 
 
 def _patch(workspace: str, patch: str) -> str:
@@ -49,14 +58,12 @@ def _patch(workspace: str, patch: str) -> str:
     try:
         changes = preview_patch(patch, ToolContext(Path(workspace or ".").resolve()))
     except AgentError:
-        return "patch (it does not apply as it stands):\n" + _capped(
-            printable(patch).splitlines()
-        )
+        return "patch (it does not apply as it stands):\n" + printable(patch)
     parts = [f"patch changing {len(changes)} file(s):"]
     for change in changes:
         verb = "create" if change.before is None else "delete" if change.after is None else "edit"
         diff = _diff(change.path, change.before or "", change.after or "")
-        parts.append(f"{verb} {printable(change.path)}:\n{diff}")
+        parts.append(f"{verb} {printable_name(change.path)}:\n{diff}")
     return "\n".join(parts)
 
 
@@ -80,19 +87,19 @@ def _edited(workspace: str, path: str, args: Mapping[str, Any]) -> tuple[str, st
 
 
 def _diff(path: str, before: str, after: str) -> str:
+    """A unified diff of every line, escaped. Lines end at a newline only: a lone CR, a form
+    feed or a Unicode line separator inside a line is shown as an escape where it stands
+    (`str.splitlines` would break the line there and hide it)."""
+    shown = printable_name(path)
     lines = difflib.unified_diff(
-        before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=2
+        _lines(before), _lines(after), f"a/{shown}", f"b/{shown}", lineterm="", n=2
     )
-    return _capped([printable(line) for line in lines]) or "(no change)"
+    return "\n".join(printable(line) for line in lines) or "(no change)"
 
 
-def _capped(lines: list[str]) -> str:
-    if len(lines) <= DIFF_LINES_SHOWN:
-        return "\n".join(lines)
-    hidden = len(lines) - DIFF_LINES_SHOWN
-    return "\n".join(
-        [*lines[:DIFF_LINES_SHOWN], f"... {hidden} more lines not shown; answer no if unsure"]
-    )
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _current_text(workspace: str, path: str) -> tuple[bool, str | None]:
@@ -111,4 +118,4 @@ def _current_text(workspace: str, path: str) -> tuple[bool, str | None]:
 
 
 def _indent(text: str) -> str:
-    return "\n".join("  │ " + line for line in text.splitlines() or [""])
+    return "\n".join("  │ " + line for line in text.split("\n"))

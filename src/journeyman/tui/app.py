@@ -18,7 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from journeyman.core import events as ev
-from journeyman.core.display import printable
+from journeyman.core.display import printable, printable_name
 from journeyman.core.lifecycle import AgentState
 from journeyman.core.messages import Role
 from journeyman.core.result import FinishReason, RunResult
@@ -390,7 +390,7 @@ class ChatApp(App[None]):
     async def ask_permission(self, request: ApprovalRequest) -> ApprovalAnswer:
         dialog = ApprovalDialog(request)
         answer = await self._ask(dialog, ApprovalAnswer.DENY)
-        self.note(f"{printable(request.tool_name)}: {answer.value}")
+        self.note(f"{printable_name(request.tool_name)}: {answer.value}")
         return answer
 
     async def ask_extension(self, request: ExtensionRequest) -> bool:

@@ -20,6 +20,9 @@ from journeyman.policy.call_description import describe_call
 
 RESULT_CHARS_SHOWN = 20_000
 """Characters of a tool result an expanded card shows; the rest is counted, not rendered."""
+PREVIEW_LINES_SHOWN = 400
+"""Lines of a call (a diff, a command) an expanded card shows; the rest is counted, not
+rendered. The approval dialog is not cut: it shows the whole call."""
 KEY_ARGUMENTS = ("command", "path", "pattern", "query", "url", "summary", "name")
 
 
@@ -255,7 +258,11 @@ class ToolCard(Collapsible):
     def _preview(self, workspace: str) -> Text:
         args = self.call.arguments
         if "old_string" in args or "content" in args or "patch" in args or "command" in args:
-            return styled_diff(describe_call(self.call.name, args, workspace))
+            lines = describe_call(self.call.name, args, workspace).split("\n")
+            if len(lines) > PREVIEW_LINES_SHOWN:
+                hidden = len(lines) - PREVIEW_LINES_SHOWN
+                lines = [*lines[:PREVIEW_LINES_SHOWN], f"... {hidden:,} more lines (/diff)"]
+            return styled_diff("\n".join(lines))
         return Text("")
 
     def _heading(self) -> str:

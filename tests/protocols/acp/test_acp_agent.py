@@ -12,6 +12,14 @@ from pathlib import Path
 import pytest
 
 from journeyman.session.store import SessionStore
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_FILE,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.projects import BUGGY_ADD, CALC_TEST_COMMAND, calc_package
 from tests.fakes.script import hang, reply
@@ -290,3 +298,27 @@ def test_without_the_protocol_package_it_says_how_to_install_it(tmp_path: Path) 
     assert done.returncode == 2
     assert done.stdout == ""
     assert "pip install 'journeyman[acp]'" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_a_long_patch_is_asked_about_with_the_file_it_adds_last(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    patch = long_patch_workspace(tmp_path / "ws")
+    fake_openai.enqueue(
+        reply(tool_calls=[("apply_patch", {"patch": patch})]),
+        reply("Refused, leaving it."),
+    )
+    client = EditorClient(answer=lambda call, options: "reject_once")
+    env = {"JOURNEYMAN_EDIT_TOOL": "apply_patch"}
+    async with editor.start("--no-verify", client=client, env=env) as ed:
+        assert await ed.prompt(await ed.new_session(), "double the settings") == "end_turn"
+
+    [(asked, _)] = client.questions
+    shown = {Path(c.path).name: c for c in asked.content or [] if c.type == "diff"}
+    assert list(shown) == ["settings.py", ESCAPED_NAME, HIDDEN_FILE], editor.stderr()
+    assert shown[HIDDEN_FILE].new_text == HIDDEN_LINE + "\n"
+    assert shown[ESCAPED_NAME].new_text == ESCAPED_LINE + "\n"
+    assert shown["settings.py"].new_text.count("# doubled") == 620
+    assert shown["settings.py"].new_text.endswith(SETTINGS_TAIL + "\n")
+    assert not (tmp_path / "ws" / HIDDEN_FILE).exists()

@@ -16,6 +16,14 @@ from journeyman.core.result import FinishReason
 from journeyman.core.tool_kind import ToolKind
 from journeyman.protocols.acp import updates
 from journeyman.protocols.acp.server import _answer, prompt_text
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_FILE,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 
 ROOT = Path("/repo")
 KINDS = {
@@ -144,3 +152,29 @@ def test_the_clients_answer_is_the_approval(
 ) -> None:
     response = schema.RequestPermissionResponse(outcome=outcome)
     assert _answer(response, always_offered).value == expected
+
+
+def test_a_long_patch_is_asked_about_with_every_file_whole_and_escaped(tmp_path: Path) -> None:
+    patch = long_patch_workspace(tmp_path)
+    call = ToolCall("p1", "apply_patch", {"patch": patch})
+    diffs = updates.proposed_content(tmp_path, call, ToolKind.EDIT, None)
+    assert [Path(d.path).name for d in diffs] == ["settings.py", ESCAPED_NAME, HIDDEN_FILE]
+    settings, tricky, hidden = diffs
+    assert isinstance(settings, schema.FileEditToolCallContent)
+    assert settings.new_text.count("# doubled") == 620  # not cut
+    assert settings.new_text.endswith(SETTINGS_TAIL + "\n")
+    assert hidden.old_text is None and hidden.new_text == HIDDEN_LINE + "\n"
+    assert tricky.new_text == ESCAPED_LINE + "\n"
+    assert not any({"\x1b", "\r", "\x07", "\u202e"} & set(d.path + d.new_text) for d in diffs)
+
+
+def test_a_question_about_another_call_shows_its_arguments_escaped() -> None:
+    call = ToolCall("m1", "mcp__db__query", {"sql": "select 1\x1b]52;c;aGk=\x07\u202e"})
+    [text] = updates.question_content(ROOT, call, ToolKind.OTHER, None)
+    assert isinstance(text, schema.ContentToolCallContent)
+    shown = text.content.text
+    assert '"sql": "select 1\\u001b]52;c;aGk=\\u0007\\u202e"' in shown
+    assert not {"\x1b", "\x07", "\u202e"} & set(shown)
+    assert updates.question_content(
+        ROOT, ToolCall("c", "run_command", {"command": "ls"}), None, None
+    )

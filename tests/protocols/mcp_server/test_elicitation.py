@@ -11,6 +11,15 @@ import pytest
 from mcp import Client
 from mcp_types import ElicitResult
 
+from journeyman.policy.permissions import ApprovalRequest, PermissionMode
+from journeyman.protocols.mcp_server.approval import question
+from tests.fakes.long_patch import (
+    ESCAPED_LINE,
+    ESCAPED_NAME,
+    HIDDEN_LINE,
+    SETTINGS_TAIL,
+    long_patch_workspace,
+)
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.projects import BUGGY_ADD, calc_package
 from tests.fakes.script import reply
@@ -214,3 +223,37 @@ async def test_a_client_whose_channel_cannot_carry_questions_is_told_how_to_allo
         run = answer(await client.call_tool("start_run", {"task": "fix add"}))
     assert asker.questions == [] and not fixed(workspace)
     assert "--yes" in " ".join(run["notes"])
+
+
+async def test_a_long_patch_is_asked_about_whole_with_the_file_it_adds_last(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = calc_package(tmp_path)
+    patch = long_patch_workspace(workspace)
+    fake_openai.enqueue(reply(tool_calls=[("apply_patch", {"patch": patch})]), DONE)
+    asker = Answering("deny")
+    async with in_process_client(
+        tmp_path, workspace, fake_openai, monkeypatch, assume_yes=False, verify=False,
+        elicitation_callback=asker, client_mode="legacy", edit_tool="apply_patch",
+    ) as client:  # fmt: skip
+        answer(await client.call_tool("start_run", {"task": "double the settings"}))
+    ((message, _),) = asker.questions
+    assert "create backdoor.py:" in message and f"+{HIDDEN_LINE}" in message
+    assert message.count("# doubled") == 620 and "not shown" not in message
+    assert f"+{SETTINGS_TAIL}" in message
+    assert f"create {ESCAPED_NAME}:" in message and f"+{ESCAPED_LINE}" in message
+    assert not {"\x1b", "\r", "\x07", "\u202e"} & set(message)
+    assert not (workspace / "backdoor.py").exists()
+
+
+def test_the_tool_name_and_reason_of_a_question_are_escaped() -> None:
+    request = ApprovalRequest(
+        tool_name="mcp__x__run\n  │ $ true",
+        args={"command": "ls"},
+        reason="asked by a hook: \x1b[2Kfine",
+        mode=PermissionMode.DEFAULT,
+        project="/repo",
+    )
+    asked = question(request, "/repo")
+    assert asked.startswith("journeyman wants to run mcp__x__run\\n  │ $ true (")
+    assert "\\x1b[2Kfine" in asked and "\x1b" not in asked

@@ -29,7 +29,7 @@ import acp
 from acp import schema
 
 from journeyman.core import events as ev
-from journeyman.core.display import printable
+from journeyman.core.display import printable_name
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.messages import ToolCall
 from journeyman.core.result import RunResult
@@ -246,13 +246,13 @@ class AcpSession:
             title=updates.title_of(call),
             kind=updates.acp_kind(kind),
             status="pending",
-            content=updates.proposed_content(self.workspace, call, kind, self._current_text(call)),
+            content=updates.question_content(self.workspace, call, kind, self._current_text(call)),
             locations=updates.locations_of(self.workspace, call),
             raw_input=dict(request.args),
         )
         options = [schema.PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once")]
         if request.remember_as:
-            rules = printable(", ".join(request.remember_as))
+            rules = printable_name(", ".join(request.remember_as))
             options.append(
                 schema.PermissionOption(
                     option_id=ALLOW_ALWAYS, name=f"Always allow ({rules})", kind="allow_always"

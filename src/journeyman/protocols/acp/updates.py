@@ -13,12 +13,13 @@ from typing import Any
 from acp import schema
 
 from journeyman.context.test_results import TestTally
-from journeyman.core.display import printable
+from journeyman.core.display import command_for_approval, printable, printable_name
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.core.text import clip_noted
 from journeyman.core.tool_kind import ToolKind
+from journeyman.policy.call_description import describe_arguments
 from journeyman.session.store import FileChange
 from journeyman.tools.context import ToolContext
 from journeyman.tools.patch import PatchPreview, preview_patch
@@ -95,11 +96,11 @@ def title_of(call: ToolCall) -> str:
         return _clip(printable(first))
     path = args.get("path")
     if isinstance(path, str):
-        return _clip(f"{call.name} {printable(path)}")
+        return _clip(f"{printable_name(call.name)} {printable_name(path)}")
     pattern = args.get("pattern") or args.get("query")
     if isinstance(pattern, str):
-        return _clip(f"{call.name} {printable(pattern)}")
-    return call.name
+        return _clip(f"{printable_name(call.name)} {printable_name(pattern)}")
+    return printable_name(call.name)
 
 
 def _clip(text: str) -> str:
@@ -107,8 +108,24 @@ def _clip(text: str) -> str:
 
 
 def absolute(root: Path, path: str) -> str:
-    """A workspace path as the protocol wants file paths: absolute."""
-    return str(root / path)
+    """A workspace path as the protocol wants file paths: absolute, and escaped as the
+    approval questions of the other surfaces escape names (`printable_name`: the same
+    path for every ordinary name)."""
+    return str(root / printable_name(path))
+
+
+def diff(
+    root: Path, path: str, old_text: str | None, new_text: str
+) -> schema.FileEditToolCallContent:
+    """A file's change as the client shows it: whole, never cut, with the text escaped by
+    `printable` as the terminal, the app and the MCP server's questions escape it (a CR, an
+    escape sequence or a bidi override in the file is shown, not obeyed)."""
+    return schema.FileEditToolCallContent(
+        type="diff",
+        path=absolute(root, path),
+        old_text=None if old_text is None else printable(old_text),
+        new_text=printable(new_text),
+    )
 
 
 def locations_of(
@@ -131,36 +148,33 @@ def proposed_content(
     root: Path, call: ToolCall, kind: ToolKind | None, current: str | None
 ) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
     """What a call is about to do, as the client shows it before (and while asking about) it:
-    the command for a command, the edit as a diff for a file edit (`current` is the file's text
-    now, for a whole-file write)."""
+    the command for a command (whole and escaped as the terminal shows it), the edit as a diff
+    for a file edit (`current` is the file's text now, for a whole-file write)."""
     args = call.arguments
     command = args.get("command")
     if isinstance(command, str):
-        return [_text(f"$ {printable(command)}")]
+        return [_text(f"$ {command_for_approval(command)}")]
     path = args.get("path")
     if kind is ToolKind.EDIT and isinstance(path, str):
         if isinstance(args.get("old_string"), str):
-            return [
-                schema.FileEditToolCallContent(
-                    type="diff",
-                    path=absolute(root, path),
-                    old_text=str(args["old_string"]),
-                    new_text=str(args.get("new_string", "")),
-                )
-            ]
+            return [diff(root, path, str(args["old_string"]), str(args.get("new_string", "")))]
         if isinstance(args.get("content"), str):
-            return [
-                schema.FileEditToolCallContent(
-                    type="diff",
-                    path=absolute(root, path),
-                    old_text=current,
-                    new_text=str(args["content"]),
-                )
-            ]
+            return [diff(root, path, current, str(args["content"]))]
     patch = args.get("patch")
     if isinstance(patch, str):
         return patch_content(root, patch)
     return []
+
+
+def question_content(
+    root: Path, call: ToolCall, kind: ToolKind | None, current: str | None
+) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
+    """What a permission question shows: what the call is about to do, or, for a call that is
+    neither a command nor an edit (an MCP server's tool), its arguments as the terminal shows
+    them."""
+    return proposed_content(root, call, kind, current) or [
+        _text(describe_arguments(call.arguments))
+    ]
 
 
 def patch_content(
@@ -180,15 +194,7 @@ def change_diffs(
 ) -> list[schema.FileEditToolCallContent]:
     """File changes (a call's, from the undo journal, or a patch's to come) as whole-file
     diffs."""
-    return [
-        schema.FileEditToolCallContent(
-            type="diff",
-            path=absolute(root, change.path),
-            old_text=change.before,
-            new_text=change.after or "",
-        )
-        for change in changes
-    ]
+    return [diff(root, change.path, change.before, change.after or "") for change in changes]
 
 
 def result_content(

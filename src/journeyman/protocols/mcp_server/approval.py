@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import ClientCapabilities, ElicitationCapability
 from pydantic import BaseModel, Field
 
-from journeyman.core.display import printable
+from journeyman.core.display import printable, printable_name
 from journeyman.policy.call_description import describe_call
 from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
 
@@ -101,15 +101,17 @@ class ElicitingApprover:
 
 
 def question(request: ApprovalRequest, workspace: str) -> str:
-    """The text the client's user reads: the tool, why it needs approval, what it would do."""
+    """The text the client's user reads: the tool, why it needs approval, what it would do
+    (the whole call, never cut, escaped as on the terminal)."""
     lines = [
-        f"journeyman wants to run {request.tool_name} ({request.reason}):",
+        f"journeyman wants to run {printable_name(request.tool_name)} "
+        f"({printable(request.reason)}):",
         describe_call(request.tool_name, request.args, workspace),
     ]
     if request.remember_as:
         lines.append(
             "allow_always also allows from now on, in this project: "
-            + printable(", ".join(request.remember_as))
+            + printable_name(", ".join(request.remember_as))
         )
     lines.append(
         "Choose allow_once, allow_always or deny."
