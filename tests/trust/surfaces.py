@@ -60,6 +60,8 @@ class Scene:
     """The user's own config.toml."""
     flags: tuple[str, ...] = ()
     """Flags every surface takes (--verify, --no-verify, --sandbox)."""
+    batch_flags: tuple[str, ...] = ()
+    """Flags only batch and eval take (--max-retries)."""
     plan_files: tuple[str, ...] = ("notes.txt",)
     """The files of the swarm's one subtask."""
 
@@ -206,8 +208,9 @@ async def _eval(scene: Scene) -> tuple[int, str, str]:
 
 
 def scene_extra(scene: Scene) -> tuple[str, ...]:
-    """`--resume` when the case asks a batch to go on in its folder."""
-    return ("--resume",) if (scene.root / "resume").exists() else ()
+    """The scene's batch flags, and `--resume` when the case asks a batch to go on."""
+    resume = ("--resume",) if (scene.root / "resume").exists() else ()
+    return (*scene.batch_flags, *resume)
 
 
 async def _chat(scene: Scene) -> tuple[int | None, str, str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from journeyman.session.store import DATABASE_FILE, VAULT_DIR
+from journeyman.session.store import DATABASE_FILE, VAULT_DIR, SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import Hang, RecordedRequest, ScriptItem, reply, tool_call
 from tests.tools.sandboxes import BWRAP_PROBLEM
@@ -191,6 +191,24 @@ async def test_a_repository_config_cannot_loosen_the_settings(
         assert SECRET not in copy.read_text(), f"pass_env from the repository took effect: {copy}"
     escaped = played.scene.root / "outside" / "escaped"
     assert not escaped.exists(), "sandbox = 'local' from the repository took effect"
+    for stored in stored_configs(played.scene.sessions):
+        permissions = stored.get("permissions") or {}
+        assert permissions.get("mode") != "bypass", stored
+        assert "run_command" not in permissions.get("allow", []), stored
+        assert not stored.get("pass_env") and not stored.get("allow_network"), stored
+        if BWRAP_PROBLEM is None:
+            assert stored.get("sandbox") in (None, "bubblewrap"), stored
+
+
+def stored_configs(sessions: Path) -> list[dict[str, Any]]:
+    """The run settings every session of the folder was stored with."""
+    store = SessionStore(sessions)
+    try:
+        configs = [s.record.settings.get("config") or {} for s in store.list_sessions()]
+    finally:
+        store.close()
+    assert configs, "no session was stored"
+    return configs
 
 
 @pytest.mark.parametrize("surface", surfaces("warning"))
@@ -261,8 +279,8 @@ async def test_model_written_code_in_the_check_stays_in_the_sandbox(
 # --- 4: a stalled provider -----------------------------------------------------------------------
 
 STALL_LIMIT_S = 60.0
-"""A stalled surface must have ended well within this (its own limits are 3 s a call, 20 s)."""
-STALL_CONFIG = "model_call_timeout_s = 3\nmax_duration_s = 20\n"
+"""A stalled surface must have ended well within this (its own limits: 2 s a call, 20 s)."""
+STALL_CONFIG = "model_call_timeout_s = 2\nmax_duration_s = 20\n"
 STALL_WORDS = ("no complete reply", "not answering", "timed out", "time limit")
 
 
@@ -274,6 +292,7 @@ def stall_scene(root: Path, server: FakeOpenAIServer) -> Scene:
         [Hang(seconds=300)],
         user_config=STALL_CONFIG,
         flags=("--no-verify", "--sandbox", "local"),
+        batch_flags=("--max-retries", "0"),  # one attempt: a batch retries a failed provider
     )
 
 
