@@ -58,9 +58,8 @@ async def acp_once(scene: Scene) -> tuple[int | None, str, str]:
                 errors.append(json.dumps(getattr(refused, "data", None), default=str))
             code = process.returncode
     shown = [u.model_dump_json() for u in client.updates]
-    stderr_text = _stderr(stderr_path)
-    error = "\n".join(errors) + "\n" + stderr_text
-    return code, "\n".join(shown) + "\n" + error, error
+    error = "\n".join(errors)  # the editor's answers only: a log line is not an answer
+    return code, "\n".join(shown) + "\n" + error + "\n" + _stderr(stderr_path), error
 
 
 async def mcp_once(scene: Scene) -> tuple[int | None, str, str]:
@@ -90,6 +89,5 @@ async def mcp_once(scene: Scene) -> tuple[int | None, str, str]:
         listed = await client.call_tool("list_sessions", {})
         shown.append(json.dumps(listed.structured_content, default=str))
         shown.extend(getattr(block, "text", "") for block in listed.content)
-    stderr_text = _stderr(stderr_path)
-    error = "\n".join(errors) + "\n" + stderr_text
-    return None, "\n".join(shown) + "\n" + stderr_text, error
+    error = "\n".join(errors)  # the client's error results only: a log line is not an answer
+    return None, "\n".join(shown) + "\n" + _stderr(stderr_path), error

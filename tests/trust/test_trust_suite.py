@@ -62,7 +62,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
 
 
 def surfaces(case: str) -> list[Any]:
-    """The surfaces of `case`, each marked as `DEFECTS` and `NOT_APPLICABLE` say."""
+    """The surfaces of `case`; a pair in `DEFECTS` is a strict xfail (a pair in `NOT_APPLICABLE`
+    is skipped by `applies`)."""
     params = []
     for surface in SURFACES:
         marks: list[Any] = []
