@@ -28,7 +28,7 @@ import pytest
 
 from journeyman.session.store import DATABASE_FILE, VAULT_DIR, SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.fakes.script import Hang, RecordedRequest, ScriptItem, reply, tool_call
+from tests.fakes.script import Drip, Hang, RecordedRequest, ScriptItem, reply, tool_call
 from tests.tools.sandboxes import BWRAP_PROBLEM
 from tests.trust.surfaces import PYTEST_CHECK, SURFACES, Scene, Shown, drive, shell
 
@@ -285,22 +285,35 @@ STALL_CONFIG = "model_call_timeout_s = 2\nmax_duration_s = 20\n"
 STALL_WORDS = ("no complete reply", "not answering", "timed out", "time limit")
 
 
-def stall_scene(root: Path, server: FakeOpenAIServer) -> Scene:
-    """The model server accepts every request and never answers."""
-    return Scene(
-        root,
-        server,
-        [Hang(seconds=300)],
-        user_config=STALL_CONFIG,
-        flags=("--no-verify", "--sandbox", "local"),
-        batch_flags=("--max-retries", "0"),  # one attempt: a batch retries a failed provider
-    )
+STALLS: dict[str, Callable[[], ScriptItem]] = {
+    "silent": lambda: Hang(seconds=300),
+    "mid-reply": lambda: Drip(reply("x" * 400), interval_s=1.0),
+}
+"""The server accepts and never answers; or it starts the reply (the status, the first bytes of
+the body or stream) and then sends one byte a second, so no read ever times out."""
 
 
+def stall_scene(stall: str) -> Callable[[Path, FakeOpenAIServer], Scene]:
+    def make(root: Path, server: FakeOpenAIServer) -> Scene:
+        return Scene(
+            root,
+            server,
+            [STALLS[stall]()],
+            user_config=STALL_CONFIG,
+            flags=("--no-verify", "--sandbox", "local"),
+            batch_flags=("--max-retries", "0"),  # one attempt: a batch retries a failed provider
+        )
+
+    return make
+
+
+@pytest.mark.parametrize("stall", list(STALLS))
 @pytest.mark.parametrize("surface", surfaces("stall"))
-async def test_a_stalled_provider_ends_the_surface_cleanly(surface: str, tmp_path: Path) -> None:
+async def test_a_stalled_provider_ends_the_surface_cleanly(
+    surface: str, stall: str, tmp_path: Path
+) -> None:
     applies("stall", surface)
-    played = await play(tmp_path, surface, stall_scene)
+    played = await play(tmp_path, surface, stall_scene(stall))
     shown = played.shown
     shown.no_traceback()
     assert played.requests, "the model was never asked, so nothing stalled"
