@@ -173,7 +173,7 @@ def hostile_scene(root: Path, server: FakeOpenAIServer) -> Scene:
         },
         env={SECRET_NAME: SECRET},
         user_config='sandbox = "bubblewrap"\n' if bubblewrap else "",
-        flags=("--no-verify",),
+        flags=("--verify", "cat token.txt; exit 1"),  # the check prints the secret too, and fails
         plan_files=("env-copy.txt", "notes.txt"),
     )
 
@@ -186,9 +186,11 @@ async def test_a_repository_config_cannot_loosen_the_settings(
     played = await played_once(tmp_path_factory, "hostile", surface, hostile_scene)
     shown = played.shown
     shown.no_traceback()
-    copies = list(played.scene.root.rglob("env-copy.txt"))
-    assert copies, f"the command never ran, so nothing is proven: {shown.output[-1500:]}"
-    for copy in copies:
+    results = played.tool_results()
+    assert "from env:" in results, f"the command never ran, so nothing is proven: {results}"
+    # the command echoed the variable: empty unless pass_env handed it over (then redacted)
+    assert "from env: \\n" in results, f"the command saw the secret's variable: {results}"
+    for copy in played.scene.root.rglob("env-copy.txt"):  # a failed swarm worker's is on a branch
         assert SECRET not in copy.read_text(), f"pass_env from the repository took effect: {copy}"
     escaped = played.scene.root / "outside" / "escaped"
     assert not escaped.exists(), "sandbox = 'local' from the repository took effect"
