@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from journeyman.core.errors import ConfigurationError
+
 RESULTS_FILE = "results.jsonl"
 ResultStatus = Literal["succeeded", "failed", "infra_error", "not_run"]
 
@@ -51,30 +53,61 @@ class TaskResult:
 
 
 def append_result(out: Path, result: TaskResult) -> None:
-    """Append one row and sync it to disk."""
-    with (out / RESULTS_FILE).open("a", encoding="utf-8") as handle:
-        handle.write(result.to_json() + "\n")
+    """Append one row and sync it to disk (on a line of its own after a row cut by a kill)."""
+    path = out / RESULTS_FILE
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(("\n" if _ends_mid_line(path) else "") + result.to_json() + "\n")
         handle.flush()
         os.fsync(handle.fileno())
 
 
+def _ends_mid_line(path: Path) -> bool:
+    """Whether the file's last row was cut before its newline (a kill while appending)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:  # missing or empty
+        return False
+
+
 def read_results(out: Path) -> dict[str, TaskResult]:
-    """The last row of each task in `out`'s results (a line cut by a kill is skipped)."""
+    """The last row of each task in `out`'s results. A row cut by a kill while it was appended
+    (an unreadable line the file ends with, or one a later row was appended after) is skipped;
+    any other unreadable line is damage, refused with its line number."""
     path = out / RESULTS_FILE
     rows: dict[str, TaskResult] = {}
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return rows
-    known = set(TaskResult.__dataclass_fields__)
-    for line in lines:
-        try:
-            data = json.loads(line)
-            row = TaskResult(**{k: v for k, v in data.items() if k in known})
-        except (ValueError, TypeError):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line:
             continue
-        rows[row.id] = row
+        row = _row(line)
+        if row is not None:
+            rows[row.id] = row
+        elif number < len(lines) and not _cut_row(line):
+            raise ConfigurationError(
+                f"{path}:{number} is not a result row; the file is damaged. Repair or remove "
+                "that line, or run the batch again with a new --out folder"
+            )
     return rows
+
+
+def _row(line: str) -> TaskResult | None:
+    known = set(TaskResult.__dataclass_fields__)
+    try:
+        data = json.loads(line)
+        return TaskResult(**{k: v for k, v in data.items() if k in known})
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _cut_row(line: str) -> bool:
+    """A row a kill cut short: the start of a JSON object that never closes."""
+    return line.startswith("{") and not line.rstrip().endswith("}")
 
 
 def write_results(out: Path, results: Sequence[TaskResult]) -> Path:

@@ -19,6 +19,7 @@ of one stored session and streams what happens as session updates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -421,7 +422,8 @@ class JourneymanAcpAgent:
         session.running = asyncio.get_running_loop().create_task(work)
         await asyncio.wait({session.running})
         session.open_calls.clear()
-        session.started = session.started or _stored(agent.session_root, session.id)
+        with contextlib.suppress(AgentError):  # an unreadable store: the run's error says so
+            session.started = session.started or _stored(agent.session_root, session.id)
         if session.running.cancelled():
             await session.flush()
             return schema.PromptResponse(stop_reason="cancelled")
