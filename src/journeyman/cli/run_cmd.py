@@ -519,7 +519,13 @@ def fork(
 
     session_dir = session_folder(session_dir)  # the fork is stored beside its parent
     record, plan = _prepare_fork(
-        session_dir, session, at_step, into=into, in_place=in_place, force=force, source=workspace
+        session_dir,
+        session,
+        at_step,
+        into=into,
+        in_place=in_place,
+        force=force,
+        workspace=workspace,
     )
     limits = given_limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
     request = LaunchRequest(
@@ -557,7 +563,7 @@ def _prepare_fork(
     into: Path | None,
     in_place: bool,
     force: bool,
-    source: Path | None,
+    workspace: Path | None,
 ) -> tuple[SessionRecord, ForkPlan]:
     """The session to fork and the fork's workspace, ready at step `at_step` (copied, or rolled
     back in place under the workspace's lock, held until this process exits); exit 2 saying
@@ -570,7 +576,7 @@ def _prepare_fork(
     try:
         record = resolve_session(store, session, False, None)
         _refuse_batch_record(record)
-        imported = workspace_of_import(record, source, session_dir)
+        source = workspace_of_import(record, workspace, session_dir)
         if in_place:  # the rollback and the run after it: held until this process exits
             WorkspaceLock(Path(record.workspace), purpose="fork --in-place").acquire()
         plan = prepare_fork(
@@ -580,7 +586,7 @@ def _prepare_fork(
             into=into,
             in_place=in_place,
             force=force,
-            source=imported if record.settings.get("imported_from") else None,
+            source=source if record.settings.get("imported_from") else None,
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
