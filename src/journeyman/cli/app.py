@@ -2,7 +2,8 @@
 `run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
 terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `verify_cmd`,
 `sessions_cmd`, `usage_cmd`, `rules_cmd`, `skills_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list,
-mcp serve), `acp_cmd`, `inspect_cmd`; shared options in `options`, exit codes in `exits`.
+mcp serve), `acp_cmd`, `inspect_cmd`; shared options in `options` (those of one command alone
+in `run_options`, `batch_options`, `mcp_serve_options`), exit codes in `exits`.
 
 Of the surfaces, the command line alone imports the others (the app, the ACP agent, the MCP
 server, the inspector): it launches them. None of them imports the command line; what they

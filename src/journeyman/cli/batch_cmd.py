@@ -10,10 +10,25 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from journeyman.cli.batch_options import (
+    BatchOutOpt,
+    CpusPerTaskOpt,
+    ExecutorOpt,
+    GlobalBudgetTokensOpt,
+    GlobalBudgetUsdOpt,
+    MaxParallelOpt,
+    MaxRetriesOpt,
+    PerTaskBudgetTokensOpt,
+    PerTaskBudgetUsdOpt,
+    RayAddressOpt,
+    ResumeBatchOpt,
+    RetryFailedOpt,
+    TasksArg,
+)
 from journeyman.cli.exits import EXIT_CANCELLED, EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
 from journeyman.cli.options import (
     BaseUrlOpt,
@@ -37,109 +52,30 @@ from journeyman.cli.options import (
 from journeyman.cli.sessions_cmd import usable_session_folder
 from journeyman.core.display import printable, printable_json
 from journeyman.core.errors import ConfigurationError
+from journeyman.loop.choices import ModeName
 from journeyman.session.redact import Redactor
 
-ExecutorOpt = Annotated[
-    str,
-    typer.Option(
-        "--executor",
-        help="local (default): worker processes on this machine; ray: Ray tasks on the "
-        "cluster of --ray-address (needs Ray: install the ray extra of journeyman).",
-    ),
-]
+if TYPE_CHECKING:
+    from journeyman.batch.executor import Executor
+    from journeyman.batch.runner import BatchIdentity
+    from journeyman.batch.scheduler import BatchSettings
+    from journeyman.batch.tasks import BatchTask
 
 
 def batch(
-    tasks: Annotated[
-        Path,
-        typer.Argument(
-            help='A JSONL file, one task a line: {"id", "task", "workspace"} plus optional '
-            '"base_commit" (workspace is then a git repository), "verify", "setup" and '
-            '"limits" ({max_iterations, max_budget_usd, max_total_tokens, max_duration_s}). '
-            "Or an eval suite's folder.",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Folder for results.jsonl, report.md, report.html, preds.json and each task's "
-            "workspace (default: <TASKS name>.batch in the current folder). Running again on "
-            "the same folder resumes the batch.",
-        ),
-    ] = None,
+    tasks: TasksArg,
+    out: BatchOutOpt = None,
     executor: ExecutorOpt = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            help="Address (host:port) of the Ray cluster for --executor ray. Without it: the "
-            "cluster in RAY_ADDRESS, else a private Ray instance started on this machine for "
-            "the batch and stopped when it ends. See docs/distributed.md."
-        ),
-    ] = None,
-    cpus_per_task: Annotated[
-        float | None,
-        typer.Option(
-            "--cpus-per-task",
-            help="With --executor ray: the CPUs each task asks the cluster for (more than 0; "
-            "default 1; e.g. 2 for tasks whose tests run in parallel, 0.5 to pack two on a CPU). "
-            "Refused with the local executor.",
-            show_default=False,
-        ),
-    ] = None,
-    max_parallel: Annotated[
-        int, typer.Option(min=1, help="Tasks running at the same time (default 4).")
-    ] = 4,
-    global_budget_usd: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            help="Cap on the whole batch's spending in USD. Each task's allocation is reserved "
-            "before it starts; when what is left cannot cover one, no new task starts, running "
-            "ones finish within theirs, and the batch ends 'budget exhausted' (exit 1).",
-        ),
-    ] = None,
-    global_budget_tokens: Annotated[
-        int | None,
-        typer.Option(min=1, help="Cap on the whole batch's tokens (input + output)."),
-    ] = None,
-    per_task_budget_usd: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            help="Each task's allocation in USD (all its attempts together). Without it, a task "
-            "gets a fair share of what is left of the global cap among the tasks still to start.",
-        ),
-    ] = None,
-    per_task_budget_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Each task's allocation in tokens.")
-    ] = None,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Continue the batch in --out (an error if there is none): finished tasks are "
-            "kept, interrupted ones continue from their last saved step. Re-running the same "
-            "command does the same.",
-        ),
-    ] = False,
-    retry_failed: Annotated[
-        bool,
-        typer.Option(
-            "--retry-failed",
-            help="Give tasks that failed (the agent did not succeed) a fresh attempt in a fresh "
-            "copy. Infrastructure errors are always retried; agent failures only with this.",
-        ),
-    ] = False,
-    max_retries: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Retries of a task whose attempt ended with an infrastructure error (provider "
-            "unavailable, worker died), from its last saved step (default 2).",
-        ),
-    ] = 2,
+    ray_address: RayAddressOpt = None,
+    cpus_per_task: CpusPerTaskOpt = None,
+    max_parallel: MaxParallelOpt = 4,
+    global_budget_usd: GlobalBudgetUsdOpt = None,
+    global_budget_tokens: GlobalBudgetTokensOpt = None,
+    per_task_budget_usd: PerTaskBudgetUsdOpt = None,
+    per_task_budget_tokens: PerTaskBudgetTokensOpt = None,
+    resume: ResumeBatchOpt = False,
+    retry_failed: RetryFailedOpt = False,
+    max_retries: MaxRetriesOpt = 2,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -169,22 +105,8 @@ def batch(
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
     interrupted. The last line says how many of each.
     """
-    from journeyman.batch.tasks import load_tasks
-
-    for flag, usd in (
-        ("--global-budget-usd", global_budget_usd),
-        ("--per-task-budget-usd", per_task_budget_usd),
-    ):
-        if usd is not None and not 0 < usd < math.inf:  # nan and inf too
-            fail(
-                EXIT_CONFIG,
-                f"{flag} must be more than 0 and finite, not {usd:g}: give a positive amount "
-                "of USD, or leave it out for no cost limit",
-            )
-    try:
-        loaded = load_tasks(tasks)
-    except ConfigurationError as error:
-        fail(EXIT_CONFIG, error.message)
+    _refuse_unusable_usd(global_budget_usd, per_task_budget_usd)
+    loaded = _load_tasks(tasks)
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
     )
@@ -200,17 +122,70 @@ def batch(
         or any(t.limits.max_budget_usd is not None for t in loaded),
     )
     trace = _tracing_wanted(otel)
+    out_dir, chosen, identity = _open_batch(
+        tasks, loaded, out, resume, executor, max_parallel, ray_address, cpus_per_task
+    )
+    from journeyman.batch.scheduler import BatchSettings
+
+    settings = BatchSettings(
+        batch_id=identity.batch_id,
+        out=out_dir,
+        store_path=root,
+        **_agent_fields(provider, model, base_url, mode, verify, settings_config, trace),
+        global_usd=global_budget_usd,
+        global_tokens=global_budget_tokens,
+        per_task_usd=per_task_budget_usd,
+        per_task_tokens=per_task_budget_tokens,
+        retry_failed=retry_failed,
+        max_infra_retries=max_retries,
+    )
+    _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
+
+
+def _refuse_unusable_usd(
+    global_budget_usd: float | None, per_task_budget_usd: float | None
+) -> None:
+    """Exit 2 for a USD cap that is not a positive, finite amount (nan and inf too)."""
+    for flag, usd in (
+        ("--global-budget-usd", global_budget_usd),
+        ("--per-task-budget-usd", per_task_budget_usd),
+    ):
+        if usd is not None and not 0 < usd < math.inf:  # nan and inf too
+            fail(
+                EXIT_CONFIG,
+                f"{flag} must be more than 0 and finite, not {usd:g}: give a positive amount "
+                "of USD, or leave it out for no cost limit",
+            )
+
+
+def _load_tasks(tasks: Path) -> list[BatchTask]:
+    """The tasks of TASKS (a tasks file or an eval suite's folder); exit 2 saying what is wrong
+    with them."""
+    from journeyman.batch.tasks import load_tasks
+
+    try:
+        return load_tasks(tasks)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+
+
+def _open_batch(
+    tasks: Path,
+    loaded: list[BatchTask],
+    out: Path | None,
+    resume: bool,
+    executor: str,
+    max_parallel: int,
+    ray_address: str | None,
+    cpus_per_task: float | None,
+) -> tuple[Path, Executor, BatchIdentity]:
+    """The batch's folder, its executor and its identity (the one recorded in the folder, or a
+    new one recorded now); exit 2 saying why when one cannot be had."""
     out_dir = out or Path(f"{tasks.stem}.batch")
     if out_dir.exists() and not out_dir.is_dir():
         fail(EXIT_CONFIG, f"--out {out_dir} is a file; give a folder")
     from journeyman.batch.executor import make_executor
-    from journeyman.batch.runner import (
-        batch_identity,
-        run_batch,
-        summary_json,
-        tasks_fingerprint,
-    )
-    from journeyman.batch.scheduler import BatchSettings
+    from journeyman.batch.runner import batch_identity, tasks_fingerprint
 
     try:
         chosen = make_executor(
@@ -226,29 +201,47 @@ def batch(
         fail(EXIT_CONFIG, error.message)
     except OSError as error:
         fail(EXIT_CONFIG, f"cannot use --out {out_dir}: {error.strerror or error}")
-    settings = BatchSettings(
-        batch_id=identity.batch_id,
-        out=out_dir,
-        store_path=root,
-        model=model,
-        provider=provider,
-        base_url=base_url,
-        mode=(mode.value if mode is not None else "react"),
-        verify=verify,
-        global_usd=global_budget_usd,
-        global_tokens=global_budget_tokens,
-        per_task_usd=per_task_budget_usd,
-        per_task_tokens=per_task_budget_tokens,
-        retry_failed=retry_failed,
-        max_infra_retries=max_retries,
-        config=settings_config,
-        trace=trace,
-    )
-    progress = make_progress(output_format)
-    if identity.resumed and output_format is OutputFormat.TEXT:
-        typer.echo(f"resuming batch {identity.batch_id} in {out_dir}", err=True)
+    return out_dir, chosen, identity
+
+
+def _agent_fields(
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    mode: ModeName | None,
+    verify: str | None,
+    config: dict[str, Any],
+    trace: bool,
+) -> dict[str, Any]:
+    """The `BatchSettings` fields that say which agent every task gets: its provider, mode,
+    check, further settings (`_task_config`) and whether its attempts are traced."""
+    return {
+        "model": model,
+        "provider": provider,
+        "base_url": base_url,
+        "mode": mode.value if mode is not None else "react",
+        "verify": verify,
+        "config": config,
+        "trace": trace,
+    }
+
+
+def _run_and_report(
+    loaded: list[BatchTask],
+    settings: BatchSettings,
+    chosen: Executor,
+    tasks: Path,
+    resumed: bool,
+    output_format: OutputFormat,
+) -> NoReturn:
+    """Run the batch with its progress shown, print its summary and exit: 0 when every task
+    succeeded, 1 otherwise; interrupted, say how to continue it."""
+    from journeyman.batch.runner import run_batch, summary_json
     from journeyman.cli.signals import handle_termination_as_interrupt
 
+    progress = make_progress(output_format)
+    if resumed and output_format is OutputFormat.TEXT:
+        typer.echo(f"resuming batch {settings.batch_id} in {settings.out}", err=True)
     handle_termination_as_interrupt()
     try:
         summary = asyncio.run(
@@ -258,7 +251,7 @@ def batch(
         progress.close()
         fail(
             EXIT_CANCELLED,
-            f"batch {identity.batch_id} interrupted; run the same command again (or add "
+            f"batch {settings.batch_id} interrupted; run the same command again (or add "
             "--resume) to continue it",
         )
     except ConfigurationError as error:
@@ -268,7 +261,7 @@ def batch(
         progress.close()
         fail(
             EXIT_FAILED,
-            f"batch {identity.batch_id} stopped: {type(error).__name__}: {error}; finished "
+            f"batch {settings.batch_id} stopped: {type(error).__name__}: {error}; finished "
             "tasks are kept — run the same command again to continue",
         )
     progress.close()
@@ -276,6 +269,7 @@ def batch(
         sys.stdout.write(printable_json(json.dumps(summary_json(summary, settings))) + "\n")
     elif output_format is OutputFormat.TEXT:
         typer.echo(printable(summary.line()))
+        out_dir = settings.out
         typer.echo(f"results: {out_dir / 'results.jsonl'}; report: {out_dir / 'report.html'}")
     raise typer.Exit(EXIT_OK if summary.all_succeeded else EXIT_FAILED)
 

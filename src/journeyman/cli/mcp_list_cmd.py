@@ -3,14 +3,24 @@ package so that the MCP SDK loads only when one of them runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from enum import StrEnum
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, fail
+from journeyman.cli.mcp_serve_options import (
+    DEFAULT_HTTP_PORT,
+    ApprovalTimeoutOpt,
+    PortOpt,
+    RootOpt,
+    ServeLspOpt,
+    ServeTransport,
+    ServeWorkspaceOpt,
+    ServeYesOpt,
+    TransportOpt,
+)
 from journeyman.cli.options import (
     MCP_CONFIG,
     AllowNetworkOpt,
@@ -38,6 +48,7 @@ from journeyman.cli.options import (
 
 if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
+    from journeyman.protocols.mcp_server import ServerPolicy
 
 mcp_app = typer.Typer(
     help="MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json, "
@@ -64,72 +75,14 @@ def mcp_list_cmd(
     raise typer.Exit(mcp_list(workspace or Path("."), include_workspace=mcp))
 
 
-class ServeTransport(StrEnum):
-    """How `mcp serve` talks to its client."""
-
-    STDIO = "stdio"
-    HTTP = "http"
-
-
-DEFAULT_HTTP_PORT = 8765
-"""The port of `mcp serve --transport http` when none is given."""
-
-
 @mcp_app.command("serve")
 def mcp_serve_cmd(
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="The folder runs work in by default; clients may name it or folders inside it "
-            "(default: the current folder).",
-        ),
-    ] = None,
-    root: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--root",
-            help="Another folder clients may name as a workspace (or any folder inside it); "
-            "repeat for more. Nothing outside these folders and -w is reachable.",
-        ),
-    ] = None,
-    transport: Annotated[
-        ServeTransport,
-        typer.Option(
-            help="stdio (default): the client starts this command and talks over its stdin "
-            "and stdout; http: streamable HTTP on 127.0.0.1 only (any local program can "
-            "connect: there is no authentication)."
-        ),
-    ] = ServeTransport.STDIO,
-    port: Annotated[
-        int | None,
-        typer.Option(
-            min=0,
-            max=65535,
-            help=f"With --transport http: the port (default {DEFAULT_HTTP_PORT}; 0 takes a "
-            "free one).",
-        ),
-    ] = None,
-    yes: Annotated[
-        bool,
-        typer.Option(
-            "--yes",
-            "-y",
-            help="Approve every call that would need asking (deny rules and plan mode still "
-            "refuse). Without it such calls are refused, as nobody is there to answer; use "
-            "--permission-mode accept_edits to let runs edit files while commands stay refused.",
-        ),
-    ] = False,
-    approval_timeout: Annotated[
-        float,
-        typer.Option(
-            "--approval-timeout",
-            min=0.001,
-            help="Seconds to wait for the client's answer when a call that needs approval is "
-            "asked through MCP elicitation; no answer refuses the call.",
-        ),
-    ] = 60.0,
+    workspace: ServeWorkspaceOpt = None,
+    root: RootOpt = None,
+    transport: TransportOpt = ServeTransport.STDIO,
+    port: PortOpt = None,
+    yes: ServeYesOpt = False,
+    approval_timeout: ApprovalTimeoutOpt = 60.0,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -148,9 +101,7 @@ def mcp_serve_cmd(
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
     allow_test_edits: AllowTestEditsOpt = False,
-    lsp: Annotated[
-        bool, typer.Option("--lsp/--no-lsp", help="Offer runs the configured language servers.")
-    ] = True,
+    lsp: ServeLspOpt = True,
     otel: OtelOpt = False,
 ) -> None:
     """Serve journeyman as an MCP server: clients start runs, continue sessions, read status
@@ -213,21 +164,12 @@ def serve_command(
     from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.core.errors import ConfigurationError
     from journeyman.loop.launch import open_provider
-    from journeyman.protocols.mcp_server import ClientLimits, ServerPolicy, serve
+    from journeyman.protocols.mcp_server import ClientLimits, ServerPolicy
     from journeyman.protocols.mcp_server.policy import run_settings
     from journeyman.protocols.mcp_server.serve import note
     from journeyman.providers.tool_modes import parse_tool_mode
 
-    for folder in roots:
-        if not folder.is_dir():
-            fail(EXIT_CONFIG, f"{folder} is not a directory; -w and --root take existing folders")
-        if folder.resolve() == Path(folder.resolve().anchor):
-            # a client starts the server in a folder of its choosing, often /: never all of it
-            fail(
-                EXIT_CONFIG,
-                f"{folder} is the root of the file system; pass -w (and --root) the folders "
-                "clients may work in",
-            )
+    _refuse_unusable_roots(roots)
     try:
         tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
     except ValueError as error:
@@ -264,6 +206,27 @@ def serve_command(
         note(f"warning: {item.message}")
     permissions = settings.config.permissions
     mode = permissions.mode.value if permissions is not None else "default"
+    note(_serving_line(transport, policy.resolved_roots(), mode, assume_yes))
+    _serve_until_closed(policy, provider_factory, transport, port, tracing)
+
+
+def _refuse_unusable_roots(roots: list[Path]) -> None:
+    """Exit 2 unless every folder clients may name exists and is not the file system's root."""
+    for folder in roots:
+        if not folder.is_dir():
+            fail(EXIT_CONFIG, f"{folder} is not a directory; -w and --root take existing folders")
+        if folder.resolve() == Path(folder.resolve().anchor):
+            # a client starts the server in a folder of its choosing, often /: never all of it
+            fail(
+                EXIT_CONFIG,
+                f"{folder} is the root of the file system; pass -w (and --root) the folders "
+                "clients may work in",
+            )
+
+
+def _serving_line(transport: str, roots: Sequence[Path], mode: str, assume_yes: bool) -> str:
+    """The note that says, as the server starts, what clients may do and how calls are
+    approved."""
     approvals = (
         "approved (--yes)"
         if assume_yes
@@ -272,11 +235,25 @@ def serve_command(
             "else refused (see --yes)"
         )
     )
-    note(
+    return (
         f"MCP server over {transport}; workspaces under "
-        f"{', '.join(str(root) for root in policy.resolved_roots())}; permission mode {mode}; "
+        f"{', '.join(str(root) for root in roots)}; permission mode {mode}; "
         f"calls that need approval are {approvals}"
     )
+
+
+def _serve_until_closed(
+    policy: ServerPolicy,
+    provider_factory: Callable[[], Any],
+    transport: str,
+    port: int,
+    tracing: AgentTracing | None,
+) -> None:
+    """Serve until the client goes away or the process is interrupted; the last spans are sent
+    on the way out."""
+    from journeyman.protocols.mcp_server import serve
+    from journeyman.protocols.mcp_server.serve import note
+
     try:
         serve(
             policy,

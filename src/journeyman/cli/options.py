@@ -1,5 +1,5 @@
 """The options `run`, `resume` and `fork` share (typer `Annotated` types), and the parsing of
-the limits they give."""
+the limits and tool settings they give."""
 
 from __future__ import annotations
 
@@ -339,6 +339,22 @@ def given_limits(
         "tool_timeout_s": tool_timeout,
     }
     return {k: v for k, v in given.items() if v is not None}
+
+
+def tool_flags(
+    sandbox: SandboxKind | None,
+    edit_tool: EditToolChoice | None,
+    allow_network: bool,
+    pass_env: list[str] | None,
+) -> dict[str, Any]:
+    """The config fields of --sandbox, --edit-tool, --allow-network and --pass-env (None where
+    the flag was not given)."""
+    return {
+        "sandbox": sandbox,
+        "edit_tool": edit_tool,
+        "allow_network": True if allow_network else None,
+        "pass_env": pass_env or None,
+    }
 
 
 def parse_price(text: str) -> tuple[float, float]:

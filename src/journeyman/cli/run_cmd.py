@@ -58,6 +58,18 @@ from journeyman.cli.options import (
     YesOpt,
     given_limits,
     streamed_text,
+    tool_flags,
+)
+from journeyman.cli.run_options import (
+    AtStepOpt,
+    ContinueOpt,
+    ForceOpt,
+    ForkSessionArg,
+    ForkTaskOpt,
+    ForkWorkspaceOpt,
+    InPlaceOpt,
+    IntoOpt,
+    TaskArg,
 )
 from journeyman.cli.signals import run_cancellable
 from journeyman.core.display import printable
@@ -73,16 +85,14 @@ if TYPE_CHECKING:
     from journeyman.loop.launch import LaunchRequest, ProviderChoice, Surface
     from journeyman.policy.permissions import PermissionMode
     from journeyman.policy.settings import IgnoredSetting
+    from journeyman.session.fork import ForkPlan
     from journeyman.session.store import SessionRecord
 
 
 def _launch(
     request: LaunchRequest,
-    *,
-    output_format: OutputFormat,
-    auto_extend: int,
+    surface: SurfaceFlags,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
-    otel: bool = False,
 ) -> NoReturn:
     """Settle the settings, build the agent, run `action`, print the result and exit
     accordingly. The settings the trust rules left out are warned about on stderr, listed in
@@ -102,12 +112,13 @@ def _launch(
     problem = session_root_problem(settled.config.session_dir or default_session_root())
     if problem:
         fail(EXIT_CONFIG, problem)
-    tracing = _tracing(otel)
-    renderer = Renderer(output_format)
+    tracing = _tracing(surface.otel)
+    renderer = Renderer(surface.output_format)
     output = ClosedStdoutGuard(renderer)
     _report_ignored(settled.ignored, renderer)
+    terminal = _terminal_surface(output, surface.auto_extend, surface.output_format, tracing)
     try:
-        agent = launch(settled, _terminal_surface(output, auto_extend, output_format, tracing))
+        agent = launch(settled, terminal)
     except ConfigurationError as error:  # e.g. a sandbox asked for by name cannot start
         fail(EXIT_CONFIG, error.message)
     renderer.tool_mode = getattr(agent.provider.providers[0], "tool_mode_description", None)
@@ -217,7 +228,7 @@ def _report_ignored(ignored: Sequence[IgnoredSetting], renderer: Renderer) -> No
 
 
 def run(
-    task: Annotated[str, typer.Argument(help="What the agent should do, in plain words.")],
+    task: TaskArg,
     workspace: WorkspaceOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -251,15 +262,7 @@ def run(
     project_hooks: ProjectHooksOpt = False,
     subagents: SubagentsOpt = False,
     otel: OtelOpt = False,
-    continue_session: Annotated[
-        str | None,
-        typer.Option(
-            "--continue",
-            metavar="SESSION",
-            help="Send TASK as a follow-up message to this session (id or unique prefix): the "
-            "agent goes on with its history, budgets and undo journal and its stored settings.",
-        ),
-    ] = None,
+    continue_session: ContinueOpt = None,
 ) -> None:
     """Run the agent on TASK until it finishes or a limit stops it.
 
@@ -276,7 +279,7 @@ def run(
     130 cancelled, 141 the reader of the output went away (`| head`). Questions: --mode ask
     or --no-verify.
     """
-    from journeyman.loop.launch import LaunchRequest, ProviderChoice
+    from journeyman.loop.launch import ProviderChoice
 
     limits = given_limits(
         max_iterations,
@@ -288,57 +291,57 @@ def run(
         price_per_mtok,
     )
     chosen = ProviderChoice(provider, model, base_url, tool_format)
+    surface = SurfaceFlags(output_format, auto_extend, otel)
+    given = GivenFlags(
+        chosen, limits, permission_mode, workspace, session_dir, stream, yes, mcp, surface
+    )
     if continue_session is not None:
-        _continue(
-            continue_session,
-            task,
-            Reopening(
-                chosen,
-                limits,
-                permission_mode,
-                workspace,
-                output_format,
-                auto_extend,
-                session_dir,
-                stream,
-                yes,
-                mcp,
-                otel,
-            ),
-        )
+        _continue(continue_session, task, given)
     flags = {
-        **limits,
-        "permission_mode": permission_mode,
         "mode": mode,
+        **_check_flags(verify, no_verify, allow_test_edits, verify_timeout, max_verify_rounds),
+        **tool_flags(sandbox, edit_tool, allow_network, pass_env),
+    }
+    request = _new_run(given, flags, lsp=lsp, project_hooks=project_hooks)
+    _launch(request, surface, lambda agent: _with_subagents(agent, subagents).run(task))
+
+
+def _check_flags(
+    verify: str | None,
+    no_verify: bool,
+    allow_test_edits: bool,
+    verify_timeout: float | None,
+    max_verify_rounds: int | None,
+) -> dict[str, Any]:
+    """The config fields of the flags that shape the check (None where not given)."""
+    return {
         "verify_command": verify,
         "verify": False if no_verify else None,
         "allow_test_edits": True if allow_test_edits else None,
         "verify_timeout_s": verify_timeout,
         "max_verify_rounds": max_verify_rounds,
-        "sandbox": sandbox,
-        "edit_tool": edit_tool,
-        "allow_network": True if allow_network else None,
-        "pass_env": pass_env or None,
     }
-    streams, by_default = _streaming(stream, output_format)
-    request = LaunchRequest(
-        workspace or Path("."),
-        chosen,
-        flags=flags,
-        session_dir=session_dir,
-        assume_yes=bool(yes),
+
+
+def _new_run(
+    given: GivenFlags, flags: dict[str, Any], *, lsp: bool, project_hooks: bool
+) -> LaunchRequest:
+    """What `run` launches without --continue: a new session with the flags given (`flags`:
+    those of a new run alone, laid after the shared limits and permission mode)."""
+    from journeyman.loop.launch import LaunchRequest
+
+    streams, by_default = _streaming(given.stream, given.surface.output_format)
+    return LaunchRequest(
+        given.workspace or Path("."),
+        given.chosen,
+        flags={**given.limits, "permission_mode": given.permission_mode, **flags},
+        session_dir=given.session_dir,
+        assume_yes=bool(given.yes),
         lsp=lsp,
-        mcp=mcp,
+        mcp=given.mcp,
         project_hooks=project_hooks,
         stream=streams,
         stream_by_default=by_default,
-    )
-    _launch(
-        request,
-        output_format=output_format,
-        auto_extend=auto_extend,
-        action=lambda agent: _with_subagents(agent, subagents).run(task),
-        otel=otel,
     )
 
 
@@ -351,20 +354,29 @@ def _streaming(stream: bool | None, output_format: OutputFormat) -> tuple[bool |
 
 
 @dataclass(frozen=True)
-class Reopening:
-    """The flags of `resume` and `run --continue`, laid over a stored session's settings."""
+class SurfaceFlags:
+    """The flags that shape how a run meets its user: what it prints, the budget extensions it
+    grants without asking, and whether it is traced."""
+
+    output_format: OutputFormat
+    auto_extend: int
+    otel: bool
+
+
+@dataclass(frozen=True)
+class GivenFlags:
+    """The flags `run` (new or --continue) and `resume` share; on a stored session they are
+    laid over its settings."""
 
     chosen: ProviderChoice
     limits: dict[str, Any]
     permission_mode: PermissionMode | None
     workspace: Path | None
-    output_format: OutputFormat
-    auto_extend: int
     session_dir: Path | None
     stream: bool | None
     yes: bool | None
     mcp: bool | None
-    otel: bool
+    surface: SurfaceFlags
 
 
 def resume(
@@ -417,22 +429,13 @@ def resume(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
     )
     chosen = ProviderChoice(provider, model, base_url, tool_format)
-    reopening = Reopening(
-        chosen,
-        limits,
-        permission_mode,
-        workspace,
-        output_format,
-        auto_extend,
-        session_dir,
-        stream,
-        yes,
-        mcp,
-        otel,
+    surface = SurfaceFlags(output_format, auto_extend, otel)
+    given = GivenFlags(
+        chosen, limits, permission_mode, workspace, session_dir, stream, yes, mcp, surface
     )
     _reopen(
         record,
-        reopening,
+        given,
         lambda agent: _restore_subagents(agent, record.settings).resume(
             record.id, override_limits=bool(limits)
         ),
@@ -441,7 +444,7 @@ def resume(
 
 def _reopen(
     record: SessionRecord,
-    given: Reopening,
+    given: GivenFlags,
     action: Callable[[Agent], Coroutine[Any, Any, RunResult]],
 ) -> NoReturn:
     """Launch `action` on an agent built from a stored session's settings (`resume`,
@@ -455,21 +458,15 @@ def _reopen(
         given.chosen,
         flags={**given.limits, "permission_mode": given.permission_mode},
         session_dir=given.session_dir,
-        stream=bool(streamed_text(given.stream, given.output_format)),
+        stream=bool(streamed_text(given.stream, given.surface.output_format)),
         assume_yes=given.yes,
         mcp=given.mcp,
         record=record,
     )
-    _launch(
-        request,
-        output_format=given.output_format,
-        auto_extend=given.auto_extend,
-        action=action,
-        otel=given.otel,
-    )
+    _launch(request, given.surface, action)
 
 
-def _continue(session: str, message: str, given: Reopening) -> NoReturn:
+def _continue(session: str, message: str, given: GivenFlags) -> NoReturn:
     """`journeyman run --continue ID "follow-up"`: the session goes on with a new message."""
     from journeyman.cli.sessions_cmd import open_store, resolve_session, session_folder
 
@@ -494,35 +491,13 @@ CONTINUE_FORK = "Continue the task from where this conversation left off."
 
 
 def fork(
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix) to fork.")],
-    at_step: Annotated[int, typer.Option("--at-step", min=0, help="Keep the first K steps.")],
-    task: Annotated[
-        str | None, typer.Option(help="A new instruction to continue with (default: go on).")
-    ] = None,
-    into: Annotated[
-        Path | None,
-        typer.Option(help="Folder for the fork's copy of the workspace (default: a sibling)."),
-    ] = None,
-    in_place: Annotated[
-        bool,
-        typer.Option(
-            help="Roll the original workspace back instead of copying it; refused, naming the "
-            "files, when one was edited after the agent's change (like undo)."
-        ),
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(help="With --in-place: roll back files edited since the agent's change too."),
-    ] = False,
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="For an imported session: the folder whose files the fork starts from "
-            "(default: the one named when importing, else the current folder).",
-        ),
-    ] = None,
+    session: ForkSessionArg,
+    at_step: AtStepOpt,
+    task: ForkTaskOpt = None,
+    into: IntoOpt = None,
+    in_place: InPlaceOpt = False,
+    force: ForceOpt = False,
+    workspace: ForkWorkspaceOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -539,17 +514,64 @@ def fork(
 ) -> None:
     """Start a new session from the first K steps of SESSION, with the files as they were at
     step K (in a fresh copy of the workspace unless --in-place), then continue."""
-    from journeyman.cli.sessions_cmd import (
-        open_store,
-        resolve_session,
-        session_folder,
-        workspace_of_import,
-    )
+    from journeyman.cli.sessions_cmd import session_folder
     from journeyman.loop.launch import LaunchRequest, ProviderChoice
+
+    session_dir = session_folder(session_dir)  # the fork is stored beside its parent
+    record, plan = _prepare_fork(
+        session_dir,
+        session,
+        at_step,
+        into=into,
+        in_place=in_place,
+        force=force,
+        workspace=workspace,
+    )
+    limits = given_limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
+    request = LaunchRequest(
+        plan.workspace,
+        ProviderChoice(provider, model, base_url),
+        flags={**limits, "permission_mode": permission_mode},
+        session_dir=session_dir,
+        stream=output_format is OutputFormat.STREAM_JSON,
+        assume_yes=yes,
+        mcp=mcp,
+        record=record,
+    )
+    if output_format is OutputFormat.TEXT:
+        typer.echo(
+            f"forking {record.id} at step {at_step} into {plan.workspace} "
+            f"({plan.reverted_files} later file change(s) rolled back)"
+        )
+    _launch(
+        request,
+        SurfaceFlags(output_format, auto_extend, otel),
+        lambda agent: _restore_subagents(agent, record.settings).run(
+            task or CONTINUE_FORK,
+            history=plan.history,
+            parent_session_id=record.id,
+            forked_at_step=at_step,
+        ),
+    )
+
+
+def _prepare_fork(
+    session_dir: Path,
+    session: str,
+    at_step: int,
+    *,
+    into: Path | None,
+    in_place: bool,
+    force: bool,
+    workspace: Path | None,
+) -> tuple[SessionRecord, ForkPlan]:
+    """The session to fork and the fork's workspace, ready at step `at_step` (copied, or rolled
+    back in place under the workspace's lock, held until this process exits); exit 2 saying
+    why when it cannot be."""
+    from journeyman.cli.sessions_cmd import open_store, resolve_session, workspace_of_import
     from journeyman.session.fork import prepare_fork
     from journeyman.session.workspace_lock import WorkspaceLock
 
-    session_dir = session_folder(session_dir)  # the fork is stored beside its parent
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
@@ -570,34 +592,7 @@ def fork(
         fail(EXIT_CONFIG, error.message)
     finally:
         store.close()
-    limits = given_limits(max_iterations, max_budget_usd, max_total_tokens, None, None, None)
-    request = LaunchRequest(
-        plan.workspace,
-        ProviderChoice(provider, model, base_url),
-        flags={**limits, "permission_mode": permission_mode},
-        session_dir=session_dir,
-        stream=output_format is OutputFormat.STREAM_JSON,
-        assume_yes=yes,
-        mcp=mcp,
-        record=record,
-    )
-    if output_format is OutputFormat.TEXT:
-        typer.echo(
-            f"forking {record.id} at step {at_step} into {plan.workspace} "
-            f"({plan.reverted_files} later file change(s) rolled back)"
-        )
-    _launch(
-        request,
-        output_format=output_format,
-        auto_extend=auto_extend,
-        action=lambda agent: _restore_subagents(agent, record.settings).run(
-            task or CONTINUE_FORK,
-            history=plan.history,
-            parent_session_id=record.id,
-            forked_at_step=at_step,
-        ),
-        otel=otel,
-    )
+    return record, plan
 
 
 def _refuse_batch_record(record: SessionRecord) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -46,6 +46,7 @@ from journeyman.cli.options import (
     VerifyTimeoutOpt,
     WorkspaceOpt,
     given_limits,
+    tool_flags,
 )
 from journeyman.core.display import printable, printable_json
 from journeyman.core.errors import ConfigurationError
@@ -54,6 +55,9 @@ from journeyman.session.redact import Redactor
 
 if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
+    from journeyman.loop.config import AgentConfig
+    from journeyman.loop.launch import ProviderChoice
+    from journeyman.policy.choices import PermissionMode
     from journeyman.swarm.orchestrator import SwarmResult
     from journeyman.swarm.progress import SwarmEvent
     from journeyman.swarm.shared.persistence import PersistenceAdapter
@@ -223,6 +227,20 @@ def swarm(
         tool_timeout,
         price_per_mtok,
     )
+    _refuse_unworkable(max_budget_usd, mode)
+    tools = tool_flags(sandbox, edit_tool, allow_network, pass_env)
+    root, config = _settle(
+        workspace, limits, mode, permission_mode, tools, verify_timeout, session_dir, project_hooks
+    )
+    from journeyman.loop.launch import ProviderChoice
+
+    chosen = ProviderChoice(provider, model, base_url, tool_format)
+    _launch(goal, root, config, chosen, workers, verify, shared_state, output_format, yes, otel)
+
+
+def _refuse_unworkable(max_budget_usd: float | None, mode: ModeName | None) -> None:
+    """Exit 2 for the flags no swarm can work with: no money to spend, or a mode that changes
+    nothing."""
     if max_budget_usd is not None and max_budget_usd <= 0:
         fail(
             EXIT_CONFIG,
@@ -236,6 +254,20 @@ def swarm(
             "--mode ask answers questions and changes nothing; a swarm's workers "
             "change files: use react (default), plan-solve or phased",
         )
+
+
+def _settle(
+    workspace: Path | None,
+    limits: dict[str, Any],
+    mode: ModeName | None,
+    permission_mode: PermissionMode | None,
+    tools: dict[str, Any],
+    verify_timeout: float | None,
+    session_dir: Path | None,
+    project_hooks: bool,
+) -> tuple[Path, AgentConfig]:
+    """The swarm's workspace, resolved (exit 2 unless it is a folder), and the workers'
+    settings with the flags on top; those the trust rules left out are warned about."""
     root = (workspace or Path(".")).resolve()
     if not root.is_dir():
         fail(EXIT_CONFIG, f"workspace {root} is not a directory")
@@ -245,10 +277,7 @@ def swarm(
         **limits,
         "mode": mode,
         "permission_mode": permission_mode,
-        "sandbox": sandbox,
-        "edit_tool": edit_tool,
-        "allow_network": True if allow_network else None,
-        "pass_env": pass_env or None,
+        **tools,
         "verify_timeout_s": verify_timeout,
     }
     request = LaunchRequest(root, flags=flags, session_dir=session_dir, project_hooks=project_hooks)
@@ -256,9 +285,25 @@ def swarm(
         settled = settle(request)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    config = settled.config
     for item in settled.ignored:
         typer.echo(f"journeyman: warning: {item.message}", err=True)
+    return root, settled.config
+
+
+def _launch(
+    goal: str,
+    root: Path,
+    config: AgentConfig,
+    chosen: ProviderChoice,
+    workers: int,
+    verify: str | None,
+    shared_state: str | None,
+    output_format: OutputFormat,
+    assume_yes: bool,
+    otel: bool,
+) -> NoReturn:
+    """Run the swarm, traced when asked, and exit with its outcome's code (saying why when it
+    is not 0)."""
     from journeyman.cli.run_cmd import _tracing
 
     tracing = _tracing(otel)
@@ -268,19 +313,14 @@ def swarm(
             root,
             config_values={"agent_config": config},
             shared_state=shared_state,
-            provider_settings={
-                "provider": provider,
-                "model": model,
-                "base_url": base_url,
-                "tool_format": tool_format,
-            },
+            chosen=chosen,
             swarm_settings={
                 "workers": workers,
                 "verify_command": verify,
                 "verify_timeout_s": config.verify_timeout_s,
             },
             output_format=output_format,
-            assume_yes=yes,
+            assume_yes=assume_yes,
             tracing=tracing,
         )
     finally:
@@ -313,7 +353,7 @@ def _run(
     *,
     config_values: dict[str, Any],
     shared_state: str | None,
-    provider_settings: dict[str, Any],
+    chosen: ProviderChoice,
     swarm_settings: dict[str, Any],
     output_format: OutputFormat,
     assume_yes: bool,
@@ -329,15 +369,12 @@ def _run(
     if not goal.strip():
         return EXIT_CONFIG, "the goal is empty; say what the swarm should achieve"
     try:
-        tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
+        tool_format = parse_tool_mode(chosen.tool_format or "auto")
     except ValueError as error:
         return EXIT_CONFIG, f"--tool-format: {error}"
     try:
         provider = open_provider(
-            provider_settings.get("provider"),
-            provider_settings.get("model"),
-            base_url=provider_settings.get("base_url"),
-            tool_format=tool_format,
+            chosen.provider, chosen.model, base_url=chosen.base_url, tool_format=tool_format
         )
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message

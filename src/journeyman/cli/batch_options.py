@@ -1,0 +1,107 @@
+"""The options of `journeyman batch` alone (typer `Annotated` types); those it shares with
+`run` are in `options`. `eval` takes them too: its signature is built from `batch`'s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+TasksArg = Annotated[
+    Path,
+    typer.Argument(
+        help='A JSONL file, one task a line: {"id", "task", "workspace"} plus optional '
+        '"base_commit" (workspace is then a git repository), "verify", "setup" and '
+        '"limits" ({max_iterations, max_budget_usd, max_total_tokens, max_duration_s}). '
+        "Or an eval suite's folder.",
+        show_default=False,
+    ),
+]
+BatchOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Folder for results.jsonl, report.md, report.html, preds.json and each task's "
+        "workspace (default: <TASKS name>.batch in the current folder). Running again on "
+        "the same folder resumes the batch.",
+    ),
+]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="local (default): worker processes on this machine; ray: Ray tasks on the "
+        "cluster of --ray-address (needs Ray: install the ray extra of journeyman).",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Address (host:port) of the Ray cluster for --executor ray. Without it: the "
+        "cluster in RAY_ADDRESS, else a private Ray instance started on this machine for "
+        "the batch and stopped when it ends. See docs/distributed.md."
+    ),
+]
+CpusPerTaskOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--cpus-per-task",
+        help="With --executor ray: the CPUs each task asks the cluster for (more than 0; "
+        "default 1; e.g. 2 for tasks whose tests run in parallel, 0.5 to pack two on a CPU). "
+        "Refused with the local executor.",
+        show_default=False,
+    ),
+]
+MaxParallelOpt = Annotated[
+    int, typer.Option(min=1, help="Tasks running at the same time (default 4).")
+]
+GlobalBudgetUsdOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="Cap on the whole batch's spending in USD. Each task's allocation is reserved "
+        "before it starts; when what is left cannot cover one, no new task starts, running "
+        "ones finish within theirs, and the batch ends 'budget exhausted' (exit 1).",
+    ),
+]
+GlobalBudgetTokensOpt = Annotated[
+    int | None,
+    typer.Option(min=1, help="Cap on the whole batch's tokens (input + output)."),
+]
+PerTaskBudgetUsdOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="Each task's allocation in USD (all its attempts together). Without it, a task "
+        "gets a fair share of what is left of the global cap among the tasks still to start.",
+    ),
+]
+PerTaskBudgetTokensOpt = Annotated[
+    int | None, typer.Option(min=1, help="Each task's allocation in tokens.")
+]
+ResumeBatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue the batch in --out (an error if there is none): finished tasks are "
+        "kept, interrupted ones continue from their last saved step. Re-running the same "
+        "command does the same.",
+    ),
+]
+RetryFailedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--retry-failed",
+        help="Give tasks that failed (the agent did not succeed) a fresh attempt in a fresh "
+        "copy. Infrastructure errors are always retried; agent failures only with this.",
+    ),
+]
+MaxRetriesOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Retries of a task whose attempt ended with an infrastructure error (provider "
+        "unavailable, worker died), from its last saved step (default 2).",
+    ),
+]
