@@ -136,13 +136,7 @@ class Agent:
         self._prompt_bounds: dict[str, PromptBound] = {}
         """What each model has billed for the prompts it was sent, kept across this agent's
         runs so a follow-up's first call is bounded by that, not by the whole history's size."""
-        self.settings = {
-            "provider": self.provider.name,
-            "model": self.provider.model,
-            "config": self.config.model_dump(mode="json", exclude={"session_dir"}),
-            "assume_yes": assume_yes,
-            **self.options.to_settings(),
-        }
+        self.settings = self._settings_to_remember(assume_yes)
         """What a session remembers for `resume` (never API keys)."""
         self.permission_approver = permission_approver
         """Asks the user about calls that need approval; None refuses them (unless yes)."""
@@ -191,6 +185,15 @@ class Agent:
         chain = [provider] if isinstance(provider, Provider) else list(provider)
         policy = retry_policy or RetryPolicy(call_timeout_s=self.config.model_call_timeout_s)
         return ResilientProvider(chain, policy)
+
+    def _settings_to_remember(self, assume_yes: bool) -> dict[str, Any]:
+        return {
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "config": self.config.model_dump(mode="json", exclude={"session_dir"}),
+            "assume_yes": assume_yes,
+            **self.options.to_settings(),
+        }
 
     def _tool_registry(self, tools: Iterable[Tool] | None) -> ToolRegistry:
         """The given tools, or the built-in ones on this agent's sandbox; the phased mode's
