@@ -17,7 +17,7 @@ from journeyman.core.display import command_for_approval, printable, printable_n
 from journeyman.core.errors import AgentError
 from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
-from journeyman.core.text import clip_noted
+from journeyman.core.text import clip, clip_noted
 from journeyman.core.tool_kind import ToolKind
 from journeyman.policy.call_description import describe_arguments
 from journeyman.session.store import FileChange
@@ -104,7 +104,7 @@ def title_of(call: ToolCall) -> str:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return clip(text, TITLE_CHARS)
 
 
 def absolute(root: Path, path: str) -> str:

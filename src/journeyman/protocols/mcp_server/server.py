@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.package import package_version
 from journeyman.core.result import RunResult
+from journeyman.core.text import clip
 from journeyman.loop.agent import Agent
 from journeyman.loop.choices import ModeName
 from journeyman.loop.config_file import session_root
@@ -528,7 +529,7 @@ def _result_status(result: RunResult, run: ActiveRun) -> dict[str, Any]:
 
 def _first_line(text: str, limit: int = 120) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(line, limit)
 
 
 def _message(error: BaseException) -> str:
@@ -552,7 +553,7 @@ def plain_validation_error(error: ValidationError) -> str:
     for item in error.errors():
         where = ".".join(str(part) for part in item["loc"]) or "arguments"
         given = repr(item.get("input"))
-        given = given if len(given) <= 60 else given[:59] + "…"
+        given = clip(given, 60)
         expected = (item.get("ctx") or {}).get("expected")
         if item["type"] == "enum" and expected:
             problems.append(f"{where}: {given} is not one of {expected}")
