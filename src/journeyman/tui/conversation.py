@@ -80,7 +80,11 @@ class Conversation:
             )
         elif self.session_id is None:
             self.session_id = new_session_id()  # known before the first step, for the status bar
-            result = await self.agent.run(text, session_id=self.session_id)
+            try:
+                result = await self.agent.run(text, session_id=self.session_id)
+            except BaseException:  # nothing was stored: the next message starts a session again
+                self.session_id = None
+                raise
         else:
             result = await self.agent.send(self.session_id, text)
         self.last_result = result
