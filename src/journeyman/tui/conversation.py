@@ -16,7 +16,13 @@ from journeyman.economics.approval import ExtensionApprover
 from journeyman.loop.agent import Agent
 from journeyman.policy.permissions import Approver
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import FileChange, SessionStore, SessionSummary, new_session_id
+from journeyman.session.store import (
+    FileChange,
+    SessionNotFoundError,
+    SessionStore,
+    SessionSummary,
+    new_session_id,
+)
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.session.workspace_lock import WorkspaceLock
 
@@ -90,19 +96,16 @@ class Conversation:
         self.last_result = result
         return result
 
-    def resolve(self, prefix: str) -> str:
-        """The id of the stored session starting with `prefix` (ValueError when none or many)."""
+    def resolve(self, given: str) -> str:
+        """The id of the stored session named by `given`, its whole id or the beginning or end
+        of it (ValueError when none or several match)."""
         store = self._store()
         try:
-            ids = [
-                s.record.id for s in store.list_sessions() if s.record.id.startswith(prefix.strip())
-            ]
+            return store.resolve_id(given.strip())
+        except SessionNotFoundError as error:
+            raise ValueError(f"{error.message}; see /sessions") from None
         finally:
             store.close()
-        if len(ids) != 1:
-            found = "no session" if not ids else f"{len(ids)} sessions"
-            raise ValueError(f"{found} with an id starting with {prefix!r}; see /sessions")
-        return ids[0]
 
     def transcript(self) -> StoredTranscript:
         """The stored conversation of the session (for a resumed session): its messages and
