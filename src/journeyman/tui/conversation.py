@@ -75,26 +75,41 @@ class Conversation:
     async def send(self, text: str) -> RunResult:
         """The agent works on `text` in this session (a new one for the first message)."""
         fork, self.fork = self.fork, None
-        if fork is not None:
-            self.session_id = new_session_id()
-            result = await self.agent.run(
+        if fork is None and self.session_id is not None:
+            result = await self.agent.send(self.session_id, text)
+        else:
+            result = await self._start(text, fork)
+        self.last_result = result
+        return result
+
+    async def _start(self, text: str, fork: PendingFork | None) -> RunResult:
+        """A new session on `text` (a fork's, when `fork` is pending); when the run stores
+        nothing (refused by the settings), the conversation stays on the session it had."""
+        before, self.session_id = self.session_id, new_session_id()  # known for the status bar
+        try:
+            if fork is None:
+                return await self.agent.run(text, session_id=self.session_id)
+            return await self.agent.run(
                 text,
                 session_id=self.session_id,
                 history=fork.history,
                 parent_session_id=fork.parent_id,
                 forked_at_step=fork.step,
             )
-        elif self.session_id is None:
-            self.session_id = new_session_id()  # known before the first step, for the status bar
-            try:
-                result = await self.agent.run(text, session_id=self.session_id)
-            except BaseException:  # nothing was stored: the next message starts a session again
-                self.session_id = None
-                raise
-        else:
-            result = await self.agent.send(self.session_id, text)
-        self.last_result = result
-        return result
+        except BaseException:
+            if not self._stored(self.session_id):
+                self.session_id = before
+            raise
+
+    def _stored(self, session_id: str) -> bool:
+        store = self._store()
+        try:
+            store.load_session(session_id)
+        except SessionNotFoundError:
+            return False
+        finally:
+            store.close()
+        return True
 
     def resolve(self, given: str) -> str:
         """The id of the stored session named by `given`, its whole id or the beginning or end
