@@ -78,3 +78,12 @@ def test_an_id_like_argument_with_wildcards_or_paths_matches_literally(
         assert sorted(s.record.id for s in store.list_sessions()) == sorted(IDS)
     finally:
         store.close()
+
+
+def test_usage_takes_a_session_by_the_end_of_its_id(sessions: Path) -> None:
+    where = ("--session-dir", str(sessions))
+    found = jm("usage", "--session", "7az2kr", *where, env=clean_env())
+    assert found.returncode == 1  # found, but these sessions made no model call
+    assert "no usage recorded for session 20261127-221500-7az2kr" in found.stderr
+    unknown = jm("usage", "--session", "%", *where, env=clean_env())
+    assert unknown.returncode == 2 and "no session '%'" in unknown.stderr
