@@ -235,7 +235,7 @@ AMBIGUOUS_SHOWN = 5
 
 
 class SessionNotFoundError(ConfigurationError):
-    """No session has the given id (or prefix)."""
+    """No session has the given id (or begins or ends with it), or several do."""
 
 
 class StoreFullError(AgentError):
