@@ -143,7 +143,7 @@ def test_failure_exits_nonzero_with_one_line_reason(
     env = clean_env(OPENAI_API_KEY="sk-wrong", OPENAI_BASE_URL=fake_openai.base_url)
     fake_openai.enqueue(error(401))
     done = journeyman("run", "--yes", "x", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
-    assert done.returncode == 1
+    assert done.returncode == 2  # a refused key is the user's configuration
     assert done.stderr.count("\n") == 1 and "OPENAI_API_KEY" in done.stderr
 
 

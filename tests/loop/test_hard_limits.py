@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from journeyman import Agent, FinishReason
+from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Usage
 from journeyman.economics.budget import BudgetMode
 from journeyman.providers.scripted import ScriptedProvider
+from journeyman.session.store import SessionStore
 from tests.fakes.agents import Probe, call, make_agent, turn
 
 PRICEY = Usage(input_tokens=100_000, output_tokens=10_000)  # $0.45 a call for this model
@@ -56,10 +58,15 @@ async def test_a_zero_usd_budget_allows_no_call(tmp_path: Path) -> None:
 
 async def test_a_usd_limit_on_an_unpriced_model_is_refused_at_start(tmp_path: Path) -> None:
     agent, provider = agent_for(tmp_path, echoes(2), max_budget_usd=1.0)
-    result = await agent.run("spend")
-    assert result.finish_reason is FinishReason.CONFIGURATION_ERROR
-    assert "price" in (result.error or "") and "--price-per-mtok" in (result.error or "")
+    with pytest.raises(ConfigurationError, match="price") as refused:
+        await agent.run("spend")
+    assert "--price-per-mtok" in refused.value.message
     assert provider.requests == []
+    store = SessionStore(agent.session_root)
+    try:
+        assert store.list_sessions() == []  # refused before anything was stored
+    finally:
+        store.close()
 
 
 async def test_a_given_price_costs_the_calls_and_enforces_the_limit(tmp_path: Path) -> None:

@@ -6,6 +6,9 @@ import email.utils
 
 import pytest
 
+from journeyman.core.errors import ErrorCategory
+from journeyman.core.result import FinishReason
+from journeyman.loop.endings import finish_reason_for
 from journeyman.providers.http_errors import (
     mentions_context_overflow,
     provider_error_from_status,
@@ -82,3 +85,19 @@ def test_messages_say_what_to_do() -> None:
     )
     assert "4s" in limited.message
     assert limited.retry_after == 4.0
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_is_a_configuration_error(status: int) -> None:
+    refused = provider_error_from_status("p", status, "no", {}, env_var="P_KEY")
+    assert refused.category is ErrorCategory.CONFIGURATION and not refused.retryable
+    assert finish_reason_for(refused) is FinishReason.CONFIGURATION_ERROR
+
+
+def test_a_key_refused_by_another_server_says_where_that_server_is_set() -> None:
+    refused = provider_error_from_status(
+        "p", 401, "no", {}, env_var="P_KEY", base_url="http://u:pw@10.0.0.9:8000/v1",
+        base_url_env="P_BASE_URL",
+    )  # fmt: skip
+    assert "10.0.0.9:8000" in refused.message and "pw" not in refused.message
+    assert "P_KEY" in refused.message and "--base-url (or P_BASE_URL)" in refused.message

@@ -18,7 +18,7 @@ from journeyman.core.messages import Message, Role, ToolCall
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.providers.scripted import ScriptedProvider, ScriptStep
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import SessionStore
+from journeyman.session.store import SessionStore, short_id
 from tests.fakes.agents import finish
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
@@ -332,7 +332,7 @@ def test_cli_fork_without_a_task_goes_on_in_a_sibling_folder(
     done = jm("fork", parent_id, "--at-step", "2", "--session-dir", str(sessions), env=env)
     assert done.exit_code == 0, done.output
     assert user_texts(fake_openai.requests[-1].json) == ["write the files", CONTINUE_FORK]
-    sibling = ws.with_name(f"ws-fork-{parent_id[-8:]}-2")
+    sibling = ws.with_name(f"ws-fork-{short_id(parent_id)}-2")
     assert snapshot(sibling) == {"app.py": APP, "a.txt": "a2\n"}
 
 

@@ -862,7 +862,7 @@ def secret_format_trial(
             if done.returncode != 0:
                 outcome.fail(f"run -o {output} exited {done.returncode}: {done.stderr[-200:]}")
         listed = jm("sessions", "list", *where, env={**env, "COLUMNS": "400"})
-        ids = sorted(set(re.findall(r"\d{8}-\d{6}-[0-9a-f]{8}", listed.stdout)))
+        ids = sorted(set(re.findall(r"\d{8}-\d{6}-[0-9a-z]{6,8}\b", listed.stdout)))
         for sid in ids:
             export = jm("sessions", "export", sid, *where, env=env)
             check_crash(outcome, "sessions export", export)

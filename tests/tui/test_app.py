@@ -395,7 +395,7 @@ async def test_session_commands_list_resume_and_fork(tmp_path: Path) -> None:
         await submit(pilot, "/budget")
         assert "extensions granted 0 of 3" in notes(app)
         await submit(pilot, "/resume nosuch")
-        assert "no session with an id starting with 'nosuch'" in notes(app)
+        assert "no session 'nosuch'" in notes(app)
         await submit(pilot, f"/resume {first[:15]}")
         assert app.conversation.session_id == first
         assert "> write a.txt" in [str(w.render()) for w in app.query(UserMessage)]

@@ -18,7 +18,8 @@ from journeyman.core.errors import ConfigurationError
 
 def inspect(
     session: Annotated[
-        str | None, typer.Argument(help="Session id or prefix (or --last).", show_default=False)
+        str | None,
+        typer.Argument(help="Session id, or its end or beginning (or --last).", show_default=False),
     ] = None,
     last: Annotated[
         bool, typer.Option("--last", help="The latest session of the workspace.")

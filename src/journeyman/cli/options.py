@@ -304,7 +304,7 @@ OtelOpt = Annotated[
         "--otel",
         help="Send OpenTelemetry traces of the run (a span per run, model call and tool call) "
         "over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318); on "
-        "without this flag whenever that variable is set. Needs journeyman[otel]. See "
+        "without this flag whenever that variable is set. Needs journeyman\\[otel]. See "
         "docs/otel.md.",
     ),
 ]

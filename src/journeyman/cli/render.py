@@ -64,6 +64,9 @@ class Renderer:
         """How tools reach the model (OpenAI-compatible servers), shown under the header."""
         self.ignored_settings: list[dict[str, Any]] = []
         """Settings the trust rules left out, added to the JSON result under that name."""
+        self.errors_shown: set[str] = set()
+        """The error messages printed in the text output (so the exit line need not repeat
+        them on the same screen)."""
         self._thinking: ThinkingLine | None = None
         if fmt is OutputFormat.TEXT and draws_live_lines(self.console):
             self._thinking = ThinkingLine(self.console)
@@ -149,6 +152,7 @@ class Renderer:
                 for warning in result.metadata.get("warnings") or ():
                     out.print(f"  [yellow]! warning: {self._safe(str(warning))}[/]")
             case ev.ErrorOccurred():
+                self.errors_shown.add(event.message)
                 out.print(f"[yellow]! {self._safe(event.category)}: {self._safe(event.message)}[/]")
             case ev.NudgeInjected():
                 out.print(f"[magenta]» {self._safe(event.message)}[/]")

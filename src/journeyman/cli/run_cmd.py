@@ -128,7 +128,7 @@ def _launch(
     output.call(renderer.final, result)
     if output.closed:
         raise typer.Exit(EXIT_CLOSED_STDOUT)
-    _exit_with(result)
+    _exit_with(result, renderer.errors_shown)
 
 
 def _terminal_surface(
@@ -189,7 +189,9 @@ def _run_to_end(
             tracing.close()  # sends the last spans
 
 
-def _exit_with(result: RunResult) -> NoReturn:
+def _exit_with(result: RunResult, shown: set[str]) -> NoReturn:
+    """Exit with the outcome's code and a line saying why; an error the output already
+    showed on this terminal (`shown`, both streams on it) is not said twice."""
     from journeyman.core.result import FinishReason
 
     if result.success:
@@ -198,7 +200,10 @@ def _exit_with(result: RunResult) -> NoReturn:
         FinishReason.CONFIGURATION_ERROR: EXIT_CONFIG,
         FinishReason.CANCELLED: EXIT_CANCELLED,
     }.get(result.finish_reason, EXIT_FAILED)
-    fail(code, f"{result.finish_reason.value}: {result.error or 'the run did not succeed'}")
+    why = result.error or "the run did not succeed"
+    if result.error in shown and sys.stdout.isatty() and sys.stderr.isatty():
+        why = "the reason is shown above"
+    fail(code, f"{result.finish_reason.value}: {why}")
 
 
 def _tracing(explicit: bool) -> AgentTracing | None:

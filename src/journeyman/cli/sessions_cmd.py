@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -14,9 +15,12 @@ from journeyman.core.errors import ConfigurationError
 from journeyman.core.text import clip
 from journeyman.loop.config_file import session_root, user_config_file
 from journeyman.policy.settings import trusted_from_data
-from journeyman.session.store import SessionRecord, SessionStore, new_session_id
+from journeyman.session.store import SessionRecord, SessionStore, SessionSummary, new_session_id
 from journeyman.session.trajectory import export_jsonl, import_file
 from journeyman.tools.snapshot import forget_snapshots
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 sessions_app = typer.Typer(
     help="List, inspect, export, import and delete sessions.", no_args_is_help=True
@@ -29,6 +33,9 @@ SessionDirOpt = Annotated[
         "config, else the per-user data dir)."
     ),
 ]
+
+
+SESSION_ARG_HELP = "Session id, or its beginning or its end (the suffix after the last dash)."
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -148,7 +155,8 @@ def workspace_of_import(
 def resolve_session(
     store: SessionStore, session: str | None, last: bool, workspace: Path | None
 ) -> SessionRecord:
-    """The session named by id/prefix, or with `last` the newest one of the workspace."""
+    """The session named by its id, or the beginning or end of it (`SessionStore.resolve_id`),
+    or with `last` the newest one of the workspace."""
     try:
         if session:
             return store.load_session(store.resolve_id(session))
@@ -170,33 +178,82 @@ def list_sessions(
     ] = None,
     session_dir: SessionDirOpt = None,
 ) -> None:
-    """Every stored session, oldest first."""
+    """Every stored session, oldest first, with its whole id (type its end to name it)."""
     from rich.console import Console
-    from rich.table import Table
 
     store = open_store(session_dir)
     try:
         rows = store.list_sessions(str(workspace.resolve()) if workspace else None)
     finally:
         store.close()
-    table = Table("id", "created", "steps", "status", "model", "workspace", "task")
+    console = Console()
+    table = session_table(rows, console.width)
+    if table is not None:
+        console.print(table)
+        return
+    for row in rows:  # narrower than an id: the ids alone, which the terminal wraps
+        typer.echo(printable(row.record.id))
+
+
+_LISTED = ("created", "steps", "status", "model", "workspace", "task")
+"""The columns of `sessions list` after the id, in the order they are shown."""
+_KEPT_FIRST = ("status", "task", "created", "steps", "model", "workspace")
+"""The same columns in the order they are kept when the terminal is too narrow for all of
+them: the first that does not fit is left out, and every one after it."""
+_LEAST_WIDTH = {"status": 10, "steps": 5, "created": 16, "task": 10, "model": 8, "workspace": 12}
+_ROOM = {"task": 50, "workspace": 40, "model": 24, "status": 19}
+"""How wide these columns may grow, in the order the room left over goes to them."""
+_CELL_EDGES = 3
+"""What a column adds to a table's width besides its text: a border and two spaces."""
+
+
+def session_table(rows: Sequence[SessionSummary], width: int) -> Table | None:
+    """The table of `sessions list` in `width` columns: every id whole (never cut), with as
+    many other columns as still fit; None when not even the ids fit."""
+    from rich.table import Table
+
+    id_width = max((len(printable(row.record.id)) for row in rows), default=2)
+    used = 1 + id_width + _CELL_EDGES
+    if used > width:
+        return None
+    widths: dict[str, int] = {}
+    for name in _KEPT_FIRST:
+        if used + _LEAST_WIDTH[name] + _CELL_EDGES > width:
+            break
+        widths[name] = _LEAST_WIDTH[name]
+        used += _LEAST_WIDTH[name] + _CELL_EDGES
+    spare = width - used
+    for name, widest in _ROOM.items():
+        if name in widths:
+            grown = min(spare, widest - widths[name])
+            widths[name] += grown
+            spare -= grown
+    shown = [name for name in _LISTED if name in widths]
+    table = Table()
+    table.add_column("id", no_wrap=True, min_width=id_width)
+    for name in shown:
+        table.add_column(name, overflow="fold", max_width=widths[name])
     for row in rows:
-        rec = row.record  # an imported session's fields are data: escaped, every one
-        table.add_row(
-            _safe(rec.id),
-            time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
-            str(row.steps),
-            _safe(row.finish_reason or "unfinished"),
-            _safe(str(rec.settings.get("model") or rec.settings.get("model_name") or "?")),
-            _safe(rec.workspace),
-            _safe(clip(rec.task, 50)),
-        )
-    Console().print(table)
+        cells = _session_cells(row)
+        table.add_row(_safe(row.record.id), *(cells[name] for name in shown))
+    return table
+
+
+def _session_cells(row: SessionSummary) -> dict[str, str]:
+    rec = row.record  # an imported session's fields are data: escaped, every one
+    return {
+        "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
+        "steps": str(row.steps),
+        "status": _safe(row.finish_reason or "unfinished"),
+        "model": _safe(str(rec.settings.get("model") or rec.settings.get("model_name") or "?")),
+        "workspace": _safe(rec.workspace),
+        "task": _safe(clip(rec.task, 50)),
+    }
 
 
 @sessions_app.command("show")
 def show(
-    session: Annotated[str, typer.Argument(help="Session id or prefix.")],
+    session: Annotated[str, typer.Argument(help=SESSION_ARG_HELP)],
     session_dir: SessionDirOpt = None,
 ) -> None:
     """A session's settings, outcome, messages and file changes."""
@@ -285,7 +342,7 @@ def _safe(text: str) -> str:
 
 @sessions_app.command("export")
 def export(
-    session: Annotated[str, typer.Argument(help="Session id or prefix.")],
+    session: Annotated[str, typer.Argument(help=SESSION_ARG_HELP)],
     format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
     output: Annotated[
         Path | None,
@@ -371,7 +428,7 @@ def import_(
 
 @sessions_app.command("delete")
 def delete(
-    session: Annotated[str, typer.Argument(help="Session id or prefix.")],
+    session: Annotated[str, typer.Argument(help=SESSION_ARG_HELP)],
     session_dir: SessionDirOpt = None,
 ) -> None:
     """Remove a session and everything stored for it (files on disk are not touched)."""

@@ -14,7 +14,9 @@ from journeyman.cli.options import (
     SessionDirOpt,
 )
 from journeyman.cli.sessions_cmd import (
+    SESSION_ARG_HELP,
     open_store,
+    resolve_session,
     session_folder,
 )
 from journeyman.session.store import (
@@ -24,7 +26,8 @@ from journeyman.session.store import (
 
 def usage(
     session: Annotated[
-        str | None, typer.Option(help="Only this session id (default: every session).")
+        str | None,
+        typer.Option(help=f"Only this session (default: every session). {SESSION_ARG_HELP}"),
     ] = None,
     session_dir: SessionDirOpt = None,
 ) -> None:
@@ -37,6 +40,8 @@ def usage(
         fail(EXIT_FAILED, f"no usage recorded yet ({path} does not exist)")
     store = open_store(root)
     try:
+        if session is not None:
+            session = resolve_session(store, session, False, None).id
         rows = store.usage_summary(session)
     finally:
         store.close()

@@ -38,7 +38,9 @@ from journeyman.session.store import SessionRecord, SessionStore
 def verify(
     session: Annotated[
         str | None,
-        typer.Argument(help="Session id or unique prefix (default: the latest of the workspace)."),
+        typer.Argument(
+            help="Session id, or its end or beginning (default: the latest of the workspace)."
+        ),
     ] = None,
     workspace: WorkspaceOpt = None,
     session_dir: SessionDirOpt = None,

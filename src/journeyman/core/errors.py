@@ -46,7 +46,8 @@ class LLMError(AgentError):
 
 
 class ProviderError(AgentError):
-    """The model service failed: rate limit, overload, network fault, authentication."""
+    """The model service failed: rate limit, overload, network fault, authentication (whose
+    category is CONFIGURATION: the user's key or endpoint must change, no retry will help)."""
 
     default_category = ErrorCategory.PROVIDER
     default_retryable = True
@@ -59,8 +60,9 @@ class ProviderError(AgentError):
         status_code: int | None = None,
         retryable: bool | None = None,
         details: dict[str, Any] | None = None,
+        category: ErrorCategory | None = None,
     ) -> None:
-        super().__init__(message, retryable=retryable, details=details)
+        super().__init__(message, category=category, retryable=retryable, details=details)
         self.provider = provider
         self.status_code = status_code
 

@@ -405,7 +405,8 @@ class Agent:
     ) -> RunResult:
         """Start a new session on `task` (after `history`, when continuing a fork).
 
-        Raises `WorkspaceBusyError` when another process is running in the workspace."""
+        Raises `WorkspaceBusyError` when another process is running in the workspace, and
+        `ConfigurationError` (storing nothing) for a setting that rules out any run."""
         self._granted_between_runs.clear()  # the live economics hold them: the steps store them
         session_id = session_id or new_session_id()
         self.session_id = session_id

@@ -173,7 +173,10 @@ class Kernel:
         history: Sequence[Message] = (),
         forked_at_step: int | None = None,
     ) -> RunResult:
-        """A new session; `history` (a fork's first steps) comes before the task."""
+        """A new session; `history` (a fork's first steps) comes before the task.
+
+        Raises `ConfigurationError`, storing nothing, for a setting that rules out any run."""
+        self.budget.require_price(self.model.priced)
         state = LoopState(
             task=task,
             session_id=session_id or new_session_id(),
@@ -280,7 +283,7 @@ class Kernel:
     # --- the loop ---------------------------------------------------------------------------
 
     async def _loop(self, state: LoopState, *, new_task: bool, resumed: bool) -> Termination:
-        self.budget.require_price(self.model.priced)
+        self.budget.require_price(self.model.priced)  # a resumed session may now lack a price
         if new_task and self.economics.calls and not self.economics.allow_task_continuation():
             # another task on a budget already used (a reused agent, a follow-up message):
             # refuse to start it on a nearly spent budget

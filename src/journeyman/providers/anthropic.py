@@ -63,6 +63,7 @@ from journeyman.providers.http_errors import (
 )
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_TIMEOUT = 600.0
 """Seconds; for streaming it bounds each read, not the whole reply."""
 
@@ -373,6 +374,10 @@ class AnthropicProvider:
 
     # -- errors ----------------------------------------------------------------------
 
+    def _key_source(self) -> dict[str, str]:
+        """Where the key and the server come from, for the advice of a refused key."""
+        return {"env_var": API_KEY_ENV, "base_url": self._base_url, "base_url_env": BASE_URL_ENV}
+
     def _error(self, exc: anthropic.APIError) -> AgentError:
         if isinstance(exc, anthropic.APITimeoutError):
             return connection_error(self._name, self._base_url, timed_out=True, cause=exc)
@@ -390,9 +395,9 @@ class AnthropicProvider:
                 message = f"{error_type}: {message}"
             headers = {k.lower(): v for k, v in exc.response.headers.items()}
             return provider_error_from_status(
-                self._name, status, message, headers, env_var=API_KEY_ENV
+                self._name, status, message, headers, **self._key_source()
             )
-        return provider_error_from_status(self._name, None, str(exc), {}, env_var=API_KEY_ENV)
+        return provider_error_from_status(self._name, None, str(exc), {}, **self._key_source())
 
 
 def _missing_usage_marked(response: ModelResponse, absent: bool) -> ModelResponse:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC
 from urllib.parse import urlsplit
 
-from journeyman.core.errors import LLMError, ProviderError
+from journeyman.core.errors import ErrorCategory, LLMError, ProviderError
 
 _CONTEXT_OVERFLOW_HINTS = (
     "context_length_exceeded",
@@ -71,11 +71,15 @@ def provider_error_from_status(
     headers: Mapping[str, str],
     *,
     env_var: str,
+    base_url: str | None = None,
+    base_url_env: str | None = None,
 ) -> ProviderError:
     """Map an error status (None for an error reported inside a stream) to a `ProviderError`.
 
     408/409/429/5xx are retryable, other 4xx are not; a 400 about the context window carries
-    `details["context_overflow"]`; 401/403 name the environment variable that holds the key.
+    `details["context_overflow"]`; 401/403 are configuration errors naming the environment
+    variable that holds the key, and for a 401 from a server other than the provider's own
+    service (`base_url`), where that server is set (`--base-url`, `base_url_env`).
     """
     details: dict[str, object] = {}
     retry_after = retry_after_seconds(headers)
@@ -92,17 +96,16 @@ def provider_error_from_status(
         return ProviderError(
             text, provider=provider, status_code=status, retryable=False, details=details
         )
-    if status == 401:
-        text = (
-            f"{provider}: the API key was rejected ({label}: {message}); "
-            f"set {env_var} to a valid key or pass api_key"
+    if status in (401, 403):
+        return ProviderError(
+            _refused_key(provider, status, label, message, env_var, base_url, base_url_env),
+            provider=provider,
+            status_code=status,
+            retryable=False,
+            details=details,
+            category=ErrorCategory.CONFIGURATION,
         )
-    elif status == 403:
-        text = (
-            f"{provider}: the API key is not allowed to do this ({label}: {message}); "
-            f"check the key in {env_var} and its permissions for this model"
-        )
-    elif status == 429:
+    if status == 429:
         wait = f"; the service asks to wait {retry_after:g}s" if retry_after is not None else ""
         text = f"{provider}: rate limited ({label}: {message}){wait}"
     else:
@@ -110,6 +113,40 @@ def provider_error_from_status(
     retryable = True if status is None else status_is_retryable(status)
     return ProviderError(
         text, provider=provider, status_code=status, retryable=retryable, details=details
+    )
+
+
+OFFICIAL_HOSTS = frozenset({"api.openai.com", "api.anthropic.com"})
+"""The providers' own services: a key they refuse is a wrong key, not a key sent astray."""
+
+
+def _refused_key(
+    provider: str,
+    status: int,
+    label: str,
+    message: str,
+    env_var: str,
+    base_url: str | None,
+    base_url_env: str | None,
+) -> str:
+    """What to say when the service turned the key down: 403, the key lacks a permission;
+    401, the key is wrong, or it went to a server it is not for."""
+    if status == 403:
+        return (
+            f"{provider}: the API key is not allowed to do this ({label}: {message}); "
+            f"check the key in {env_var} and its permissions for this model"
+        )
+    host = urlsplit(base_url).hostname if base_url else None
+    if base_url is None or host is None or host in OFFICIAL_HOSTS:
+        return (
+            f"{provider}: the API key was rejected ({label}: {message}); "
+            f"set {env_var} to a valid key"
+        )
+    where = "--base-url" + (f" (or {base_url_env})" if base_url_env else "")
+    return (
+        f"{provider}: the server at {host_and_port(base_url)} rejected the API key "
+        f"({label}: {message}); set {env_var} to a key that server accepts, or change "
+        f"{where} if it is not the server you meant"
     )
 
 

@@ -481,7 +481,7 @@ class OpenAIProvider:
             raise stream_interrupted(self._name, exc, state.chunks) from exc
         except openai.APIError as exc:  # an error object sent inside the stream
             raise provider_error_from_status(
-                self._name, None, exc.message, {}, env_var=API_KEY_ENV
+                self._name, None, exc.message, {}, **self._key_source()
             ) from exc
         except ValueError as exc:
             raise LLMError(f"{self._name}: a stream event was not valid JSON ({exc})") from exc
@@ -581,9 +581,13 @@ class OpenAIProvider:
             if exc.status_code == 400 and refuses_tools(message):
                 return self._tools_refused(message)
             return provider_error_from_status(
-                self._name, exc.status_code, message + code, headers, env_var=API_KEY_ENV
+                self._name, exc.status_code, message + code, headers, **self._key_source()
             )
-        return provider_error_from_status(self._name, None, exc.message, {}, env_var=API_KEY_ENV)
+        return provider_error_from_status(self._name, None, exc.message, {}, **self._key_source())
+
+    def _key_source(self) -> dict[str, str]:
+        """Where the key and the server come from, for the advice of a refused key."""
+        return {"env_var": API_KEY_ENV, "base_url": self._base_url, "base_url_env": BASE_URL_ENV}
 
     def _tools_refused(self, message: str) -> ProviderError:
         text = (

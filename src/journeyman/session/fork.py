@@ -9,7 +9,7 @@ from pathlib import Path
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message
-from journeyman.session.store import FileChange, SessionStore
+from journeyman.session.store import FileChange, SessionStore, short_id
 from journeyman.session.undo import UndoConflict, check_conflict, read_text_or_none
 from journeyman.tools.context import ToolContext
 from journeyman.tools.fileio import write_text
@@ -71,7 +71,7 @@ def prepare_fork(
         _refuse_conflicts(ToolContext(source), later, force)
     else:
         if into is None:
-            into = source.with_name(f"{source.name}-fork-{session_id[-8:]}-{at_step}")
+            into = source.with_name(f"{source.name}-fork-{short_id(session_id)}-{at_step}")
         if into.resolve().is_relative_to(source.resolve()):
             raise ConfigurationError(
                 f"fork target {into} is inside the workspace {source}, which would be copied "

@@ -23,10 +23,10 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import sqlite3
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -230,8 +230,12 @@ class StepRecord:
     extension of it; the earlier rows stay, and the checkpoint marks where the new ones start."""
 
 
+AMBIGUOUS_SHOWN = 5
+"""How many of the sessions an ambiguous id matches its error names."""
+
+
 class SessionNotFoundError(ConfigurationError):
-    """No session has the given id (or prefix)."""
+    """No session has the given id (or begins or ends with it), or several do."""
 
 
 class StoreFullError(AgentError):
@@ -582,21 +586,40 @@ class SessionStore:
 
     # --- reading --------------------------------------------------------------------------
 
-    def resolve_id(self, prefix: str) -> str:
-        """The full id of the session whose id is or starts with `prefix`."""
+    def matching_ids(self, text: str) -> list[tuple[str, str]]:
+        """(id, workspace) of the sessions whose id is `text`, begins with it or ends with it,
+        oldest first. Compared character for character: no character of `text` is a wildcard
+        (`%`, `_`) or means anything else (`/`, `..`)."""
         rows = self._db.execute(
-            "SELECT id FROM sessions WHERE id = ? OR id LIKE ? ORDER BY created_at",
-            (prefix, prefix.replace("%", "") + "%"),
+            "SELECT id, workspace FROM sessions WHERE id = ?1 OR (length(id) > ?2 AND "
+            "(substr(id, 1, ?2) = ?1 OR substr(id, -?2) = ?1)) ORDER BY created_at",
+            (text, len(text)),
         ).fetchall()
-        ids = [r[0] for r in rows]
-        if prefix in ids:
-            return prefix
+        return [(str(row[0]), str(row[1])) for row in rows]
+
+    def resolve_id(self, text: str, inside: Callable[[str], bool] | None = None) -> str:
+        """The full id of the one session named by `text`: its whole id, or the beginning or
+        the end of it (the date, or the suffix a person types).
+
+        `inside` (a test of a session's workspace) limits which sessions a partial id may
+        name and which are counted when it names several; a whole id is returned as it is,
+        for the caller to refuse if it must. Raises `SessionNotFoundError`."""
+        if not text:
+            raise SessionNotFoundError("no session id given")
+        matches = self.matching_ids(text)
+        if any(session_id == text for session_id, _ in matches):
+            return text
+        ids = [i for i, workspace in matches if inside is None or inside(workspace)]
         if len(ids) == 1:
-            return str(ids[0])
+            return ids[0]
         if not ids:
-            raise SessionNotFoundError(f"no session {prefix!r} in {self.path}")
+            raise SessionNotFoundError(f"no session {text!r} in {self.path}")
+        shown = ", ".join(ids[:AMBIGUOUS_SHOWN])
+        if len(ids) > AMBIGUOUS_SHOWN:
+            shown += f" and {len(ids) - AMBIGUOUS_SHOWN} more"
         raise SessionNotFoundError(
-            f"session id {prefix!r} is ambiguous ({len(ids)} matches); give more characters"
+            f"session id {text!r} is ambiguous: {len(ids)} sessions match ({shown}); "
+            "give more of the id"
         )
 
     def load_session(self, session_id: str) -> SessionRecord:
@@ -958,6 +981,23 @@ def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+SUFFIX_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
+"""The characters of a session id's suffix: lower-case letters and digits that cannot be taken
+for one another when read off a screen (no 0/o, 1/l/i)."""
+SUFFIX_LENGTH = 6
+"""31**6, about 900 million suffixes: two sessions of one store sharing one is unlikely enough
+that a suffix names a session (if it happens, `resolve_id` lists both)."""
+
+
 def new_session_id() -> str:
-    """A fresh session id: the start time (sortable) and 8 random hex digits."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    """A fresh session id: its start time (so ids sort as the sessions started) and a random
+    suffix a person can type to name it, e.g. `20261127-221500-k3x9qm` (see `resolve_id`).
+    Earlier versions ended ids with 8 hex digits; those ids work as they are."""
+    suffix = "".join(secrets.choice(SUFFIX_ALPHABET) for _ in range(SUFFIX_LENGTH))
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + suffix
+
+
+def short_id(session_id: str) -> str:
+    """The part of `session_id` after its last dash (its suffix, for one made by
+    `new_session_id`), or the whole id when that part is empty."""
+    return session_id.rsplit("-", 1)[-1] or session_id

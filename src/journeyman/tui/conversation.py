@@ -16,7 +16,13 @@ from journeyman.economics.approval import ExtensionApprover
 from journeyman.loop.agent import Agent
 from journeyman.policy.permissions import Approver
 from journeyman.session.fork import prepare_fork
-from journeyman.session.store import FileChange, SessionStore, SessionSummary, new_session_id
+from journeyman.session.store import (
+    FileChange,
+    SessionNotFoundError,
+    SessionStore,
+    SessionSummary,
+    new_session_id,
+)
 from journeyman.session.undo import FileChangeTracker, UndoResult
 from journeyman.session.workspace_lock import WorkspaceLock
 
@@ -69,36 +75,52 @@ class Conversation:
     async def send(self, text: str) -> RunResult:
         """The agent works on `text` in this session (a new one for the first message)."""
         fork, self.fork = self.fork, None
-        if fork is not None:
-            self.session_id = new_session_id()
-            result = await self.agent.run(
+        if fork is None and self.session_id is not None:
+            result = await self.agent.send(self.session_id, text)
+        else:
+            result = await self._start(text, fork)
+        self.last_result = result
+        return result
+
+    async def _start(self, text: str, fork: PendingFork | None) -> RunResult:
+        """A new session on `text` (a fork's, when `fork` is pending); when the run stores
+        nothing (refused by the settings), the conversation stays on the session it had."""
+        before, self.session_id = self.session_id, new_session_id()  # known for the status bar
+        try:
+            if fork is None:
+                return await self.agent.run(text, session_id=self.session_id)
+            return await self.agent.run(
                 text,
                 session_id=self.session_id,
                 history=fork.history,
                 parent_session_id=fork.parent_id,
                 forked_at_step=fork.step,
             )
-        elif self.session_id is None:
-            self.session_id = new_session_id()  # known before the first step, for the status bar
-            result = await self.agent.run(text, session_id=self.session_id)
-        else:
-            result = await self.agent.send(self.session_id, text)
-        self.last_result = result
-        return result
+        except BaseException:
+            if not self._stored(self.session_id):
+                self.session_id = before
+            raise
 
-    def resolve(self, prefix: str) -> str:
-        """The id of the stored session starting with `prefix` (ValueError when none or many)."""
+    def _stored(self, session_id: str) -> bool:
         store = self._store()
         try:
-            ids = [
-                s.record.id for s in store.list_sessions() if s.record.id.startswith(prefix.strip())
-            ]
+            store.load_session(session_id)
+        except SessionNotFoundError:
+            return False
         finally:
             store.close()
-        if len(ids) != 1:
-            found = "no session" if not ids else f"{len(ids)} sessions"
-            raise ValueError(f"{found} with an id starting with {prefix!r}; see /sessions")
-        return ids[0]
+        return True
+
+    def resolve(self, given: str) -> str:
+        """The id of the stored session named by `given`, its whole id or the beginning or end
+        of it (ValueError when none or several match)."""
+        store = self._store()
+        try:
+            return store.resolve_id(given.strip())
+        except SessionNotFoundError as error:
+            raise ValueError(f"{error.message}; see /sessions") from None
+        finally:
+            store.close()
 
     def transcript(self) -> StoredTranscript:
         """The stored conversation of the session (for a resumed session): its messages and

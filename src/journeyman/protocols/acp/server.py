@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,7 +291,9 @@ class AcpSession:
         for call in reversed(list(self.open_calls.values())):
             if call.name == request.tool_name and call.arguments == dict(request.args):
                 return call
-        return ToolCall(f"approval-{new_session_id()[:8]}", request.tool_name, dict(request.args))
+        # random: the first characters of a session id are only its date, shared by many calls
+        stand_in = f"approval-{uuid.uuid4().hex[:12]}"
+        return ToolCall(stand_in, request.tool_name, dict(request.args))
 
 
 def _answer(response: schema.RequestPermissionResponse, always_offered: bool) -> ApprovalAnswer:

@@ -15,6 +15,7 @@ then the server's own flags; the client's requests come last and may only tighte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,11 +132,23 @@ def resolve_workspace(policy: ServerPolicy, requested: str | None) -> Path:
     return candidate
 
 
+def inside_roots(policy: ServerPolicy) -> Callable[[str], bool]:
+    """A test of a stored session's workspace: True when it is inside the server's roots
+    (after resolving links)."""
+    roots = policy.resolved_roots()
+
+    def inside(workspace: str) -> bool:
+        path = Path(workspace).resolve()
+        return any(path == root or path.is_relative_to(root) for root in roots)
+
+    return inside
+
+
 def check_inside_roots(policy: ServerPolicy, workspace: str, session_id: str) -> Path:
     """The workspace of a stored session, refused when it is outside the server's roots."""
     path = Path(workspace).resolve()
-    roots = policy.resolved_roots()
-    if not any(path == root or path.is_relative_to(root) for root in roots):
+    if not inside_roots(policy)(workspace):
+        roots = policy.resolved_roots()
         raise ConfigurationError(
             f"session {session_id} worked in {path}, outside the folders this server may work in "
             f"({', '.join(str(root) for root in roots)}); use the journeyman command line for it"

@@ -35,6 +35,7 @@ from journeyman.protocols.mcp_server.policy import (
     RunSettings,
     ServerPolicy,
     check_inside_roots,
+    inside_roots,
     resolve_workspace,
     run_settings,
 )
@@ -72,7 +73,11 @@ T = TypeVar("T")
 
 # argument types shared by the tools (the descriptions are what a client's model reads)
 SessionArg = Annotated[
-    str, Field(description="Session id (or a unique prefix) from start_run or list_sessions.")
+    str,
+    Field(
+        description="Session id from start_run or list_sessions, or a unique beginning or end "
+        "of it (the suffix after the last dash)."
+    ),
 ]
 WaitArg = Annotated[
     bool,
@@ -283,7 +288,9 @@ class JourneymanTools:
         store = self.open_store()
         try:
             try:
-                record = store.load_session(store.resolve_id(session))
+                # a partial id names, and is ambiguous among, the sessions of this server only
+                found = store.resolve_id(session, inside=inside_roots(self.policy))
+                record = store.load_session(found)
             except ConfigurationError as error:
                 if active is not None:  # started, but its first step is not stored yet
                     raise ToolError(
@@ -369,17 +376,13 @@ class JourneymanTools:
         return self._status(session_id)
 
     def list_sessions(self, limit: int) -> dict[str, Any]:
-        roots = self.policy.resolved_roots()
         store = self.open_store()
         try:
             summaries = store.list_sessions()
         finally:
             store.close()
-        inside = [
-            s
-            for s in summaries
-            if any(Path(s.record.workspace).resolve().is_relative_to(root) for root in roots)
-        ]
+        ours = inside_roots(self.policy)
+        inside = [s for s in summaries if ours(s.record.workspace)]
         stored = {s.record.id for s in summaries}
         rows: list[dict[str, Any]] = [
             {  # started a moment ago: its first step is not stored yet
