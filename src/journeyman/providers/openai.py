@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypeAlias, TypedDict
 from urllib.parse import urlsplit
 
 import openai
@@ -66,6 +66,7 @@ from journeyman.providers.tool_modes import (
 )
 
 ToolFormat = ToolModeChoice
+ChunkStream: TypeAlias = AsyncStream[ChatCompletionChunk]
 PROBE_VALUE = {"probe": "jm-probe"}
 """What a probe for constrained output asks for; a server that honours the constraint returns
 exactly this object, which a model left to itself would hardly write."""
@@ -332,12 +333,12 @@ class OpenAIProvider:
 
     async def _send(
         self, params: _ChatParams, request: ModelRequest, *, stream: bool
-    ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
+    ) -> ChatCompletion | ChunkStream:
         """One Chat Completions request through the SDK: its body prebuilt (see `wire`), or,
         without `prebuilt_body`, built by the SDK from `params`."""
         try:
             if self._prebuilt_body:
-                sent: ChatCompletion | AsyncStream[ChatCompletionChunk] = await self._client.post(
+                sent: ChatCompletion | ChunkStream = await self._client.post(
                     CHAT_PATH,
                     content=self._body(params, request, stream),
                     cast_to=ChatCompletion,
@@ -347,9 +348,7 @@ class OpenAIProvider:
                 )
                 return sent
             if stream:
-                chunks: AsyncStream[
-                    ChatCompletionChunk
-                ] = await self._client.chat.completions.create(
+                chunks: ChunkStream = await self._client.chat.completions.create(
                     **params, stream=True, stream_options={"include_usage": True}
                 )
                 return chunks
