@@ -269,6 +269,18 @@ async def test_anthropic_bodies_follow_the_layout_functions(
     assert b"cache_control" not in json.dumps(fake_anthropic.requests[-1].json["messages"]).encode()
 
 
+async def test_a_deprecated_model_is_warned_about_on_both_paths(
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    fake_anthropic.default = reply(ANSWER)
+    for prebuilt in (False, True):
+        provider = AnthropicProvider(
+            "claude-opus-4-5", api_key="k", base_url=fake_anthropic.base_url, prebuilt_body=prebuilt
+        )
+        with pytest.warns(DeprecationWarning, match="claude-opus-4-5"):
+            await provider.complete(next(requests()))
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -11,6 +11,7 @@ of the run sent.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -249,6 +250,7 @@ class AnthropicProvider:
         self, request: ModelRequest, max_tokens: int, *, stream: bool
     ) -> AnthropicMessage | AsyncStream[RawMessageStreamEvent]:
         """The request with its body prebuilt (`_body`), sent through the SDK's client."""
+        _warn_if_deprecated(self._model)  # as the SDK's `create` does
         sent: AnthropicMessage | AsyncStream[RawMessageStreamEvent] = await self._client.post(
             MESSAGES_PATH,
             content=self._body(request, max_tokens, stream=stream),
@@ -447,6 +449,21 @@ class AnthropicProvider:
                 self._name, status, message, headers, env_var=API_KEY_ENV
             )
         return provider_error_from_status(self._name, None, str(exc), {}, env_var=API_KEY_ENV)
+
+
+def _warn_if_deprecated(model: str) -> None:
+    """A DeprecationWarning for a model the SDK lists as deprecated."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:  # another SDK version: its own `create` is not called either
+        return
+    if model in DEPRECATED_MODELS:
+        warnings.warn(
+            f"the model {model!r} is deprecated and reaches its end of life on "
+            f"{DEPRECATED_MODELS[model]}; move to a newer model",
+            DeprecationWarning,
+            stacklevel=4,
+        )
 
 
 def _missing_usage_marked(response: ModelResponse, absent: bool) -> ModelResponse:
