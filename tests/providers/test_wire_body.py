@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.fakes import FakeAnthropicServer, FakeOpenAIServer, error, reply
 from tests.fakes.server import FakeServer
@@ -405,11 +405,15 @@ CONVERTERS = {
     edits=st.lists(st.tuples(st.sampled_from(["grow", "cut", "swap"]), st.integers(0, 29))),
     format_name=st.sampled_from(sorted(CONVERTERS)),
 )
+@example(  # one assistant message object twice in a row: the second runs into the first's turn
+    kinds=["assistant", "user"], edits=[("grow", 0), ("grow", 0)], format_name="anthropic"
+)
 def test_reused_units_equal_a_conversion_from_scratch(
     kinds: list[str], edits: list[tuple[str, int]], format_name: str
 ) -> None:
-    """Whatever happens to a history between calls (it grows, is cut back, or a message is
-    replaced by another), the reused wire form equals converting the whole history again."""
+    """Whatever happens to a history between calls (it grows, also by messages it already
+    holds, is cut back, or a message is replaced by another), the reused wire form equals
+    converting the whole history again."""
     convert, from_scratch = CONVERTERS[format_name]
     history = wire.HistoryWire(convert)
     messages = build(kinds)
@@ -425,3 +429,30 @@ def test_reused_units_equal_a_conversion_from_scratch(
             messages = (*messages[:index], replacement, *messages[index + 1 :])
         got = wire.json_array(history.units(messages))
         assert got == wire.dumps(from_scratch(messages))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=5),
+            st.one_of(
+                st.integers(),
+                st.text(max_size=8),
+                st.lists(st.dictionaries(st.text(max_size=3), st.integers()), max_size=4),
+            ),
+        ),
+        max_size=5,
+        unique_by=lambda field: field[0],
+    )
+)
+def test_an_object_joined_from_encoded_parts_is_what_json_encodes(
+    fields: list[tuple[str, Any]],
+) -> None:
+    parts: list[tuple[str, bytes | list[bytes]]] = [
+        (
+            key,
+            [wire.dumps(item) for item in value] if isinstance(value, list) else wire.dumps(value),
+        )
+        for key, value in fields
+    ]
+    assert wire.json_object(parts) == wire.dumps(dict(fields))

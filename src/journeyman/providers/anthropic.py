@@ -290,9 +290,9 @@ class AnthropicProvider:
         """The JSON body `_create` has the SDK send, byte for byte, from the parts kept between
         calls: the tools once per set, the history from where it last changed (see `wire`).
         Keys in the SDK's order; the temperature is not sent (see `_create`)."""
-        fields: list[tuple[str, bytes]] = [
+        fields: list[tuple[str, bytes | list[bytes]]] = [
             ("max_tokens", wire.dumps(max_tokens)),
-            ("messages", wire.json_array(self._history.units(request.messages))),
+            ("messages", self._history.units(request.messages)),
             ("model", wire.dumps(self._model)),
         ]
         if stream:
@@ -605,16 +605,17 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[MessageParam]:
 
 
 def _turns(
-    messages: Sequence[Message], assistants: list[tuple[Message, int]] | None = None
+    messages: Sequence[Message], assistants: list[tuple[int, int]] | None = None
 ) -> list[MessageParam]:
     """The turns of an already paired history (see `to_anthropic_messages`); `assistants`,
-    when given, is told each assistant message that opens a turn of its own, with the number
-    of turns before it."""
+    when given, is told each assistant message that opens a turn of its own: which assistant
+    message it is (0 for the first) and the number of turns before it."""
     turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
+    seen = 0
     for message in messages:
-        role: Literal["user", "assistant"] = (
-            "assistant" if message.role is Role.ASSISTANT else "user"
-        )
+        role: Literal["user", "assistant"] = "user"
+        if message.role is Role.ASSISTANT:
+            role, seen = "assistant", seen + 1
         blocks = _blocks(message)
         if not blocks:
             continue
@@ -622,7 +623,7 @@ def _turns(
             turns[-1][1].extend(blocks)
             continue
         if assistants is not None and role == "assistant":
-            assistants.append((message, len(turns)))
+            assistants.append((seen - 1, len(turns)))
         turns.append((role, blocks))
     out: list[MessageParam] = []
     for role, blocks in turns:
@@ -664,7 +665,7 @@ def _convert_to_wire(messages: Sequence[Message]) -> wire.Converted:
     """Encoded turns of a run of messages; the last turn also as it ends a request, with the
     history's cache breakpoint (see `wire`)."""
     paired, fixes = with_paired_results(messages)
-    assistants: list[tuple[Message, int]] = []
+    assistants: list[tuple[int, int]] = []
     turns = _turns(paired, assistants)
     units = [wire.dumps(turn) for turn in turns]  # before the breakpoint is added below
     final = wire.dumps(with_history_breakpoint(turns)[-1]) if turns else None

@@ -483,10 +483,10 @@ class OpenAIProvider:
         """The JSON body the SDK builds from `params` and `request`, byte for byte, from the
         parts kept between calls: the system prompt and tools once per set, the history from
         where it last changed (see `wire`). Keys in the SDK's order."""
-        fields: list[tuple[str, bytes]] = [("model", wire.dumps(params["model"]))]
+        fields: list[tuple[str, bytes | list[bytes]]] = [("model", wire.dumps(params["model"]))]
         if stream:
             fields.append(("stream", b"true"))
-        fields.append(("messages", wire.json_array(self._wire_messages(request))))
+        fields.append(("messages", self._wire_messages(request)))
         _add_given(fields, "max_completion_tokens", params["max_completion_tokens"])
         _add_given(fields, "max_tokens", params["max_tokens"])
         _add_given(fields, "seed", params["seed"])
@@ -727,7 +727,7 @@ def _usage(usage: CompletionUsage | None) -> Usage:
     )
 
 
-def _add_given(fields: list[tuple[str, bytes]], key: str, value: object) -> None:
+def _add_given(fields: list[tuple[str, bytes | list[bytes]]], key: str, value: object) -> None:
     if not isinstance(value, Omit):
         fields.append((key, wire.dumps(value)))
 
@@ -796,12 +796,12 @@ def system_text(system: str, tools: Sequence[ToolSpec], tool_format: ToolFormat)
 def _conversation(
     messages: Sequence[Message],
     tool_format: ToolFormat,
-    assistants: list[tuple[Message, int]] | None = None,
+    assistants: list[tuple[int, int]] | None = None,
 ) -> list[ChatCompletionMessageParam]:
     """The Chat Completions messages of an already paired history (see `to_openai_messages`).
 
     Each assistant message becomes a message of its own; `assistants`, when given, is told
-    each one with the number of messages before it."""
+    each one (0 for the first) with the number of messages before it."""
     constrained = tool_format in tool_modes.CONSTRAINED_MODES
     text_mode = tool_format == "text" or constrained
     render_call = tool_modes.render_call if constrained else text_tools.render_tool_call
@@ -813,7 +813,7 @@ def _conversation(
             _append_user(out, message.content, merge=text_mode)
         elif message.role is Role.ASSISTANT:
             if assistants is not None:
-                assistants.append((message, len(out)))
+                assistants.append((len(assistants), len(out)))
             out.append(_assistant_message(message, text_mode, render_call))
         else:
             result = message.tool_result
@@ -856,7 +856,7 @@ def wire_converter(tool_format: ToolFormat) -> wire.Converter:
 
     def convert(messages: Sequence[Message]) -> wire.Converted:
         paired, fixes = with_paired_results(messages)
-        assistants: list[tuple[Message, int]] = []
+        assistants: list[tuple[int, int]] = []
         units = _conversation(paired, tool_format, assistants)
         return wire.Converted([wire.dumps(unit) for unit in units], assistants, fixes)
 

@@ -17,13 +17,14 @@ retries, error mapping and streaming) and build those bytes from parts they keep
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from journeyman.core.messages import Message
+from journeyman.core.messages import Message, Role
 from journeyman.providers.arguments import warn_unpaired
 
 Key = TypeVar("Key")
@@ -37,9 +38,24 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def json_object(fields: Sequence[tuple[str, bytes]]) -> bytes:
-    """A JSON object from (key, encoded value) pairs, in the given order."""
-    return b"{" + b",".join(dumps(key) + b":" + value for key, value in fields) + b"}"
+def json_object(fields: Sequence[tuple[str, bytes | list[bytes]]]) -> bytes:
+    """A JSON object from (key, value) pairs, in the given order: a value is encoded JSON, or
+    a list of encoded items that make an array. Joined once, so a large body is copied once."""
+    pieces: list[bytes] = []
+    for key, value in fields:
+        pieces.append(b"," if pieces else b"{")
+        pieces.append(dumps(key) + b":")
+        if isinstance(value, bytes):
+            pieces.append(value)
+        elif value:
+            pieces.append(b"[")
+            pieces.extend(itertools.chain.from_iterable(zip(itertools.repeat(b","), value)))
+            pieces[-2 * len(value)] = b""  # no comma before the first item
+            pieces.append(b"]")
+        else:
+            pieces.append(b"[]")
+    pieces.append(b"}" if pieces else b"{}")
+    return b"".join(pieces)
 
 
 def json_array(items: Sequence[bytes]) -> bytes:
@@ -53,9 +69,10 @@ class Converted:
 
     units: list[bytes]
     """Each unit encoded, as it reads in the middle of a history."""
-    fresh: list[tuple[Message, int]] = field(default_factory=list)
-    """Assistant messages that start a unit nothing earlier runs into, each with the number
-    of units before it: a later call may reuse those units and convert from there on."""
+    fresh: list[tuple[int, int]] = field(default_factory=list)
+    """Assistant messages that start a unit nothing earlier runs into: which assistant message
+    of the run each is (0 for the first; pairing keeps every one, in order) and the number of
+    units before it. A later call may reuse those units and convert from there on."""
     fixes: int = 0
     """Tool results added or dropped to pair every call with its result."""
     final: bytes | None = None
@@ -105,8 +122,8 @@ class HistoryWire:
         warn_unpaired(fixes + tail.fixes)
         units = before + tail.units
         if messages and tail.fresh:
-            message, count = tail.fresh[-1]
-            boundary = _index_from_end(messages, message, start)
+            ordinal, count = tail.fresh[-1]
+            boundary = _assistant_index(messages, ordinal, start)
             if boundary is not None:
                 memos = self._memos
                 memos.pop(id(messages[0]), None)
@@ -127,11 +144,13 @@ def _starts_with(messages: tuple[Message, ...], sources: tuple[Message, ...], en
     return all(map(operator.is_, messages[:end], sources[:end]))
 
 
-def _index_from_end(messages: tuple[Message, ...], message: Message, start: int) -> int | None:
-    """Where `message` is in `messages[start:]`, looked for from the end."""
-    for index in range(len(messages) - 1, start - 1, -1):
-        if messages[index] is message:
-            return index
+def _assistant_index(messages: tuple[Message, ...], ordinal: int, start: int) -> int | None:
+    """Where the assistant message number `ordinal` (from 0) of `messages[start:]` is."""
+    for index in range(start, len(messages)):
+        if messages[index].role is Role.ASSISTANT:
+            if ordinal == 0:
+                return index
+            ordinal -= 1
     return None
 
 
