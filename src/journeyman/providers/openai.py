@@ -145,6 +145,16 @@ class _StreamState:
             self.finish = choice.finish_reason or self.finish
 
 
+@dataclass
+class _WireParts:
+    """What an adapter keeps between calls to build request bodies (see `wire`)."""
+
+    histories: dict[ToolMode, wire.HistoryWire] = field(default_factory=dict)
+    """The conversation's encoded messages, per tool mode (the auto mode may switch)."""
+    system: wire.SameParts[list[bytes]] = field(default_factory=wire.SameParts)
+    tools: wire.SameParts[bytes] = field(default_factory=wire.SameParts)
+
+
 def _can_build_grammars() -> bool:
     """GBNF grammars are built by llama-cpp-python's converter (the `local` extra)."""
     return importlib.util.find_spec("llama_cpp") is not None
@@ -179,10 +189,8 @@ class OpenAIProvider:
         `tool_format` "auto" reads and writes the detected mode in `mode_records` (default: the
         user's config directory); `on_notice` is told when detection changes the mode. `seed`
         is sent with every request (servers that sample with it repeat their replies).
-
-        `prebuilt_body` sends request bodies built from JSON kept between calls (see `wire`);
-        False lets the SDK build each body from the whole history again (as it does by
-        default), which costs more the longer the history; kept to compare the two."""
+        `prebuilt_body` False has the SDK build each body from the whole history, as it does
+        by default (slower as the history grows; kept to compare, see `wire`)."""
         resolved_url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
@@ -223,9 +231,7 @@ class OpenAIProvider:
         self._auto = tool_format == "auto"
         self._detect_pending = False
         self._prebuilt_body = prebuilt_body
-        self._histories: dict[ToolMode, wire.HistoryWire] = {}
-        self._system_parts: wire.SameParts[list[bytes]] = wire.SameParts()
-        self._tool_parts: wire.SameParts[bytes] = wire.SameParts()
+        self._wire = _WireParts()
         self._current_tools: tuple[ToolSpec, ...] = ()
         """The tools of the request being answered (constrained replies are read against them)."""
         if tool_format == "auto":
@@ -495,21 +501,21 @@ class OpenAIProvider:
         _add_given(fields, "temperature", params["temperature"])
         if self.tool_format == "native" and request.tools:
             tools = request.tools
-            fields.append(("tools", self._tool_parts.get(tools, None, lambda: _tools_json(tools))))
+            fields.append(("tools", self._wire.tools.get(tools, None, lambda: _tools_json(tools))))
         for key, value in (params["extra_body"] or {}).items():
             fields.append((key, wire.dumps(value)))
         return wire.json_object(fields)
 
     def _wire_messages(self, request: ModelRequest) -> list[bytes]:
         mode = self.tool_format
-        system = self._system_parts.get(
+        system = self._wire.system.get(
             request.tools,
             (request.system, mode),
             lambda: _system_units(system_text(request.system, request.tools, mode)),
         )
-        history = self._histories.get(mode)
+        history = self._wire.histories.get(mode)
         if history is None:
-            history = self._histories[mode] = wire.HistoryWire(wire_converter(mode))
+            history = self._wire.histories[mode] = wire.HistoryWire(wire_converter(mode))
         return [*system, *history.units(request.messages)]
 
     # -- response --------------------------------------------------------------------
