@@ -11,6 +11,7 @@ of the run sent.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -41,8 +42,9 @@ from anthropic.types import Usage as AnthropicUsage
 
 from journeyman.core.display import printable
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError
-from journeyman.core.messages import Message, Role, ToolCall, Usage
+from journeyman.core.messages import Message, Role, ToolCall, Usage, with_paired_results
 from journeyman.core.redact import remember_provider_key
+from journeyman.providers import wire
 from journeyman.providers.arguments import (
     TOO_DEEP,
     check_arguments,
@@ -62,6 +64,7 @@ from journeyman.providers.http_errors import (
     stream_interrupted,
 )
 
+MESSAGES_PATH = "/v1/messages"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_TIMEOUT = 600.0
@@ -170,9 +173,14 @@ class AnthropicProvider:
         max_output_tokens: int | None = None,
         context_window: int = 200_000,
         name: str = "anthropic",
+        prebuilt_body: bool = True,
     ) -> None:
         """`api_key`/`base_url` default to what the SDK finds (ANTHROPIC_API_KEY,
-        ANTHROPIC_BASE_URL). `max_output_tokens` overrides the request's limit."""
+        ANTHROPIC_BASE_URL). `max_output_tokens` overrides the request's limit.
+
+        `prebuilt_body` sends request bodies built from JSON kept between calls (see `wire`);
+        False lets the SDK build each body from the whole history again, which costs more the
+        longer the history; kept to compare the two."""
         self._name = name
         self._model = model
         self.max_output_tokens = max_output_tokens
@@ -189,6 +197,9 @@ class AnthropicProvider:
             ) from exc
         remember_provider_key(self._client.api_key)  # never in a command's environment
         self._base_url = str(self._client.base_url)
+        self._prebuilt_body = prebuilt_body
+        self._history = wire.HistoryWire(_convert_to_wire)
+        self._tool_parts: wire.SameParts[bytes] = wire.SameParts()
 
     @property
     def name(self) -> str:
@@ -208,30 +219,10 @@ class AnthropicProvider:
     async def complete(
         self, request: ModelRequest, on_text: TextCallback | None = None
     ) -> ModelResponse:
-        system = to_anthropic_system(request.system, request.system_shared_chars) or omit
-        tools = to_anthropic_tools(request.tools)
-        messages = with_history_breakpoint(to_anthropic_messages(request.messages))
         max_tokens = self.max_output_tokens or request.max_output_tokens
-        # `request.temperature` is not sent: API version 2026-10-21 (SDK 2.x) rejects sampling
-        # parameters with a 400, and the SDK no longer offers them.
+        send = self._post if self._prebuilt_body else self._create
         try:
-            if on_text is None:
-                reply = await self._client.messages.create(
-                    model=self._model,
-                    max_tokens=max_tokens,
-                    system=system,
-                    messages=messages,
-                    tools=tools or omit,
-                )
-                return self._from_message(reply)
-            stream = await self._client.messages.create(
-                model=self._model,
-                max_tokens=max_tokens,
-                system=system,
-                messages=messages,
-                tools=tools or omit,
-                stream=True,
-            )
+            sent = await send(request, max_tokens, stream=on_text is not None)
         except anthropic.APIError as exc:
             raise self._error(exc) from exc
         except ValueError as exc:  # the body was not JSON
@@ -248,7 +239,72 @@ class AnthropicProvider:
             raise ConfigurationError(
                 f"{self._name}: no API key; set {API_KEY_ENV} or pass api_key"
             ) from exc
-        return await self._from_stream(stream, on_text)
+        if on_text is None:
+            if isinstance(sent, AsyncStream):
+                raise LLMError(f"{self._name}: the SDK returned a stream for a request without one")
+            return self._from_message(sent)
+        if not isinstance(sent, AsyncStream):
+            raise LLMError(f"{self._name}: the SDK did not return a stream for a streamed request")
+        return await self._from_stream(sent, on_text)
+
+    async def _post(
+        self, request: ModelRequest, max_tokens: int, *, stream: bool
+    ) -> AnthropicMessage | AsyncStream[RawMessageStreamEvent]:
+        """The request with its body prebuilt (`_body`), sent through the SDK's client."""
+        _warn_if_deprecated(self._model)  # as the SDK's `create` does
+        sent: AnthropicMessage | AsyncStream[RawMessageStreamEvent] = await self._client.post(
+            MESSAGES_PATH,
+            content=self._body(request, max_tokens, stream=stream),
+            cast_to=AnthropicMessage,
+            stream=stream,
+            stream_cls=AsyncStream[RawMessageStreamEvent],
+        )
+        return sent
+
+    async def _create(
+        self, request: ModelRequest, max_tokens: int, *, stream: bool
+    ) -> AnthropicMessage | AsyncStream[RawMessageStreamEvent]:
+        """The request as the SDK builds it from the whole history (without `prebuilt_body`)."""
+        system = to_anthropic_system(request.system, request.system_shared_chars) or omit
+        tools = to_anthropic_tools(request.tools)
+        messages = with_history_breakpoint(to_anthropic_messages(request.messages))
+        # `request.temperature` is not sent: API version 2026-10-21 (SDK 2.x) rejects sampling
+        # parameters with a 400, and the SDK no longer offers them.
+        if not stream:
+            return await self._client.messages.create(
+                model=self._model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=messages,
+                tools=tools or omit,
+            )
+        return await self._client.messages.create(
+            model=self._model,
+            max_tokens=max_tokens,
+            system=system,
+            messages=messages,
+            tools=tools or omit,
+            stream=True,
+        )
+
+    def _body(self, request: ModelRequest, max_tokens: int, *, stream: bool) -> bytes:
+        """The JSON body `_create` has the SDK send, byte for byte, from the parts kept between
+        calls: the tools once per set, the history from where it last changed (see `wire`).
+        Keys in the SDK's order; the temperature is not sent (see `_create`)."""
+        fields: list[tuple[str, bytes | list[bytes]]] = [
+            ("max_tokens", wire.dumps(max_tokens)),
+            ("messages", self._history.units(request.messages)),
+            ("model", wire.dumps(self._model)),
+        ]
+        if stream:
+            fields.append(("stream", b"true"))
+        system = to_anthropic_system(request.system, request.system_shared_chars)
+        if system:
+            fields.append(("system", wire.dumps(system)))
+        if request.tools:
+            tools = request.tools
+            fields.append(("tools", self._tool_parts.get(tools, None, lambda: _tools_json(tools))))
+        return wire.json_object(fields)
 
     # -- response --------------------------------------------------------------------
 
@@ -400,6 +456,21 @@ class AnthropicProvider:
         return provider_error_from_status(self._name, None, str(exc), {}, **self._key_source())
 
 
+def _warn_if_deprecated(model: str) -> None:
+    """A DeprecationWarning for a model the SDK lists as deprecated."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:  # another SDK version: its own `create` is not called either
+        return
+    if model in DEPRECATED_MODELS:
+        warnings.warn(
+            f"the model {model!r} is deprecated and reaches its end of life on "
+            f"{DEPRECATED_MODELS[model]}; move to a newer model",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+
+
 def _missing_usage_marked(response: ModelResponse, absent: bool) -> ModelResponse:
     """`response`, marked when the reply carried no usage or no prompt count: the loop then
     charges the call's worst case."""
@@ -497,6 +568,10 @@ def to_anthropic_system(system: str, shared_chars: int = 0) -> list[TextBlockPar
     return blocks
 
 
+def _tools_json(tools: Sequence[ToolSpec]) -> bytes:
+    return wire.json_array([wire.dumps(tool) for tool in to_anthropic_tools(tools)])
+
+
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
     """Tool definitions. The API puts tools first in the prompt, so a cache breakpoint on the last
     one covers all of them (the system block carries the next breakpoint)."""
@@ -531,41 +606,30 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[MessageParam]:
     messages inside the conversation are sent as user text, since the API takes the system
     prompt separately. Empty messages are dropped.
     """
-    turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
-    messages = paired_history(messages)
+    return _turns(paired_history(messages))
 
-    def add(role: Literal["user", "assistant"], blocks: list[_Block]) -> None:
+
+def _turns(
+    messages: Sequence[Message], assistants: list[tuple[int, int]] | None = None
+) -> list[MessageParam]:
+    """The turns of an already paired history (see `to_anthropic_messages`); `assistants`,
+    when given, is told each assistant message that opens a turn of its own: which assistant
+    message it is (0 for the first) and the number of turns before it."""
+    turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
+    seen = 0
+    for message in messages:
+        role: Literal["user", "assistant"] = "user"
+        if message.role is Role.ASSISTANT:
+            role, seen = "assistant", seen + 1
+        blocks = _blocks(message)
         if not blocks:
-            return
+            continue
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(blocks)
-        else:
-            turns.append((role, blocks))
-
-    for message in messages:
-        if message.role is Role.ASSISTANT:
-            blocks: list[_Block] = []
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
-            for call in message.tool_calls:
-                blocks.append(
-                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
-                )
-            add("assistant", blocks)
-        elif message.role is Role.TOOL:
-            result = message.tool_result
-            if result is None:
-                raise ValueError("a Role.TOOL message must carry its tool_result")
-            block: ToolResultBlockParam = {
-                "type": "tool_result",
-                "tool_use_id": result.call_id,
-                "content": result.content,
-                "is_error": result.is_error,
-            }
-            add("user", [block])
-        elif message.content:
-            add("user", [{"type": "text", "text": message.content}])
-
+            continue
+        if assistants is not None and role == "assistant":
+            assistants.append((seen - 1, len(turns)))
+        turns.append((role, blocks))
     out: list[MessageParam] = []
     for role, blocks in turns:
         if role == "user":
@@ -575,3 +639,39 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[MessageParam]:
         else:
             out.append({"role": "assistant", "content": blocks})
     return out
+
+
+def _blocks(message: Message) -> list[_Block]:
+    """The content blocks of one message."""
+    if message.role is Role.ASSISTANT:
+        blocks: list[_Block] = []
+        if message.content:
+            blocks.append({"type": "text", "text": message.content})
+        for call in message.tool_calls:
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            )
+        return blocks
+    if message.role is Role.TOOL:
+        result = message.tool_result
+        if result is None:
+            raise ValueError("a Role.TOOL message must carry its tool_result")
+        block: ToolResultBlockParam = {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": result.content,
+            "is_error": result.is_error,
+        }
+        return [block]
+    return [{"type": "text", "text": message.content}] if message.content else []
+
+
+def _convert_to_wire(messages: Sequence[Message]) -> wire.Converted:
+    """Encoded turns of a run of messages; the last turn also as it ends a request, with the
+    history's cache breakpoint (see `wire`)."""
+    paired, fixes = with_paired_results(messages)
+    assistants: list[tuple[int, int]] = []
+    turns = _turns(paired, assistants)
+    units = [wire.dumps(turn) for turn in turns]  # before the breakpoint is added below
+    final = wire.dumps(with_history_breakpoint(turns)[-1]) if turns else None
+    return wire.Converted(units, assistants, fixes, final)

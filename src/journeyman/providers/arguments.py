@@ -98,10 +98,15 @@ def paired_history(messages: Sequence[Message]) -> list[Message]:
     (an old session, a custom mode) that does not, which strict servers reject with a 400.
     """
     paired, fixes = with_paired_results(messages)
+    warn_unpaired(fixes)
+    return paired
+
+
+def warn_unpaired(fixes: int) -> None:
+    """Say that `fixes` results had to be added or dropped to pair a history sent to a model."""
     if fixes:
         log.warning(
             "the conversation had %d tool call(s) without their result (or results without "
             "their call); sent with error results in their place",
             fixes,
         )
-    return paired

@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypeAlias, TypedDict
 from urllib.parse import urlsplit
 
 import openai
@@ -33,9 +33,16 @@ from openai.types.chat import (
 )
 
 from journeyman.core.errors import AgentError, ConfigurationError, LLMError, ProviderError
-from journeyman.core.messages import Message, Role, ToolCall, ToolResult, Usage
+from journeyman.core.messages import (
+    Message,
+    Role,
+    ToolCall,
+    ToolResult,
+    Usage,
+    with_paired_results,
+)
 from journeyman.core.redact import remember_provider_key
-from journeyman.providers import text_tools, tool_modes
+from journeyman.providers import text_tools, tool_modes, wire
 from journeyman.providers.arguments import decode_arguments, paired_history
 from journeyman.providers.base import (
     Capabilities,
@@ -59,6 +66,7 @@ from journeyman.providers.tool_modes import (
 )
 
 ToolFormat = ToolModeChoice
+ChunkStream: TypeAlias = AsyncStream[ChatCompletionChunk]
 PROBE_VALUE = {"probe": "jm-probe"}
 """What a probe for constrained output asks for; a server that honours the constraint returns
 exactly this object, which a model left to itself would hardly write."""
@@ -69,6 +77,7 @@ PROBE_SCHEMA: dict[str, Any] = {
 }
 PROBE_GRAMMAR = 'root ::= "{\\"probe\\": \\"jm-probe\\"}"'
 
+CHAT_PATH = "/chat/completions"
 API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_TIMEOUT = 600.0
@@ -136,6 +145,16 @@ class _StreamState:
             self.finish = choice.finish_reason or self.finish
 
 
+@dataclass
+class _WireParts:
+    """What an adapter keeps between calls to build request bodies (see `wire`)."""
+
+    histories: dict[ToolMode, wire.HistoryWire] = field(default_factory=dict)
+    """The conversation's encoded messages, per tool mode (the auto mode may switch)."""
+    system: wire.SameParts[list[bytes]] = field(default_factory=wire.SameParts)
+    tools: wire.SameParts[bytes] = field(default_factory=wire.SameParts)
+
+
 def _can_build_grammars() -> bool:
     """GBNF grammars are built by llama-cpp-python's converter (the `local` extra)."""
     return importlib.util.find_spec("llama_cpp") is not None
@@ -162,13 +181,16 @@ class OpenAIProvider:
         mode_records: ToolModeRecords | None = None,
         on_notice: Callable[[str], None] | None = None,
         seed: int | None = None,
+        prebuilt_body: bool = True,
     ) -> None:
         """`api_key`/`base_url` default to OPENAI_API_KEY/OPENAI_BASE_URL. A server other than
         OpenAI's may need no key. `max_output_tokens` overrides the request's limit.
 
         `tool_format` "auto" reads and writes the detected mode in `mode_records` (default: the
         user's config directory); `on_notice` is told when detection changes the mode. `seed`
-        is sent with every request (servers that sample with it repeat their replies)."""
+        is sent with every request (servers that sample with it repeat their replies).
+        `prebuilt_body` False has the SDK build each body from the whole history, as it does
+        by default (slower as the history grows; kept to compare, see `wire`)."""
         resolved_url = base_url or os.environ.get(BASE_URL_ENV) or None
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
@@ -208,6 +230,8 @@ class OpenAIProvider:
         self.tool_mode_reason = "as asked"
         self._auto = tool_format == "auto"
         self._detect_pending = False
+        self._prebuilt_body = prebuilt_body
+        self._wire = _WireParts()
         self._current_tools: tuple[ToolSpec, ...] = ()
         """The tools of the request being answered (constrained replies are read against them)."""
         if tool_format == "auto":
@@ -296,34 +320,51 @@ class OpenAIProvider:
         params = self._params(request)
         if self.tool_format in tool_modes.CONSTRAINED_MODES:
             # the reply is one JSON object: streaming it would show JSON, not prose
-            response = await self._create(params)
+            response = await self._create(params, request)
             if on_text is not None and response.text:
                 on_text(response.text)
             return response
         if on_text is None:
-            return await self._create(params)
-        try:
-            stream = await self._client.chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
-            )
-        except openai.APIError as exc:
-            raise self._error(exc) from exc
-        except ValueError as exc:  # the body was not JSON
-            raise LLMError(f"{self._name}: the reply body was not valid JSON ({exc})") from exc
-        except RecursionError as exc:
-            raise LLMError(f"{self._name}: the reply body is nested too deeply to read") from exc
+            return await self._create(params, request)
+        stream = await self._send(params, request, stream=True)
+        if not isinstance(stream, AsyncStream):
+            raise LLMError(f"{self._name}: the SDK did not return a stream for a streamed request")
         return await self._from_stream(stream, on_text)
 
-    async def _create(self, params: _ChatParams) -> ModelResponse:
+    async def _create(self, params: _ChatParams, request: ModelRequest) -> ModelResponse:
+        completion = await self._send(params, request, stream=False)
+        if isinstance(completion, AsyncStream):
+            raise LLMError(f"{self._name}: the SDK returned a stream for a request without one")
+        return self._from_completion(completion)
+
+    async def _send(
+        self, params: _ChatParams, request: ModelRequest, *, stream: bool
+    ) -> ChatCompletion | ChunkStream:
+        """One Chat Completions request through the SDK: its body prebuilt (see `wire`), or,
+        without `prebuilt_body`, built by the SDK from `params`."""
         try:
-            completion = await self._client.chat.completions.create(**params)
+            if self._prebuilt_body:
+                sent: ChatCompletion | ChunkStream = await self._client.post(
+                    CHAT_PATH,
+                    content=self._body(params, request, stream),
+                    cast_to=ChatCompletion,
+                    options={"security": {"bearer_auth": True}},
+                    stream=stream,
+                    stream_cls=AsyncStream[ChatCompletionChunk],
+                )
+                return sent
+            if stream:
+                chunks: ChunkStream = await self._client.chat.completions.create(
+                    **params, stream=True, stream_options={"include_usage": True}
+                )
+                return chunks
+            return await self._client.chat.completions.create(**params)
         except openai.APIError as exc:
             raise self._error(exc) from exc
         except ValueError as exc:  # the body was not JSON
             raise LLMError(f"{self._name}: the reply body was not valid JSON ({exc})") from exc
         except RecursionError as exc:
             raise LLMError(f"{self._name}: the reply body is nested too deeply to read") from exc
-        return self._from_completion(completion)
 
     # -- tool mode detection -------------------------------------------------------
 
@@ -340,7 +381,7 @@ class OpenAIProvider:
             probe = self._params(request)
             probe["max_tokens"], probe["max_completion_tokens"] = 1, omit
             with contextlib.suppress(AgentError):
-                await self._create(probe)
+                await self._create(probe, request)
             prompt_tokens = self._last_prompt_tokens
         dropped = tools_were_dropped_for(request, prompt_tokens or 0)
         if not dropped:
@@ -426,18 +467,56 @@ class OpenAIProvider:
                     )
                 }
             )
+        conversation = not self._prebuilt_body  # a prebuilt body carries its own (`_body`)
         return _ChatParams(
             model=self._model,
             messages=to_openai_messages(
                 request.system, request.messages, request.tools, self.tool_format
-            ),
-            tools=[to_openai_tool(t) for t in request.tools] if native and request.tools else omit,
+            )
+            if conversation
+            else [],
+            tools=[to_openai_tool(t) for t in request.tools]
+            if conversation and native and request.tools
+            else omit,
             temperature=omit if request.temperature is None else request.temperature,
             seed=omit if self.seed is None else self.seed,
             max_completion_tokens=limit if self._uses_completion_tokens_field else omit,
             max_tokens=omit if self._uses_completion_tokens_field else limit,
             extra_body=extra_body,
         )
+
+    def _body(self, params: _ChatParams, request: ModelRequest, stream: bool) -> bytes:
+        """The JSON body the SDK builds from `params` and `request`, byte for byte, from the
+        parts kept between calls: the system prompt and tools once per set, the history from
+        where it last changed (see `wire`). Keys in the SDK's order."""
+        fields: list[tuple[str, bytes | list[bytes]]] = [("model", wire.dumps(params["model"]))]
+        if stream:
+            fields.append(("stream", b"true"))
+        fields.append(("messages", self._wire_messages(request)))
+        _add_given(fields, "max_completion_tokens", params["max_completion_tokens"])
+        _add_given(fields, "max_tokens", params["max_tokens"])
+        _add_given(fields, "seed", params["seed"])
+        if stream:
+            fields.append(("stream_options", b'{"include_usage":true}'))
+        _add_given(fields, "temperature", params["temperature"])
+        if self.tool_format == "native" and request.tools:
+            tools = request.tools
+            fields.append(("tools", self._wire.tools.get(tools, None, lambda: _tools_json(tools))))
+        for key, value in (params["extra_body"] or {}).items():
+            fields.append((key, wire.dumps(value)))
+        return wire.json_object(fields)
+
+    def _wire_messages(self, request: ModelRequest) -> list[bytes]:
+        mode = self.tool_format
+        system = self._wire.system.get(
+            request.tools,
+            (request.system, mode),
+            lambda: _system_units(system_text(request.system, request.tools, mode)),
+        )
+        history = self._wire.histories.get(mode)
+        if history is None:
+            history = self._wire.histories[mode] = wire.HistoryWire(wire_converter(mode))
+        return [*system, *history.units(request.messages)]
 
     # -- response --------------------------------------------------------------------
 
@@ -658,6 +737,19 @@ def _usage(usage: CompletionUsage | None) -> Usage:
     )
 
 
+def _add_given(fields: list[tuple[str, bytes | list[bytes]]], key: str, value: object) -> None:
+    if not isinstance(value, Omit):
+        fields.append((key, wire.dumps(value)))
+
+
+def _tools_json(tools: Sequence[ToolSpec]) -> bytes:
+    return wire.json_array([wire.dumps(to_openai_tool(tool)) for tool in tools])
+
+
+def _system_units(system: str) -> list[bytes]:
+    return [wire.dumps({"role": "system", "content": system})] if system else []
+
+
 # --------------------------------------------------------------------------- conversion
 
 
@@ -690,43 +782,49 @@ def to_openai_messages(
     templates insist that roles alternate). The constrained modes (json_schema, grammar) do
     the same with calls written as the bare JSON objects their replies are.
     """
-    constrained = tool_format in tool_modes.CONSTRAINED_MODES
-    text_mode = tool_format == "text" or constrained
-    render_call = tool_modes.render_call if constrained else text_tools.render_tool_call
-    messages = paired_history(messages)
-    if text_mode and tools:
-        appendix = (
-            tool_modes.render_instructions(tools)
-            if constrained
-            else text_tools.render_tool_instructions(tools)
-        )
-        system = f"{system}\n\n{appendix}" if system else appendix
+    system = system_text(system, tools, tool_format)
     out: list[ChatCompletionMessageParam] = []
     if system:
         out.append({"role": "system", "content": system})
+    out.extend(_conversation(paired_history(messages), tool_format))
+    return out
+
+
+def system_text(system: str, tools: Sequence[ToolSpec], tool_format: ToolFormat) -> str:
+    """The system prompt, followed in the modes without native tools by how to call them."""
+    constrained = tool_format in tool_modes.CONSTRAINED_MODES
+    if not (tools and (constrained or tool_format == "text")):
+        return system
+    appendix = (
+        tool_modes.render_instructions(tools)
+        if constrained
+        else text_tools.render_tool_instructions(tools)
+    )
+    return f"{system}\n\n{appendix}" if system else appendix
+
+
+def _conversation(
+    messages: Sequence[Message],
+    tool_format: ToolFormat,
+    assistants: list[tuple[int, int]] | None = None,
+) -> list[ChatCompletionMessageParam]:
+    """The Chat Completions messages of an already paired history (see `to_openai_messages`).
+
+    Each assistant message becomes a message of its own; `assistants`, when given, is told
+    each one (0 for the first) with the number of messages before it."""
+    constrained = tool_format in tool_modes.CONSTRAINED_MODES
+    text_mode = tool_format == "text" or constrained
+    render_call = tool_modes.render_call if constrained else text_tools.render_tool_call
+    out: list[ChatCompletionMessageParam] = []
     for message in messages:
         if message.role is Role.SYSTEM:
             out.append({"role": "system", "content": message.content})
         elif message.role is Role.USER:
             _append_user(out, message.content, merge=text_mode)
         elif message.role is Role.ASSISTANT:
-            if text_mode:
-                parts = [message.content, *map(render_call, message.tool_calls)]
-                out.append({"role": "assistant", "content": "\n\n".join(p for p in parts if p)})
-            elif message.tool_calls:
-                calls: list[ChatCompletionMessageFunctionToolCallParam] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-                    }
-                    for call in message.tool_calls
-                ]
-                out.append(
-                    {"role": "assistant", "content": message.content or None, "tool_calls": calls}
-                )
-            else:
-                out.append({"role": "assistant", "content": message.content})
+            if assistants is not None:
+                assistants.append((len(assistants), len(out)))
+            out.append(_assistant_message(message, text_mode, render_call))
         else:
             result = message.tool_result
             if result is None:
@@ -742,6 +840,37 @@ def to_openai_messages(
                     }
                 )
     return out
+
+
+def _assistant_message(
+    message: Message, text_mode: bool, render_call: Callable[[ToolCall], str]
+) -> ChatCompletionMessageParam:
+    if text_mode:
+        parts = [message.content, *map(render_call, message.tool_calls)]
+        return {"role": "assistant", "content": "\n\n".join(p for p in parts if p)}
+    if not message.tool_calls:
+        return {"role": "assistant", "content": message.content}
+    calls: list[ChatCompletionMessageFunctionToolCallParam] = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for call in message.tool_calls
+    ]
+    return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+
+
+def wire_converter(tool_format: ToolFormat) -> wire.Converter:
+    """Converts a run of messages to encoded Chat Completions messages (see `wire`)."""
+
+    def convert(messages: Sequence[Message]) -> wire.Converted:
+        paired, fixes = with_paired_results(messages)
+        assistants: list[tuple[int, int]] = []
+        units = _conversation(paired, tool_format, assistants)
+        return wire.Converted([wire.dumps(unit) for unit in units], assistants, fixes)
+
+    return convert
 
 
 def _append_user(out: list[ChatCompletionMessageParam], text: str, *, merge: bool) -> None:
