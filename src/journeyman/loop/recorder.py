@@ -23,10 +23,6 @@ COMMAND_TOOL = "run_command"
 UNPERSISTED_EVENTS = frozenset({"text_delta"})
 """Streaming deltas are not stored; the full text arrives in the model_response event."""
 
-FOLLOW_UP_EVENT = FollowUpSent.type
-"""Stored event type that opens a new user message of a session: what the verdict judges of
-a run (refused calls, failed checks) starts there."""
-
 INTERRUPTED_NOTE = (
     "[journeyman] The user interrupted the work on the message above before it was answered. "
     "It stays here for context; their next message follows."
