@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from journeyman.core.stored import decode
+
 RESULTS_FILE = "results.jsonl"
 ResultStatus = Literal["succeeded", "failed", "infra_error", "not_run"]
 
@@ -59,19 +61,18 @@ def append_result(out: Path, result: TaskResult) -> None:
 
 
 def read_results(out: Path) -> dict[str, TaskResult]:
-    """The last row of each task in `out`'s results (a line cut by a kill is skipped)."""
+    """The last row of each task in `out`'s results, typed (a line cut by a kill, or one that
+    is not a row this version can read, is skipped)."""
     path = out / RESULTS_FILE
     rows: dict[str, TaskResult] = {}
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return rows
-    known = set(TaskResult.__dataclass_fields__)
     for line in lines:
         try:
-            data = json.loads(line)
-            row = TaskResult(**{k: v for k, v in data.items() if k in known})
-        except (ValueError, TypeError):
+            row = decode(TaskResult, json.loads(line))
+        except ValueError:  # cut by a kill, or not a row: a field missing or of the wrong kind
             continue
         rows[row.id] = row
     return rows
