@@ -33,19 +33,27 @@ def decode(cls: type[T], data: Any, path: str = "") -> T:
     if not isinstance(data, Mapping):
         raise StoredFormatError(f"{_named(path, cls)} is {_kind(data)}, not an object")
     values: dict[str, Any] = {}
-    hints = _hints(cls)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init:
+    for name, hint, required in _fields(cls):
+        if name not in data:
+            if name == "timestamp":
+                values[name] = MISSING_TIMESTAMP
+            elif required:
+                raise StoredFormatError(f"{_at(path, name)!r} is missing")
             continue
-        where = f"{path}.{f.name}" if path else f.name
-        if f.name not in data:
-            if f.name == "timestamp":
-                values[f.name] = MISSING_TIMESTAMP
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise StoredFormatError(f"{where!r} is missing")
-            continue
-        values[f.name] = _value(hints[f.name], data[f.name], where)
+        value = data[name]
+        if type(value) is hint and hint in _PLAIN:  # the common case, checked first
+            values[name] = value
+        else:
+            values[name] = _value(hint, value, _at(path, name))
     return cls(**values)
+
+
+_PLAIN = frozenset({str, int, float, bool})
+"""Types whose JSON value is taken as it is when it has exactly that type."""
+
+
+def _at(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
 def decode_tagged(types_by_tag: Mapping[str, type[T]], data: Any, what: str = "event") -> T:
@@ -73,13 +81,23 @@ def tag_of(cls: type[Any]) -> str:
     raise TypeError(f"{cls.__name__} has no default `type` to be stored under")
 
 
-_HINTS: dict[type[Any], dict[str, Any]] = {}
+_FIELDS: dict[type[Any], tuple[tuple[str, Any, bool], ...]] = {}
 
 
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    found = _HINTS.get(cls)
+def _fields(cls: type[Any]) -> tuple[tuple[str, Any, bool], ...]:
+    """(name, type hint, required) of each field `cls` is built from, worked out once."""
+    found = _FIELDS.get(cls)
     if found is None:
-        found = _HINTS[cls] = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls)
+        found = _FIELDS[cls] = tuple(
+            (
+                f.name,
+                hints[f.name],
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)
+            if f.init
+        )
     return found
 
 
