@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from journeyman.batch.events import BatchEvent, Spend, TaskFinished, TaskRequeued
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.results import TaskResult, read_results
 from journeyman.batch.runner import run_batch
@@ -51,13 +52,13 @@ def test_a_task_retried_after_an_infrastructure_error_counts_two_attempts(
 ) -> None:
     fake_openai.default = DownFor(CALLS_PER_ATTEMPT)
     tasks = tasks_for(tmp_path, [task_text(1)])
-    events: list[dict] = []
+    events: list[BatchEvent] = []
     settings = settings_for(tmp_path, fake_openai, infra_retry_delay_s=0.01)
     summary = asyncio.run(scheduler(tasks, settings, on_event=events.append).run())
     assert summary.all_succeeded, summary.line()
     assert read_results(settings.out)["task-1"].attempts == 2
-    [requeued] = [e for e in events if e["type"] == "task_requeued"]
-    assert requeued["failed"] == 0 and requeued["infra_error"] == 0
+    [requeued] = [e for e in events if isinstance(e, TaskRequeued)]
+    assert requeued.counts.failed == 0 and requeued.counts.infra_error == 0
 
 
 def test_infrastructure_errors_are_not_counted_as_failures(
@@ -65,14 +66,15 @@ def test_infrastructure_errors_are_not_counted_as_failures(
 ) -> None:
     fake_openai.default = DownFor(10 * CALLS_PER_ATTEMPT, marker="broken")
     tasks = tasks_for(tmp_path, [task_text(0, name="broken"), task_text(0)])
-    events: list[dict] = []
+    events: list[BatchEvent] = []
     settings = settings_for(tmp_path, fake_openai, max_infra_retries=0)
     summary = asyncio.run(scheduler(tasks, settings, on_event=events.append).run())
     assert summary.count("infra_error") == 1, summary.line()
     last = events[-1]
-    assert (last["succeeded"], last["failed"], last["infra_error"]) == (1, 0, 1)
+    counts = last.counts
+    assert (counts.succeeded, counts.failed, counts.infra_error) == (1, 0, 1)
     shown = Progress(OutputFormat.TEXT, live=False)._describe(
-        {**last, "type": "task_finished", "task_id": "x", "status": "s", "finish_reason": "r"}
+        TaskFinished("b", "x", "s", "r", 0.0, 0, None, Spend(), counts)
     )
     assert shown.startswith("[2/2 done, 0 running, 0 failed, 1 infrastructure error")
 

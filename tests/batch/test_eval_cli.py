@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from journeyman.batch.results import TaskResult
 from journeyman.batch.suites.micro import micro_root
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem, reply
@@ -237,8 +238,8 @@ def test_eval_refuses_what_is_not_an_eval_before_running_anything(tmp_path: Path
     assert "journeyman batch" in ungraded.stderr and "grading" in ungraded.stderr
     for run in ("a", "b"):  # two plain batch runs: results, no grading
         (tmp_path / run).mkdir()
-        row = {"id": "t1", "status": "succeeded", "cost_usd": 0.1, "tokens": 1, "grade": None}
-        (tmp_path / run / "results.jsonl").write_text(json.dumps(row) + "\n")
+        row = TaskResult("t1", "succeeded", "completed", 0.1, 1, 1.0, 1, True, None)
+        (tmp_path / run / "results.jsonl").write_text(row.to_json() + "\n")
     compared = journeyman("eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"), env=env)
     assert compared.returncode == 2 and "is not an eval run" in compared.stderr
     cmds = tmp_path / "tc.json"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 
 from journeyman.batch.compare import compare_runs, render_comparison
 from journeyman.batch.evaluation import EvalInputError, read_graded, write_eval_report
+from journeyman.batch.results import ResultStatus, TaskResult
 from journeyman.batch.stats import wilson_interval
 from journeyman.batch.suites.preds import write_preds
 
@@ -79,8 +80,9 @@ def _run(folder: Path, rows: list[dict[str, Any]]) -> Path:
 
 def _row(task: str, resolved: bool | None, cost: float, tokens: int) -> dict[str, Any]:
     grade = None if resolved is None else {"resolved": resolved, "fail_to_pass": {}}
-    status = "succeeded" if resolved else "failed"
-    return {"id": task, "status": status, "cost_usd": cost, "tokens": tokens, "grade": grade}
+    status: ResultStatus = "succeeded" if resolved else "failed"
+    row = TaskResult(task, status, None, cost, tokens, 1.0, 1, resolved, None, grade=grade)
+    return asdict(row)
 
 
 def test_eval_report_figures(tmp_path: Path) -> None:
@@ -162,7 +164,7 @@ def test_compare_refuses_batch_runs_that_were_never_graded(tmp_path: Path) -> No
 
 
 def _not_run(task: str) -> dict[str, Any]:
-    return {"id": task, "status": "not_run", "cost_usd": 0.0, "tokens": 0, "grade": None}
+    return asdict(TaskResult(task, "not_run", "budget_exhausted", 0.0, 0, 0.0, 0, None, None))
 
 
 def test_tasks_that_never_ran_are_left_out_of_the_rate(tmp_path: Path) -> None:

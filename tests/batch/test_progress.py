@@ -1,38 +1,96 @@
-"""How `journeyman batch` shows its progress: JSON lines, plain lines, or a live bar."""
+"""How `journeyman batch` shows its progress: JSON lines, plain lines, or a live bar; and the
+JSON line of each event, which readers of the stream rely on."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+from journeyman.batch.events import (
+    BatchFinished,
+    BatchStarted,
+    BudgetExhausted,
+    Spend,
+    TaskCounts,
+    TaskFinished,
+    TaskRequeued,
+    TaskSkipped,
+    TaskStarted,
+    batch_event_from_dict,
+    batch_event_to_dict,
+)
 from journeyman.cli.batch_cmd import Progress
 from journeyman.cli.options import OutputFormat
+from journeyman.core.stored import StoredFormatError
 
-COUNTS = {"total": 3, "succeeded": 1, "failed": 1, "running": 1, "batch_id": "b1"}
+COUNTS = TaskCounts(total=3, succeeded=1, failed=1, running=1)
+SPEND = Spend(spent_usd=0.5, spent_tokens=900, cap_usd=2.0)
 EVENTS = [
-    {"type": "batch_started", "to_run": 3, "finished_before": 0, **COUNTS},
-    {"type": "task_started", "task_id": "a\x1b[31m", "resumed": True, **COUNTS},
-    {
-        "type": "task_finished",
-        "task_id": "a",
-        "status": "failed",
-        "finish_reason": "max_budget_usd",
-        "cost_usd": 0.5,
-        "spent_usd": 0.5,
-        "cap_usd": 2.0,
-        **COUNTS,
-    },
-    {
-        "type": "task_requeued",
-        "task_id": "b",
-        "reason": "rate_limited",
-        "concurrency": 2,
-        "pause_s": 1.5,
-        **COUNTS,
-    },
-    {"type": "budget_exhausted", "task_id": "c", "not_started": 1, **COUNTS},
+    BatchStarted("b1", 3, 3, 0, 0, 0.0, 0, COUNTS),
+    TaskStarted("b1", "a\x1b[31m", "b1-a-1", 1, True, 0.6, None, COUNTS),
+    TaskFinished("b1", "a", "failed", "max_budget_usd", 0.5, 900, "b1-a-1", SPEND, COUNTS),
+    TaskRequeued("b1", "b", "rate_limited", COUNTS, concurrency=2, pause_s=1.5),
+    BudgetExhausted("b1", "c", 1, SPEND, COUNTS),
 ]
+
+COUNTS_WIRE = {"total": 3, "succeeded": 1, "failed": 1, "infra_error": 0, "not_run": 0,
+               "running": 1}  # fmt: skip
+SPEND_WIRE = {"spent_usd": 0.5, "spent_tokens": 900, "reserved_usd": None, "cap_usd": 2.0,
+              "cap_tokens": None}  # fmt: skip
+WIRE: list[dict[str, Any]] = [
+    {"type": "batch_started", "batch_id": "b1", "tasks": 3, "to_run": 3, "finished_before": 0,
+     "resumed": 0, "spent_before_usd": 0.0, "spent_before_tokens": 0, **COUNTS_WIRE},
+    {"type": "task_skipped", "batch_id": "b1", "task_id": "a", "status": "succeeded",
+     **COUNTS_WIRE},
+    {"type": "task_started", "batch_id": "b1", "task_id": "a", "session_id": "b1-a-1",
+     "attempt": 1, "resumed": False, "granted_usd": 0.6, "granted_tokens": None,
+     **COUNTS_WIRE},
+    {"type": "task_requeued", "batch_id": "b1", "task_id": "a", "reason": "rate_limited",
+     "concurrency": 2, "pause_s": 1.5, **COUNTS_WIRE},
+    {"type": "task_requeued", "batch_id": "b1", "task_id": "a", "reason": "infra_error",
+     "error": None, "retry": 1, **COUNTS_WIRE},
+    {"type": "budget_exhausted", "batch_id": "b1", "task_id": "c", "not_started": 2,
+     **SPEND_WIRE, **COUNTS_WIRE},
+    {"type": "task_finished", "batch_id": "b1", "task_id": "a", "status": "failed",
+     "finish_reason": "max_budget_usd", "cost_usd": 0.5, "tokens": 900,
+     "session_id": "b1-a-1", **SPEND_WIRE, **COUNTS_WIRE},
+    {"type": "batch_finished", "batch_id": "b1", "summary": "1 of 3 succeeded", **SPEND_WIRE,
+     **COUNTS_WIRE},
+]  # fmt: skip
+"""Each event as the scheduler wrote it before its events were typed, keys in order."""
+
+
+@pytest.mark.parametrize("line", WIRE, ids=[f"{w['type']}-{i}" for i, w in enumerate(WIRE)])
+def test_each_event_keeps_its_json_line(line: dict[str, Any]) -> None:
+    event = batch_event_from_dict(line)
+    assert list(batch_event_to_dict(event).items()) == list(line.items())
+
+
+def test_typed_events_make_the_lines_of_before() -> None:
+    made = [
+        TaskSkipped("b1", "a", "succeeded", COUNTS),
+        TaskRequeued("b1", "a", "infra_error", COUNTS, error=None, retry=1),
+        BatchFinished("b1", "1 of 3 succeeded", SPEND, COUNTS),
+    ]
+    expected = [WIRE[1], WIRE[4], WIRE[7]]
+    assert [json.dumps(batch_event_to_dict(e)) for e in made] == [json.dumps(w) for w in expected]
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ({"type": "task_exploded", "batch_id": "b1"}, "unknown type 'task_exploded'"),
+        ({"type": "task_skipped", "batch_id": "b1", "task_id": "a", "status": "x"},
+         "'counts.total' is missing"),
+        ({**WIRE[0], "to_run": "3"}, "'to_run' is text, not a whole number"),
+        (["task_started"], "not an object"),
+    ],
+)  # fmt: skip
+def test_a_line_that_is_no_batch_event_is_refused_saying_why(line: Any, why: str) -> None:
+    with pytest.raises(StoredFormatError, match=why):
+        batch_event_from_dict(line)
 
 
 def test_stream_json_writes_one_event_a_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +98,8 @@ def test_stream_json_writes_one_event_a_line(capsys: pytest.CaptureFixture[str])
     for event in EVENTS:
         progress(event)
     lines = capsys.readouterr().out.splitlines()
-    assert [json.loads(line)["type"] for line in lines] == [e["type"] for e in EVENTS]
+    assert [json.loads(line)["type"] for line in lines] == [e.type for e in EVENTS]
+    assert "\x1b" not in lines[1] and json.loads(lines[1])["task_id"] == "a\x1b[31m"
 
 
 def test_plain_lines_say_what_changed_with_control_characters_escaped(

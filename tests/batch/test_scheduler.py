@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from journeyman.batch.events import (
+    BatchEvent,
+    TaskRequeued,
+    batch_event_from_dict,
+    batch_event_to_dict,
+)
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.results import read_results
 from journeyman.batch.scheduler import Scheduler, opening_floor
@@ -37,7 +43,7 @@ def test_every_task_runs_in_its_own_copy_as_a_session_of_the_batch(
 ) -> None:
     fake_openai.default = model
     tasks = tasks_for(tmp_path, [task_text(2), task_text(1), task_text(0)])
-    events: list[dict] = []
+    events: list[BatchEvent] = []
     summary = asyncio.run(
         scheduler(tasks, settings_for(tmp_path, fake_openai), on_event=events.append).run()
     )
@@ -52,7 +58,7 @@ def test_every_task_runs_in_its_own_copy_as_a_session_of_the_batch(
         assert row.session_id is not None
         assert store.load_session(row.session_id).parent_id == "batch-test"
     store.close()
-    kinds = [e["type"] for e in events]
+    kinds = [e.type for e in events]
     assert kinds[0] == "batch_started" and kinds[-1] == "batch_finished"
     assert kinds.count("task_started") == 3 and kinds.count("task_finished") == 3
 
@@ -114,14 +120,15 @@ def test_a_429_lowers_concurrency_and_requeues_instead_of_failing(
 ) -> None:
     fake_openai.default = RateLimitOnce(3)
     tasks = tasks_for(tmp_path, [task_text(1) for _ in range(4)])
-    events: list[dict] = []
+    events: list[BatchEvent] = []
     run = scheduler(tasks, settings_for(tmp_path, fake_openai), parallel=3, on_event=events.append)
     summary = asyncio.run(run.run())
     assert summary.all_succeeded
-    requeued = [e for e in events if e["type"] == "task_requeued"]
-    assert len(requeued) == 3 and all(e["reason"] == "rate_limited" for e in requeued)
-    assert min(e["concurrency"] for e in requeued) == 1
-    assert json.dumps(events)  # every event is JSON-ready
+    requeued = [e for e in events if isinstance(e, TaskRequeued)]
+    assert len(requeued) == 3 and all(e.reason == "rate_limited" for e in requeued)
+    assert min(e.concurrency or 0 for e in requeued) == 1
+    lines = [json.dumps(batch_event_to_dict(e)) for e in events]  # every event is JSON-ready
+    assert [batch_event_from_dict(json.loads(line)) for line in lines] == events
 
 
 class KillsItsWorkerOnce:
@@ -146,16 +153,16 @@ def test_a_task_whose_worker_dies_is_retried_from_its_last_step(
     fake_openai.default = KillsItsWorkerOnce(tmp_path / "killed")
     tasks = tasks_for(tmp_path, [task_text(2, name="victim"), task_text(1), task_text(1)])
     settings = settings_for(tmp_path, fake_openai, infra_retry_delay_s=0.05)
-    events: list[dict] = []
+    events: list[BatchEvent] = []
     run = Scheduler(tasks, settings, LocalExecutor(2), on_event=events.append)
     summary = asyncio.run(run.run())
     asyncio.run(run.executor.close())
     assert (tmp_path / "killed").exists()
     assert summary.all_succeeded, summary.line()
-    retried = [e for e in events if e["type"] == "task_requeued"]
+    retried = [e for e in events if isinstance(e, TaskRequeued)]
     # the pool breaks: the task that ran beside the victim is retried too, from its last step
-    assert {e["reason"] for e in retried} == {"infra_error"}
-    assert "task-1" in {e["task_id"] for e in retried} and len(retried) <= 2
+    assert {e.reason for e in retried} == {"infra_error"}
+    assert "task-1" in {e.task_id for e in retried} and len(retried) <= 2
     victim = read_results(tmp_path / "out")["task-1"]
     assert victim.attempts == 2 and victim.iterations == 3  # the same session, continued
 

@@ -19,6 +19,7 @@ from journeyman import Agent, AgentConfig, FinishReason
 from journeyman.cli.app import app
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Message, Role, ToolCall
+from journeyman.inspector import load_report
 from journeyman.providers.base import ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.session.fork import prepare_fork
@@ -795,3 +796,39 @@ def test_a_broken_export_is_refused_with_exit_2(
     done = jm("sessions", "import", str(bad), "--session-dir", str(tmp_path / "s"))
     assert done.exit_code == 2, done.output
     assert message in done.stderr and "Traceback" not in done.output
+
+
+def test_an_export_whose_events_are_no_events_imports_and_its_page_says_so(
+    tmp_path: Path,
+) -> None:
+    """Events in an export are data: one with no type, of an unknown type, with a field of the
+    wrong kind or not an object at all is stored as it is and skipped by readers."""
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    ws.mkdir()
+    hostile: list[Any] = [
+        {"no": "type"},
+        ["not", "an", "object"],
+        {"type": "from_the_future"},
+        {"type": "tool_result", "iteration": 1, "result": {"call_id": 7}, "duration_s": "x"},
+        {"type": "state_change", "from_state": "running", "to_state": "paused"},
+    ]
+    lines = [
+        {"kind": "session", "format": FORMAT, "id": "x", "task": "t", "workspace": str(ws)},
+        {"kind": "message", "role": "user", "content": "t"},
+        *({"kind": "event", "event": e} for e in hostile),
+    ]
+    export = tmp_path / "export.jsonl"
+    export.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    copy = imported_id(
+        jm("sessions", "import", str(export), "-w", str(ws), "--session-dir", str(sessions))
+    )
+    page = tmp_path / "page.html"
+    done = jm("inspect", copy, "-o", str(page), "--session-dir", str(sessions))
+    assert done.exit_code == 0, done.output
+    store = SessionStore(sessions)
+    try:
+        (step,) = load_report(store, copy).steps
+    finally:
+        store.close()
+    assert [n.kind for n in step.notes] == ["skipped"] * 4 + ["state"]
+    assert "unknown type 'from_the_future'" in step.notes[2].detail

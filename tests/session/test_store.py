@@ -145,12 +145,19 @@ def test_a_failing_migration_leaves_the_store_at_its_old_version(
 # --- one transaction per step ---------------------------------------------------------------
 
 
+class Unwritable:
+    """A value whose text cannot be made: the insert of its event fails after the messages'."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("the insert fails after the messages")
+
+
 def test_a_step_that_fails_while_being_written_leaves_no_trace(store: SessionStore) -> None:
     sid = new_session(store)
     store.record_step(sid, step(sid, 1))
     broken = step(sid, 2)
-    broken.events = [*broken.events, {"no type": "the insert fails after the messages"}]
-    with pytest.raises(KeyError):
+    broken.events = [*broken.events, {"type": "note", "value": Unwritable()}]
+    with pytest.raises(RuntimeError, match="after the messages"):
         store.record_step(sid, broken)
 
     for table in ("messages", "events", "steps", "usage_logs"):

@@ -12,9 +12,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from journeyman.batch.results import TaskResult
+from journeyman.batch.results import TaskResult, read_results
 from journeyman.batch.stats import wilson_interval
 
 RESULTS_FILE = "results.jsonl"
@@ -98,33 +97,24 @@ def read_graded(out: Path) -> dict[str, GradedTask]:
     path = out / RESULTS_FILE
     if not out.is_dir():
         raise EvalInputError(f"{out} is not a folder; give the --out folder of an eval run")
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        raise EvalInputError(f"{out} holds no {RESULTS_FILE}; is it the --out of a run?") from None
-    tasks: dict[str, GradedTask] = {}
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a kill
-        if isinstance(row, dict) and isinstance(row.get("id"), str):
-            tasks[row["id"]] = _graded(row)
+    if not path.is_file():
+        raise EvalInputError(f"{out} holds no {RESULTS_FILE}; is it the --out of a run?")
+    # typed rows: one that is not a row (cut by a kill, a field of the wrong kind) is skipped
+    tasks = {task_id: _graded(row) for task_id, row in read_results(out).items()}
     if not tasks:
         raise EvalInputError(f"{path} holds no task row")
     return tasks
 
 
-def _graded(row: dict[str, Any]) -> GradedTask:
-    grade = row.get("grade")
-    graded = isinstance(grade, dict) and "resolved" in grade
+def _graded(row: TaskResult) -> GradedTask:
+    grade = row.grade
     return GradedTask(
-        id=row["id"],
-        status=str(row.get("status", "")),
-        resolved=isinstance(grade, dict) and bool(grade.get("resolved")),
-        cost_usd=float(row.get("cost_usd") or 0.0),
-        tokens=int(row.get("tokens") or 0),
-        graded=graded,
+        id=row.id,
+        status=row.status,
+        resolved=grade is not None and bool(grade.get("resolved")),
+        cost_usd=row.cost_usd,
+        tokens=row.tokens,
+        graded=grade is not None and "resolved" in grade,
     )
 
 
@@ -155,7 +145,7 @@ def summarize(tasks: dict[str, GradedTask]) -> EvalSummary:
 
 def summarize_rows(rows: Iterable[TaskResult]) -> EvalSummary:
     """`summarize` of a batch's result rows (as the scheduler holds them)."""
-    return summarize({row.id: _graded(asdict(row)) for row in rows})
+    return summarize({row.id: _graded(row) for row in rows})
 
 
 def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.stored import decode
 
 RESULTS_FILE = "results.jsonl"
 ResultStatus = Literal["succeeded", "failed", "infra_error", "not_run"]
@@ -72,9 +73,9 @@ def _ends_mid_line(path: Path) -> bool:
 
 
 def read_results(out: Path) -> dict[str, TaskResult]:
-    """The last row of each task in `out`'s results. A row cut by a kill while it was appended
-    (an unreadable line the file ends with, or one a later row was appended after) is skipped;
-    any other unreadable line is damage, refused with its line number."""
+    """The last row of each task in `out`'s results, typed. A row cut by a kill while it was
+    appended (an unreadable line the file ends with, or one a later row was appended after) is
+    skipped; any other unreadable line is damage, refused with its line number."""
     path = out / RESULTS_FILE
     rows: dict[str, TaskResult] = {}
     try:
@@ -97,11 +98,10 @@ def read_results(out: Path) -> dict[str, TaskResult]:
 
 
 def _row(line: str) -> TaskResult | None:
-    known = set(TaskResult.__dataclass_fields__)
+    """The row `line` holds, or None: not JSON, or a field missing or of the wrong kind."""
     try:
-        data = json.loads(line)
-        return TaskResult(**{k: v for k, v in data.items() if k in known})
-    except (ValueError, TypeError, AttributeError):
+        return decode(TaskResult, json.loads(line))
+    except (ValueError, TypeError):
         return None
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.batch.evaluation import summarize_rows
+from journeyman.batch.events import BatchEventHandler
 from journeyman.batch.executor import Executor
 from journeyman.batch.report import ReportInput, write_reports
 from journeyman.batch.results import write_preds, write_results
 from journeyman.batch.scheduler import (
-    BatchEventHandler,
     BatchSettings,
     BatchSummary,
     LedgerClient,

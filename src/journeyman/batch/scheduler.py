@@ -25,11 +25,24 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from journeyman.batch.events import (
+    RATE_LIMITED,
+    BatchEvent,
+    BatchEventHandler,
+    BatchFinished,
+    BatchStarted,
+    BudgetExhausted,
+    Spend,
+    TaskCounts,
+    TaskFinished,
+    TaskRequeued,
+    TaskSkipped,
+    TaskStarted,
+)
 from journeyman.batch.executor import Executor
 from journeyman.batch.job import (
     INFRA_REASONS,
@@ -58,8 +71,6 @@ MAX_ATTEMPTS_PROBED = 20
 """Fresh attempts of one task a resumed batch looks for in the store."""
 BUDGET_EXHAUSTED = "budget_exhausted"
 """Finish reason of a task never started because the global budget could not cover it."""
-
-BatchEventHandler = Callable[[dict[str, Any]], None]
 
 
 class LedgerClient(Protocol):
@@ -403,7 +414,7 @@ class Scheduler:
         self.settings = settings
         self.executor = executor
         self.ledger: LedgerClient = ledger or open_ledger(settings, len(tasks))
-        self.on_event = on_event or (lambda event: None)
+        self.on_event: BatchEventHandler = on_event or (lambda event: None)
         self.states: list[TaskState] = []
         self.gate = ProviderGate(ceiling=executor.max_parallel)
         self.budget_exhausted = False
@@ -429,17 +440,23 @@ class Scheduler:
             self.ledger.charge(already)  # what earlier runs of the batch spent
         pending = deque(s for s in self.states if s.result is None)
         self._emit(
-            "batch_started",
-            tasks=len(self.states),
-            to_run=len(pending),
-            finished_before=len(self.states) - len(pending),
-            resumed=sum(1 for s in pending if s.resumed),
-            spent_before_usd=already.usd,
-            spent_before_tokens=already.tokens,
+            BatchStarted(
+                self.settings.batch_id,
+                tasks=len(self.states),
+                to_run=len(pending),
+                finished_before=len(self.states) - len(pending),
+                resumed=sum(1 for s in pending if s.resumed),
+                spent_before_usd=already.usd,
+                spent_before_tokens=already.tokens,
+                counts=self.counts(),
+            )
         )
         for state in self.states:
             if state.result is not None:
-                self._emit("task_skipped", task_id=state.task.id, status=state.result.status)
+                skipped = TaskSkipped(
+                    self.settings.batch_id, state.task.id, state.result.status, self.counts()
+                )
+                self._emit(skipped)
         await self._drive(pending)
         for failure in self._failures:
             if failure is not None:
@@ -458,7 +475,7 @@ class Scheduler:
             overspend=stats.overspend,
             started_tasks=sum(1 for s in self.states if s.result and s.result.attempts > 0),
         )
-        self._emit("batch_finished", summary=summary.line(), **self._spend())
+        self._emit(BatchFinished(settings.batch_id, summary.line(), self._spend(), self.counts()))
         return summary
 
     # --- the loop -------------------------------------------------------------------------
@@ -478,10 +495,13 @@ class Scheduler:
                         break
                     self.budget_exhausted = True
                     self._emit(
-                        "budget_exhausted",
-                        task_id=state.task.id,
-                        not_started=len(pending),  # this one included
-                        **self._spend(),
+                        BudgetExhausted(
+                            self.settings.batch_id,
+                            task_id=state.task.id,
+                            not_started=len(pending),  # this one included
+                            spend=self._spend(),
+                            counts=self.counts(),
+                        )
                     )
                     break
                 self.gate.running += 1
@@ -566,13 +586,18 @@ class Scheduler:
                 trace=settings.trace,
             )
             self._emit(
-                "task_started",
-                task_id=task.id,
-                session_id=session_id,
-                attempt=state.attempt,
-                resumed=state.resumed or state.infra_retries > 0 or state.rate_limit_requeues > 0,
-                granted_usd=reservation.granted.usd,
-                granted_tokens=reservation.granted.tokens,
+                TaskStarted(
+                    settings.batch_id,
+                    task_id=task.id,
+                    session_id=session_id,
+                    attempt=state.attempt,
+                    resumed=state.resumed
+                    or state.infra_retries > 0
+                    or state.rate_limit_requeues > 0,
+                    granted_usd=reservation.granted.usd,
+                    granted_tokens=reservation.granted.tokens,
+                    counts=self.counts(),
+                )
             )
             outcome = await self.executor.run(job)
         except WorkspaceError as error:
@@ -605,11 +630,14 @@ class Scheduler:
             if state.rate_limit_requeues <= settings.max_rate_limit_requeues:
                 pending.appendleft(state)
                 self._emit(
-                    "task_requeued",
-                    task_id=task_id,
-                    reason="rate_limited",
-                    concurrency=self.gate.limit,
-                    pause_s=round(max(0.0, self.gate.paused_until - now), 2),
+                    TaskRequeued(
+                        settings.batch_id,
+                        task_id=task_id,
+                        reason=RATE_LIMITED,
+                        counts=self.counts(),
+                        concurrency=self.gate.limit,
+                        pause_s=round(max(0.0, self.gate.paused_until - now), 2),
+                    )
                 )
                 return
             outcome = _as_infra(outcome, "rate-limited on every try")
@@ -621,11 +649,14 @@ class Scheduler:
             if state.infra_retries <= settings.max_infra_retries:
                 pending.appendleft(state)
                 self._emit(
-                    "task_requeued",
-                    task_id=task_id,
-                    reason="infra_error",
-                    error=outcome.error,
-                    retry=state.infra_retries,
+                    TaskRequeued(
+                        settings.batch_id,
+                        task_id=task_id,
+                        reason="infra_error",
+                        counts=self.counts(),
+                        error=outcome.error,
+                        retry=state.infra_retries,
+                    )
                 )
                 return
         else:
@@ -654,14 +685,17 @@ class Scheduler:
         )
         append_result(settings.out, state.result)
         self._emit(
-            "task_finished",
-            task_id=task_id,
-            status=state.result.status,
-            finish_reason=state.result.finish_reason,
-            cost_usd=state.result.cost_usd,
-            tokens=state.result.tokens,
-            session_id=state.result.session_id,
-            **self._spend(),
+            TaskFinished(
+                settings.batch_id,
+                task_id=task_id,
+                status=state.result.status,
+                finish_reason=state.result.finish_reason,
+                cost_usd=state.result.cost_usd,
+                tokens=state.result.tokens,
+                session_id=state.result.session_id,
+                spend=self._spend(),
+                counts=self.counts(),
+            )
         )
 
     # --- helpers --------------------------------------------------------------------------
@@ -703,28 +737,26 @@ class Scheduler:
             why += f"{floor.tokens:,})"
         return why + "; run the batch again with more budget to run it"
 
-    def _spend(self) -> dict[str, Any]:
+    def _spend(self) -> Spend:
         stats = self.ledger.stats()
-        return {
-            "spent_usd": stats.spent.usd,
-            "spent_tokens": stats.spent.tokens,
-            "reserved_usd": stats.reserved.usd,
-            "cap_usd": stats.total.usd,
-            "cap_tokens": stats.total.tokens,
-        }
+        return Spend(
+            spent_usd=stats.spent.usd,
+            spent_tokens=stats.spent.tokens,
+            reserved_usd=stats.reserved.usd,
+            cap_usd=stats.total.usd,
+            cap_tokens=stats.total.tokens,
+        )
 
-    def _emit(self, kind: str, **fields: Any) -> None:
-        counts = self.counts()
-        self.on_event({"type": kind, "batch_id": self.settings.batch_id, **fields, **counts})
+    def _emit(self, event: BatchEvent) -> None:
+        self.on_event(event)
 
-    def counts(self) -> dict[str, int]:
-        """Finished tasks by status (`failed` is the agent's failures only: a task being
-        retried after an infrastructure error is in none of them until it ends)."""
+    def counts(self) -> TaskCounts:
+        """Finished tasks by status, and the attempts in flight."""
         counts = {"succeeded": 0, "failed": 0, "infra_error": 0, "not_run": 0}
         for state in self.states:
             if state.result is not None:
                 counts[state.result.status] += 1
-        return {"total": len(self.states), **counts, "running": self.gate.running}
+        return TaskCounts(total=len(self.states), **counts, running=self.gate.running)
 
 
 def _least(*values: Any) -> Any:

@@ -14,6 +14,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from journeyman.batch.events import (
+    BatchEvent,
+    BatchStarted,
+    BudgetExhausted,
+    Spend,
+    TaskCounts,
+    TaskFinished,
+    TaskRequeued,
+    TaskStarted,
+    batch_event_to_dict,
+)
 from journeyman.cli.batch_options import (
     BatchOutOpt,
     CpusPerTaskOpt,
@@ -362,10 +373,10 @@ class Progress:
         self._task: Any = None
         self._redact = Redactor()
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: BatchEvent) -> None:
         if self.fmt is OutputFormat.STREAM_JSON:
-            line = printable_json(json.dumps(self._redact.tree(event), default=str))
-            sys.stdout.write(line + "\n")
+            data = self._redact.tree(batch_event_to_dict(event))
+            sys.stdout.write(printable_json(json.dumps(data, default=str)) + "\n")
             sys.stdout.flush()
             return
         if self.fmt is not OutputFormat.TEXT:
@@ -378,60 +389,51 @@ class Progress:
             sys.stderr.flush()
 
     @staticmethod
-    def _done(event: dict[str, Any]) -> int:
-        return sum(event.get(key, 0) for key in ("succeeded", "failed", "infra_error", "not_run"))
-
-    @staticmethod
-    def _troubles(event: dict[str, Any]) -> str:
+    def _troubles(counts: TaskCounts) -> str:
         """ "2 failed", plus the infrastructure errors apart (they are not the agent's)."""
-        text = f"{event['failed']} failed"
-        infra = event.get("infra_error", 0)
+        text = f"{counts.failed} failed"
+        infra = counts.infra_error
         if infra:
             text += f", {infra} infrastructure error" + ("s" if infra != 1 else "")
         return text
 
-    def _describe(self, event: dict[str, Any]) -> str:
+    def _describe(self, event: BatchEvent) -> str:
         from journeyman.batch.scheduler import tasks_count
 
-        kind = event["type"]
+        counts = event.counts
         state = (
-            f"[{self._done(event)}/{event['total']} done, {event['running']} running, "
-            f"{self._troubles(event)}" + self._spend(event) + "]"
+            f"[{counts.done}/{counts.total} done, {counts.running} running, "
+            f"{self._troubles(counts)}" + self._spend(event) + "]"
         )
-        if kind == "batch_started":
-            note = (
-                f", {event['finished_before']} finished before" if event["finished_before"] else ""
-            )
-            return f"{state} batch {event['batch_id']}: {tasks_count(event['to_run'])} to run{note}"
-        if kind == "task_started":
-            how = " (resumed)" if event.get("resumed") else ""
-            return f"{state} {event['task_id']} started{how}"
-        if kind == "task_finished":
-            cost = f" ${event['cost_usd']:.4f}" if event.get("cost_usd") is not None else ""
-            return f"{state} {event['task_id']} {event['status']} ({event['finish_reason']}){cost}"
-        if kind == "task_requeued":
-            why = event.get("reason")
-            if why == "rate_limited":
+        if isinstance(event, BatchStarted):
+            note = f", {event.finished_before} finished before" if event.finished_before else ""
+            return f"{state} batch {event.batch_id}: {tasks_count(event.to_run)} to run{note}"
+        if isinstance(event, TaskStarted):
+            how = " (resumed)" if event.resumed else ""
+            return f"{state} {event.task_id} started{how}"
+        if isinstance(event, TaskFinished):
+            cost = f" ${event.cost_usd:.4f}"
+            return f"{state} {event.task_id} {event.status} ({event.finish_reason}){cost}"
+        if isinstance(event, TaskRequeued):
+            if event.rate_limited:
                 return (
-                    f"{state} {event['task_id']} rate-limited: requeued, concurrency now "
-                    f"{event['concurrency']}, pause {event['pause_s']} s"
+                    f"{state} {event.task_id} rate-limited: requeued, concurrency now "
+                    f"{event.concurrency}, pause {event.pause_s} s"
                 )
-            return (
-                f"{state} {event['task_id']} infrastructure error, retrying: {event.get('error')}"
-            )
-        if kind == "budget_exhausted":
-            return f"{state} budget exhausted: {tasks_count(event['not_started'])} will not start"
+            return f"{state} {event.task_id} infrastructure error, retrying: {event.error}"
+        if isinstance(event, BudgetExhausted):
+            return f"{state} budget exhausted: {tasks_count(event.not_started)} will not start"
         return ""
 
     @staticmethod
-    def _spend(event: dict[str, Any]) -> str:
-        spent = event.get("spent_usd")
-        if spent is None:
+    def _spend(event: BatchEvent) -> str:
+        spend = getattr(event, "spend", None)
+        if not isinstance(spend, Spend) or spend.spent_usd is None:
             return ""
-        cap = event.get("cap_usd")
-        return f", ${spent:.4f}" + (f" of ${cap:.2f}" if cap is not None else "")
+        cap = spend.cap_usd
+        return f", ${spend.spent_usd:.4f}" + (f" of ${cap:.2f}" if cap is not None else "")
 
-    def _update_bar(self, event: dict[str, Any], text: str) -> None:
+    def _update_bar(self, event: BatchEvent, text: str) -> None:
         if self._bar is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -444,11 +446,11 @@ class Progress:
                 console=Console(stderr=True),
             )
             self._bar.start()
-            self._task = self._bar.add_task("", total=event.get("total") or 0)
-        done = self._done(event)
-        description = f"{event['running']} running, {self._troubles(event)}{self._spend(event)}"
-        self._bar.update(self._task, completed=done, description=description)
-        if event["type"] in ("task_finished", "budget_exhausted", "task_requeued") and text:
+            self._task = self._bar.add_task("", total=event.counts.total)
+        counts = event.counts
+        description = f"{counts.running} running, {self._troubles(counts)}{self._spend(event)}"
+        self._bar.update(self._task, completed=counts.done, description=description)
+        if isinstance(event, TaskFinished | BudgetExhausted | TaskRequeued) and text:
             self._bar.console.print(printable(self._redact(text)), markup=False, highlight=False)
 
     def close(self) -> None:

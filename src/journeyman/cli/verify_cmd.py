@@ -83,7 +83,7 @@ def _stored(store: SessionStore, record: SessionRecord) -> tuple[FixedCheck, Che
         )
     receipt: CheckEvidence | None = None
     for event in store.events(record.id):
-        if event.get("type") == "run_finished":
+        if isinstance(event, dict) and event.get("type") == "run_finished":
             data = (event.get("result") or {}).get("verification")
             if isinstance(data, dict):
                 receipt = _evidence(data)

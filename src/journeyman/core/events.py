@@ -1,15 +1,18 @@
-"""The typed events a run emits, in order, to UIs, trajectory files and hooks."""
+"""The typed events a run emits, in order, to UIs, trajectory files and hooks, and how they
+are written to the session store (`event_to_dict`) and read back (`read_event`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from journeyman.core.messages import ToolCall, ToolResult, Usage
 from journeyman.core.result import RunResult
+from journeyman.core.stored import StoredFormatError, decode_tagged, tag_of
 
 
 def _now() -> float:
@@ -265,7 +268,52 @@ Event = (
 EventHandler = Callable[[Event], object]
 
 
-def event_to_dict(event: Event) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FollowUpSent:
+    """The user sent a follow-up message to a stored session (stored, never emitted): what the
+    verdict judges of a run starts there."""
+
+    text: str
+    timestamp: float = field(default_factory=_now)
+    type: Literal["follow_up"] = "follow_up"
+
+
+StoredEvent = Event | FollowUpSent
+"""Every event the session store holds (`text_delta` excepted: deltas are not stored)."""
+
+
+@dataclass(frozen=True)
+class UnreadableEvent:
+    """A stored event this version cannot read (unknown type, a field missing or of the wrong
+    kind: an older or newer version, an imported file, a hand-edited store). Readers skip it
+    and may say so."""
+
+    type: str
+    """The type it claims (text cut to 80 characters), or "" when it names none."""
+    reason: str
+
+
+EVENT_TYPES: dict[str, type[StoredEvent]] = {
+    tag_of(cls): cls for cls in typing.get_args(StoredEvent)
+}
+"""The stored events by their `type`."""
+
+
+def event_from_dict(data: Any) -> StoredEvent:
+    """A stored event read back; `StoredFormatError` when it is not one this version knows."""
+    return decode_tagged(EVENT_TYPES, data)
+
+
+def read_event(data: Any) -> StoredEvent | UnreadableEvent:
+    """A stored event read back, or what it claims to be and why it cannot be read."""
+    try:
+        return event_from_dict(data)
+    except StoredFormatError as error:
+        claimed = data.get("type") if isinstance(data, dict) else None
+        return UnreadableEvent(claimed[:80] if isinstance(claimed, str) else "", str(error))
+
+
+def event_to_dict(event: StoredEvent) -> dict[str, Any]:
     """A JSON-ready dict of the event, with nested records in their own dict form."""
     data: dict[str, Any] = {"type": event.type}
     for f in dataclasses.fields(event):

@@ -9,12 +9,16 @@ text, and a report is a file that gets attached to bug reports.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from journeyman.core import events as ev
+from journeyman.core.events import StoredEvent, UnreadableEvent
 from journeyman.core.messages import Message, Role, Usage
 from journeyman.core.redact import Redactor
+from journeyman.core.result import RunResult
+from journeyman.core.stored import MISSING_TIMESTAMP
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.verdict import BEFORE_CALL_ID, CHECK_CALL_PREFIX
 from journeyman.session.store import FileChange, SessionRecord, SessionStore, SessionSummary
@@ -127,7 +131,7 @@ class Report:
 
     record: SessionRecord
     summary: SessionSummary
-    outcome: dict[str, Any] | None
+    outcome: RunResult | None
     """The last run's result as stored in its run_finished event (None if it never ended)."""
     steps: list[StepView]
     changes: list[FileChange]
@@ -199,13 +203,11 @@ def load_report(store: SessionStore, session_id: str, redactor: Redactor | None 
 
 def _steps(
     store: SessionStore, session_id: str, redact: Redactor
-) -> tuple[list[StepView], list[dict[str, Any]]]:
+) -> tuple[list[StepView], list[RunResult]]:
     """The session's steps, and the results of its runs (one per run that ended)."""
     steps: dict[int, StepView] = {}
-    finished: list[dict[str, Any]] = []
     previous_stored: float | None = None
     previous_phase: str | None = None
-    previous_level = "none"
     for number, stored_at, checkpoint in store.step_checkpoints(session_id):
         if number == 0:  # the row written when the session was created
             previous_stored = stored_at
@@ -226,154 +228,187 @@ def _steps(
         previous_phase = step.phase or previous_phase
         level = _get(checkpoint, "budget_gate", "last_level")
         step.budget_level = level if isinstance(level, str) else None
-    calls: dict[str, CallView] = {}
+    timeline = _Timeline()
     first_event_at: dict[int, float] = {}
-    for number, event in store.step_events(session_id):
+    for number, event in store.read_step_events(session_id, clean=redact.tree):
         step = steps.setdefault(number, StepView(number))
-        stamp = event.get("timestamp")
-        if isinstance(stamp, int | float):
-            first_event_at.setdefault(number, float(stamp))
-        event = redact.tree(event)
-        previous_level = _add_event(step, event, calls, previous_level)
-        if event.get("type") == "run_finished" and isinstance(event.get("result"), dict):
-            finished.append(event["result"])
+        if isinstance(event, UnreadableEvent):
+            step.notes.append(Note("skipped", SKIPPED_TITLE, event.reason))
+            continue
+        if event.timestamp != MISSING_TIMESTAMP:
+            first_event_at.setdefault(number, event.timestamp)
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(step, event, timeline)
     for number, started in first_event_at.items():
         step = steps[number]
         if step.stored_at is not None and step.stored_at >= started:
             step.duration_s = step.stored_at - started  # a resumed run's first step: no idle gap
-    return [steps[n] for n in sorted(steps)], finished
+    return [steps[n] for n in sorted(steps)], timeline.finished
 
 
-def _add_event(
-    step: StepView, event: dict[str, Any], calls: dict[str, CallView], level: str
-) -> str:
-    """Put `event` into `step`; returns the budget level now in force."""
-    kind = event.get("type")
-    if kind == "model_response":
-        requested = [str(c.get("name", "?")) for c in event.get("tool_calls") or ()]
-        step.turns.append(
-            TurnView(
-                text=str(event.get("text") or ""),
-                requested=requested,
-                stop_reason=event.get("stop_reason"),
-                latency_s=_number(event.get("latency_s")),
-            )
+SKIPPED_TITLE = "a stored event this version cannot read was skipped"
+
+
+@dataclass
+class _Timeline:
+    """What reading a session's events carries from one event to the next."""
+
+    calls: dict[str, CallView] = field(default_factory=dict)
+    """Every tool call so far by id, for its result and its approval."""
+    level: str = "none"
+    """The budget level in force."""
+    finished: list[RunResult] = field(default_factory=list)
+    """The result of each run that ended."""
+
+
+def _model_response(step: StepView, event: ev.ModelResponseReceived, _: _Timeline) -> None:
+    step.turns.append(
+        TurnView(
+            text=event.text,
+            requested=[call.name for call in event.tool_calls],
+            stop_reason=event.stop_reason,
+            latency_s=event.latency_s,
         )
-    elif kind == "tool_call":
-        call = event.get("call") or {}
-        view = CallView(
-            call_id=str(call.get("id", "")),
-            name=str(call.get("name", "?")),
-            arguments=dict(call.get("arguments") or {}),
-        )
-        calls[view.call_id] = view
+    )
+
+
+def _tool_call(step: StepView, event: ev.ToolCallStarted, timeline: _Timeline) -> None:
+    call = event.call
+    view = CallView(call_id=call.id, name=call.name, arguments=dict(call.arguments))
+    timeline.calls[view.call_id] = view
+    step.calls.append(view)
+
+
+def _tool_result(step: StepView, event: ev.ToolResultReceived, timeline: _Timeline) -> None:
+    result = event.result
+    view = timeline.calls.get(result.call_id)
+    if view is None:  # refused before it started (the per-turn cap): no tool_call event
+        view = CallView(result.call_id, result.name, {})
+        timeline.calls[result.call_id] = view
         step.calls.append(view)
-    elif kind == "tool_result":
-        result = event.get("result") or {}
-        call_id = str(result.get("call_id", ""))
-        found = calls.get(call_id)
-        if found is None:  # refused before it started (the per-turn cap): no tool_call event
-            found = CallView(call_id, str(result.get("name", "?")), {})
-            calls[call_id] = found
-            step.calls.append(found)
-        view = found
-        view.result = str(result.get("content") or "")
-        view.is_error = bool(result.get("is_error"))
-        view.duration_s = _number(event.get("duration_s"))
-        metadata = result.get("metadata") or {}
-        error_kind = metadata.get("error")
-        if error_kind in ("permission", "hook", "budget_restricted"):
-            view.refused_by = "budget" if error_kind == "budget_restricted" else error_kind
-        exit_code = metadata.get("exit_code")
-        view.exit_code = exit_code if isinstance(exit_code, int) else None
-        child = metadata.get("child_session_id")
-        view.child_session_id = str(child) if child else None
-        if child:
-            view.child_outcome = _child_outcome(metadata)
-    elif kind == "approval":
-        name = _s(event, "tool_name") or "?"
-        decided = approval_text(_s(event, "decided_by"), bool(event.get("granted")))
-        approved = calls.get(_s(event, "call_id"))
-        if approved is not None:
-            approved.approval = decided
-        step.notes.append(Note("approval", f"{name} {decided}", _s(event, "reason")))
-    elif kind == "nudge":
-        nudge_kind = str(event.get("kind", ""))
-        title = "hook says" if nudge_kind == "hook" else f"nudge: {nudge_kind.replace('_', ' ')}"
-        step.notes.append(
-            Note("hook" if nudge_kind == "hook" else "nudge", title, _s(event, "message"))
+    view.result = result.content
+    view.is_error = result.is_error
+    view.duration_s = event.duration_s
+    metadata = result.metadata
+    error_kind = metadata.get("error")
+    if error_kind in ("permission", "hook", "budget_restricted"):
+        view.refused_by = "budget" if error_kind == "budget_restricted" else error_kind
+    exit_code = metadata.get("exit_code")
+    view.exit_code = exit_code if isinstance(exit_code, int) else None
+    child = metadata.get("child_session_id")
+    view.child_session_id = str(child) if child else None
+    if child:
+        view.child_outcome = _child_outcome(metadata)
+
+
+def _approval(step: StepView, event: ev.ApprovalDecided, timeline: _Timeline) -> None:
+    decided = approval_text(event.decided_by, event.granted)
+    approved = timeline.calls.get(event.call_id)
+    if approved is not None:
+        approved.approval = decided
+    step.notes.append(Note("approval", f"{event.tool_name or '?'} {decided}", event.reason))
+
+
+def _nudge(step: StepView, event: ev.NudgeInjected, _: _Timeline) -> None:
+    if event.kind == "hook":
+        step.notes.append(Note("hook", "hook says", event.message))
+    else:
+        title = f"nudge: {event.kind.replace('_', ' ')}"
+        step.notes.append(Note("nudge", title, event.message))
+
+
+def _compaction(step: StepView, event: ev.ContextCompacted, _: _Timeline) -> None:
+    step.compacted = True
+    before, after = event.tokens_before, event.tokens_after
+    step.notes.append(
+        Note(
+            "compaction",
+            f"context compacted: {before:,} → {after:,} tokens",
+            f"reason {event.reason}; stages: {', '.join(event.stages)}",
         )
-    elif kind == "compaction":
-        step.compacted = True
-        before, after = event.get("tokens_before", 0), event.get("tokens_after", 0)
-        stages = ", ".join(str(s) for s in event.get("stages") or ())
-        step.notes.append(
-            Note(
-                "compaction",
-                f"context compacted: {before:,} → {after:,} tokens",
-                f"reason {event.get('reason', '?')}; stages: {stages}",
-            )
+    )
+
+
+def _summary_call(step: StepView, event: ev.SummaryCallMade, _: _Timeline) -> None:
+    usage, cost = event.usage, event.cost_usd
+    priced = f", ${cost:.4f}" if cost is not None else ""
+    step.notes.append(
+        Note(
+            "summary",
+            "compaction summary call",
+            f"{usage.total_input_tokens:,} tokens in, {usage.output_tokens:,} out{priced} "
+            f"({event.model or '?'})",
         )
-    elif kind == "summary_call":
-        usage = Usage.from_dict(event.get("usage") or {})
-        cost = _number(event.get("cost_usd"))
-        priced = f", ${cost:.4f}" if cost is not None else ""
-        step.notes.append(
-            Note(
-                "summary",
-                "compaction summary call",
-                f"{usage.total_input_tokens:,} tokens in, {usage.output_tokens:,} out{priced} "
-                f"({_s(event, 'model') or '?'})",
-            )
-        )
-    elif kind == "budget":
-        new_level = str(event.get("level", "none"))
-        if new_level != level:
-            driver = event.get("driver") or "?"
-            fraction = _number(event.get("fraction")) or 0.0
-            step.notes.append(
-                Note(
-                    "budget",
-                    f"budget level {level} → {new_level}",
-                    f"{fraction:.0%} of the {driver} limit used",
-                )
-            )
-        return new_level
-    elif kind == "extension_requested":
+    )
+
+
+def _budget(step: StepView, event: ev.BudgetUpdated, timeline: _Timeline) -> None:
+    if event.level != timeline.level:
         step.notes.append(
             Note(
-                "extension",
-                "budget extension asked for",
-                f"{event.get('additional_tokens', 0):,} tokens, "
-                f"${_number(event.get('additional_usd')) or 0:.4f}: {_s(event, 'reason')}",
+                "budget",
+                f"budget level {timeline.level} → {event.level}",
+                f"{event.fraction:.0%} of the {event.driver or '?'} limit used",
             )
         )
-    elif kind == "extension_decided":
-        granted = bool(event.get("granted"))
-        step.notes.append(
-            Note(
-                "extension",
-                "budget extension granted" if granted else "budget extension refused",
-                _s(event, "reason"),
-            )
+    timeline.level = event.level
+
+
+def _extension_requested(step: StepView, event: ev.ExtensionRequested, _: _Timeline) -> None:
+    step.notes.append(
+        Note(
+            "extension",
+            "budget extension asked for",
+            f"{event.additional_tokens:,} tokens, ${event.additional_usd:.4f}: {event.reason}",
         )
-    elif kind == "error":
-        step.notes.append(
-            Note("error", f"error ({event.get('category', '?')})", _s(event, "message"))
-        )
-    elif kind == "state_change":
-        target = str(event.get("to_state", ""))
-        if target not in ROUTINE_STATES:
-            step.notes.append(Note("state", f"agent {event.get('from_state')} → {target}"))
-    elif kind == "run_started":
-        resumed = event.get("resumed_at_step")
-        if resumed:
-            step.notes.append(Note("run", f"run resumed after step {resumed}"))
-    elif kind == "run_finished":
-        result = event.get("result") or {}
-        reason = result.get("finish_reason", "?")
-        step.notes.append(Note("run", f"run finished: {reason}", str(result.get("error") or "")))
-    return level
+    )
+
+
+def _extension_decided(step: StepView, event: ev.ExtensionDecided, _: _Timeline) -> None:
+    title = "budget extension granted" if event.granted else "budget extension refused"
+    step.notes.append(Note("extension", title, event.reason))
+
+
+def _error(step: StepView, event: ev.ErrorOccurred, _: _Timeline) -> None:
+    step.notes.append(Note("error", f"error ({event.category})", event.message))
+
+
+def _state_change(step: StepView, event: ev.StateChanged, _: _Timeline) -> None:
+    if event.to_state not in ROUTINE_STATES:
+        step.notes.append(Note("state", f"agent {event.from_state} → {event.to_state}"))
+
+
+def _run_started(step: StepView, event: ev.RunStarted, _: _Timeline) -> None:
+    if event.resumed_at_step:
+        step.notes.append(Note("run", f"run resumed after step {event.resumed_at_step}"))
+
+
+def _run_finished(step: StepView, event: ev.RunFinished, timeline: _Timeline) -> None:
+    result = event.result
+    timeline.finished.append(result)
+    reason = result.finish_reason.value
+    step.notes.append(Note("run", f"run finished: {reason}", result.error or ""))
+
+
+_HANDLERS: dict[type[StoredEvent], Callable[[StepView, Any, _Timeline], None]] = {
+    ev.ModelResponseReceived: _model_response,
+    ev.ToolCallStarted: _tool_call,
+    ev.ToolResultReceived: _tool_result,
+    ev.ApprovalDecided: _approval,
+    ev.NudgeInjected: _nudge,
+    ev.ContextCompacted: _compaction,
+    ev.SummaryCallMade: _summary_call,
+    ev.BudgetUpdated: _budget,
+    ev.ExtensionRequested: _extension_requested,
+    ev.ExtensionDecided: _extension_decided,
+    ev.ErrorOccurred: _error,
+    ev.StateChanged: _state_change,
+    ev.RunStarted: _run_started,
+    ev.RunFinished: _run_finished,
+}
+"""What each kind of stored event adds to its step; the others (requests sent, the fixed
+check, follow-ups) add nothing the timeline shows."""
 
 
 APPROVALS = {
@@ -436,7 +471,7 @@ def _phase_decisions(checkpoint: Mapping[str, Any], step: int, redact: Redactor)
 def _totals(
     steps: list[StepView],
     rows: list[UsageRow],
-    finished: list[dict[str, Any]],
+    finished: list[RunResult],
     store: SessionStore,
     session_id: str,
 ) -> Totals:
@@ -445,12 +480,11 @@ def _totals(
         usage = usage + row.usage
     costs = [row.cost_usd for row in rows]
     cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
-    known = [d for r in finished if (d := _number(r.get("duration_s"))) is not None]
-    duration = sum(known) if known else _stored_span(steps)
+    duration = sum(r.duration_s for r in finished) if finished else _stored_span(steps)
     _, checkpoint = store.checkpoint(session_id)
     iterations = _get(checkpoint, "counters", "iterations")
     if not isinstance(iterations, int):
-        iterations = finished[-1].get("iterations", 0) if finished else 0
+        iterations = finished[-1].iterations if finished else 0
     calls = [c for s in steps for c in s.calls]
     return Totals(
         usage=usage,
@@ -532,8 +566,3 @@ def _get(data: Any, *keys: str) -> Any:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _s(event: Mapping[str, Any], key: str) -> str:
-    value = event.get(key)
-    return "" if value is None else str(value)

@@ -85,10 +85,11 @@ def outcome_class(report: Report) -> str:
     reason = report.summary.finish_reason
     if reason is None:
         return "unfinished"
-    category = (report.outcome or {}).get("finish_category")
-    if category is None:
+    if report.outcome is not None:
+        category = report.outcome.finish_reason.category.value
+    else:
         category = _category_of(reason)
-    return {"success": "success", "capacity": "capacity"}.get(str(category), "failure")
+    return {"success": "success", "capacity": "capacity"}.get(category, "failure")
 
 
 def _category_of(reason: str) -> str:
@@ -236,34 +237,31 @@ def _highlights(report: Report) -> str:
 
 def _check(report: Report) -> str:
     """The harness's last run of the check command, from the last run's result."""
-    check = (report.outcome or {}).get("verification")
-    if not isinstance(check, dict) or not check.get("command"):
+    check = report.outcome.verification if report.outcome is not None else None
+    if check is None or not check.command:
         return ""
-    if check.get("not_run"):
-        verdict = f"not run: {check['not_run']}"
-    elif check.get("timed_out"):
+    if check.not_run:
+        verdict = f"not run: {check.not_run}"
+    elif check.timed_out:
         verdict = "timed out"
     else:
-        verdict = (
-            "passed" if check.get("passed") else f"failed (exit code {check.get('exit_code')})"
-        )
-    if check.get("after_last_change") is False:
+        verdict = "passed" if check.passed else f"failed (exit code {check.exit_code})"
+    if check.after_last_change is False:
         verdict += ", but files changed after it ran"
-    tests = check.get("tests")
-    if isinstance(tests, dict):
-        verdict += f"; {TestTally.from_dict(tests).describe()}"
-    before = check.get("before")
+    if check.tests is not None:
+        verdict += f"; {TestTally.from_dict(check.tests).describe()}"
+    before = check.before
     if isinstance(before, dict) and isinstance(before.get("tests"), dict):
         verdict += f" (before the run: {TestTally.from_dict(before['tests']).describe()})"
-    if check.get("problem") not in (None, "failed"):
-        verdict += f"; not a pass: {check['problem']}"
-    changes = [c for c in check.get("test_changes") or [] if isinstance(c, dict)]
+    if check.problem not in (None, "failed"):
+        verdict += f"; not a pass: {check.problem}"
+    changes = [c for c in check.test_changes if isinstance(c, dict)]
     listed = "".join(
         f"<li>{escape(str(c.get('path')))}: {escape(str(c.get('change')))}"
         f"{' (new test)' if c.get('allowed') else ''}</li>"
         for c in changes
     )
-    command = escape(str(check["command"]))
+    command = escape(check.command)
     extra = f"<ul>{listed}</ul>" if listed else ""
     return f'<div class="check">check <code>{command}</code>: {escape(verdict)}{extra}</div>'
 

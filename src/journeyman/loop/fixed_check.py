@@ -151,6 +151,6 @@ def stored_check(store: SessionStore, session_id: str) -> FixedCheck | None:
     """The check stored with a session, None when it has none (older sessions)."""
     fixed = None
     for event in store.events(session_id):
-        if event.get("type") == CHECK_FIXED_EVENT:
+        if isinstance(event, dict) and event.get("type") == CHECK_FIXED_EVENT:
             fixed = FixedCheck.from_event(event)
     return fixed

@@ -5,11 +5,10 @@ at once, before the tool writes."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
-from journeyman.core.events import Event, RunStarted, event_to_dict
+from journeyman.core.events import Event, FollowUpSent, RunStarted, event_to_dict
 from journeyman.core.messages import Message, Role
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.state import LoopState
@@ -23,10 +22,6 @@ COMMAND_TOOL = "run_command"
 
 UNPERSISTED_EVENTS = frozenset({"text_delta"})
 """Streaming deltas are not stored; the full text arrives in the model_response event."""
-
-FOLLOW_UP_EVENT = "follow_up"
-"""Stored event type that opens a new user message of a session: what the verdict judges of
-a run (refused calls, failed checks) starts there."""
 
 INTERRUPTED_NOTE = (
     "[journeyman] The user interrupted the work on the message above before it was answered. "
@@ -130,8 +125,7 @@ def store_follow_up(
 ) -> None:
     """Store a follow-up's messages as soon as it is sent, with the event that opens it, so a
     cancel or a crash before `step` completes keeps them."""
-    event = {"type": FOLLOW_UP_EVENT, "text": text, "timestamp": time.time()}
-    store.record_ahead(session_id, step, messages, [event])
+    store.record_ahead(session_id, step, messages, [event_to_dict(FollowUpSent(text))])
 
 
 def run_started(

@@ -62,7 +62,6 @@ from journeyman.loop.check_runner import (
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.endings import Termination
 from journeyman.loop.fixed_check import FixedCheck, fix_check, runner_of, stored_check
-from journeyman.loop.recorder import FOLLOW_UP_EVENT
 from journeyman.policy.permissions import (
     PERMISSION_ERROR_KIND,
     DecisionKind,
@@ -341,7 +340,7 @@ class Verdict:
             self.failures = sum(
                 1
                 for event in self._current_message_events(state.session_id)
-                if event.get("type") == "nudge" and event.get("kind") == NUDGE_KIND
+                if isinstance(event, ev.NudgeInjected) and event.kind == NUDGE_KIND
             )
         if not self.active:
             if refused:
@@ -444,42 +443,41 @@ class Verdict:
     def _changes(self, session_id: str) -> int:
         return len(self.store.file_changes(session_id))
 
-    def _current_message_events(self, session_id: str) -> list[dict[str, Any]]:
+    def _current_message_events(self, session_id: str) -> list[ev.StoredEvent]:
         """The session's events since its latest user message began (the task, or the last
-        follow-up): an earlier message's refusals and failed checks are not this one's."""
-        events: list[dict[str, Any]] = []
-        for event in self.store.events(session_id):
-            if event.get("type") == FOLLOW_UP_EVENT:
+        follow-up): an earlier message's refusals and failed checks are not this one's. An
+        event this version cannot read is left out."""
+        events: list[ev.StoredEvent] = []
+        for _, event in self.store.read_step_events(session_id):
+            if isinstance(event, ev.FollowUpSent):
                 events.clear()
-            events.append(event)
+            if not isinstance(event, ev.UnreadableEvent):
+                events.append(event)
         return events
 
     def refusals(self, session_id: str) -> list[RefusedCall]:
         """Edit and command calls of the current user message refused by the permission
         policy and never run later."""
-        calls: dict[str, dict[str, Any]] = {}
+        calls: dict[str, ToolCall] = {}
         refused: dict[tuple[str, str | None], RefusedCall] = {}
         for event in self._current_message_events(session_id):
-            if event.get("type") == "tool_call":
-                call = event.get("call") or {}
-                calls[str(call.get("id"))] = call
+            if isinstance(event, ev.ToolCallStarted):
+                calls[event.call.id] = event.call
                 continue
-            if event.get("type") != "tool_result":
+            if not isinstance(event, ev.ToolResultReceived):
                 continue
-            result = event.get("result") or {}
-            call = calls.get(str(result.get("call_id")))
+            result = event.result
+            call = calls.get(result.call_id)
             if call is None:
                 continue
-            tool = self.registry.get(str(call.get("name")))
+            tool = self.registry.get(call.name)
             if tool is None or tool.kind not in (ToolKind.EDIT, ToolKind.COMMAND):
                 continue
-            argument = _key_argument(call.get("arguments") or {}, tool.permission_arg)
+            argument = _key_argument(call.arguments, tool.permission_arg)
             key = (tool.kind.value, argument)
-            metadata = result.get("metadata") or {}
-            if metadata.get("error") == PERMISSION_ERROR_KIND:
-                reason = str(result.get("content", ""))
-                refused[key] = RefusedCall(tool.name, argument, _shorten(reason))
-            elif not result.get("is_error"):
+            if result.metadata.get("error") == PERMISSION_ERROR_KIND:
+                refused[key] = RefusedCall(tool.name, argument, _shorten(result.content))
+            elif not result.is_error:
                 refused.pop(key, None)
         return list(refused.values())
 

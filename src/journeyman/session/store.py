@@ -36,6 +36,7 @@ from typing import Any
 import platformdirs
 
 from journeyman.core.errors import AgentError, ConfigurationError
+from journeyman.core.events import StoredEvent, UnreadableEvent, read_event
 from journeyman.core.messages import Message, Usage, with_paired_results
 from journeyman.core.redact import MASK, Redactor, is_secret_name
 from journeyman.core.text import clip, clip_noted
@@ -391,7 +392,7 @@ class SessionStore:
             db.executemany(
                 "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (session_id, event_seq + i, step.step, e["type"], self._dump(_capped(e)))
+                    (session_id, event_seq + i, step.step, _event_type(e), self._dump(_capped(e)))
                     for i, e in enumerate(step.events)
                 ],
             )
@@ -427,7 +428,7 @@ class SessionStore:
             db.executemany(
                 "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (session_id, event_seq + i, step, e["type"], self._dump(_capped(e)))
+                    (session_id, event_seq + i, step, _event_type(e), self._dump(_capped(e)))
                     for i, e in enumerate(events)
                 ],
             )
@@ -448,7 +449,7 @@ class SessionStore:
                 db.executemany(
                     "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                     [
-                        (session_id, event_seq + i, step, e["type"], self._dump(_capped(e)))
+                        (session_id, event_seq + i, step, _event_type(e), self._dump(_capped(e)))
                         for i, e in enumerate(events)
                     ],
                 )
@@ -710,6 +711,16 @@ class SessionStore:
         for step, body in rows:
             yield int(step), self._stored(body, f"an event of session {session_id}")
 
+    def read_step_events(
+        self, session_id: str, clean: Callable[[Any], Any] | None = None
+    ) -> Iterator[tuple[int, StoredEvent | UnreadableEvent]]:
+        """(step, event) of every stored event of the session, in order, read back typed; one
+        this version cannot read (unknown type, fields missing or of the wrong kind) comes as
+        an `UnreadableEvent` for the reader to skip. `clean` is applied to each stored record
+        before it is read (the inspector redacts it)."""
+        for step, data in self.step_events(session_id):
+            yield step, read_event(data if clean is None else clean(data))
+
     def step_checkpoints(self, session_id: str) -> Iterator[tuple[int, float, dict[str, Any]]]:
         """(step, time it was stored, checkpoint) of every stored step of the session, in order."""
         rows = self._db.execute(
@@ -948,6 +959,13 @@ def _capped(data: Any) -> Any:
     if isinstance(data, list | tuple):
         return [_capped(item) for item in data]
     return data
+
+
+def _event_type(event: Any) -> str:
+    """The type column of a stored event: what it claims, "" when it claims none (an imported
+    file's event may be anything; readers skip what they cannot read)."""
+    tag = event.get("type") if isinstance(event, dict) else None
+    return tag if isinstance(tag, str) else ""
 
 
 def _message_row(message: Message) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """What a swarm reports while it runs: one `WorkerUpdate` per worker state change (and a few
-for the swarm as a whole), and each worker's own agent events tagged with its id."""
+for the swarm as a whole), and each worker's own agent events tagged with its id; their JSON
+lines (`swarm_event_to_dict`, the stream-json output) and those lines read back
+(`swarm_event_from_dict`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from journeyman.core import events as ev
-from journeyman.core.events import event_to_dict
+from journeyman.core.events import event_from_dict, event_to_dict
+from journeyman.core.stored import StoredFormatError, decode_tagged, tag_of
 
 
 class WorkerState(StrEnum):
@@ -76,6 +79,11 @@ class WorkerEvent:
 SwarmEvent = WorkerUpdate | SwarmUpdate | WorkerEvent
 SwarmEventHandler = Callable[[SwarmEvent], None]
 
+SWARM_EVENT_TYPES: dict[str, type[WorkerUpdate | SwarmUpdate]] = {
+    tag_of(cls): cls for cls in (WorkerUpdate, SwarmUpdate)
+}
+"""The swarm's own events by their `type` (every other line is a worker's agent event)."""
+
 
 def swarm_event_to_dict(event: SwarmEvent) -> dict[str, Any]:
     """A JSON-ready dict; every one has a `worker_id` (None for the swarm's own)."""
@@ -109,6 +117,21 @@ def swarm_event_to_dict(event: SwarmEvent) -> dict[str, Any]:
         data["passed"] = event.passed
     data["timestamp"] = event.timestamp
     return data
+
+
+def swarm_event_from_dict(data: Any) -> SwarmEvent:
+    """A stream-json line of a swarm read back; `StoredFormatError` when it is not one."""
+    if not isinstance(data, dict):
+        raise StoredFormatError("swarm event is not an object")
+    if data.get("type") in SWARM_EVENT_TYPES:
+        return decode_tagged(SWARM_EVENT_TYPES, data, "swarm event")
+    worker_id, attempt = data.get("worker_id"), data.get("attempt")
+    if not isinstance(worker_id, str) or not isinstance(attempt, int):
+        raise StoredFormatError("a worker's event has no worker_id and attempt")
+    event = event_from_dict({k: v for k, v in data.items() if k not in ("worker_id", "attempt")})
+    if isinstance(event, ev.FollowUpSent):  # stored by sessions, never emitted by a run
+        raise StoredFormatError("a worker's event of type 'follow_up'")
+    return WorkerEvent(worker_id, attempt, event)
 
 
 def describe(event: WorkerUpdate | SwarmUpdate) -> str:
