@@ -149,6 +149,18 @@ class BatchFinished:
     type: Literal["batch_finished"] = "batch_finished"
 
 
+@dataclass(frozen=True)
+class SettingIgnored:
+    """A setting of a task's workspace config that the trust rules left out (it would have
+    loosened what the user chose): said once per task attempt that met it."""
+
+    batch_id: str
+    task_id: str
+    message: str
+    """The warning, naming the key, its value, the file and why."""
+    type: Literal["setting_ignored"] = "setting_ignored"
+
+
 BatchEvent = (
     BatchStarted
     | TaskSkipped
@@ -157,6 +169,7 @@ BatchEvent = (
     | BudgetExhausted
     | TaskFinished
     | BatchFinished
+    | SettingIgnored
 )
 BatchEventHandler = Callable[[BatchEvent], None]
 
@@ -215,6 +228,7 @@ __all__ = [
     "BatchFinished",
     "BatchStarted",
     "BudgetExhausted",
+    "SettingIgnored",
     "Spend",
     "TaskCounts",
     "TaskFinished",

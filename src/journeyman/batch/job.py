@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
     from journeyman.loop.agent import Agent
     from journeyman.loop.config import AgentConfig
+    from journeyman.loop.launch import Launch
     from journeyman.providers.base import Provider
     from journeyman.providers.resilient import RetryPolicy
     from journeyman.session.store import SessionStore
@@ -107,6 +108,8 @@ class TaskOutcome:
     files_changed: tuple[str, ...] = ()
     receipt: dict[str, Any] | None = None
     """The run's check evidence (`CheckEvidence.to_dict`, its output tail left out)."""
+    ignored_settings: tuple[str, ...] = ()
+    """Warnings for the settings of the task's workspace config the trust rules left out."""
 
     @property
     def finished(self) -> bool:
@@ -170,7 +173,8 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         existing = _unfinished(store, job.session_id) if job.resume else None
     finally:
         store.close()
-    config = build_config(job, counted)
+    settled = settle_job(job, counted)
+    config = settled.config
     provider = _provider(job)
     tracing = _tracing(job)
     agent = build_agent(
@@ -222,6 +226,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         grade=grade,
         retry_after_s=fault.retry_after if rate_limited else None,
         files_changed=tuple(result.files_changed),
+        ignored_settings=tuple(item.message for item in settled.ignored),
     )
 
 
@@ -325,6 +330,11 @@ def _unfinished(store: SessionStore, session_id: str) -> bool | None:
 
 
 def build_config(job: TaskJob, counted: Spending) -> AgentConfig:
+    """The attempt's settings (see `settle_job`)."""
+    return settle_job(job, counted).config
+
+
+def settle_job(job: TaskJob, counted: Spending) -> Launch:
     """The attempt's settings: the user's config, the batch's flags, and hard limits no larger
     than the grant or the task's own, on top of what the loop has `counted` for the session
     so far. Hard: each call is priced before it is sent (its prompt's bound and its reply at
@@ -344,7 +354,7 @@ def build_config(job: TaskJob, counted: Spending) -> AgentConfig:
     flags["max_budget_usd"] = None if usd is None else counted.usd + usd
     flags["max_total_tokens"] = None if tokens is None else counted.tokens + int(tokens)
     flags["hard_token_limit"] = True  # every billed token counts against the grant
-    return settle(LaunchRequest(Path(job.workspace_dir), flags=flags)).config
+    return settle(LaunchRequest(Path(job.workspace_dir), flags=flags))
 
 
 def _least(*values: Any) -> Any:

@@ -36,6 +36,7 @@ from journeyman.batch.events import (
     BatchFinished,
     BatchStarted,
     BudgetExhausted,
+    SettingIgnored,
     Spend,
     TaskCounts,
     TaskFinished,
@@ -624,6 +625,8 @@ class Scheduler:
         settings = self.settings
         task_id = state.task.id
         now = time.monotonic()
+        for note in outcome.ignored_settings:
+            self._emit(SettingIgnored(settings.batch_id, task_id, note))
         if outcome.status == "rate_limited":
             self.gate.rate_limited(now, outcome.retry_after_s, settings.rate_limit_backoff_s)
             state.rate_limit_requeues += 1

@@ -16,12 +16,15 @@ import typer
 
 from journeyman.batch.events import (
     BatchEvent,
+    BatchFinished,
     BatchStarted,
     BudgetExhausted,
+    SettingIgnored,
     Spend,
     TaskCounts,
     TaskFinished,
     TaskRequeued,
+    TaskSkipped,
     TaskStarted,
     batch_event_to_dict,
 )
@@ -363,6 +366,18 @@ def _check_provider(
         )
 
 
+BatchProgress = (
+    BatchStarted
+    | TaskSkipped
+    | TaskStarted
+    | TaskRequeued
+    | BudgetExhausted
+    | TaskFinished
+    | BatchFinished
+)
+"""The events that carry the batch's counts (all but its last and the setting warnings)."""
+
+
 class Progress:
     """Shows the batch's state changes: JSON lines, plain lines, or a live bar on a terminal."""
 
@@ -372,20 +387,36 @@ class Progress:
         self._bar: Any = None
         self._task: Any = None
         self._redact = Redactor()
+        self._warned: set[str] = set()
 
     def __call__(self, event: BatchEvent) -> None:
+        if isinstance(event, SettingIgnored):
+            self._warn(event)
         if self.fmt is OutputFormat.STREAM_JSON:
             data = self._redact.tree(batch_event_to_dict(event))
             sys.stdout.write(printable_json(json.dumps(data, default=str)) + "\n")
             sys.stdout.flush()
             return
-        if self.fmt is not OutputFormat.TEXT:
+        if self.fmt is not OutputFormat.TEXT or isinstance(event, SettingIgnored):
             return
         text = self._describe(event)
         if self.live:
             self._update_bar(event, text)
         elif text:
             sys.stderr.write(printable(self._redact(text)) + "\n")
+            sys.stderr.flush()
+
+    def _warn(self, event: SettingIgnored) -> None:
+        """A workspace setting the trust rules left out, said once on stderr whatever the
+        output format (tasks in one repository meet the same file again and again)."""
+        if event.message in self._warned:
+            return
+        self._warned.add(event.message)
+        line = f"journeyman: warning: {event.message}"
+        if self._bar is not None:
+            self._bar.console.print(printable(self._redact(line)), markup=False, highlight=False)
+        else:
+            sys.stderr.write(printable(self._redact(line)) + "\n")
             sys.stderr.flush()
 
     @staticmethod
@@ -397,7 +428,7 @@ class Progress:
             text += f", {infra} infrastructure error" + ("s" if infra != 1 else "")
         return text
 
-    def _describe(self, event: BatchEvent) -> str:
+    def _describe(self, event: BatchProgress) -> str:
         from journeyman.batch.scheduler import tasks_count
 
         counts = event.counts
@@ -433,7 +464,7 @@ class Progress:
         cap = spend.cap_usd
         return f", ${spend.spent_usd:.4f}" + (f" of ${cap:.2f}" if cap is not None else "")
 
-    def _update_bar(self, event: BatchEvent, text: str) -> None:
+    def _update_bar(self, event: BatchProgress, text: str) -> None:
         if self._bar is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
