@@ -244,8 +244,9 @@ class LspDiagnosticsTool(_LspTool):
             return self._failed(reply)
         counts = severity_counts(reply.value)
         scope = ctx.relative(file) if file is not None else "the files checked so far"
-        if not reply.complete and not reply.value:
-            text = f"the language server sent no diagnostics for {scope} in time; try again"
+        waiting = analysing_text(reply.analysing)
+        if waiting and not reply.value:
+            text = f"{waiting}; its earlier diagnostics are out of date, so none are shown"
         elif not reply.value:
             text = f"no problems reported in {scope}"
         else:
@@ -253,10 +254,18 @@ class LspDiagnosticsTool(_LspTool):
                 [
                     f"{_summary(counts)} in {scope}:",
                     *_capped([d.render(with_path=True) for d in reply.value]),
+                    *([f"note: {waiting}"] if waiting else []),
                 ]
             )
+        # a "still analysing" answer says nothing new when repeated, but asking again is how
+        # the model gets the real answer, so it must not count as a repeated call
+        pending = {"pending": True} if reply.analysing else {}
         return self._answer(
-            dataclasses.replace(reply, complete=True), text, count=len(reply.value), **counts
+            dataclasses.replace(reply, complete=True),
+            text,
+            count=len(reply.value),
+            **counts,
+            **pending,
         )
 
 
@@ -408,8 +417,8 @@ def edit_note(reply: LspReply[list[Diagnostic]], rel: str, limit: int) -> str | 
     if not reply.ok:
         # only a crash or hang of a server that was running gets here; worth one line
         return f"(language server {server}: {reply.problem})"
-    if not reply.complete and not reply.value:
-        return f"({server} sent no diagnostics for {rel} in time; lsp_diagnostics can ask again)"
+    if reply.analysing:
+        return f"({server} is {analysing_text(reply.analysing)}; lsp_diagnostics can ask again)"
     if not reply.value:
         return f"{server}: no problems reported in {rel}"
     lines = [f"{server} reports {_summary(severity_counts(reply.value))} in {rel}:"]
@@ -421,6 +430,14 @@ def edit_note(reply: LspReply[list[Diagnostic]], rel: str, limit: int) -> str | 
 
 # --------------------------------------------------------------------------------------------
 # rendering helpers
+
+
+def analysing_text(versions: Mapping[str, int]) -> str:
+    """'still analysing a.py (version 3)' for the files a server has not reported on yet."""
+    if not versions:
+        return ""
+    shown = [f"{path} (version {version})" for path, version in sorted(versions.items())]
+    return "still analysing " + ", ".join(_capped(shown))
 
 
 def find_column(line: str, symbol: str) -> int | None:
