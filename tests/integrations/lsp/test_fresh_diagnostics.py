@@ -9,12 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from journeyman.core.messages import ToolCall, ToolResult
-from journeyman.integrations.lsp import LspManager, lsp_tools
+from journeyman.integrations.lsp import LspManager, lsp_tools, with_lsp
 from journeyman.integrations.lsp.client import LspClient
 from journeyman.integrations.lsp.positions import path_to_uri
 from journeyman.loop.config import AgentConfig
 from journeyman.loop.observer import LOOP_NUDGE, TurnObserver
 from journeyman.loop.state import TurnOutcome
+from journeyman.tools.builtin import default_tools
 from journeyman.tools.context import ToolContext
 from journeyman.tools.registry import ToolRegistry
 
@@ -135,3 +136,29 @@ async def test_still_analysing_answers_are_not_a_doom_loop(project: Path) -> Non
             assert "pending" not in result.metadata
             nudges = observer.observe(TurnOutcome(calls=(call,), results=(result,)))
         assert LOOP_NUDGE in [kind for kind, _ in nudges]
+
+
+async def test_an_edit_result_says_still_analysing_instead_of_the_old_list(
+    project: Path,
+) -> None:
+    manager = only(fake("versioned"), project, diagnostics_wait=SHORT_WAIT)
+    registry = ToolRegistry(with_lsp(default_tools(), manager))
+    ctx = ToolContext(project)
+    async with manager:
+        edit(project, "area(2", "hass(2")
+        await manager.diagnostics(MAIN)  # starts the server on version 1
+        await release(manager, project)
+        assert len((await manager.diagnostics(MAIN)).value) == 1
+
+        fixed = await registry.execute(
+            ToolCall(
+                "e", "edit_file", {"path": MAIN, "old_string": "hass(2", "new_string": "area(2"}
+            ),
+            ctx,
+            timeout=LONG_WAIT,
+        )
+        assert not fixed.is_error, fixed.content
+        assert fixed.content.endswith(
+            f"(fake is still analysing {MAIN} (version 2); lsp_diagnostics can ask again)"
+        ), fixed.content
+        assert "hass" not in fixed.content.split("\n\n")[-1]

@@ -6,6 +6,11 @@ registrations, progress tokens) are answered, and `textDocument/publishDiagnosti
 notifications are cached per file. Another task keeps the last lines of stderr for error
 reports. Documents are opened, changed and saved with full text, and their versions follow
 every change the client sends.
+
+Diagnostics are only "current" when they answer the text the server has now: a publication
+that names a version must name the document's current one, and one without a version must
+have arrived after that text was sent. Servers that offer the pull model are asked directly
+(`textDocument/diagnostic`), and a pull that is not answered in time is "not ready", not a hang.
 """
 
 from __future__ import annotations
@@ -567,7 +572,6 @@ class LspClient:
             document = self._documents.get(uri)
             if document is not None and document.text == text:
                 return None
-            sent_after = self._publications
             if document is None:
                 document = _Document(uri, language_id, 1, text)
                 await self._did_open(document)
@@ -585,7 +589,8 @@ class LspClient:
                     },
                 )
                 document = _Document(uri, language_id, version, text)
-            document.sent_after = sent_after
+            # publications read while the text was being sent were made before it
+            document.sent_after = self._publications
             self._documents[uri] = document
             return document.version
 

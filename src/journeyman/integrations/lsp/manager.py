@@ -8,7 +8,9 @@ it, at most `max_restarts` times; after that it stays off and calls on its files
 Before any question about a file, the manager gives the server the file's current text from
 disk (open the first time, a full-text change when it differs), so versions always follow the
 file. `notify_file_changed` is for the agent's own edits: it sends the new text, saves, and
-waits a bounded time for the diagnostics that answer it.
+waits a bounded time for the diagnostics that answer it. Diagnostics are never served for an
+earlier version of a file: when the server has not reported on the current one in time, the
+reply is empty and its `analysing` names the file and the version being waited for.
 """
 
 from __future__ import annotations

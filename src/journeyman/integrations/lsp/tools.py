@@ -11,6 +11,11 @@ says so and what to use instead; it never ends the run.
 write to a file that a *running* server covers, the server is given the new text and its
 diagnostics for that file are appended to the result, at most `LspConfig.edit_diagnostics`
 lines. Nothing is started for this, and any trouble leaves the edit's own result untouched.
+
+When the server has not finished with the file's current text, both say "still analysing
+<file> (version N)" rather than repeat what it said about an earlier text, and the
+`lsp_diagnostics` result carries `pending=True` in its metadata so that asking again is not
+counted as a repeated call by the loop detector.
 `with_lsp(tools, manager)` returns a tool list with both applied.
 """
 
