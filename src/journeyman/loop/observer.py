@@ -2,7 +2,9 @@
 they call for. The same code rebuilds this knowledge from a stored history on resume.
 
 Every mode reports a turn's calls together with their results (`TurnOutcome`), so the
-observer learns the same from a react turn as from a phased ACT step.
+observer learns the same from a react turn as from a phased ACT step. A result whose metadata
+says `pending` (a tool that has no answer yet, such as a language server still analysing) is
+not counted by the loop detector: asking again is the right move there.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class TurnObserver:
                 path=path if isinstance(path, str) else None,
             )
             nudges.extend((n.kind.value, n.message) for n in found)
+            if result.metadata.get("pending") is True:
+                continue  # "not ready yet, ask again": repeating that is waiting, not looping
             check = self.loops.record(call.name, call.arguments, result_digest(result.content))
             if check.is_loop:
                 self.last_loop = check

@@ -70,3 +70,27 @@ async def test_pyright_navigation_and_diagnostics_after_edits(project: Path) -> 
             timeout=60,
         )
         assert fixed.content.endswith("pyright: no problems reported in pkg/main.py"), fixed.content
+
+
+async def test_pyright_diagnostics_after_an_edit_are_for_the_new_text(project: Path) -> None:
+    """Right after `area(` becomes `hass(`, pyright's answer names `hass` or says it is still
+    analysing version 2; the clean list of version 1 is never served as current."""
+    manager = only(builtin("pyright"), project, diagnostics_wait=1.0)
+    main = project / "pkg" / "main.py"
+    async with manager:
+        for _ in range(60):  # version 1 first, so that a stale clean list exists to be avoided
+            opened = await manager.diagnostics("pkg/main.py")
+            if not opened.analysing:
+                break
+        assert (opened.value, opened.analysing) == ([], {})
+
+        main.write_text(main.read_text().replace("area(2", "hass(2"))
+        answers = [await manager.notify_file_changed(main, main.read_text())]
+        while answers[-1].analysing and len(answers) < 60:
+            answers.append(await manager.diagnostics("pkg/main.py"))
+        for answer in answers[:-1]:
+            assert (answer.value, answer.analysing) == ([], {"pkg/main.py": 2})
+        final = answers[-1]
+        assert [(d.line, d.column, d.message) for d in final.value] == [
+            (5, 12, '"hass" is not defined')
+        ], final

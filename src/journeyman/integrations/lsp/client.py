@@ -6,6 +6,11 @@ registrations, progress tokens) are answered, and `textDocument/publishDiagnosti
 notifications are cached per file. Another task keeps the last lines of stderr for error
 reports. Documents are opened, changed and saved with full text, and their versions follow
 every change the client sends.
+
+Diagnostics are only "current" when they answer the text the server has now: a publication
+that names a version must name the document's current one, and one without a version must
+have arrived after that text was sent. Servers that offer the pull model are asked directly
+(`textDocument/diagnostic`), and a pull that is not answered in time is "not ready", not a hang.
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ _NULL_ANSWERED = frozenset(
 """Server requests that need no more than an empty answer from a client like this one."""
 
 
+_RETRY_LATER = frozenset({-32800, -32801, -32802})
+"""JSON-RPC codes for a request cancelled or outdated by new content: ask again later."""
+
+
 class LspError(ToolError):
     """A language server failed to answer."""
 
@@ -90,6 +99,9 @@ class _Document:
     language_id: str
     version: int
     text: str
+    sent_after: int = 0
+    """The publication count when this version was sent: unversioned diagnostics that arrive
+    later are taken to answer it."""
 
 
 @dataclass
@@ -242,6 +254,7 @@ class LspClient:
                 "textDocument": {
                     "synchronization": {"didSave": True, "dynamicRegistration": False},
                     "publishDiagnostics": {"versionSupport": True},
+                    "diagnostic": {"dynamicRegistration": False, "relatedDocumentSupport": False},
                     "hover": {"contentFormat": ["markdown", "plaintext"]},
                     "definition": {"linkSupport": True},
                     "references": {},
@@ -461,27 +474,75 @@ class LspClient:
     def all_published(self) -> dict[str, Published]:
         return dict(self._published)
 
-    async def wait_for_diagnostics(
-        self, uri: str, *, after: int, version: int | None, timeout: float
-    ) -> Published | None:
-        """Diagnostics for `uri` published after publication number `after` (and, when the
-        server says which version they are for, for `version` or later), or None when none
-        arrive within `timeout` seconds."""
+    def document_version(self, uri: str) -> int | None:
+        """The version of `uri` the server was last sent, or None when it is not open."""
+        document = self._documents.get(uri)
+        return document.version if document is not None else None
+
+    def current(self, uri: str) -> Published | None:
+        """The published diagnostics of `uri` when they answer the text the server has now.
+
+        Diagnostics that name a version count for that version only; diagnostics without one
+        count when they arrived after the current text was sent. None means the server has not
+        yet reported on the current text (what it said earlier is stale).
+        """
+        entry = self._published.get(uri)
+        document = self._documents.get(uri)
+        if entry is None or document is None:
+            return entry
+        if entry.version is not None:
+            return entry if entry.version == document.version else None
+        return entry if entry.seq > document.sent_after else None
+
+    async def wait_for_current(self, uri: str, timeout: float) -> Published | None:
+        """`current(uri)`, waiting up to `timeout` seconds for it; None when nothing came."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while True:
-            entry = self._published.get(uri)
-            if (
-                entry is not None
-                and entry.seq > after
-                and (version is None or entry.version is None or entry.version >= version)
-            ):
-                return entry
+        while (entry := self.current(uri)) is None:
             remaining = deadline - loop.time()
             if remaining <= 0 or not self.alive:
                 return None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._published_event.wait(), remaining)
+        return entry
+
+    @property
+    def pulls_diagnostics(self) -> bool:
+        """The server answers `textDocument/diagnostic` (the pull model of LSP 3.17)."""
+        return bool(self.capabilities.get("diagnosticProvider"))
+
+    async def pull_diagnostics(self, uri: str, timeout: float) -> Published | None:
+        """Ask the server for the diagnostics of `uri` as it is now (pull model).
+
+        None when the answer did not come within `timeout` seconds: the server is still
+        working, which is not a failure. The answer is stored like a publication, for the
+        version that was current when the request was sent.
+        """
+        version = self.document_version(uri)
+        try:
+            report = await self.request(
+                "textDocument/diagnostic", {"textDocument": {"uri": uri}}, timeout=timeout
+            )
+        except LspTimeoutError:
+            return None
+        except LspResponseError as exc:
+            if exc.code in _RETRY_LATER:
+                return None
+            raise
+        if not isinstance(report, dict) or report.get("kind") != "full":
+            return self.current(uri)  # "unchanged" (never asked for here) or nonsense
+        if version != self.document_version(uri):
+            return None  # the text changed while the server answered
+        self._publications += 1
+        items = report.get("items") or []
+        entry = Published(
+            items=[item for item in items if isinstance(item, dict)],
+            version=version,
+            seq=self._publications,
+        )
+        self._published[uri] = entry
+        self._wake_diagnostic_waiters()
+        return entry
 
     def _sync_kind(self) -> int:
         sync = self.capabilities.get("textDocumentSync")
@@ -528,6 +589,8 @@ class LspClient:
                     },
                 )
                 document = _Document(uri, language_id, version, text)
+            # publications read while the text was being sent were made before it
+            document.sent_after = self._publications
             self._documents[uri] = document
             return document.version
 

@@ -8,7 +8,9 @@ it, at most `max_restarts` times; after that it stays off and calls on its files
 Before any question about a file, the manager gives the server the file's current text from
 disk (open the first time, a full-text change when it differs), so versions always follow the
 file. `notify_file_changed` is for the agent's own edits: it sends the new text, saves, and
-waits a bounded time for the diagnostics that answer it.
+waits a bounded time for the diagnostics that answer it. Diagnostics are never served for an
+earlier version of a file: when the server has not reported on the current one in time, the
+reply is empty and its `analysing` names the file and the version being waited for.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from journeyman.integrations.lsp.positions import (
     display_path,
     path_to_uri,
     split_lines,
+    uri_to_path,
 )
 from journeyman.integrations.lsp.results import (
     Completion,
@@ -78,6 +81,14 @@ class _Unavailable(Exception):
     """Internal: no server can take the call; the message is the reply's `problem`."""
 
 
+class _StillAnalysing(Exception):
+    """Internal: the server has not reported on the current version of these files yet."""
+
+    def __init__(self, versions: dict[str, int]) -> None:
+        super().__init__(", ".join(versions))
+        self.versions = versions
+
+
 @dataclass
 class _Server:
     candidate: Candidate
@@ -106,8 +117,6 @@ class _Doc:
     lines: list[str]
     version: int | None
     """The version just sent, or None when the server already had this text."""
-    mark: int
-    """The client's publication count before the text was sent."""
 
 
 class LspManager:
@@ -208,9 +217,12 @@ class LspManager:
     # diagnostics
 
     async def diagnostics(self, path: str | Path | None = None) -> LspReply[list[Diagnostic]]:
-        """Problems the server reports for a file (starting its server if needed).
+        """Problems the server reports for the file's current text (starting its server if needed).
 
-        Without a path: what running servers have reported so far for every file.
+        Waits up to `diagnostics_wait` seconds for diagnostics of the version the server has;
+        when none come, the reply is empty and names the file in `analysing`, never the
+        diagnostics of an earlier version. Without a path: what running servers have reported
+        for the current text of every file they know.
         """
         if path is None:
             return self._all_diagnostics()
@@ -219,14 +231,7 @@ class LspManager:
             server: _Server, client: LspClient, file: Path
         ) -> tuple[list[Diagnostic], bool]:
             doc = await self._sync(server, client, file)
-            published = client.published(doc.uri)
-            if doc.version is not None or published is None:
-                published = await client.wait_for_diagnostics(
-                    doc.uri,
-                    after=doc.mark,
-                    version=doc.version,
-                    timeout=self.config.diagnostics_wait,
-                ) or (published if doc.version is None else None)
+            published = await self._fresh(client, doc.uri)
             return self._diagnostics_of(client, file, doc, published)
 
         return await self._on_file(path, ask, [])
@@ -237,51 +242,62 @@ class LspManager:
         """Tell the server covering `path` about new content, then return its diagnostics.
 
         Meant for the agent's own edits. Only a running server is told unless `start` is true.
-        Waits at most `diagnostics_wait` seconds for fresh diagnostics; `complete` is False when
-        they did not arrive in time (the value is then empty).
+        Waits at most `diagnostics_wait` seconds for diagnostics of the new version; when they
+        do not arrive in time the value is empty and `analysing` names the file.
         """
 
         async def tell(
             server: _Server, client: LspClient, file: Path
         ) -> tuple[list[Diagnostic], bool]:
             doc = await self._sync(server, client, file, text=text)
-            saved = await client.save_document(file)
-            published = client.published(doc.uri)
-            if doc.version is not None or saved or published is None:
-                published = await client.wait_for_diagnostics(
-                    doc.uri,
-                    after=doc.mark,
-                    version=doc.version,
-                    timeout=self.config.diagnostics_wait,
-                )
+            await client.save_document(file)
+            published = await self._fresh(client, doc.uri)
             return self._diagnostics_of(client, file, doc, published)
 
         return await self._on_file(path, tell, [], start=start)
+
+    async def _fresh(self, client: LspClient, uri: str) -> Published | None:
+        """Diagnostics for the text the server has now: pulled where the server offers that,
+        else the pushed ones for this version; None when none came within the wait."""
+        wait = self.config.diagnostics_wait
+        if client.pulls_diagnostics:
+            pulled = await client.pull_diagnostics(uri, wait)
+            return pulled or client.current(uri)
+        return await client.wait_for_current(uri, wait)
 
     def _diagnostics_of(
         self, client: LspClient, file: Path, doc: _Doc, published: Published | None
     ) -> tuple[list[Diagnostic], bool]:
         if published is None:
-            return [], False
+            version = client.document_version(doc.uri)
+            raise _StillAnalysing({self._show(file): version or 0})
         return self._converter({file: doc.lines}).diagnostics(doc.uri, published.items), True
 
     def _all_diagnostics(self) -> LspReply[list[Diagnostic]]:
         found: list[Diagnostic] = []
         names: list[str] = []
+        analysing: dict[str, int] = {}
         for server in self._servers.values():
-            if server.client is None or not server.running:
+            client = server.client
+            if client is None or not server.running:
                 continue
             names.append(server.name)
             converter = self._converter({})
-            for uri, published in sorted(server.client.all_published().items()):
-                found.extend(converter.diagnostics(uri, published.items))
+            for uri in sorted(client.all_published()):
+                current = client.current(uri)
+                if current is not None:
+                    found.extend(converter.diagnostics(uri, current.items))
+                else:
+                    where = uri_to_path(uri)
+                    shown = self._show(where) if where is not None else uri
+                    analysing[shown] = client.document_version(uri) or 0
         if not names:
             return LspReply(
                 [],
                 problem="no language server is running yet; ask about a file "
                 "(lsp_diagnostics with a path) to start the one that covers it",
             )
-        return LspReply(found, server=", ".join(names))
+        return LspReply(found, server=", ".join(names), complete=not analysing, analysing=analysing)
 
     # ----------------------------------------------------------------------------------------
     # symbols
@@ -558,6 +574,10 @@ class LspManager:
             value, complete = await ask(client)
         except _Unavailable as exc:
             return LspReply(empty, server=server.name, problem=str(exc), notice=notice)
+        except _StillAnalysing as exc:
+            return LspReply(
+                empty, server=server.name, notice=notice, complete=False, analysing=exc.versions
+            )
         except LspResponseError as exc:
             return LspReply(empty, server=server.name, problem=exc.message, notice=notice)
         except LspError as exc:  # a crash or a hang: the server is taken down
@@ -658,9 +678,8 @@ class LspManager:
         """Send the file's current text (from disk unless given) so the server sees it."""
         if text is None:
             text = await asyncio.to_thread(_read_text, file)
-        mark = client.publications
         version = await client.sync_document(file, text, server.candidate.config.language_id(file))
-        return _Doc(file, path_to_uri(file), text, split_lines(text), version, mark)
+        return _Doc(file, path_to_uri(file), text, split_lines(text), version)
 
     def _converter(self, known: dict[Path, list[str]]) -> Converter:
         cache = dict(known)

@@ -176,6 +176,9 @@ class LspReply(Generic[T]):
     """Something worth telling alongside the answer (the server was restarted...)."""
     complete: bool = True
     """False when the answer may be partial (a bounded wait ran out, a list was capped)."""
+    analysing: dict[str, int] = field(default_factory=dict)
+    """Files (workspace-relative) whose current version, given here, the server has not yet
+    reported on; their earlier diagnostics are stale and left out of `value`."""
 
     @property
     def ok(self) -> bool:

@@ -85,7 +85,7 @@ class LspConfig(BaseModel):
     startup_timeout: float = Field(default=30.0, gt=0)
     """Seconds a server may take to start and answer `initialize`."""
     diagnostics_wait: float = Field(default=2.5, ge=0)
-    """Seconds to wait for fresh diagnostics after a file is opened or changed."""
+    """Seconds to wait for diagnostics of a file's current text before saying "still analysing"."""
     max_restarts: int = Field(default=1, ge=0)
     """Restarts allowed after a crash or hang; once used up, the server stays off."""
     symbol_scan_files: int = Field(default=50, ge=0)

@@ -11,6 +11,11 @@ says so and what to use instead; it never ends the run.
 write to a file that a *running* server covers, the server is given the new text and its
 diagnostics for that file are appended to the result, at most `LspConfig.edit_diagnostics`
 lines. Nothing is started for this, and any trouble leaves the edit's own result untouched.
+
+When the server has not finished with the file's current text, both say "still analysing
+<file> (version N)" rather than repeat what it said about an earlier text, and the
+`lsp_diagnostics` result carries `pending=True` in its metadata so that asking again is not
+counted as a repeated call by the loop detector.
 `with_lsp(tools, manager)` returns a tool list with both applied.
 """
 
@@ -244,8 +249,9 @@ class LspDiagnosticsTool(_LspTool):
             return self._failed(reply)
         counts = severity_counts(reply.value)
         scope = ctx.relative(file) if file is not None else "the files checked so far"
-        if not reply.complete and not reply.value:
-            text = f"the language server sent no diagnostics for {scope} in time; try again"
+        waiting = analysing_text(reply.analysing)
+        if waiting and not reply.value:
+            text = f"{waiting}; its earlier diagnostics are out of date, so none are shown"
         elif not reply.value:
             text = f"no problems reported in {scope}"
         else:
@@ -253,10 +259,18 @@ class LspDiagnosticsTool(_LspTool):
                 [
                     f"{_summary(counts)} in {scope}:",
                     *_capped([d.render(with_path=True) for d in reply.value]),
+                    *([f"note: {waiting}"] if waiting else []),
                 ]
             )
+        # a "still analysing" answer says nothing new when repeated, but asking again is how
+        # the model gets the real answer, so it must not count as a repeated call
+        pending = {"pending": True} if reply.analysing else {}
         return self._answer(
-            dataclasses.replace(reply, complete=True), text, count=len(reply.value), **counts
+            dataclasses.replace(reply, complete=True),
+            text,
+            count=len(reply.value),
+            **counts,
+            **pending,
         )
 
 
@@ -408,8 +422,8 @@ def edit_note(reply: LspReply[list[Diagnostic]], rel: str, limit: int) -> str | 
     if not reply.ok:
         # only a crash or hang of a server that was running gets here; worth one line
         return f"(language server {server}: {reply.problem})"
-    if not reply.complete and not reply.value:
-        return f"({server} sent no diagnostics for {rel} in time; lsp_diagnostics can ask again)"
+    if reply.analysing:
+        return f"({server} is {analysing_text(reply.analysing)}; lsp_diagnostics can ask again)"
     if not reply.value:
         return f"{server}: no problems reported in {rel}"
     lines = [f"{server} reports {_summary(severity_counts(reply.value))} in {rel}:"]
@@ -421,6 +435,14 @@ def edit_note(reply: LspReply[list[Diagnostic]], rel: str, limit: int) -> str | 
 
 # --------------------------------------------------------------------------------------------
 # rendering helpers
+
+
+def analysing_text(versions: Mapping[str, int]) -> str:
+    """'still analysing a.py (version 3)' for the files a server has not reported on yet."""
+    if not versions:
+        return ""
+    shown = [f"{path} (version {version})" for path, version in sorted(versions.items())]
+    return "still analysing " + ", ".join(_capped(shown))
 
 
 def find_column(line: str, symbol: str) -> int | None:
