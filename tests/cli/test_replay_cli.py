@@ -1,0 +1,134 @@
+"""`journeyman replay SESSION`: a recorded run played back without a model, its tool results
+compared with the recorded ones, step by step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from journeyman.session.store import SessionStore
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+from tests.support.cli import clean_env, journeyman
+
+CALC = "def add(a, b):\n    return a - b\n"
+CHECK = "from calc import add\nprint('add(2, 3) =', add(2, 3))\n"
+
+
+def _steps() -> list[tuple[str, dict[str, object]]]:
+    """Sixteen steps of reading, editing and running, the first of them reading calc.py."""
+    return [
+        ("read_file", {"path": "calc.py"}),
+        ("write_file", {"path": "check.py", "content": CHECK}),
+        ("run_command", {"command": "python3 check.py"}),
+        ("edit_file", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        ("run_command", {"command": "python3 check.py"}),
+        ("write_file", {"path": "notes/todo.txt", "content": "one\ntwo\n"}),
+        ("read_file", {"path": "notes/todo.txt"}),
+        ("run_command", {"command": "ls notes && wc -l notes/todo.txt"}),
+        ("edit_file", {"path": "notes/todo.txt", "old_string": "two", "new_string": "three"}),
+        ("run_command", {"command": "cat notes/todo.txt"}),
+        ("list_files", {"path": "."}),
+        ("run_command", {"command": "grep -n return calc.py"}),
+        ("write_file", {"path": "data.txt", "content": "x=1\n"}),
+        ("run_command", {"command": "python3 -c \"print(open('data.txt').read().strip())\""}),
+        ("read_file", {"path": "check.py"}),
+        ("finish", {"summary": "fixed add"}),
+    ]
+
+
+def _record(fake_openai: FakeOpenAIServer, tmp_path: Path) -> tuple[str, Path, dict[str, str]]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text(CALC)
+    sessions = tmp_path / "sessions"
+    env = clean_env(OPENAI_API_KEY="sk-test", JOURNEYMAN_SESSION_DIR=str(sessions))
+    fake_openai.enqueue(*(reply(tool_calls=[step]) for step in _steps()))
+    done = journeyman(
+        "run", "--yes", "fix add", "-w", str(ws), "--provider", "openai", "--model", "m",
+        "--base-url", fake_openai.base_url, "--no-verify", "-o", "json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["session_id"], ws, env
+
+
+@pytest.mark.slow
+def test_a_replay_on_the_same_tree_reproduces_every_step(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    session, ws, env = _record(fake_openai, tmp_path)
+    sent = len(fake_openai.requests)
+
+    done = journeyman("replay", session, "-o", "json", env=env)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["reproduced"] is True and report["differences"] == []
+    assert report["steps"] == len(_steps())
+    assert len(fake_openai.requests) == sent  # no model was called
+    copy = Path(report["workspace"])
+    assert copy != ws and (copy / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert (ws / "calc.py").read_text() == CALC.replace("a - b", "a + b")  # the original stays
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        replayed = store.load_session(report["replay_session_id"])
+    finally:
+        store.close()
+    assert replayed.parent_id == session
+
+
+@pytest.mark.slow
+def test_a_changed_file_names_the_first_differing_step(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    session, _, env = _record(fake_openai, tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "calc.py").write_text(CALC.replace("a - b", "a * b"))
+
+    stopped = journeyman("replay", session, "-w", str(other), env=env)
+
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "step 1 (read_file) differs:" in stopped.stdout
+    assert "a * b" in stopped.stdout and "stopped at step 1" in stopped.stdout
+    assert "step 2 " not in stopped.stdout
+    assert not (other / "check.py").exists()  # nothing after the first difference ran
+
+    (other / "calc.py").write_text(CALC.replace("a - b", "a * b"))
+    for leftover in ("check.py", "data.txt"):
+        (other / leftover).unlink(missing_ok=True)
+    every = journeyman("replay", session, "-w", str(other), "--keep-going", "-o", "json", env=env)
+
+    assert every.returncode == 1, every.stdout + every.stderr
+    report = json.loads(every.stdout)
+    steps = [d["step"] for d in report["differences"]]
+    # the read shows a*b, the first check prints 6, the edit finds no "a - b", grep shows a * b
+    assert steps[0] == 1 and 3 in steps and 4 in steps and 12 in steps
+    assert 2 not in steps and 6 not in steps  # writing a file does not depend on calc.py
+
+
+def test_bad_input_exits_2(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(sessions))
+    unknown = journeyman("replay", "nope", env=env)
+    assert unknown.returncode == 2 and "nope" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = clean_env(OPENAI_API_KEY="sk-test", JOURNEYMAN_SESSION_DIR=str(sessions))
+    fake_openai.enqueue(reply(tool_calls=[("finish", {"summary": "nothing to do"})]))
+    done = journeyman(
+        "run", "--yes", "nothing", "-w", str(ws), "--provider", "openai", "--model", "m",
+        "--base-url", fake_openai.base_url, "--no-verify", "-o", "json", env=env,
+    )  # fmt: skip
+    session = json.loads(done.stdout)["session_id"]
+    (tmp_path / "file").write_text("")
+    not_a_folder = journeyman("replay", session, "-w", str(tmp_path / "file"), env=env)
+    assert not_a_folder.returncode == 2 and "is not a folder" in not_a_folder.stderr
+    assert "Traceback" not in not_a_folder.stderr
+
+    assert journeyman("replay", "--help", env=env).returncode == 0
