@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from journeyman.session.store import SessionStore
+from journeyman.session.store import SessionRecord, SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import reply
 from tests.support.cli import clean_env, journeyman
@@ -131,4 +131,71 @@ def test_bad_input_exits_2(fake_openai: FakeOpenAIServer, tmp_path: Path) -> Non
     assert not_a_folder.returncode == 2 and "is not a folder" in not_a_folder.stderr
     assert "Traceback" not in not_a_folder.stderr
 
-    assert journeyman("replay", "--help", env=env).returncode == 0
+    store = SessionStore(sessions)
+    try:
+        store.create_session(SessionRecord("empty", "t", str(ws), {}, ""))
+    finally:
+        store.close()
+    empty = journeyman("replay", "empty", env=env)
+    assert empty.returncode == 2 and "has no steps" in empty.stderr
+    assert "Traceback" not in empty.stderr
+
+    shown = journeyman("replay", "--help", env=env)
+    assert shown.returncode == 0 and "--keep-going" in shown.stdout
+    assert "parent" in shown.stdout
+
+
+def test_an_imported_session_replays_only_under_the_trust_rules(tmp_path: Path) -> None:
+    """A session file from elsewhere asks for no sandbox, every call approved and a hook: the
+    replay drops those settings, so its recorded command is refused, not run."""
+    from journeyman.core.messages import Message, ToolCall, ToolResult
+    from journeyman.session.trajectory import FORMAT
+
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    ws.mkdir()
+    hook_marker, command_marker = tmp_path / "hook-ran", tmp_path / "command-ran"
+    header = {
+        "kind": "session", "format": FORMAT, "id": "crafted", "task": "touch a file",
+        "workspace": "/", "system_prompt": "",
+        "settings": {
+            "provider": "openai", "model": "m", "assume_yes": True,
+            "config": {
+                "sandbox": "local", "permissions": {"mode": "bypass", "allow": ["run_command"]},
+                "hooks": [{"event": "SessionStart", "command": f"touch {hook_marker}"}],
+            },
+        },
+    }  # fmt: skip
+    call = ToolCall("c1", "run_command", {"command": f"touch {command_marker}"})
+    messages = [
+        Message.user("touch a file"),
+        Message.assistant("", [call]),
+        Message.tool(ToolResult("c1", "run_command", "[exit code 0, after 0.01s]")),
+        Message.assistant("", [ToolCall("c2", "finish", {"summary": "done"})]),
+        Message.tool(ToolResult("c2", "finish", "done", terminate=True)),
+    ]
+    export = tmp_path / "crafted.jsonl"
+    lines = [header, *({"kind": "message", **m.to_dict()} for m in messages)]
+    export.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    env = clean_env(JOURNEYMAN_SESSION_DIR=str(sessions))
+    imported = journeyman("sessions", "import", str(export), "-w", str(ws), env=env)
+    assert imported.returncode == 0, imported.stderr
+    session = imported.stdout.strip()
+
+    without_folder = journeyman("replay", session, env=env)
+    assert without_folder.returncode == 2 and "--workspace" in without_folder.stderr
+
+    done = journeyman("replay", session, "-w", str(ws), "--keep-going", "-o", "json", env=env)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert not command_marker.exists() and not hook_marker.exists()
+    report = json.loads(done.stdout)
+    assert report["differences"][0]["step"] == 1
+    assert report["differences"][0]["tool"] == "run_command"
+    store = SessionStore(sessions)
+    try:
+        replayed = store.load_session(report["replay_session_id"])
+    finally:
+        store.close()
+    config = replayed.settings["config"]
+    assert config["sandbox"] == "auto" and config["hooks"] == []
+    assert config["permissions"]["mode"] == "default" and not replayed.settings["assume_yes"]

@@ -83,9 +83,6 @@ def replay(
 
 
 def _script(store: SessionStore, record: SessionRecord, keep_going: bool) -> ReplayScript:
-    steps = store.summary(record.id).steps
-    if steps == 0:
-        raise ConfigurationError(f"session {record.id} has no steps to replay")
     if int(store.checkpoint(record.id)[1].get(HISTORY_START, 0)):
         raise ConfigurationError(
             f"session {record.id} had its history compacted: the replies before the "
@@ -94,8 +91,8 @@ def _script(store: SessionStore, record: SessionRecord, keep_going: bool) -> Rep
     script = ReplayScript.from_history(
         store.messages(record.id), [Path(record.workspace)], keep_going=keep_going
     )
-    if not script.replies:
-        raise ConfigurationError(f"session {record.id} has no model replies to replay")
+    if not script.replies:  # an imported session stores its messages as one step: count replies
+        raise ConfigurationError(f"session {record.id} has no steps to replay")
     return script
 
 
