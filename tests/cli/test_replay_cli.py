@@ -199,3 +199,25 @@ def test_an_imported_session_replays_only_under_the_trust_rules(tmp_path: Path) 
     config = replayed.settings["config"]
     assert config["sandbox"] == "auto" and config["hooks"] == []
     assert config["permissions"]["mode"] == "default" and not replayed.settings["assume_yes"]
+
+
+def test_results_are_paired_by_step_even_when_call_ids_repeat() -> None:
+    from journeyman.core.messages import Message, ToolCall, ToolResult
+    from journeyman.loop.replay import ReplayScript, normalise_result
+
+    def history(second: str) -> list[Message]:
+        return [
+            Message.user("t"),
+            Message.assistant("", [ToolCall("call_0", "read_file", {"path": "a"})]),
+            Message.tool(ToolResult("call_0", "read_file", "same")),
+            Message.assistant("", [ToolCall("call_0", "read_file", {"path": "b"})]),
+            Message.tool(ToolResult("call_0", "read_file", second)),
+        ]
+
+    script = ReplayScript.from_history(history("before"), [Path("/w/one")], keep_going=True)
+    script.finish(history("after"), 2)
+    assert [(d.step, d.tool) for d in script.differences] == [(2, "read_file")]
+    assert "-before" in script.differences[0].diff and "+after" in script.differences[0].diff
+
+    masked = normalise_result("ran /w/one/x.py and /tmp/pytest-7/a.txt in 0.31s", [Path("/w/one")])
+    assert masked == "ran <workspace>/x.py and <tmp> in <time>"

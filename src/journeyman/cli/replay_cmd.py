@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from journeyman.cli.exits import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
+from journeyman.cli.exits import EXIT_CANCELLED, EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
 from journeyman.cli.options import SessionDirOpt
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.replay import ReplayScript
@@ -151,7 +151,12 @@ def _run(
         fail(EXIT_CONFIG, error.message)
     if text:
         typer.echo(f"replaying {record.id} ({len(script.replies)} steps) in {target}")
-    result = asyncio.run(agent.run(record.task, parent_session_id=record.id))
+    try:
+        result = asyncio.run(agent.run(record.task, parent_session_id=record.id))
+    except ConfigurationError as error:  # e.g. another run holds the workspace
+        fail(EXIT_CONFIG, error.message)
+    except KeyboardInterrupt:
+        fail(EXIT_CANCELLED, "replay cancelled")
     replay_store = SessionStore(session_folder(session_dir))
     try:
         history = replay_store.messages(result.session_id)

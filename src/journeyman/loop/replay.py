@@ -62,12 +62,25 @@ def _shown(result: ToolResult | None) -> str:
     return flag + result.content + ("" if result.content.endswith("\n") else "\n")
 
 
+def results_by_reply(history: Sequence[Message]) -> list[dict[str, ToolResult]]:
+    """For each assistant message of `history`, in order, the tool results that follow it, by
+    call id (by position first: some providers reuse call ids from one reply to the next)."""
+    results: list[dict[str, ToolResult]] = []
+    for message in history:
+        if message.role is Role.ASSISTANT:
+            results.append({})
+        elif message.role is Role.TOOL and message.tool_result is not None and results:
+            results[-1][message.tool_result.call_id] = message.tool_result
+    return results
+
+
 @dataclass
 class ReplayScript:
     """The recorded replies of a session and the results their tool calls got."""
 
     replies: list[ModelResponse]
-    recorded: dict[str, ToolResult]
+    recorded: list[dict[str, ToolResult]]
+    """The results of each reply's calls, by call id."""
     workspaces: list[Path]
     keep_going: bool = False
     differences: list[StepDifference] = field(default_factory=list)
@@ -83,11 +96,7 @@ class ReplayScript:
             for m in history
             if m.role is Role.ASSISTANT
         ]
-        recorded = {
-            m.tool_result.call_id: m.tool_result
-            for m in history
-            if m.role is Role.TOOL and m.tool_result is not None
-        }
+        recorded = results_by_reply(history)
         return cls(replies, recorded, list(workspaces), keep_going)
 
     def provider(self, name: str, model: str) -> ScriptedProvider:
@@ -100,19 +109,23 @@ class ReplayScript:
         return ReplyStep(self, index)
 
     def compare(self, history: Sequence[Message], up_to: int) -> None:
-        """Compare the results of replies `compared`..`up_to`-1 found in `history`."""
-        replayed = {
-            m.tool_result.call_id: m.tool_result
-            for m in history
-            if m.role is Role.TOOL and m.tool_result is not None
-        }
+        """Compare the results of replies `compared`..`up_to`-1 found in `history`, whose last
+        assistant message is reply `up_to`-1 (a request's history may have lost its start)."""
+        replayed = results_by_reply(history)
+        offset = up_to - len(replayed)
         for index in range(self.compared, min(up_to, len(self.replies))):
             for call in self.replies[index].tool_calls:
-                self._compare_one(index + 1, call.name, call.id, replayed.get(call.id))
+                where = index - offset
+                got = replayed[where].get(call.id) if 0 <= where < len(replayed) else None
+                self._compare_one(index + 1, call.name, self.recorded_result(index, call.id), got)
         self.compared = max(self.compared, up_to)
 
-    def _compare_one(self, step: int, tool: str, call_id: str, got: ToolResult | None) -> None:
-        want = self.recorded.get(call_id)
+    def recorded_result(self, index: int, call_id: str) -> ToolResult | None:
+        return self.recorded[index].get(call_id) if index < len(self.recorded) else None
+
+    def _compare_one(
+        self, step: int, tool: str, want: ToolResult | None, got: ToolResult | None
+    ) -> None:
         before = normalise_result(_shown(want), self.workspaces)
         after = normalise_result(_shown(got), self.workspaces)
         if before == after:
