@@ -76,7 +76,8 @@ def test_a_replay_on_the_same_tree_reproduces_every_step(
         replayed = store.load_session(report["replay_session_id"])
     finally:
         store.close()
-    assert replayed.parent_id == session
+    assert replayed.parent_id == session and replayed.forked_at_step == 0
+    assert replayed.settings["replay_of"] == session
 
 
 @pytest.mark.slow
@@ -196,6 +197,7 @@ def test_an_imported_session_replays_only_under_the_trust_rules(tmp_path: Path) 
         replayed = store.load_session(report["replay_session_id"])
     finally:
         store.close()
+    assert replayed.settings["imported_from"] == "crafted"  # still data to later commands
     config = replayed.settings["config"]
     assert config["sandbox"] == "auto" and config["hooks"] == []
     assert config["permissions"]["mode"] == "default" and not replayed.settings["assume_yes"]

@@ -26,7 +26,9 @@ class ReplayFormat(StrEnum):
 
 
 def replay(
-    session: Annotated[str, typer.Argument(help="The session to replay (its id, or its start).")],
+    session: Annotated[
+        str, typer.Argument(help="The session to replay (its id, or its beginning or end).")
+    ],
     workspace: Annotated[
         Path | None,
         typer.Option(
@@ -61,8 +63,10 @@ def replay(
     differing step is reported with its number, its tool and a short diff; the replay stops at
     the first one unless --keep-going.
 
-    The replay is stored as a session of its own whose parent is SESSION, so what it did can
-    be read with `sessions show` or `inspect` like any run, and told apart from the original.
+    The replay is stored as a session of its own, a fork of SESSION at step 0 (its parent is
+    SESSION, its settings say replay_of), so what it did can be read with `sessions show` or
+    `inspect` like any run and told apart from the original; a replay of an imported session
+    stays marked as imported.
 
     Exit codes: 0 every step reproduced, 1 a step differed, 2 bad input (an unknown session,
     one with no steps, a workspace that is not a folder).
@@ -152,7 +156,9 @@ def _run(
     if text:
         typer.echo(f"replaying {record.id} ({len(script.replies)} steps) in {target}")
     try:
-        result = asyncio.run(agent.run(record.task, parent_session_id=record.id))
+        # a fork at step 0 that replays the rest: never listed as a subagent of the original
+        run = agent.run(record.task, parent_session_id=record.id, forked_at_step=0)
+        result = asyncio.run(run)
     except ConfigurationError as error:  # e.g. another run holds the workspace
         fail(EXIT_CONFIG, error.message)
     except KeyboardInterrupt:
@@ -160,11 +166,22 @@ def _run(
     replay_store = SessionStore(session_folder(session_dir))
     try:
         history = replay_store.messages(result.session_id)
+        replay_store.update_settings(result.session_id, _replay_marks(record))
     finally:
         replay_store.close()
     script.finish(history, len(script.replies) - provider.remaining)
     _report(record, script, result.session_id, target, output_format)
     raise typer.Exit(EXIT_FAILED if script.differences else EXIT_OK)
+
+
+def _replay_marks(record: SessionRecord) -> dict[str, object]:
+    """What the replay's own settings say of it: which session it replays, and (for an
+    imported one) where that came from, so the replay is held to the same trust rules later."""
+    marks: dict[str, object] = {"replay_of": record.id}
+    for key in ("imported_from", "recorded_workspace", "workspace_mapped"):
+        if key in record.settings:
+            marks[key] = record.settings[key]
+    return marks
 
 
 def _report(
