@@ -163,6 +163,8 @@ def _run(
         fail(EXIT_CONFIG, error.message)
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "replay cancelled")
+    finally:
+        agent.close()
     replay_store = SessionStore(session_folder(session_dir))
     try:
         history = replay_store.messages(result.session_id)
