@@ -223,3 +223,21 @@ def test_results_are_paired_by_step_even_when_call_ids_repeat() -> None:
 
     masked = normalise_result("ran /w/one/x.py and /tmp/pytest-7/a.txt in 0.31s", [Path("/w/one")])
     assert masked == "ran <workspace>/x.py and <tmp> in <time>"
+
+
+def test_a_replay_that_ends_before_the_recording_did_is_a_difference() -> None:
+    from journeyman.core.messages import Message, ToolCall, ToolResult
+    from journeyman.loop.replay import ReplayScript
+
+    recorded = [
+        Message.user("t"),
+        Message.assistant("", [ToolCall("a", "finish", {"summary": "s"})]),
+        Message.tool(ToolResult("a", "finish", "refused: the check failed", is_error=True)),
+        Message.assistant("", [ToolCall("b", "finish", {"summary": "s"})]),
+        Message.tool(ToolResult("b", "finish", "done", terminate=True)),
+    ]
+    script = ReplayScript.from_history(recorded, [], keep_going=True)
+    replayed = [*recorded[:2], Message.tool(ToolResult("a", "finish", "done", terminate=True))]
+    script.finish(replayed, 1)
+    assert [(d.step, d.tool) for d in script.differences] == [(1, "finish"), (1, "end of run")]
+    assert "went on to step 2" in script.differences[1].diff

@@ -80,6 +80,8 @@ def replay(
         target = _workspace(store, record, workspace, session_dir)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    except OSError as error:  # the copy could not be made (a read-only parent folder, a full disk)
+        fail(EXIT_CONFIG, f"cannot make the replay's copy of the workspace: {error}")
     finally:
         store.close()
     script.workspaces.append(target)

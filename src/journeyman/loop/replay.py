@@ -154,7 +154,7 @@ class ReplayScript:
             self.differences.append(
                 StepDifference(
                     replies_used,
-                    "(run)",
+                    "end of run",
                     f"the replayed run ended after step {replies_used}; the recorded one "
                     f"went on to step {len(self.replies)}\n",
                 )
