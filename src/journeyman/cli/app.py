@@ -1,7 +1,8 @@
 """`journeyman` / `jm`: the command wiring. Each command lives in the module of its concept:
 `run_cmd` (run, resume, fork), `chat_cmd` (the interactive app, also `journeyman` alone on a
 terminal), `swarm_cmd`, `batch_cmd`, `eval_cmd`, `changes_cmd` (undo, diff), `verify_cmd`,
-`sessions_cmd`, `usage_cmd`, `rules_cmd`, `skills_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list,
+`sessions_cmd`, `replay_cmd` (replay a stored session's replies and compare the tool
+results), `usage_cmd`, `rules_cmd`, `skills_cmd`, `lsp_cmd`, `mcp_list_cmd` (mcp list,
 mcp serve), `acp_cmd`, `inspect_cmd`; shared options in `options` (those of one command alone
 in `run_options`, `batch_options`, `mcp_serve_options`), exit codes in `exits`.
 
@@ -32,6 +33,7 @@ COMMANDS = {
     "undo": "journeyman.cli.changes_cmd:undo",
     "diff": "journeyman.cli.changes_cmd:diff",
     "verify": "journeyman.cli.verify_cmd:verify",
+    "replay": "journeyman.cli.replay_cmd:replay",
     "usage": "journeyman.cli.usage_cmd:usage",
     "rules": "journeyman.cli.rules_cmd:rules",
     "skills": "journeyman.cli.skills_cmd:skills",
