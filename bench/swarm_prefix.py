@@ -100,10 +100,10 @@ def cache_order(request: ModelRequest) -> bytes:
 
 
 def openai_body(request: ModelRequest) -> bytes:
+    """The bytes the OpenAI adapter sends for `request` (its prebuilt body)."""
     os.environ.setdefault("OPENAI_API_KEY", "unused")
-    params = OpenAIProvider("gpt-4.1")._params(request)
-    sendable = {k: v for k, v in params.items() if type(v).__name__ != "Omit"}
-    return json.dumps(sendable).encode()
+    provider = OpenAIProvider("gpt-4.1")
+    return provider._body(provider._params(request), request, stream=False)
 
 
 def shared(a: bytes, b: bytes) -> dict[str, Any]:
