@@ -138,6 +138,7 @@ def _run(
     session_dir: Path | None,
     output_format: ReplayFormat,
 ) -> NoReturn:
+    from journeyman.cli.run_cmd import say
     from journeyman.cli.sessions_cmd import session_folder
     from journeyman.loop.launch import LaunchRequest, Surface, launch, settle
 
@@ -151,7 +152,7 @@ def _run(
             str(record.settings.get("provider") or "replay"),
             str(record.settings.get("model") or "replay"),
         )
-        surface = Surface(notice=lambda line: typer.echo(line, err=True), start_servers=False)
+        surface = Surface(notice=say, start_servers=False)
         agent = launch(settled, surface, provider=provider)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)

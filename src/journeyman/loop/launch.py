@@ -100,22 +100,6 @@ class Launch:
     lsp: bool
     ignored: tuple[IgnoredSetting, ...] = ()
     """Settings the trust rules left out; each surface shows them."""
-    configured: Mapping[str, Any] = field(default_factory=dict)
-    """The merged config-file and environment values (before the flags)."""
-
-    def with_config(self, **updates: Any) -> Launch:
-        """The same launch with config fields changed (e.g. a worker's own limits)."""
-        return Launch(
-            self.workspace,
-            self.config.model_copy(update=updates),
-            self.options,
-            self.provider,
-            self.model,
-            self.assume_yes,
-            self.lsp,
-            self.ignored,
-            self.configured,
-        )
 
 
 @dataclass
@@ -175,7 +159,6 @@ def _fresh(request: LaunchRequest) -> Launch:
         bool(request.assume_yes),
         request.lsp,
         tuple(loaded.ignored),
-        dict(loaded.values),
     )
 
 
