@@ -91,6 +91,19 @@ async def test_a_shell_call_shows_its_command_and_output(
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_edit_tool_chooses_the_tool_the_model_edits_with(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.enqueue(reply("Nothing to change."))
+    async with editor.start("--no-verify", "--edit-tool", "edit_file") as ed:
+        stop = await ed.prompt(await ed.new_session(), "look around")
+    assert stop == "end_turn", editor.stderr()
+    offered = [tool["function"]["name"] for tool in fake_openai.requests[0].json["tools"]]
+    # an OpenAI-compatible provider gets apply_patch unless --edit-tool says otherwise
+    assert "edit_file" in offered and "apply_patch" not in offered, offered
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
