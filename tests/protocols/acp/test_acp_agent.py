@@ -128,6 +128,29 @@ async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_after_two_rejects_the_editor_is_told_both_and_what_to_do_there(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    calc_package(tmp_path)
+    again = {**FIX_ADD, "old_string": "return a - b", "new_string": "return a + b"}
+    fake_openai.enqueue(
+        reply(tool_calls=[("edit_file", FIX_ADD)]),
+        reply(tool_calls=[("edit_file", again)]),  # the model tries once more on the same file
+        reply("I will leave the file alone."),
+    )
+    client = EditorClient(answer=lambda call, options: "reject_once")
+    async with editor.start("--no-verify", "--edit-tool", "edit_file", client=client) as ed:
+        stop = await ed.prompt(await ed.new_session(), "fix add")
+
+    assert stop == "end_turn", editor.stderr()
+    assert len(client.questions) == 2
+    told = client.agent_text()
+    assert "[journeyman stopped: refused] 2 edit/command call(s) were refused" in told, told
+    assert "edit_file(calc/__init__.py) (2 times)" in told
+    assert "choose Allow" in told and "--yes" not in told  # no flags to pass in an editor
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_allow_always_is_remembered_for_the_same_call(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
