@@ -276,6 +276,7 @@ class ChatApp(App[None]):
         """Start a turn of the conversation on `text`."""
         self.transcript.add(UserMessage(text))
         self.turn_cancelled = False
+        self._model_call_ids.clear()  # only this turn's calls can be confused with its check
         self.turn = asyncio.create_task(self._turn(text))
 
     async def _turn(self, text: str) -> RunResult | None:
