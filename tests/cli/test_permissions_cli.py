@@ -52,6 +52,24 @@ def test_without_a_terminal_writes_are_refused_with_a_way_out(
     assert "--yes" in refusal and "--permission-mode" in refusal
 
 
+def test_a_write_refused_twice_counts_twice_and_is_listed_once(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(
+        reply(tool_calls=[WRITE]), reply(tool_calls=[WRITE]), reply(tool_calls=[FINISH])
+    )
+    done = journeyman(
+        "run", "write", "-w", str(ws), "--session-dir", str(tmp_path / "s"),
+        env=env_for(fake_openai, tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "refused: 2 edit/command call(s) were refused" in done.stderr
+    assert "write_file(out.txt) (2 times):" in done.stderr
+    assert done.stdout.count("refused: write_file(out.txt) (2 times)") == 1, done.stdout
+
+
 def test_plan_mode_refuses_even_with_yes(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

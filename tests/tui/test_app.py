@@ -24,7 +24,7 @@ from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
 from journeyman.tools.sandbox import SandboxKind
-from journeyman.tui.app import ChatApp
+from journeyman.tui.app import ChatApp, shown_path
 from journeyman.tui.conversation import AgentHooks
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
 from journeyman.tui.widgets import AssistantText, Note, StatusFacts, ToolCard, UserMessage
@@ -37,6 +37,7 @@ from tests.fakes.long_patch import (
     long_patch_workspace,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.projects import CALC_TEST_COMMAND, calc_package, fix_add
 from tests.fakes.script import reply
 from tests.tui.harness import ManualClock, finish_turn, scripted_app, submit
 
@@ -786,3 +787,44 @@ async def test_a_line_wider_than_the_dialog_is_folded_never_cut(tmp_path: Path) 
         assert dialog.end_seen
         await pilot.press("n")
         await finish_turn(pilot)
+
+
+async def test_the_app_opens_on_a_line_naming_the_workspace_model_sandbox_and_permissions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # the workspace is shown from the home folder
+    app, _ = scripted_app(tmp_path, [], sandbox=SandboxKind.LOCAL, permissions=ASK)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        first = str(app.query(Note).first().render())
+        assert first.startswith("journeyman in ~/ws\n")
+        assert f"model {app.agent.provider.name}:{app.agent.provider.model}" in first
+        assert f"sandbox {app.agent.sandbox.description}" in first
+        assert "permissions default" in first and "mode react" in first
+    assert shown_path(tmp_path.parent / "elsewhere") == str(tmp_path.parent / "elsewhere")
+
+
+async def test_the_checks_card_is_labelled_as_the_check_and_a_model_call_cannot_pose_as_it(
+    tmp_path: Path,
+) -> None:
+    calc_package(tmp_path)
+    script = [
+        fix_add("a - b", "a + b", "e1"),
+        turn(call("echo", "verify-1", text="posing as the check")),
+        finish("fixed add"),
+    ]
+    app, _ = scripted_app(
+        tmp_path,
+        script,
+        verify=True,
+        verify_command=CALC_TEST_COMMAND,
+        sandbox=SandboxKind.LOCAL,
+        tools=Probe().tools(),
+    )
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "fix add")
+        await finish_turn(pilot)
+        titles = [str(card.title) for card in app.query(ToolCard)]
+    checks = [title for title in titles if "check by journeyman" in title]
+    assert checks, titles  # the check ran after the edit and its card says so
+    assert any(title.startswith("✓ ok echo posing as the check") for title in titles), titles

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from journeyman.cli import chat_cmd
+from journeyman.cli.app import app
 from journeyman.cli.chat_cmd import chat
 from journeyman.core.lifecycle import AgentState
 from journeyman.economics.choices import BudgetMode
@@ -122,6 +124,25 @@ def test_chat_takes_runs_limits_check_and_sandbox(tmp_path: Path, opened: list[C
 
     open_chat(tmp_path, lsp=False, mcp=False, no_verify=True)
     assert opened[-1].agent.config.verify is False
+
+
+def test_chat_edit_tool_chooses_the_tool_the_model_edits_with(
+    tmp_path: Path, opened: list[ChatApp]
+) -> None:
+    (tmp_path / "ws").mkdir()
+    args = ["chat", "-w", str(tmp_path / "ws"), "--provider", "openai", "--model", "gpt-4.1-mini"]
+    args += ["--session-dir", str(tmp_path / "sessions"), "--no-lsp", "--no-mcp"]
+    for choice, offered, not_offered in (
+        ("edit_file", "edit_file", "apply_patch"),
+        ("apply_patch", "apply_patch", "edit_file"),
+    ):
+        done = CliRunner().invoke(app, [*args, "--edit-tool", choice])
+        assert done.exit_code == 0, done.output
+        agent = opened[-1].agent
+        assert agent.config.edit_tool == choice
+        assert agent.registry.get(offered) is not None and agent.registry.get(not_offered) is None
+    refused = CliRunner().invoke(app, [*args, "--edit-tool", "sed"])
+    assert refused.exit_code == 2 and "--edit-tool" in refused.output
 
 
 def test_chat_parses_the_run_options_on_the_command_line(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from journeyman.core import events as ev
 from journeyman.core.messages import Usage
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
+from journeyman.tools.sandbox import SandboxKind
 from journeyman.tui import conversation
 from journeyman.tui.app import ChatApp
 from journeyman.tui.dialogs import ApprovalDialog, BudgetDialog
@@ -19,11 +20,14 @@ from tests.fakes.agents import call, echo, fake_read, finish, spend_turn, turn
 from tests.tui.harness import ManualClock, scripted_app, submit
 
 SIZES = [(80, 24), (160, 48)]
+LOCAL = SandboxKind.LOCAL
+"""The sandbox the screenshots name in their welcome line, on any machine."""
 
 
 @pytest.fixture(autouse=True)
-def fixed_session_id(monkeypatch: pytest.MonkeyPatch) -> None:
+def fixed_session_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(conversation, "new_session_id", lambda: "20260101-000000-snapshot")
+    monkeypatch.setenv("HOME", str(tmp_path))  # the welcome line shows the workspace as ~/ws
 
 
 def steady(app: ChatApp) -> ChatApp:
@@ -57,7 +61,7 @@ def test_main_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -
         turn(call("write_file", "w1", path="hello.py", content="print('hi')\n"), text="Writing."),
         finish("hello.py prints hi"),
     ]
-    app, _ = scripted_app(tmp_path, script)
+    app, _ = scripted_app(tmp_path, script, sandbox=LOCAL)
 
     async def run_before(pilot: Any) -> None:
         await submit(pilot, "write hello.py")
@@ -76,7 +80,7 @@ def test_approval_dialog(snap_compare: Any, tmp_path: Path, size: tuple[int, int
         "edit_file", "e1", path="app.py", old_string="return a - b", new_string="return a + b"
     )
     permissions = PermissionsConfig(mode=PermissionMode.DEFAULT)
-    app, _ = scripted_app(tmp_path, [turn(edit), finish()], permissions=permissions)
+    app, _ = scripted_app(tmp_path, [turn(edit), finish()], permissions=permissions, sandbox=LOCAL)
     assert snap_compare(steady(app), terminal_size=size, run_before=until(ApprovalDialog))
 
 
@@ -89,6 +93,11 @@ def test_budget_dialog(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
         turn(text="wrapping up"),
     ]
     app, _ = scripted_app(
-        tmp_path, script, clock=ManualClock(), tools=[echo, fake_read], max_total_tokens=1000
+        tmp_path,
+        script,
+        clock=ManualClock(),
+        tools=[echo, fake_read],
+        max_total_tokens=1000,
+        sandbox=LOCAL,
     )
     assert snap_compare(steady(app), terminal_size=size, run_before=until(BudgetDialog))

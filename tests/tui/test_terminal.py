@@ -89,6 +89,8 @@ def test_the_binary_opens_the_app_answers_and_quits(
         tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command())
         seconds = tmux.wait_for("Ask journeyman")
         print(f"journeyman -> interactive prompt: {seconds:.2f} s")
+        tmux.wait_for("journeyman in ")  # the welcome line names the workspace
+        assert "sandbox " in tmux.screen() and "permissions " in tmux.screen()
         tmux("send-keys", "-t", "jm", "-l", "say hello")
         tmux("send-keys", "-t", "jm", "Enter")
         tmux.wait_for("hello from the fake model")
@@ -112,6 +114,32 @@ def test_the_binary_opens_the_app_answers_and_quits(
     finally:
         tmux.kill()
     assert fake_openai.requests[0].json["messages"][-1]["content"] == "say hello"
+
+
+def test_ctrl_c_mid_turn_reads_cancelled_and_ctrl_d_names_the_session(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(reply(tool_calls=[("run_command", {"command": "sleep 30"})]))
+    command = chat_command(fake_openai, tmp_path)
+    tmux = Tmux()
+    try:
+        tmux("new-session", "-d", "-s", "jm", "-x", "120", "-y", "40", command("chat", "--yes"))
+        tmux.wait_for("Ask journeyman")
+        tmux.type_line("wait a while")
+        tmux.wait_for("running run_command sleep 30")  # the command's card, mid-run
+        tmux("send-keys", "-t", "jm", "C-c")
+        tmux.wait_for("cancelled; the session is saved")
+        screen = tmux.screen()
+        assert "cancelled run_command sleep 30" in screen, screen
+        assert "running run_command" not in screen and "CANCELLED" in screen
+        assert "ERROR" not in screen, screen
+        tmux("send-keys", "-t", "jm", "C-d")
+        tmux.wait_for("JM-EXITED-0")
+        farewell = tmux.screen()
+        assert re.search(r"session 2\d{7}-\S+ saved", farewell), farewell
+        assert "`journeyman chat --last` reopens" in farewell
+    finally:
+        tmux.kill()
 
 
 EXTEND_CHAT = ("chat", "--max-total-tokens", "100000", "--no-verify")

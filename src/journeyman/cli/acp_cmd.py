@@ -14,6 +14,7 @@ from journeyman.cli.lsp_cmd import LspOpt
 from journeyman.cli.options import (
     AllowTestEditsOpt,
     BaseUrlOpt,
+    EditToolOpt,
     MaxBudgetOpt,
     MaxDurationOpt,
     MaxIterationsOpt,
@@ -56,6 +57,7 @@ def acp_command(
     no_verify: NoVerifyOpt = False,
     allow_test_edits: AllowTestEditsOpt = False,
     sandbox: SandboxOpt = None,
+    edit_tool: EditToolOpt = None,
     max_iterations: MaxIterationsOpt = None,
     max_budget_usd: MaxBudgetOpt = None,
     max_total_tokens: MaxTokensOpt = None,
@@ -88,6 +90,8 @@ def acp_command(
     settings = _flag_settings(
         limits, permission_mode, mode, verify, no_verify, allow_test_edits, sandbox
     )
+    if edit_tool is not None:
+        settings["edit_tool"] = edit_tool
     try:
         check_launch_options(LaunchOptions(provider=provider, model=model, tool_format=tool_format))
     except ConfigurationError as error:

@@ -15,6 +15,7 @@ from journeyman.cli.options import (
     AllowTestEditsOpt,
     BaseUrlOpt,
     BudgetModeOpt,
+    EditToolOpt,
     MaxBudgetOpt,
     MaxIterationsOpt,
     MaxTokensOpt,
@@ -69,6 +70,7 @@ def chat(
     no_verify: NoVerifyOpt = False,
     allow_test_edits: AllowTestEditsOpt = False,
     sandbox: SandboxOpt = None,
+    edit_tool: EditToolOpt = None,
 ) -> None:
     """Talk to the agent in an interactive terminal app: send a task, follow up, approve edits
     and commands, undo; /help lists the commands. Limits, the check and the sandbox work as
@@ -84,6 +86,7 @@ def chat(
         "verify": False if no_verify else (True if verify else None),
         "allow_test_edits": True if allow_test_edits else None,
         "sandbox": sandbox,
+        "edit_tool": edit_tool,
         "mode": mode,
         "permission_mode": permission_mode,
     }

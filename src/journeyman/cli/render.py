@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -256,13 +257,14 @@ class Renderer:
                 f"  files changed: {self._safe(shown)}{more_text} "
                 f"[dim](`journeyman diff` to see them)[/]"
             )
-        for refused in result.refused_calls:
+        attempts = Counter(result.refused_calls)  # a call refused again and again: one line
+        for refused, times in attempts.items():
             target = f"({refused.argument})" if refused.argument else ""
+            again = f" ({times} times)" if times > 1 else ""
             out.print(
-                f"  [red]refused:[/] {self._safe(refused.tool + _one_line(target, 80))} — "
+                f"  [red]refused:[/] {self._safe(refused.tool + _one_line(target, 80))}{again} — "
                 f"{self._safe(_one_line(refused.reason, 160))}"
             )
-
 
     def _receipt(self, check: CheckEvidence, result: RunResult) -> None:
         """The check's receipt: command, outcome before and after, tree, test changes."""
@@ -308,7 +310,7 @@ PROBLEM_NAMES = {
 
 
 def _check_outcome(record: dict[str, Any]) -> str:
-    """"exit 0, 2 passed" from a check's exit code and test counts."""
+    """ "exit 0, 2 passed" from a check's exit code and test counts."""
     code = record.get("exit_code")
     text = f"exit {code}" if code is not None else "no exit code"
     tests = record.get("tests")

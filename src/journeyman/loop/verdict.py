@@ -459,7 +459,7 @@ class Verdict:
         """Edit and command calls of the current user message refused by the permission
         policy and never run later."""
         calls: dict[str, ToolCall] = {}
-        refused: dict[tuple[str, str | None], RefusedCall] = {}
+        refused: dict[tuple[str, str | None], list[RefusedCall]] = {}
         for event in self._current_message_events(session_id):
             if isinstance(event, ev.ToolCallStarted):
                 calls[event.call.id] = event.call
@@ -476,18 +476,32 @@ class Verdict:
             argument = _key_argument(call.arguments, tool.permission_arg)
             key = (tool.kind.value, argument)
             if result.metadata.get("error") == PERMISSION_ERROR_KIND:
-                refused[key] = RefusedCall(tool.name, argument, _shorten(result.content))
+                refusal = RefusedCall(tool.name, argument, _shorten(result.content))
+                refused.setdefault(key, []).append(refusal)  # each refused attempt counts
             elif not result.is_error:
                 refused.pop(key, None)
-        return list(refused.values())
+        return [refusal for attempts in refused.values() for refusal in attempts]
 
 
-def refused_summary(refused: list[RefusedCall]) -> str:
-    calls = "; ".join(f"{_call_text(r)}: {r.reason}" for r in refused)
+CLI_REFUSED_ADVICE = (
+    "to let them run, pass --yes or add allow rules (calls that needed approval), or change "
+    "the deny rule that matched, then run again"
+)
+"""How to let refused calls run, for someone at the command line."""
+
+
+def refused_summary(refused: list[RefusedCall], advice: str = CLI_REFUSED_ADVICE) -> str:
+    """How many edit and command calls were refused, which (a call refused again and again
+    once, with its count) and why, then `advice`."""
+    counts: dict[RefusedCall, int] = {}
+    for refusal in refused:
+        counts[refusal] = counts.get(refusal, 0) + 1
+    calls = "; ".join(
+        f"{_call_text(r)}{f' ({n} times)' if n > 1 else ''}: {r.reason}" for r, n in counts.items()
+    )
     return (
         f"{len(refused)} edit/command call(s) were refused by the permission policy and never "
-        f"ran: {calls}; to let them run, pass --yes or add allow rules (calls that needed "
-        "approval), or change the deny rule that matched, then run again"
+        f"ran: {calls}; {advice}"
     )
 
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from rich.text import Text
@@ -24,7 +25,8 @@ from journeyman.core.messages import Role
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.budget import ExtensionRequest
 from journeyman.economics.phases import PhaseTracker
-from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest
+from journeyman.loop.check_runner import CHECK_CALL_PREFIX
+from journeyman.policy.permissions import ApprovalAnswer, ApprovalRequest, PermissionsConfig
 from journeyman.tui import commands
 from journeyman.tui.conversation import (
     AgentFactory,
@@ -53,6 +55,13 @@ QUIT_WINDOW_S = 2.0
 """A second Ctrl-C within this many seconds quits."""
 MAX_ITEMS = 200
 """Transcript widgets kept mounted; older ones are dropped from the screen (not the store)."""
+
+
+def shown_path(path: Path) -> str:
+    """`path` as a person reads it: under the home folder, from `~`."""
+    with contextlib.suppress(RuntimeError, ValueError):  # no home folder, or not under it
+        return str(Path("~") / path.relative_to(Path.home()))
+    return str(path)
 
 
 class ChatApp(App[None]):
@@ -93,6 +102,8 @@ class ChatApp(App[None]):
         self.phases = PhaseTracker(self.agent.config.exploration_saturation)
         self._streaming: AssistantText | None = None
         self._cards: dict[str, ToolCard] = {}
+        self._model_call_ids: set[str] = set()
+        """The ids of the calls the model asked for (a model could name one like the check)."""
         self._last_interrupt: float | None = None
         self._servers: asyncio.Task[None] | None = None
         self._servers_stop = asyncio.Event()
@@ -120,6 +131,7 @@ class ChatApp(App[None]):
 
     def on_mount(self) -> None:
         self.status.facts.session_id = self.conversation.session_id or ""
+        self.welcome()
         if self.conversation.session_id:
             self.show_history()
         self.show_settings()
@@ -127,6 +139,21 @@ class ChatApp(App[None]):
 
     def on_unmount(self) -> None:
         self.agent.close()  # the app has exited: its agent runs nothing more
+
+    def welcome(self) -> None:
+        """The first line: where the agent works, with which model, mode, sandbox and
+        permissions."""
+        agent = self.agent
+        permissions = (agent.config.permissions or PermissionsConfig()).mode.value
+        self.note(
+            Text(
+                f"journeyman in {printable(shown_path(agent.workspace))}\n"
+                f"model {printable(agent.provider.name)}:{printable(agent.provider.model)}"
+                f" · mode {agent.config.mode.value} · permissions {permissions}"
+                f" · sandbox {printable(agent.sandbox.description)}",
+                style="bold",
+            )
+        )
 
     def show_settings(self) -> None:
         """The agent's model and mode in the status bar (at the start, after /model, /mode)."""
@@ -249,6 +276,7 @@ class ChatApp(App[None]):
         """Start a turn of the conversation on `text`."""
         self.transcript.add(UserMessage(text))
         self.turn_cancelled = False
+        self._model_call_ids.clear()  # only this turn's calls can be confused with its check
         self.turn = asyncio.create_task(self._turn(text))
 
     async def _turn(self, text: str) -> RunResult | None:
@@ -430,8 +458,11 @@ class ChatApp(App[None]):
             elif event.text.strip():
                 self.transcript.add(AssistantText(event.text))
             self._streaming = None
+            self._model_call_ids.update(call.id for call in event.tool_calls)
         elif isinstance(event, ev.ToolCallStarted):
-            card = ToolCard(event.call, str(self.agent.workspace))
+            call = event.call
+            is_check = call.id.startswith(CHECK_CALL_PREFIX) and call.id not in self._model_call_ids
+            card = ToolCard(call, str(self.agent.workspace), is_check=is_check)
             self._cards[event.call.id] = card
             self.transcript.add(card)
         elif isinstance(event, ev.ToolResultReceived):

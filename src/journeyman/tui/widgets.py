@@ -239,6 +239,8 @@ class AssistantText(Widget):
             self.mount(blocks[-1].widget, before=self._tail)
 
 
+CHECK_LABEL = "check by journeyman"
+"""A card's name for the harness's run of the check (the model did not ask for it)."""
 STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗", "cancelled": "■"}
 
 
@@ -247,8 +249,10 @@ class ToolCard(Collapsible):
 
     DEFAULT_CSS = "ToolCard { margin: 0; padding: 0; border: none; }"
 
-    def __init__(self, call: ToolCall, workspace: str) -> None:
+    def __init__(self, call: ToolCall, workspace: str, *, is_check: bool = False) -> None:
         self.call = call
+        self.is_check = is_check
+        """The harness's own run of the check, not a call the model made."""
         self.status = "running"
         self.duration_s: float | None = None
         self.preview = self._preview(workspace)
@@ -268,7 +272,7 @@ class ToolCard(Collapsible):
     def _heading(self) -> str:
         """The title (markup, as a collapsible's title is parsed): all of it literal."""
         took = "" if self.duration_s is None else f" {self.duration_s:.2f}s"
-        name = printable(self.call.name)
+        name = CHECK_LABEL if self.is_check else printable(self.call.name)
         mark = STATUS_MARK.get(self.status, "✗")
         return literal(f"{mark} {self.status} {name} {key_argument(self.call)}{took}")
 

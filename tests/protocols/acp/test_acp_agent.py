@@ -91,6 +91,19 @@ async def test_a_shell_call_shows_its_command_and_output(
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_edit_tool_chooses_the_tool_the_model_edits_with(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.enqueue(reply("Nothing to change."))
+    async with editor.start("--no-verify", "--edit-tool", "edit_file") as ed:
+        stop = await ed.prompt(await ed.new_session(), "look around")
+    assert stop == "end_turn", editor.stderr()
+    offered = [tool["function"]["name"] for tool in fake_openai.requests[0].json["tools"]]
+    # an OpenAI-compatible provider gets apply_patch unless --edit-tool says otherwise
+    assert "edit_file" in offered and "apply_patch" not in offered, offered
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
 async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
     editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -112,6 +125,29 @@ async def test_a_refused_edit_leaves_the_file_and_the_model_is_told(
     [tool_message] = [m for m in second if m["role"] == "tool"]
     assert "declined" in tool_message["content"]
     assert "[journeyman stopped: refused]" in client.agent_text()  # the user is told why
+
+
+@pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)
+async def test_after_two_rejects_the_editor_is_told_both_and_what_to_do_there(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    calc_package(tmp_path)
+    again = {**FIX_ADD, "old_string": "return a - b", "new_string": "return a + b"}
+    fake_openai.enqueue(
+        reply(tool_calls=[("edit_file", FIX_ADD)]),
+        reply(tool_calls=[("edit_file", again)]),  # the model tries once more on the same file
+        reply("I will leave the file alone."),
+    )
+    client = EditorClient(answer=lambda call, options: "reject_once")
+    async with editor.start("--no-verify", "--edit-tool", "edit_file", client=client) as ed:
+        stop = await ed.prompt(await ed.new_session(), "fix add")
+
+    assert stop == "end_turn", editor.stderr()
+    assert len(client.questions) == 2
+    told = client.agent_text()
+    assert "[journeyman stopped: refused] 2 edit/command call(s) were refused" in told, told
+    assert "edit_file(calc/__init__.py) (2 times)" in told
+    assert "choose Allow" in told and "--yes" not in told  # no flags to pass in an editor
 
 
 @pytest.mark.slow  # a journeyman process per editor (~2 s to start on a busy machine)

@@ -11,9 +11,10 @@ pytest.importorskip("acp", reason="the agent-client-protocol package is not inst
 
 from acp import schema
 
-from journeyman.core.messages import Message, ToolCall, ToolResult
-from journeyman.core.result import FinishReason
+from journeyman.core.messages import Message, ToolCall, ToolResult, Usage
+from journeyman.core.result import FinishReason, RefusedCall, RunResult
 from journeyman.core.tool_kind import ToolKind
+from journeyman.loop.verdict import refused_summary
 from journeyman.protocols.acp import updates
 from journeyman.protocols.acp.server import _answer, prompt_text
 from tests.fakes.long_patch import (
@@ -178,3 +179,27 @@ def test_a_question_about_another_call_shows_its_arguments_escaped() -> None:
     assert updates.question_content(
         ROOT, ToolCall("c", "run_command", {"command": "ls"}), None, None
     )
+
+
+def test_a_failed_check_with_refused_calls_keeps_the_check_and_advises_the_editor() -> None:
+    refused = [
+        RefusedCall("run_command", "make deploy", "denied by rule run_command(make *)"),
+        RefusedCall("edit_file", "app.py", "the user declined"),
+    ]
+    check = "the check `pytest -q` failed: 1 failed"
+    result = RunResult(
+        "",
+        FinishReason.REFUSED,
+        3,
+        2,
+        Usage(),
+        None,
+        1.0,
+        "s1",
+        error=f"{check}; {refused_summary(refused)}",
+        refused_calls=refused,
+    )
+    told = updates.ending_message(result)
+    assert told is not None and "--yes" not in told
+    assert told.startswith(f"\n\n[journeyman stopped: refused] {check}; 2 edit/command call(s)")
+    assert "run_command(make deploy): denied by rule" in told and "choose Allow" in told

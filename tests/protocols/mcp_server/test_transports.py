@@ -139,3 +139,17 @@ def test_the_http_transport_offers_no_host_option(tmp_path: Path) -> None:
         env=clean_env(),
     )  # fmt: skip
     assert done.returncode == 2 and "--host" in done.stderr
+
+
+@pytest.mark.slow  # a journeyman server process and a run (~3 s on a busy machine)
+async def test_edit_tool_chooses_the_tool_the_runs_edit_with(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    workspace = calc_package(tmp_path)
+    (workspace / "calc" / "__init__.py").write_text(FIXED_ADD)  # the check passes as it is
+    fake_openai.enqueue(reply(tool_calls=[("finish", {"summary": "nothing to do"})]))
+    async with stdio_client(tmp_path, workspace, fake_openai, "--edit-tool", "edit_file") as client:
+        answer(await client.call_tool("start_run", {"task": "look at add"}))
+    offered = [tool["function"]["name"] for tool in fake_openai.requests[0].json["tools"]]
+    # an OpenAI-compatible provider gets apply_patch unless --edit-tool says otherwise
+    assert "edit_file" in offered and "apply_patch" not in offered, offered

@@ -19,6 +19,7 @@ from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.core.text import clip, clip_noted
 from journeyman.core.tool_kind import ToolKind
+from journeyman.loop.verdict import refused_summary
 from journeyman.policy.call_description import describe_arguments
 from journeyman.session.store import FileChange
 from journeyman.tools.context import ToolContext
@@ -68,6 +69,13 @@ def stop_reason(reason: FinishReason) -> schema.StopReason:
     return STOP_REASONS.get(reason, "end_turn")
 
 
+EDITOR_REFUSED_ADVICE = (
+    "to let them run, choose Allow (or Always allow) when the editor asks, or change the deny "
+    "rule or permission mode in your journeyman config, then send the prompt again"
+)
+"""How to let refused calls run, for someone in an editor (there are no flags to pass)."""
+
+
 def ending_message(result: RunResult) -> str | None:
     """What the client is told at the end of a run: why it did not succeed, or the receipt
     of the check that confirmed it (None when there is neither)."""
@@ -80,6 +88,13 @@ def ending_message(result: RunResult) -> str | None:
         tests = TestTally.from_dict(check.tests).describe() if check.tests else "no summary"
         return f"\n\n[journeyman check `{check.command}` passed: {tests}, on the final tree]"
     why = result.error or "the run did not succeed"
+    if result.refused_calls:  # the count and the advice for someone in an editor
+        cli_summary = refused_summary(result.refused_calls)
+        before = (
+            why.removesuffix(cli_summary).removesuffix("; ") if why.endswith(cli_summary) else ""
+        )
+        editor_summary = refused_summary(result.refused_calls, EDITOR_REFUSED_ADVICE)
+        why = f"{before}; {editor_summary}" if before else editor_summary
     return f"\n\n[journeyman stopped: {result.finish_reason.value}] {why}"
 
 
