@@ -161,7 +161,7 @@ class SettingIgnored:
     type: Literal["setting_ignored"] = "setting_ignored"
 
 
-BatchEvent = (
+ProgressEvent = (
     BatchStarted
     | TaskSkipped
     | TaskStarted
@@ -169,8 +169,9 @@ BatchEvent = (
     | BudgetExhausted
     | TaskFinished
     | BatchFinished
-    | SettingIgnored
 )
+"""The events that say where the batch stands (each carries its `TaskCounts`)."""
+BatchEvent = ProgressEvent | SettingIgnored
 BatchEventHandler = Callable[[BatchEvent], None]
 
 RATE_LIMITED = "rate_limited"
@@ -228,6 +229,7 @@ __all__ = [
     "BatchFinished",
     "BatchStarted",
     "BudgetExhausted",
+    "ProgressEvent",
     "SettingIgnored",
     "Spend",
     "TaskCounts",

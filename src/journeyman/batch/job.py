@@ -329,11 +329,6 @@ def _unfinished(store: SessionStore, session_id: str) -> bool | None:
     return reason in INFRA_REASONS
 
 
-def build_config(job: TaskJob, counted: Spending) -> AgentConfig:
-    """The attempt's settings (see `settle_job`)."""
-    return settle_job(job, counted).config
-
-
 def settle_job(job: TaskJob, counted: Spending) -> Launch:
     """The attempt's settings: the user's config, the batch's flags, and hard limits no larger
     than the grant or the task's own, on top of what the loop has `counted` for the session
@@ -450,10 +445,10 @@ __all__ = [
     "TaskJob",
     "TaskOutcome",
     "batch_retry_policy",
-    "build_config",
     "counted_spending",
     "run_job",
     "session_id_for",
     "session_spending",
+    "settle_job",
     "status_for",
 ]

@@ -16,15 +16,14 @@ import typer
 
 from journeyman.batch.events import (
     BatchEvent,
-    BatchFinished,
     BatchStarted,
     BudgetExhausted,
+    ProgressEvent,
     SettingIgnored,
     Spend,
     TaskCounts,
     TaskFinished,
     TaskRequeued,
-    TaskSkipped,
     TaskStarted,
     batch_event_to_dict,
 )
@@ -366,18 +365,6 @@ def _check_provider(
         )
 
 
-BatchProgress = (
-    BatchStarted
-    | TaskSkipped
-    | TaskStarted
-    | TaskRequeued
-    | BudgetExhausted
-    | TaskFinished
-    | BatchFinished
-)
-"""The events that carry the batch's counts (all but its last and the setting warnings)."""
-
-
 class Progress:
     """Shows the batch's state changes: JSON lines, plain lines, or a live bar on a terminal."""
 
@@ -428,7 +415,7 @@ class Progress:
             text += f", {infra} infrastructure error" + ("s" if infra != 1 else "")
         return text
 
-    def _describe(self, event: BatchProgress) -> str:
+    def _describe(self, event: ProgressEvent) -> str:
         from journeyman.batch.scheduler import tasks_count
 
         counts = event.counts
@@ -464,7 +451,7 @@ class Progress:
         cap = spend.cap_usd
         return f", ${spend.spent_usd:.4f}" + (f" of ${cap:.2f}" if cap is not None else "")
 
-    def _update_bar(self, event: BatchProgress, text: str) -> None:
+    def _update_bar(self, event: ProgressEvent, text: str) -> None:
         if self._bar is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -167,16 +167,16 @@ def serve_command(
     from journeyman.cli.sessions_cmd import usable_session_folder
     from journeyman.core.errors import ConfigurationError
     from journeyman.loop.launch import open_provider
+    from journeyman.loop.launch import tool_format as checked_tool_format
     from journeyman.protocols.mcp_server import ClientLimits, ServerPolicy
     from journeyman.protocols.mcp_server.policy import run_settings
     from journeyman.protocols.mcp_server.serve import note
-    from journeyman.providers.tool_modes import parse_tool_mode
 
     _refuse_unusable_roots(roots)
     try:
-        tool_format = parse_tool_mode(provider_settings.get("tool_format") or "auto")
-    except ValueError as error:
-        fail(EXIT_CONFIG, f"--tool-format: {error}")
+        tool_format = checked_tool_format(provider_settings.get("tool_format"))
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
     policy = ServerPolicy(
         roots=tuple(roots),
         provider=provider_settings.get("provider"),

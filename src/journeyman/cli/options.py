@@ -134,19 +134,25 @@ StreamOpt = Annotated[
 ]
 
 
+def stream_choice(stream: bool | None, output_format: OutputFormat) -> tuple[bool | None, bool]:
+    """(what the command line decides, the default when neither it nor the settings do): always
+    in stream-json, else as --stream/--no-stream says; by default on when the text output goes
+    to a terminal."""
+    if output_format is OutputFormat.STREAM_JSON:
+        return True, True
+    return stream, output_format is OutputFormat.TEXT and sys.stdout.isatty()
+
+
 def streamed_text(
     stream: bool | None, output_format: OutputFormat, *, configured: bool = False
 ) -> bool | None:
     """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
     says, else as the settings say when they do (`configured`), else on when the text output
     goes to a terminal; None leaves it to the settings."""
-    if output_format is OutputFormat.STREAM_JSON:
-        return True
-    if stream is not None or configured:
-        return stream
-    if output_format is OutputFormat.TEXT and sys.stdout.isatty():
-        return True
-    return None
+    chosen, by_default = stream_choice(stream, output_format)
+    if chosen is not None or configured:
+        return chosen
+    return True if by_default else None
 
 
 ModeOpt = Annotated[

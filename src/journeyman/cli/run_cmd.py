@@ -57,6 +57,7 @@ from journeyman.cli.options import (
     WorkspaceOpt,
     YesOpt,
     given_limits,
+    stream_choice,
     streamed_text,
     tool_flags,
 )
@@ -335,7 +336,7 @@ def _new_run(
     those of a new run alone, laid after the shared limits and permission mode)."""
     from journeyman.loop.launch import LaunchRequest
 
-    streams, by_default = _streaming(given.stream, given.surface.output_format)
+    streams, by_default = stream_choice(given.stream, given.surface.output_format)
     return LaunchRequest(
         given.workspace or Path("."),
         given.chosen,
@@ -348,14 +349,6 @@ def _new_run(
         stream=streams,
         stream_by_default=by_default,
     )
-
-
-def _streaming(stream: bool | None, output_format: OutputFormat) -> tuple[bool | None, bool]:
-    """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
-    says, else as the settings say when they do, else on when the text goes to a terminal."""
-    if output_format is OutputFormat.STREAM_JSON:
-        return True, True
-    return stream, output_format is OutputFormat.TEXT and sys.stdout.isatty()
 
 
 @dataclass(frozen=True)

@@ -362,19 +362,17 @@ def _run(
     """Run the swarm; the exit code and the one-line reason of a failure."""
     # the agent, the providers and git work load only when a swarm starts
     from journeyman.cli.signals import handle_termination_as_interrupt
-    from journeyman.loop.launch import open_provider
-    from journeyman.providers.tool_modes import parse_tool_mode
+    from journeyman.loop.launch import open_provider, tool_format
     from journeyman.swarm.orchestrator import Swarm, SwarmConfig
 
     if not goal.strip():
         return EXIT_CONFIG, "the goal is empty; say what the swarm should achieve"
     try:
-        tool_format = parse_tool_mode(chosen.tool_format or "auto")
-    except ValueError as error:
-        return EXIT_CONFIG, f"--tool-format: {error}"
-    try:
         provider = open_provider(
-            chosen.provider, chosen.model, base_url=chosen.base_url, tool_format=tool_format
+            chosen.provider,
+            chosen.model,
+            base_url=chosen.base_url,
+            tool_format=tool_format(chosen.tool_format),
         )
     except ConfigurationError as error:
         return EXIT_CONFIG, error.message

@@ -69,12 +69,17 @@ class LoadedConfig:
         permission_mode = flags.pop("permission_mode", None)
         values.update({k: v for k, v in flags.items() if v is not None})
         if permission_mode is not None:
-            values["permissions"] = {**values.get("permissions", {}), "mode": permission_mode}
+            set_permission_mode(values, permission_mode)
         try:
             return AgentConfig(**values)
         except ValidationError as error:
             where = ", ".join(str(f) for f in self.files) or "the environment"
             raise ConfigurationError(f"invalid settings (from {where}): {error}") from error
+
+
+def set_permission_mode(values: dict[str, Any], mode: Any) -> None:
+    """Set the permission mode in `values` (`AgentConfig` keyword arguments), keeping the rules."""
+    values["permissions"] = {**(values.get("permissions") or {}), "mode": mode}
 
 
 def user_config_file() -> Path:

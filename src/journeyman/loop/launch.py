@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from journeyman.integrations.lsp import LspManager
     from journeyman.integrations.mcp import McpManager
     from journeyman.integrations.otel.tracing import AgentTracing
+    from journeyman.providers.tool_modes import ToolModeChoice
     from journeyman.session.store import SessionRecord
     from journeyman.tools.base import Tool
 
@@ -163,7 +164,7 @@ def _fresh(request: LaunchRequest) -> Launch:
 
 
 def _stored(request: LaunchRequest, record: SessionRecord) -> Launch:
-    from journeyman.loop.config_file import restorable_settings
+    from journeyman.loop.config_file import restorable_settings, set_permission_mode
     from journeyman.session.redact import MASK
 
     settings, ignored = restorable_settings(record)
@@ -173,7 +174,7 @@ def _stored(request: LaunchRequest, record: SessionRecord) -> Launch:
     permission_mode = flags.pop("permission_mode", None)
     values.update({key: value for key, value in flags.items() if value is not None})
     if permission_mode is not None:
-        values["permissions"] = {**(values.get("permissions") or {}), "mode": permission_mode}
+        set_permission_mode(values, permission_mode)
     values["session_dir"] = request.session_dir
     values["stream"] = request.stream if request.stream is not None else request.stream_by_default
     try:
@@ -210,7 +211,7 @@ def _stored(request: LaunchRequest, record: SessionRecord) -> Launch:
     )
 
 
-def tool_format(text: str | None) -> Any:
+def tool_format(text: str | None) -> ToolModeChoice:
     """A tool format named by a flag or a stored session, checked."""
     from journeyman.providers.tool_modes import parse_tool_mode
 
@@ -225,7 +226,7 @@ def open_provider(
     model: str | None,
     *,
     base_url: str | None = None,
-    tool_format: Any = "auto",
+    tool_format: ToolModeChoice = "auto",
     api_key: str | None = None,
     notice: Notice | None = None,
     discover_local: bool = True,
