@@ -44,7 +44,9 @@ def run_swarm(
     delay_s: float = 0.0,
     **agent_options: Any,
 ) -> tuple[SwarmResult, RoutedProvider, Path]:
-    repo = git_repo(tmp_path / "repo", files)
+    repo = tmp_path / "repo"
+    if not repo.exists():  # a test may have made it, with untracked files of its own
+        git_repo(repo, files)
     provider = RoutedProvider(model, delay_s=delay_s)
     swarm = Swarm(
         provider,

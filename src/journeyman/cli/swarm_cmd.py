@@ -141,6 +141,10 @@ class SwarmRenderer:
             if worker.error:
                 row += f" — {worker.error}"
             lines.append(row)
+            lines.extend(
+                f"    not carried (ignored by git): {path} — {why}"
+                for path, why in worker.ignored.refused.items()
+            )
         for branch in result.kept_branches:
             lines.append(f"  kept branch {branch} (inspect: git log -p {branch})")
         if result.final_check is not None and not result.final_check.passed:
@@ -157,8 +161,23 @@ class SwarmRenderer:
         sys.stdout.flush()
 
 
+CleanOpt = Annotated[
+    bool,
+    typer.Option(
+        "--clean",
+        help="Remove what swarms that did not finish (killed, crashed) left in the workspace's "
+        "repository — worktrees, temporary folders, worker branches — and the branches finished "
+        "swarms kept for failed subtasks, then exit; each deleted branch is printed with its "
+        "last commit. A swarm that is running is never touched. (Every swarm also removes dead "
+        "swarms' leftovers when it starts, keeping branches that hold unmerged commits.)",
+    ),
+]
+
+
 def swarm(
-    goal: Annotated[str, typer.Argument(help="What the swarm should achieve, in plain words.")],
+    goal: Annotated[
+        str | None, typer.Argument(help="What the swarm should achieve, in plain words.")
+    ] = None,
     workspace: WorkspaceOpt = None,
     workers: WorkersOpt = 3,
     verify: SwarmVerifyOpt = None,
@@ -186,6 +205,7 @@ def swarm(
     project_hooks: ProjectHooksOpt = False,
     otel: OtelOpt = False,
     shared_state: SharedStateOpt = None,
+    clean: CleanOpt = False,
 ) -> None:
     """Split GOAL into subtasks with one planning turn, work on them in parallel, and merge the
     results.
@@ -201,10 +221,8 @@ def swarm(
     merged result; never overwritten. A final check runs --verify on the merged result.
     Branches of failed subtasks are kept (named in the output); worktrees are removed.
 
-    Shared state: what the workers learn (failures, references, call counts) is kept in a
-    store (--shared-state; by default a SQLite file in the session folder), per project, so
-    the next swarm's workers start with the failures this one recorded, and swarms running
-    at the same time learn from each other.
+    Shared state: what the workers learn (failures, references) is kept per project in a
+    store (--shared-state), so later and concurrent swarms start from it.
 
     Limits: --max-budget-usd and --max-total-tokens cap the whole swarm (each worker gets an
     allocation from them); --max-duration is a time limit for the whole swarm too: the
@@ -214,10 +232,10 @@ def swarm(
     in a row is stopped; a call repeated more than 10 times across workers stops them all
     and no more work is started.
 
-    Exit status: 0 when every subtask was merged and the final check passed; 1 otherwise; 2
-    bad input (not a repository, uncommitted changes, no check command, bad options); 130
-    cancelled.
+    Exit status: 0 when every subtask merged and the final check passed; 1 otherwise; 2 bad
+    input (not a repository, uncommitted changes, no check command, bad options); 130 cancelled.
     """
+    goal = _goal_unless_clean(goal, clean, workspace)
     limits = given_limits(
         max_iterations,
         max_budget_usd,
@@ -236,6 +254,40 @@ def swarm(
 
     chosen = ProviderChoice(provider, model, base_url, tool_format)
     _launch(goal, root, config, chosen, workers, verify, shared_state, output_format, yes, otel)
+
+
+def _goal_unless_clean(goal: str | None, clean: bool, workspace: Path | None) -> str:
+    """The GOAL; `--clean` cleans up and exits instead; neither is bad input."""
+    if clean:
+        _clean(workspace, goal)
+    if goal is None or not goal.strip():
+        fail(EXIT_CONFIG, "give the swarm a GOAL (or --clean to remove what dead swarms left)")
+    return goal
+
+
+def _clean(workspace: Path | None, goal: str | None) -> NoReturn:
+    """`--clean`: remove every leftover of swarms not running, say what went, exit 0."""
+    if goal is not None:
+        fail(EXIT_CONFIG, "--clean takes no GOAL: it cleans up and exits")
+    from journeyman.swarm.leftovers import clean_leftovers
+    from journeyman.swarm.worktrees import open_repo
+
+    try:
+        cleanup = clean_leftovers(open_repo((workspace or Path(".")).resolve()), everything=True)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    if cleanup.empty():
+        typer.echo("nothing to clean: no swarm leftovers in this repository")
+        raise typer.Exit(EXIT_OK)
+    for path in cleanup.worktrees:
+        typer.echo(f"removed worktree {printable(path)}")
+    for path in cleanup.folders:
+        typer.echo(f"removed folder {printable(path)}")
+    for name, sha in cleanup.branches.items():
+        typer.echo(
+            f"deleted branch {printable(name)} (was {sha}; `git branch NAME {sha}` brings it back)"
+        )
+    raise typer.Exit(EXIT_OK)
 
 
 def _refuse_unworkable(max_budget_usd: float | None, mode: ModeName | None) -> None:

@@ -33,7 +33,9 @@ each check, so swarms in several processes or on several machines learn from eac
 Call counts (global doom loops) are never read from the store: only this swarm's own
 workers' repeats count, so no other swarm (or whoever can write the store) can stop this one.
 Worktrees are removed at the end, and the branches of merged work deleted; the branch of a
-failed subtask is kept and named in its outcome.
+failed subtask is kept and named in its outcome. Files git ignores that a merged worker made
+are carried into the workspace or refused by name (`ignored`); what a killed swarm left is
+removed when the next one starts (`leftovers`).
 `max_duration_s` of the agent config is a time limit for the whole swarm: every run (the
 planner's, each worker's) gets what is left of it, and no attempt starts once it has passed;
 the checks and merges of finished work still run, each within `verify_timeout_s`.
@@ -67,6 +69,8 @@ from journeyman.loop.launch import Surface, build_agent, open_provider
 from journeyman.policy.permissions import Approver
 from journeyman.providers.base import Provider
 from journeyman.session.store import SessionStore, default_session_root
+from journeyman.swarm.ignored import IgnoredOutputs, carry_ignored
+from journeyman.swarm.leftovers import clean_leftovers
 from journeyman.swarm.merge import CheckOutcome, SwarmCheck, merge_branch, run_check
 from journeyman.swarm.planner import (
     MAX_SUBTASKS,
@@ -154,6 +158,9 @@ class WorkerOutcome:
     """The branch kept for a subtask that failed (inspect it with `git log BRANCH`)."""
     changed_files: list[str] = field(default_factory=list)
     error: str | None = None
+    ignored: IgnoredOutputs = field(default_factory=IgnoredOutputs)
+    """The files git ignores that the merged worker made: carried into the workspace or
+    refused, by name."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,6 +174,8 @@ class WorkerOutcome:
             "branch": self.branch,
             "changed_files": self.changed_files,
             "error": self.error,
+            "ignored_carried": self.ignored.carried,
+            "ignored_refused": self.ignored.refused,
         }
 
 
@@ -195,6 +204,9 @@ class SwarmResult:
     def summary(self) -> str:
         merged = sum(1 for w in self.workers if w.state is WorkerState.MERGED)
         text = f"{merged} of {len(self.workers)} subtasks merged"
+        refused = sum(len(w.ignored.refused) for w in self.workers)
+        if refused:
+            text += f" ({refused} ignored file(s) a worker made were not carried, listed below)"
         if self.final_check is not None:
             text += f"; final check {self.final_check.summary()}"
         if self.error:
@@ -350,6 +362,9 @@ class Swarm:
             self._deadline = started + self.agent_config.max_duration_s
         repo, verify = self.prepare()
         self._verify = verify
+        cleanup = await asyncio.to_thread(clean_leftovers, repo)
+        if not cleanup.empty():
+            self._emit(SwarmUpdate(SwarmStage.LEFTOVERS, cleanup.describe()))
         self.engine.goal = goal
         run_id = uuid.uuid4().hex[:8]
         root_id = f"swarm-{run_id}"
@@ -708,7 +723,18 @@ class Swarm:
         attempt.result = result
         if not result.success:
             attempt.error = _why_stopped(result)
-        await pool.commit(tree, f"swarm {subtask.worker_id}: {subtask.title}")
+        taken = await pool.commit(tree, f"swarm {subtask.worker_id}: {subtask.title}")
+        if taken.refused is not None and attempt.error is None:
+            attempt.error = taken.refused
+        elif taken.switched_from is not None:
+            self._update(
+                subtask,
+                WorkerState.STARTED,
+                number,
+                detail=f"the worker moved to {taken.switched_from}; its commits there are "
+                f"taken onto {tree.branch}",
+                branch=tree.branch,
+            )
         outcome.changed_files = await pool.changed_files(tree)
         return attempt
 
@@ -782,8 +808,15 @@ class Swarm:
                 outcome.state = WorkerState.MERGED
                 outcome.branch = None
                 outcome.error = None
+                outcome.ignored = await asyncio.to_thread(
+                    carry_ignored, attempt.tree.path, repo.root
+                )
                 self._update(
-                    subtask, WorkerState.MERGED, attempt.number, branch=attempt.tree.branch
+                    subtask,
+                    WorkerState.MERGED,
+                    attempt.number,
+                    branch=attempt.tree.branch,
+                    detail=outcome.ignored.describe(),
                 )
                 return
             conflict = (

@@ -35,6 +35,8 @@ class SwarmStage(StrEnum):
     GLOBAL_DOOM_LOOP = "global_doom_loop"
     SHARED_STATE = "shared_state"
     """The shared state was loaded from its store, or the store failed (the swarm goes on)."""
+    LEFTOVERS = "leftovers"
+    """What a swarm that did not finish left in the repository was removed (or kept)."""
     FINISHED = "finished"
 
 
@@ -144,6 +146,7 @@ def describe(event: WorkerUpdate | SwarmUpdate) -> str:
             + ("passed" if event.passed else "failed"),
             SwarmStage.GLOBAL_DOOM_LOOP: "swarm: global doom loop",
             SwarmStage.SHARED_STATE: "swarm: shared state",
+            SwarmStage.LEFTOVERS: "swarm: cleaned up",
             SwarmStage.FINISHED: "swarm: finished",
         }[event.stage]
         return f"{text}: {event.detail}" if event.detail else text

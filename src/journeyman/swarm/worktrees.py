@@ -12,10 +12,14 @@ merges). Untracked files are left alone and are not part of the workers' base.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,19 +161,55 @@ class Worktree:
     """The commit it started from."""
 
 
+POOL_PREFIX = "jm-swarm-"
+"""How the temporary folder of a swarm's worktrees is named: `jm-swarm-<run id>-<random>`."""
+BRANCH_PREFIX = "journeyman/swarm-"
+"""How a worker's branch is named: `journeyman/swarm-<run id>/<worker id>`."""
+OWNER_FILE = "owner.json"
+"""In a pool's folder: which repository and process it belongs to."""
+LIVE_LOCK = ".live"
+"""In a pool's folder: locked for as long as the swarm runs; a free lock means it died."""
+
+
+@dataclass(frozen=True)
+class WorkerCommit:
+    """What `WorktreePool.commit` took from a worker's worktree."""
+
+    committed: bool
+    """Something was committed (the worker's branch has changes)."""
+    switched_from: str | None = None
+    """The worker left its branch for this one (or a detached HEAD); its commits were taken."""
+    refused: str | None = None
+    """Why the worker's work cannot be taken (its HEAD does not start from the base)."""
+
+
 class WorktreePool:
     """Creates worktrees for the workers of one swarm run in a temporary folder, and removes
-    them (and the branches of merged work) at the end."""
+    them (and the branches of merged work) at the end.
+
+    The folder holds an owner file and a lock held while the swarm runs, so a swarm that was
+    killed leaves a folder whose lock is free: the next swarm on the repository (or
+    `journeyman swarm --clean`) finds it and removes what it left (`swarm.leftovers`)."""
 
     def __init__(self, repo: Repo, run_id: str) -> None:
         self.repo = repo
         self.run_id = run_id
-        self.folder = Path(tempfile.mkdtemp(prefix=f"jm-swarm-{run_id}-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{POOL_PREFIX}{run_id}-"))
+        self._live = os.open(self.folder / LIVE_LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._live, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        owner = {
+            "repository": str(repo.root),
+            "run_id": run_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": time.time(),
+        }
+        (self.folder / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
         self._lock = asyncio.Lock()
         self.worktrees: list[Worktree] = []
 
     def branch_name(self, worker_id: str) -> str:
-        return f"journeyman/swarm-{self.run_id}/{worker_id}"
+        return f"{BRANCH_PREFIX}{self.run_id}/{worker_id}"
 
     async def create(self, worker_id: str, base: str) -> Worktree:
         """A new worktree for `worker_id` on a new branch at `base`."""
@@ -181,14 +221,33 @@ class WorktreePool:
         self.worktrees.append(tree)
         return tree
 
-    async def commit(self, tree: Worktree, message: str) -> bool:
-        """Commit everything the worker changed in `tree`; False when it changed nothing."""
+    async def commit(self, tree: Worktree, message: str) -> WorkerCommit:
+        """Commit everything the worker changed in `tree` onto its branch.
+
+        A worker may have switched to another branch of its worktree (or detached HEAD) and
+        committed there: when that HEAD starts from the base, the worker's branch is moved to
+        it, so those commits are merged too; otherwise its work is refused with the reason."""
         repo = Repo(tree.path)
+        switched = await _switched_branch(repo, tree.branch)
+        if switched is not None:
+            head = (await repo.arun("rev-parse", "HEAD")).output.strip()
+            starts_at_base = await repo.arun(
+                "merge-base", "--is-ancestor", tree.base, head, check=False
+            )
+            if starts_at_base.code != 0:
+                return WorkerCommit(
+                    False,
+                    switched_from=switched,
+                    refused=f"the worker left its branch for {switched}, which does not start "
+                    f"from the swarm's base {tree.base[:12]}; its work there is not merged",
+                )
+            # keeps the worktree's uncommitted changes; the branch now holds the worker's commits
+            await repo.arun("checkout", "--quiet", "-B", tree.branch)
         await repo.arun("add", "-A")
-        if (await repo.arun("diff", "--cached", "--quiet", check=False)).code == 0:
-            return False
-        await repo.arun("commit", "--quiet", "--no-verify", "-m", message)
-        return True
+        if (await repo.arun("diff", "--cached", "--quiet", check=False)).code != 0:
+            await repo.arun("commit", "--quiet", "--no-verify", "-m", message)
+        ahead = await repo.arun("rev-list", "--count", f"{tree.base}..HEAD")
+        return WorkerCommit(int(ahead.output.strip() or 0) > 0, switched_from=switched)
 
     async def changed_files(self, tree: Worktree) -> list[str]:
         """Files the branch changed since its base."""
@@ -208,3 +267,14 @@ class WorktreePool:
         async with self._lock:
             await self.repo.arun("worktree", "prune", check=False)
         shutil.rmtree(self.folder, ignore_errors=True)
+        os.close(self._live)
+
+
+async def _switched_branch(repo: Repo, branch: str) -> str | None:
+    """What the worktree has checked out when it is not `branch`: another branch's name, or
+    "a detached HEAD"; None when it is still on `branch`."""
+    ref = await repo.arun("symbolic-ref", "--quiet", "HEAD", check=False)
+    name = ref.output.strip().removeprefix("refs/heads/")
+    if ref.code != 0:
+        return "a detached HEAD"
+    return None if name == branch else name
