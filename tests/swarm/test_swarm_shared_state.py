@@ -252,3 +252,37 @@ def test_a_crafted_live_view_in_the_store_cannot_force_a_global_doom_loop(
     )
     assert "global doom loop" not in first_prompt(provider)
     assert (repo / "a.txt").read_text() == "fine\n"
+
+
+class CountingStore(JSONFilePersistenceAdapter):
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.unfinished_saves = 0
+
+    def save(self, key: str, value: Any) -> None:
+        self.unfinished_saves += not value.get("finished")
+        super().save(key, value)
+
+
+def test_a_running_swarm_saves_its_view_as_a_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journeyman.swarm import orchestrator
+
+    monkeypatch.setattr(orchestrator, "HEARTBEAT_S", 0.05)
+    slow = SwarmModel([subtask("a", ["a.txt"])], {"w1": write_then_finish("a.txt", "fine\n")})
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    quiet = CountingStore(tmp_path / "quiet")
+    run(repo, tmp_path, FIXES_A, quiet)
+    beating = CountingStore(tmp_path / "beating")
+    provider = RoutedProvider(slow, delay_s=0.4)
+    swarm = Swarm(
+        provider,
+        workspace=repo,
+        config=SwarmConfig(verify_command=NO_BROKEN, gate_retries=0),
+        agent_config=AgentConfig(session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL),
+        shared_state=beating,
+    )
+    assert asyncio.run(swarm.run("the goal")).success
+    # the same swarm's own saves, plus one every 0.05 s over its ~1.2 s of model calls
+    assert beating.unfinished_saves >= quiet.unfinished_saves + 5

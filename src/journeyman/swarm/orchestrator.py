@@ -102,6 +102,7 @@ from journeyman.swarm.shared import (
     save_shared_state,
     worker_limits,
 )
+from journeyman.swarm.shared.checkpoint import HEARTBEAT_S
 from journeyman.swarm.shared.stores import describe_store
 from journeyman.swarm.worktrees import Repo, Worktree, WorktreePool, open_repo
 
@@ -362,9 +363,6 @@ class Swarm:
             self._deadline = started + self.agent_config.max_duration_s
         repo, verify = self.prepare()
         self._verify = verify
-        cleanup = await asyncio.to_thread(clean_leftovers, repo)
-        if not cleanup.empty():
-            self._emit(SwarmUpdate(SwarmStage.LEFTOVERS, cleanup.describe()))
         self.engine.goal = goal
         run_id = uuid.uuid4().hex[:8]
         root_id = f"swarm-{run_id}"
@@ -374,6 +372,7 @@ class Swarm:
             LedgerPolicy(reserve_share=0.0, min_tokens=1),
         )
         files = (await repo.arun("ls-files")).output.splitlines()
+        await self._clean_up_after_dead_swarms(repo)
         await self._load_shared(repo, root_id)
         self._emit(SwarmUpdate(SwarmStage.PLANNING, goal))
         try:
@@ -389,6 +388,7 @@ class Swarm:
             self._update(subtask, WorkerState.PLANNED, files=subtask.files)
         pool = WorktreePool(repo, run_id)
         self.economics.on_global_doom_loop(self._global_doom_loop)
+        heartbeat = asyncio.create_task(self._heartbeat())
         try:
             head = repo.out("rev-parse", "HEAD")
             parallel = asyncio.Semaphore(self.config.workers)
@@ -416,6 +416,7 @@ class Swarm:
             final = await run_check(self._fixed_check(), repo.root)
             self._emit(SwarmUpdate(SwarmStage.FINAL_VERIFY, final.summary(), passed=final.passed))
         finally:
+            heartbeat.cancel()
             await self._store("save", finished=True)
             for tree in pool.worktrees:
                 keep = any(o.branch == tree.branch for o in outcomes.values())
@@ -479,6 +480,18 @@ class Swarm:
             store.close()
 
     # -- the shared state's store ------------------------------------------------------------
+
+    async def _clean_up_after_dead_swarms(self, repo: Repo) -> None:
+        cleanup = await asyncio.to_thread(clean_leftovers, repo)
+        if not cleanup.empty():
+            self._emit(SwarmUpdate(SwarmStage.LEFTOVERS, cleanup.describe()))
+
+    async def _heartbeat(self) -> None:
+        """Save this swarm's view every `HEARTBEAT_S` while it runs: a reader that counts calls
+        only from live swarms (`LIVE_WITHIN_S`) stops counting a dead one within a minute."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            await self._store("save")
 
     async def _load_shared(self, repo: Repo, root_id: str) -> None:
         """Fold what earlier and running swarms of this project saved into the shared state."""

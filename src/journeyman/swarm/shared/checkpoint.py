@@ -8,7 +8,8 @@ overwriting what another node learned.
 Each view also says when it was saved and whether its node has finished. Failures and
 references are worth reading from any view, however old; call counts are not (a call made
 once by each of eleven workers over a month of swarms is no doom loop), so a loader can take
-counts only from nodes still running (`economics_max_age_s`).
+counts only from nodes still running (`economics_max_age_s`; a running swarm saves its view
+every `HEARTBEAT_S`, so `LIVE_WITHIN_S` drops a killed one's counts within a minute).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from journeyman.swarm.shared.persistence import (
 )
 
 CHECKPOINT_VERSION = 1
+HEARTBEAT_S = 20.0
+"""How often a running swarm saves its view, finished or not: its heartbeat."""
+LIVE_WITHIN_S = 60.0
+"""A view saved longer ago than this, by a node that never said it finished, is a dead node's:
+the `economics_max_age_s` to give a loader that reads call counts."""
 
 
 def checkpoint_prefix(swarm_id: str) -> str:
