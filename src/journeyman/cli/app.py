@@ -37,6 +37,7 @@ COMMANDS = {
     "usage": "journeyman.cli.usage_cmd:usage",
     "rules": "journeyman.cli.rules_cmd:rules",
     "skills": "journeyman.cli.skills_cmd:skills",
+    "trust": "journeyman.cli.trust_cmd:trust",
     "sessions": "journeyman.cli.sessions_cmd:sessions_app",
     "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
     "acp": "journeyman.cli.acp_cmd:acp_command",

@@ -28,10 +28,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from journeyman.core.pins import PinCheck, content_digest, refusal
 from journeyman.tools.host_read import RefusedFile, read_host_file
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,8 @@ class RuleSource:
     """Why the file could not be read, when `status` is ERROR."""
     content: str = ""
     """Decoded text without surrounding blank space, when `status` is LOADED."""
+    raw: bytes = field(default=b"", repr=False)
+    """The bytes read (what `journeyman trust` approves by hash)."""
 
 
 class RulesLoader:
@@ -113,6 +116,7 @@ class RulesLoader:
         files: Sequence[RuleFile] = DEFAULT_RULE_FILES,
     ) -> None:
         self._workspace = Path(workspace)
+        self._pins = PinCheck(self._workspace)
         self._home = Path(home) if home is not None else None
         self._files = tuple(files)
         self._sources: list[RuleSource] | None = None
@@ -166,8 +170,18 @@ class RulesLoader:
                 status = RuleStatus.DUPLICATE if path.exists() else RuleStatus.MISSING
                 sources.append(RuleSource(path, spec.scope, priority, status, display=display))
                 continue
-            sources.append(_read(path, spec.scope, priority, display, inside))
+            source = _read(path, spec.scope, priority, display, inside)
+            if spec.base is RuleBase.WORKSPACE and source.status is RuleStatus.LOADED:
+                source = self._pinned(source)
+            sources.append(source)
         return sources
+
+    def _pinned(self, source: RuleSource) -> RuleSource:
+        """`source` unless the workspace is pinned and this file is not as approved."""
+        verdict = self._pins.verdict(rules_item(source.display), content_digest(source.raw))
+        if verdict.usable:
+            return source
+        return replace(source, status=RuleStatus.SKIPPED, error=refusal(verdict), content="")
 
 
 def _allowed(path: Path, inside: list[Path] | None) -> bool:
@@ -203,7 +217,12 @@ def _read(
         return RuleSource(path, scope, priority, RuleStatus.ERROR, display=display, error=reason)
     content = raw.decode("utf-8", errors="replace").strip()
     status = RuleStatus.LOADED if content else RuleStatus.EMPTY
-    return RuleSource(path, scope, priority, status, len(raw), display, content=content)
+    return RuleSource(path, scope, priority, status, len(raw), display, content=content, raw=raw)
+
+
+def rules_item(display: str) -> str:
+    """A workspace rules file's name among the content `journeyman trust` approves."""
+    return f"rules {display}"
 
 
 RULES_HEADING = "# Rules and instructions for this project"

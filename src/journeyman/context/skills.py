@@ -47,6 +47,7 @@ from itertools import islice
 from pathlib import Path
 
 from journeyman.core.display import printable
+from journeyman.core.pins import PinCheck, content_digest, refusal
 from journeyman.tools.host_read import RefusedFile, read_host_file
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ class SkillsLoader:
         self.folders = tuple(folders)
         self.max_skills = max_skills
         self._found: _Found | None = None
+        self._pins = PinCheck(self.workspace)
 
     @property
     def skills(self) -> list[Skill]:
@@ -229,6 +231,11 @@ class SkillsLoader:
             )
             return
         found.seen.add(real)
+        if source is SkillSource.REPOSITORY:
+            verdict = self._pins.verdict(skill_item(shown), skill_digest(folder))
+            if not verdict.usable:
+                found.warnings.append(f"skill {shown} skipped: {refusal(verdict)}")
+                return
         try:
             skill = _parse_skill(raw, folder, source, shown, self.workspace)
         except SkillFormatError as error:
@@ -255,6 +262,33 @@ class SkillsLoader:
             return printable(path.relative_to(self.workspace).as_posix())
         except ValueError:
             return printable(str(path))
+
+
+def skill_item(shown: str) -> str:
+    """A repository skill's name among the content `journeyman trust` approves."""
+    return f"skill {shown}"
+
+
+MAX_DIGEST_FILES = 500
+MAX_DIGEST_FILE_BYTES = 8 * 1024 * 1024
+
+
+def skill_digest(folder: Path) -> str:
+    """One hash over a skill's whole folder (its SKILL.md, scripts and files; a link counts as
+    where it points, never followed), so changing any script changes it."""
+    lines: list[str] = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            path = Path(root, name)
+            relative = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                lines.append(f"{relative} -> {os.readlink(path)}")
+            elif len(lines) >= MAX_DIGEST_FILES or path.stat().st_size > MAX_DIGEST_FILE_BYTES:
+                lines.append(f"{relative} {path.stat().st_size} {path.stat().st_mtime_ns}")
+            else:
+                lines.append(f"{relative} {content_digest(path.read_bytes())}")
+    return content_digest("\n".join(lines))
 
 
 def _display(path: Path | None) -> str:

@@ -32,7 +32,9 @@ from typing import Any
 from platformdirs import user_config_dir
 from pydantic import ValidationError
 
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.pins import PinCheck, RepoItem, json_digest, refusal
 from journeyman.core.toml_text import parse_toml
 from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
@@ -173,6 +175,9 @@ def load_config(
             loaded.warnings.append(skipped.message)
         else:
             kept, ignored = tighten_only(base, proposed, str(project), trust_hooks=project_hooks)
+            if isinstance(kept.get("hooks"), list):
+                kept["hooks"], unpinned = _pinned_hooks(workspace, kept["hooks"], str(project))
+                ignored.extend(unpinned)
             ignored = retired + ignored
             loaded.ignored.extend(ignored)
             loaded.warnings.extend(item.message for item in ignored)
@@ -180,6 +185,46 @@ def load_config(
             loaded.files.append(project)
     _merge(loaded.values, env_values)
     return loaded
+
+
+def project_hooks_of(workspace: Path) -> list[Any]:
+    """The `[[hooks]]` entries of the workspace's config file, read as a run reads them (none
+    when there is no file or it cannot be read: a run would not use them either)."""
+    project = project_config_file(workspace)
+    if project is None:
+        return []
+    try:
+        hooks = _read(project, retired=[], inside=[workspace]).get("hooks")
+    except (RefusedFile, ConfigurationError):
+        return []
+    return hooks if isinstance(hooks, list) else []
+
+
+def project_hook_items(entries: list[Any]) -> list[RepoItem]:
+    """The workspace's `[[hooks]]` entries as the content `journeyman trust` approves."""
+    items = []
+    for number, entry in enumerate(entries, start=1):
+        event = entry.get("event", "?") if isinstance(entry, dict) else "?"
+        command = entry.get("command", "") if isinstance(entry, dict) else ""
+        shown = printable(str(command))
+        items.append(RepoItem(f"hook #{number} ({event})", json_digest(entry), shown))
+    return items
+
+
+def _pinned_hooks(
+    workspace: Path, entries: list[Any], source: str
+) -> tuple[list[Any], list[IgnoredSetting]]:
+    """The hooks the user approved as they are now, when the workspace is pinned."""
+    check = PinCheck(workspace)
+    kept: list[Any] = []
+    refused: list[IgnoredSetting] = []
+    for entry, item in zip(entries, project_hook_items(entries), strict=True):
+        verdict = check.verdict(item.item, item.digest)
+        if verdict.usable:
+            kept.append(entry)
+        else:
+            refused.append(IgnoredSetting(item.item, item.shown, source, refusal(verdict)))
+    return kept, refused
 
 
 def _defaults() -> dict[str, Any]:

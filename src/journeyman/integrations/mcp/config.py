@@ -26,7 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.pins import PinCheck, RepoItem, json_digest, refusal
 from journeyman.tools.host_read import RefusedFile, read_host_file
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -137,6 +139,8 @@ def load_mcp_config(
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigurationError(f"{path}: cannot read MCP server config: {exc}") from exc
         config = parse_mcp_config(data, source=str(path), environ=environ)
+        if path != user_file:
+            _keep_pinned(Path(workspace), data, config)
         for name in config.servers.keys() | config.problems.keys():
             merged.servers.pop(name, None)
             merged.problems.pop(name, None)
@@ -166,6 +170,33 @@ def parse_mcp_config(
         except (ValidationError, ValueError) as exc:
             config.problems[name] = describe_invalid(exc)
     return config
+
+
+def mcp_server_items(data: Any) -> list[RepoItem]:
+    """A workspace's `mcp.json` servers as the content `journeyman trust` approves."""
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        return []
+    items = []
+    for name, entry in servers.items():
+        shown = ""
+        if isinstance(entry, dict):
+            parts = [entry.get("command") or entry.get("url") or "", *(entry.get("args") or [])]
+            shown = printable(" ".join(str(part) for part in parts))
+        items.append(RepoItem(f"mcp server {name}", json_digest(entry), shown))
+    return items
+
+
+def _keep_pinned(workspace: Path, data: Any, config: McpConfig) -> None:
+    """Move the servers that are not as the user approved them (pinned workspace) from
+    `config.servers` to `config.problems`, saying why."""
+    check = PinCheck(workspace)
+    for item in mcp_server_items(data):
+        name = item.item.removeprefix("mcp server ")
+        verdict = check.verdict(item.item, item.digest)
+        if name in config.servers and not verdict.usable:
+            del config.servers[name]
+            config.problems[name] = refusal(verdict)
 
 
 def describe_invalid(exc: Exception) -> str:
