@@ -16,6 +16,7 @@ from journeyman.cli.options import SessionDirOpt
 from journeyman.core.errors import ConfigurationError
 from journeyman.loop.replay import ReplayScript
 from journeyman.session.store import HISTORY_START, SessionRecord, SessionStore, short_id
+from journeyman.tools.choices import EditToolChoice
 
 
 class ReplayFormat(StrEnum):
@@ -49,6 +50,15 @@ def replay(
         ReplayFormat, typer.Option("--output-format", "-o", help="text or json.")
     ] = ReplayFormat.TEXT,
     session_dir: SessionDirOpt = None,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Approve every call the replay makes that would need asking (commands still "
+            "run in the sandbox, and deny rules still refuse): for replaying a recording in CI.",
+        ),
+    ] = False,
 ) -> None:
     """Re-execute SESSION's model replies in order, without calling a model, and check that
     every tool gives the result it gave then.
@@ -57,7 +67,8 @@ def replay(
     (made beside it, named ...-replay-ID-N, and kept for you to look at), or --workspace DIR.
     The tools run for real, in the sandbox and under the permissions the session's settings
     say (an imported session's settings reduced by the trust rules, as for resume and fork);
-    a call that needed your approval then is refused now unless the session ran with --yes.
+    a call that needed your approval then is refused now unless the session ran with --yes
+    (or you pass --yes to the replay).
 
     Results are compared with timings, temporary paths and the workspace's path masked. Each
     differing step is reported with its number, its tool and a short diff; the replay stops at
@@ -85,7 +96,17 @@ def replay(
     finally:
         store.close()
     script.workspaces.append(target)
-    _run(record, script, target, session_dir, output_format)
+    _run(record, script, target, session_dir, output_format, yes)
+
+
+def _recorded_edit_tool(script: ReplayScript) -> EditToolChoice | None:
+    """The edit tool the recorded replies call, so an imported session (whose settings are not
+    trusted) is replayed with the tool set it was recorded with; None leaves the setting."""
+    called = {call.name for reply in script.replies for call in reply.tool_calls}
+    for choice in (EditToolChoice.EDIT_FILE, EditToolChoice.APPLY_PATCH):
+        if choice.value in called:
+            return choice
+    return None
 
 
 def _script(store: SessionStore, record: SessionRecord, keep_going: bool) -> ReplayScript:
@@ -94,8 +115,12 @@ def _script(store: SessionStore, record: SessionRecord, keep_going: bool) -> Rep
             f"session {record.id} had its history compacted: the replies before the "
             "compaction are not all stored in order, so it cannot be replayed"
         )
+    workspaces = [Path(record.workspace)]
+    recorded = record.settings.get("recorded_workspace")  # an imported session's first folder
+    if isinstance(recorded, str) and recorded:
+        workspaces.append(Path(recorded))  # only masked in results, never used as a folder
     script = ReplayScript.from_history(
-        store.messages(record.id), [Path(record.workspace)], keep_going=keep_going
+        store.messages(record.id), workspaces, keep_going=keep_going
     )
     if not script.replies:  # an imported session stores its messages as one step: count replies
         raise ConfigurationError(f"session {record.id} has no steps to replay")
@@ -137,12 +162,19 @@ def _run(
     target: Path,
     session_dir: Path | None,
     output_format: ReplayFormat,
+    assume_yes: bool,
 ) -> NoReturn:
     from journeyman.cli.run_cmd import say
     from journeyman.cli.sessions_cmd import session_folder
     from journeyman.loop.launch import LaunchRequest, Surface, launch, settle
 
-    request = LaunchRequest(target, session_dir=session_folder(session_dir), record=record)
+    request = LaunchRequest(
+        target,
+        flags={"edit_tool": _recorded_edit_tool(script)},
+        session_dir=session_folder(session_dir),
+        record=record,
+        assume_yes=True if assume_yes else None,
+    )
     text = output_format is ReplayFormat.TEXT
     try:
         settled = settle(request)
