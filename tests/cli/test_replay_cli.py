@@ -18,7 +18,7 @@ CHECK = "from calc import add\nprint('add(2, 3) =', add(2, 3))\n"
 
 
 def _steps() -> list[tuple[str, dict[str, object]]]:
-    """Sixteen steps of reading, editing and running, the first of them reading calc.py."""
+    """Twenty steps of reading, editing, searching and running, the first reading calc.py."""
     return [
         ("read_file", {"path": "calc.py"}),
         ("write_file", {"path": "check.py", "content": CHECK}),
@@ -35,6 +35,10 @@ def _steps() -> list[tuple[str, dict[str, object]]]:
         ("write_file", {"path": "data.txt", "content": "x=1\n"}),
         ("run_command", {"command": "python3 -c \"print(open('data.txt').read().strip())\""}),
         ("read_file", {"path": "check.py"}),
+        ("glob", {"pattern": "**/*.txt"}),
+        ("grep", {"pattern": "three", "path": "notes"}),
+        ("read_file", {"path": "data.txt"}),
+        ("run_command", {"command": "python3 check.py && echo done"}),
         ("finish", {"summary": "fixed add"}),
     ]
 
