@@ -1,9 +1,11 @@
-"""Grading: run a task's hidden tests in its workspace after the agent has stopped.
+"""Grading: run a task's hidden tests after the agent has stopped, and judge their outcome.
 
-The hidden tests (a folder of files laid over the workspace, and/or a unified diff such as a
-SWE-bench `test_patch`) never exist in the workspace while the agent runs: `grade` puts them
-there, runs the test command in its own process group under a timeout, and reads the outcome of
-every test id from pytest's `-rA` summary ("PASSED tests/test_x.py::test_y").
+The hidden tests (a folder of files laid over the tree, and/or a unified diff such as a
+SWE-bench `test_patch`) never exist in the workspace while the agent runs. An eval grades a
+fresh copy of the task with the agent's changes applied, test infrastructure left out
+(`batch.pristine`); there `install_hidden_tests` puts them in place, the test command runs, and
+`judge` reads the outcome of every test id from pytest's `-rA` summary ("PASSED
+tests/test_x.py::test_y"). `grade` does all of it in place, for a tree whose code is trusted.
 
 A task is resolved when every FAIL_TO_PASS test passes and every PASS_TO_PASS test still
 passes. A test that does not appear in the output (not collected, collection error, the run

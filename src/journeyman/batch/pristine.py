@@ -129,7 +129,7 @@ def build_graded_tree(
     for path, content in chosen.rewritten.items():
         _write_inside(target, path, content)
     model_patch = None
-    if task.base_commit:
+    if task.base_commit and spec.base_commit:
         model_patch = git.run("diff", "--binary", "--no-renames", start, git.tree_of(target, start))
     return GradedTree(target, chosen.flags, model_patch)
 
