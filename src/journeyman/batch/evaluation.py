@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from journeyman.batch.results import TaskResult, read_results
 from journeyman.batch.stats import wilson_interval
@@ -38,6 +39,8 @@ class GradedTask:
     tokens: int
     graded: bool
     """False when the task never reached grading (not run, or grading failed)."""
+    tampering: list[dict[str, str]] = field(default_factory=list)
+    """The agent's changes to test infrastructure, left out of the graded tree (`path`, `why`)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class EvalSummary:
     """Tasks that ran: the rate's and the interval's denominator."""
     not_run: int = 0
     """Tasks never started (the global budget ran out first)."""
+    flagged: int = 0
+    """Tasks whose agent changed test infrastructure (left out of what was graded)."""
 
     def rate_text(self) -> str:
         """ "7/12 (58.3 %, 95 % CI 32.0-80.7 %)", or "0/0 (no task ran)"."""
@@ -76,6 +81,12 @@ class EvalSummary:
             return ""
         return f"; {self.not_run} not run (budget exhausted; left out of the rate)"
 
+    def flagged_text(self) -> str:
+        """ "; 11 flagged for tampering (...)" when some tasks were, else ""."""
+        if not self.flagged:
+            return ""
+        return f"; {self.flagged} flagged for tampering (their test changes were not graded)"
+
     def per_resolved_text(self) -> str:
         if self.usd_per_resolved is None or self.tokens_per_resolved is None:
             return "nothing resolved"
@@ -87,8 +98,8 @@ class EvalSummary:
         if self.usd_per_resolved is not None:
             per += " per resolved"
         return (
-            f"resolved {self.rate_text()}{self.not_run_text()}; spent ${self.cost_usd:.4f} "
-            f"and {self.tokens:,} tokens; {per}"
+            f"resolved {self.rate_text()}{self.not_run_text()}{self.flagged_text()}; "
+            f"spent ${self.cost_usd:.4f} and {self.tokens:,} tokens; {per}"
         )
 
 
@@ -115,7 +126,20 @@ def _graded(row: TaskResult) -> GradedTask:
         cost_usd=row.cost_usd,
         tokens=row.tokens,
         graded=grade is not None and "resolved" in grade,
+        tampering=_tampering(grade),
     )
+
+
+def _tampering(grade: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The grade's flags, each a `path` and a `why` (anything else in a row is left out)."""
+    flags = grade.get("tampering") if grade else None
+    if not isinstance(flags, list):
+        return []
+    return [
+        {"path": str(flag.get("path", "")), "why": str(flag.get("why", ""))}
+        for flag in flags
+        if isinstance(flag, dict)
+    ]
 
 
 def summarize(tasks: dict[str, GradedTask]) -> EvalSummary:
@@ -140,6 +164,7 @@ def summarize(tasks: dict[str, GradedTask]) -> EvalSummary:
         tokens_per_resolved=tokens / resolved if resolved else None,
         ran=ran,
         not_run=not_run,
+        flagged=sum(bool(task.tampering) for task in tasks.values()),
     )
 
 
@@ -184,7 +209,35 @@ def render_markdown(
         lines.append(
             f"| {task_id} | {mark} | {task.status} | {task.cost_usd:.4f} | {task.tokens:,} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + flagged_section(tasks)) + "\n"
+
+
+def flagged_section(tasks: dict[str, GradedTask]) -> list[str]:
+    """The tasks whose test infrastructure changes were left out, each with what and why."""
+    flagged = {task_id: task for task_id, task in sorted(tasks.items()) if task.tampering}
+    if not flagged:
+        return []
+    lines = [
+        "",
+        "## Flagged for tampering",
+        "",
+        "Changes to test infrastructure were left out of the graded tree; these tasks were "
+        "graded without them.",
+        "",
+        "| Task | Resolved | Path | Why |",
+        "|---|---|---|---|",
+    ]
+    for task_id, task in flagged.items():
+        for flag in task.tampering:
+            resolved = "yes" if task.resolved else "no"
+            cells = (task_id, resolved, f"`{flag['path']}`", flag["why"])
+            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return lines
+
+
+def _cell(text: str) -> str:
+    """`text` safe in a Markdown table cell (no row break, no column break)."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def summary_rows(summary: EvalSummary) -> list[tuple[str, str]]:
@@ -205,6 +258,8 @@ def summary_rows(summary: EvalSummary) -> list[tuple[str, str]]:
         rows = [("Resolved", "0 of 0: no task ran")]
     if summary.not_run:
         rows.append(("Not run", f"{summary.not_run} (budget exhausted; left out of the rate)"))
+    if summary.ran:
+        rows.append(("Flagged for tampering", f"{summary.flagged} of {summary.ran}"))
     per = summary.per_resolved_text().replace(" and ", ", ")
     rows.append(("Per resolved task", per if summary.resolved else "- (nothing resolved)"))
     return rows

@@ -1,9 +1,11 @@
-"""Grading: run a task's hidden tests in its workspace after the agent has stopped.
+"""Grading: run a task's hidden tests after the agent has stopped, and judge their outcome.
 
-The hidden tests (a folder of files laid over the workspace, and/or a unified diff such as a
-SWE-bench `test_patch`) never exist in the workspace while the agent runs: `grade` puts them
-there, runs the test command in its own process group under a timeout, and reads the outcome of
-every test id from pytest's `-rA` summary ("PASSED tests/test_x.py::test_y").
+The hidden tests (a folder of files laid over the tree, and/or a unified diff such as a
+SWE-bench `test_patch`) never exist in the workspace while the agent runs. An eval grades a
+fresh copy of the task with the agent's changes applied, test infrastructure left out
+(`batch.pristine`); there `install_hidden_tests` puts them in place, the test command runs, and
+`judge` reads the outcome of every test id from pytest's `-rA` summary ("PASSED
+tests/test_x.py::test_y"). `grade` does all of it in place, for a tree whose code is trusted.
 
 A task is resolved when every FAIL_TO_PASS test passes and every PASS_TO_PASS test still
 passes. A test that does not appear in the output (not collected, collection error, the run
@@ -85,7 +87,10 @@ class GradeResult:
     error: str | None = None
     tests_seen: dict[str, bool] = field(default_factory=dict)
     model_patch: str | None = None
-    """The agent's changes against `base_commit` (taken before the hidden tests went in)."""
+    """The agent's changes against `base_commit` as graded: test infrastructure left out."""
+    tampering: list[dict[str, str]] = field(default_factory=list)
+    """The agent's changes to test infrastructure left out of the graded tree: `path`, `why`
+    (`batch.tampering`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for results.jsonl)."""
@@ -99,45 +104,49 @@ class GradeResult:
 
 
 def grade(spec: GradingSpec, workspace: Path) -> GradeResult:
-    """Install the hidden tests in `workspace`, run `spec.test_cmd` there on the host and judge
-    the outcome. An eval grades through the agent's own check runner and sandbox instead
-    (`install_hidden_tests`, then `judge`: see `batch.job`); this is for a workspace whose code
-    is trusted."""
-    installed = install_hidden_tests(spec, workspace)
-    if isinstance(installed, GradeResult):
-        return installed
-    command, root = test_command(spec), workspace.resolve()
-    output, exit_code, timed_out = run_tests(command, root, spec.timeout_s)
-    return judge(spec, output, exit_code, timed_out, installed.model_patch)
-
-
-@dataclass(frozen=True)
-class Installed:
-    """The hidden tests are in the workspace; the agent's diff was taken before they went in."""
-
-    model_patch: str | None
-
-
-def install_hidden_tests(spec: GradingSpec, workspace: Path) -> Installed | GradeResult:
-    """Take the agent's diff (against `base_commit`), then lay the hidden tests over the
-    workspace; an unresolved `GradeResult` saying why when either cannot be done."""
+    """Install the hidden tests in `workspace` itself, run `spec.test_cmd` there on the host and
+    judge the outcome: for a workspace whose code is trusted (a suite's reference fixes). An
+    eval grades the agent's changes in a fresh copy of the task instead, through the agent's
+    own check runner and sandbox (`batch.pristine`)."""
     workspace = workspace.resolve()
     if not workspace.is_dir():
-        return _unresolved(spec, f"workspace {workspace} does not exist")
+        return unresolved(spec, f"workspace {workspace} does not exist")
     model_patch = None
     if spec.base_commit:
         try:
             model_patch = workspace_diff(workspace, spec.base_commit)
         except GradingError as error:
-            return _unresolved(spec, str(error))
+            return unresolved(spec, str(error))
+    problem = install_hidden_tests(spec, workspace)
+    if problem is not None:
+        return unresolved(spec, problem)
+    command, root = test_command(spec), workspace
+    output, exit_code, timed_out = run_tests(command, root, spec.timeout_s)
+    return judge(spec, output, exit_code, timed_out, model_patch)
+
+
+def install_hidden_tests(spec: GradingSpec, workspace: Path) -> str | None:
+    """Lay the hidden tests over `workspace` (the test patch, then the hidden folder); why
+    they could not be, or None."""
     try:
         if spec.test_patch:
             apply_test_patch(spec.test_patch, workspace, spec.base_commit)
         if spec.hidden_tests_dir:
             copy_hidden_tests(Path(spec.hidden_tests_dir), workspace)
     except (GradingError, OSError) as error:
-        return _unresolved(spec, f"hidden tests not installed: {error}")
-    return Installed(model_patch)
+        return f"hidden tests not installed: {error}"
+    return None
+
+
+def hidden_test_paths(spec: GradingSpec) -> list[str]:
+    """Every file the hidden tests put in place, relative to the task's root."""
+    paths = set(patch_paths(spec.test_patch)) if spec.test_patch else set()
+    folder = Path(spec.hidden_tests_dir) if spec.hidden_tests_dir else None
+    if folder is not None and folder.is_dir():
+        for file in folder.rglob("*"):
+            if not file.is_dir() and "__pycache__" not in file.parts:
+                paths.add(file.relative_to(folder).as_posix())
+    return sorted(paths)
 
 
 GRADING_ENVIRONMENT = (
@@ -183,7 +192,8 @@ def judge(
     )
 
 
-def _unresolved(spec: GradingSpec, error: str) -> GradeResult:
+def unresolved(spec: GradingSpec, error: str) -> GradeResult:
+    """A task not resolved because it could not be graded, saying why."""
     return GradeResult(
         resolved=False,
         fail_to_pass=dict.fromkeys(spec.fail_to_pass, False),
@@ -302,7 +312,7 @@ def apply_test_patch(patch: str, workspace: Path, base_commit: str | None = None
     put back as they were at `base_commit` (else HEAD), or removed if they did not exist."""
     check_patch_paths(patch)
     for path in patch_paths(patch):
-        _refuse_symlinked_parents(workspace, safe_relative(path))
+        refuse_symlinked_parents(workspace, safe_relative(path))
     first = _git_apply(patch, workspace)
     if first.returncode == 0:
         return
@@ -353,7 +363,7 @@ def _restore_patch_targets(patch: str, workspace: Path, revision: str) -> None:
         )
 
 
-def _refuse_symlinked_parents(workspace: Path, relative: PurePosixPath) -> None:
+def refuse_symlinked_parents(workspace: Path, relative: PurePosixPath) -> None:
     """Refuse a destination whose parent folders lead out of the workspace through a symlink."""
     parent = (workspace / relative).parent
     try:
@@ -374,7 +384,7 @@ def copy_hidden_tests(source: Path, workspace: Path) -> None:
         if file.is_symlink():
             raise GradingError(f"hidden test {file} is a symlink; only plain files are copied")
         relative = safe_relative(file.relative_to(source).as_posix())
-        _refuse_symlinked_parents(workspace, relative)
+        refuse_symlinked_parents(workspace, relative)
         target = workspace / relative
         if target.is_symlink() or (target.exists() and not target.is_file()):
             if target.is_dir() and not target.is_symlink():
@@ -385,7 +395,7 @@ def copy_hidden_tests(source: Path, workspace: Path) -> None:
         shutil.copyfile(file, target)
 
 
-_NOT_CHANGES = (
+NOT_CHANGES = (
     ":(exclude,glob)**/__pycache__/**",
     ":(exclude,glob)**/*.pyc",
     ":(exclude,glob)**/.pytest_cache/**",
@@ -407,7 +417,7 @@ def workspace_diff(workspace: Path, base_commit: str) -> str:
         }
         steps = (
             _safe_git(workspace, "read-tree", base_commit),
-            _safe_git(workspace, "add", "--all", "--", ".", *_NOT_CHANGES),
+            _safe_git(workspace, "add", "--all", "--", ".", *NOT_CHANGES),
             _safe_git(
                 workspace,
                 *("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv"),

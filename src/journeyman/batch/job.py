@@ -416,25 +416,12 @@ def _stored_outcome(job: TaskJob, started: float) -> TaskOutcome:
 
 
 async def _grade(job: TaskJob, agent: Agent) -> Any:
-    """The eval's grade of the workspace as the agent left it: the hidden tests run through
-    the agent's own check runner, in its sandbox, environment and process-group kill, with
-    its secrets redacted from the output."""
-    from journeyman.batch import grading
-    from journeyman.loop.check_runner import CHECK_CALL_PREFIX, CheckRunner, failure_output
+    """The eval's grade of the agent's changes, applied to a fresh copy of the task with test
+    infrastructure left out, the hidden tests run through the agent's own check runner in a
+    sandbox of its kind (`batch.pristine`)."""
+    from journeyman.batch.pristine import grade_pristine
 
-    spec = grading.GradingSpec.model_validate(job.task.grading)
-    installed = grading.install_hidden_tests(spec, agent.workspace)
-    if isinstance(installed, grading.GradeResult):
-        return installed
-    runner = CheckRunner(agent.workspace, agent.registry, output_bytes=GRADING_OUTPUT_BYTES)
-    command = grading.GRADING_ENVIRONMENT + grading.test_command(spec)
-    run = await runner.check(command, spec.timeout_s, f"{CHECK_CALL_PREFIX}grade")
-    output = failure_output(run.output)
-    return grading.judge(spec, output, run.exit_code, run.timed_out, installed.model_patch)
-
-
-GRADING_OUTPUT_BYTES = 8 * 1024 * 1024
-"""Bytes of the hidden tests' output kept from its end (pytest's summary line per test)."""
+    return await grade_pristine(job.task, agent.workspace, agent.registry)
 
 
 __all__ = [

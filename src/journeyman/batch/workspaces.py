@@ -34,6 +34,16 @@ def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
     marker = under / ".state" / f"{target.name}{SETUP_DONE}"
     if target.is_dir() and (task.setup is None or marker.exists()):
         return target
+    fresh_copy(task, target)
+    if task.setup:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    return target
+
+
+def fresh_copy(task: BatchTask, target: Path) -> None:
+    """Make `target` the task's workspace as it starts: a copy of its folder, or a clone of its
+    repository at `base_commit`, with its `setup` run. Whatever was at `target` goes first."""
     source = Path(task.workspace).expanduser()
     if not source.is_dir():
         raise WorkspaceError(f"task {task.id}: its workspace {source} is not a folder")
@@ -53,9 +63,11 @@ def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
     partial.rename(target)  # whole or absent: a kill mid-copy never leaves half a workspace
     if task.setup:
         _setup(task, target)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    return target
+
+
+def grading_path(workspace: Path) -> Path:
+    """Where a task's workspace is graded: a folder beside the workspaces, never inside one."""
+    return workspace.parent.with_name("grading") / workspace.name
 
 
 def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
@@ -105,4 +117,4 @@ def _setup(task: BatchTask, workspace: Path) -> None:
         )
 
 
-__all__ = ["WorkspaceError", "prepare_workspace", "workspace_path"]
+__all__ = ["WorkspaceError", "fresh_copy", "grading_path", "prepare_workspace", "workspace_path"]
