@@ -696,6 +696,18 @@ class SessionStore:
         loaded = [self._stored(b, what, Message.from_dict) for (b,) in rows]
         return with_paired_results(loaded, keep_pending=True)[0]
 
+    def message_rows(self, session_id: str) -> Iterator[tuple[int, int, Message]]:
+        """(seq, step, message) of every stored message of the session, in order: also those
+        a compaction replaced (a compacting step stores the whole rewritten history again, from
+        the seq its checkpoint names as `HISTORY_START`)."""
+        rows = self._db.execute(
+            "SELECT seq, step, body FROM messages WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        what = f"a message of session {session_id}"
+        for seq, step, body in rows:
+            yield int(seq), int(step), self._stored(body, what, Message.from_dict)
+
     def events(self, session_id: str) -> Iterator[dict[str, Any]]:
         rows = self._db.execute(
             "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
