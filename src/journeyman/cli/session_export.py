@@ -72,14 +72,15 @@ def rendered(store: SessionStore, session_id: str, format_name: str) -> tuple[st
     return buffer.getvalue(), said
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:@+-]+")
 MAX_NAME = 120
 
 
 def task_file_name(task_id: str, taken: set[str]) -> str:
-    """A file name (without suffix) for a task: its id where that is a plain name (SWE-bench's
-    `django__django-11099` is), else the id with every other character made `_`; never hidden,
-    never `..`, never one already `taken` (a `-2`, `-3` ... is added)."""
+    """A file name (without suffix) for a task: its id where it is made of what a batch allows
+    in one (letters, digits, `._:@+-`: SWE-bench's `django__django-11099` is), else the id with
+    every other character made `_` (a results file is data); never hidden, never `..`, never
+    one already `taken` (a `-2`, `-3` ... is added)."""
     name = _UNSAFE.sub("_", task_id).strip(".")[:MAX_NAME] or "task"
     candidate, number = name, 1
     while candidate.lower() in taken:

@@ -164,19 +164,21 @@ class _Seen:
     a tool result or a reply's text, never their call ids)."""
 
     def __init__(self) -> None:
-        self._call_ids: set[str] = set()
+        self._calls: set[str] = set()
+        self._results: set[str] = set()
         self._texts: set[tuple[str, str]] = set()
 
     def holds(self, message: Message) -> bool:
         if message.tool_result is not None:
-            return message.tool_result.call_id in self._call_ids
+            return message.tool_result.call_id in self._results
         if message.tool_calls:
-            return all(call.id in self._call_ids for call in message.tool_calls)
+            return all(call.id in self._calls for call in message.tool_calls)
         return (message.role.value, message.content) in self._texts
 
     def add(self, message: Message) -> None:
         if message.tool_result is not None:
-            self._call_ids.add(message.tool_result.call_id)
-        self._call_ids.update(call.id for call in message.tool_calls)
-        if not message.tool_calls and message.tool_result is None:
+            self._results.add(message.tool_result.call_id)
+        elif message.tool_calls:
+            self._calls.update(call.id for call in message.tool_calls)
+        else:
             self._texts.add((message.role.value, message.content))
