@@ -206,6 +206,7 @@ SHAPED_KEY = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0" * 2
 EXPORT_TIME_SECRET = "hunter2-correct-horse-battery"
 
 
+@pytest.mark.slow
 async def test_hostile_tool_results_are_escaped_whole_and_redacted(tmp_path: Path) -> None:
     @tool(args=_Noise, read_only=True)
     def noise(args: _Noise, ctx: ToolContext) -> str:

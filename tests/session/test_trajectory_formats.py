@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import atif
+import pytest
 
 from journeyman.core.events import ContextCompacted, event_to_dict
 from journeyman.core.messages import Message, ToolCall, ToolResult
@@ -95,6 +96,7 @@ def _shape(message: dict[str, object]) -> tuple[object, ...]:
     )
 
 
+@pytest.mark.slow
 def test_batch_export_writes_one_trajectory_per_task(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
@@ -196,3 +198,30 @@ def test_a_compacted_history_is_exported_once_with_the_compaction_between(
         for r in (s.observation.results if s.observation else ())
     ]
     assert observed == ["one " * 50, "two " * 50, "three"]  # the full outputs, not the masks
+
+
+def test_parent_links_that_loop_or_run_deep_end_the_embedding(tmp_path: Path) -> None:
+    # parent ids come from imported files too: a loop must not recurse forever
+    store = SessionStore(tmp_path / "sessions")
+    for session_id, parent in (("a", "b"), ("b", "a")):
+        store.create_session(
+            SessionRecord(session_id, "t", str(tmp_path), {}, "", parent_id=parent)
+        )
+    chain = [f"deep-{i}" for i in range(40)]
+    for i, session_id in enumerate(chain):
+        parent = chain[i - 1] if i else None
+        store.create_session(
+            SessionRecord(session_id, "t", str(tmp_path), {}, "", parent_id=parent)
+        )
+    looped = atif_trajectory(store, "a")
+    assert [t.trajectory_id for t in looped.subagent_trajectories or ()] == ["b"]
+    assert (
+        looped.subagent_trajectories and not looped.subagent_trajectories[0].subagent_trajectories
+    )
+    deep = atif_trajectory(store, "deep-0")
+    levels = 0
+    while deep.subagent_trajectories:
+        (deep,) = deep.subagent_trajectories
+        levels += 1
+    store.close()
+    assert levels == 32 and deep.extra and deep.extra["subagents_not_embedded"] == ["deep-33"]

@@ -116,9 +116,13 @@ def read_history(store: SessionStore, session_id: str) -> SessionHistory:
     return history
 
 
+_READ = frozenset({"model_response", "tool_result", "compaction"})
+"""The kinds of event an export uses (the others are not even decoded)."""
+
+
 def _events_by_step(store: SessionStore, session_id: str) -> defaultdict[int, _StepEvents]:
     by_step: defaultdict[int, _StepEvents] = defaultdict(_StepEvents)
-    for step, event in store.read_step_events(session_id):
+    for step, event in store.read_step_events(session_id, types=_READ):
         found = by_step[step]
         if isinstance(event, ev.ModelResponseReceived):
             found.calls.append(
