@@ -102,6 +102,9 @@ def main() -> None:
             "atif_steps": len(trajectory.steps),
             "tool_calls": len(call_ids),
             "tool_call_ids_repeated": len(call_ids) - len(set(call_ids)),
+            "observations": sum(
+                len(s.observation.results) for s in trajectory.steps if s.observation
+            ),
             "compactions": sum(1 for s in trajectory.steps if s.extra and "compaction" in s.extra),
             "atif_bytes": len(text.encode()),
             "run_s": round(run_s, 2),
@@ -118,7 +121,8 @@ def main() -> None:
     print(
         f"{figures['session_steps']:,}-step session (scripted run {figures['run_s']} s): "
         f"{figures['atif_steps']:,} ATIF steps, {figures['tool_calls']:,} tool calls "
-        f"({figures['tool_call_ids_repeated']} repeated), {figures['compactions']} compactions, "
+        f"({figures['tool_call_ids_repeated']} repeated, {figures['observations']:,} results), "
+        f"{figures['compactions']} compactions, "
         f"{figures['atif_bytes'] / 1024:,.0f} KiB"
     )
     print(
