@@ -225,3 +225,26 @@ def test_parent_links_that_loop_or_run_deep_end_the_embedding(tmp_path: Path) ->
         levels += 1
     store.close()
     assert levels == 32 and deep.extra and deep.extra["subagents_not_embedded"] == ["deep-33"]
+
+
+async def test_a_forks_copy_of_its_parents_history_is_marked_copied_context(
+    tmp_path: Path,
+) -> None:
+    agent, _ = make_agent(
+        tmp_path,
+        [turn(call("list_files", "l1")), finish("listed"), finish("listed again", cid="f2")],
+        sandbox="local",
+    )
+    first = await agent.run("list the files")
+    store = SessionStore(tmp_path / "sessions")
+    history = store.messages(first.session_id, up_to_step=1)
+    store.close()
+    forked = await agent.run("list them again", history=history, forked_at_step=1)
+    assert forked.success, forked.error
+    store = SessionStore(tmp_path / "sessions")
+    trajectory = atif_trajectory(store, forked.session_id)
+    store.close()
+    copied = [(s.source, s.message) for s in trajectory.steps if s.is_copied_context]
+    assert copied == [("user", "list the files"), ("agent", "")]
+    own = [s for s in trajectory.steps if not s.is_copied_context and s.source != "system"]
+    assert own[0].message == "list them again" and own[1].metrics is not None

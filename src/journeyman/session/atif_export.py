@@ -78,10 +78,12 @@ def _trajectory(
     steps = _Steps({child.trajectory_id or "" for child in children})
     if record.system_prompt:
         steps.add(source="system", message=record.system_prompt, timestamp=_iso(record.created_at))
+    copied = _copied_from_parent(record.forked_at_step, history.items)
     for item in history.items:
         if isinstance(item, Compaction):
             steps.compaction(item)
         else:
+            steps.copying = id(item) in copied
             steps.entry(item)
     rows = store.usage_rows(session_id)
     settings = record.settings
@@ -115,6 +117,15 @@ def _trajectory(
     )
 
 
+def _copied_from_parent(forked_at: int | None, items: list[Entry | Compaction]) -> set[int]:
+    """The entries (by `id`) a fork copied from its parent: the history stored with its step 0
+    before its own task, the last message of that step."""
+    if forked_at is None:
+        return set()
+    first = [item for item in items if isinstance(item, Entry) and item.step == 0]
+    return {id(item) for item in first[:-1]}
+
+
 class _Steps:
     """The steps of one trajectory as they are read: a reply opens an agent step, and the tool
     results after it become that step's observation."""
@@ -124,8 +135,12 @@ class _Steps:
         self._child_ids = child_ids
         self._open: atif.Step | None = None
         """The agent step whose tool results are still arriving."""
+        self.copying = False
+        """The entries being read are a fork's copy of its parent's history."""
 
     def add(self, **fields: Any) -> atif.Step:
+        if self.copying:
+            fields["is_copied_context"] = True
         step = atif.Step(step_id=len(self.steps) + 1, **fields)
         self.steps.append(step)
         self._open = None
