@@ -200,7 +200,7 @@ class _Noise(ToolArgs):
     pass
 
 
-CONTROL = "red \x1b[31mALERT\x1b[0m bell\x07 nul\x00 back\x08 end"
+CONTROL = "red \x1b[31mALERT\x1b[0m bell\x07 nul\x00 back\x08 csi\x9b2J del\x7f rtl\u202e end"
 HUGE = "line of output\n" * 20_000
 SHAPED_KEY = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0" * 2
 EXPORT_TIME_SECRET = "hunter2-correct-horse-battery"
@@ -229,7 +229,8 @@ async def test_hostile_tool_results_are_escaped_whole_and_redacted(tmp_path: Pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
-    assert "\x1b" not in text and "\x00" not in text  # JSON escapes, never raw bytes
+    for raw in ("\x1b", "\x00", "\x9b", "\x7f", "\u202e"):
+        assert raw not in text  # escaped in the JSON, so the file is safe to print
     assert SHAPED_KEY not in text and EXPORT_TIME_SECRET not in text
     trajectory = atif.Trajectory.model_validate_json(text)
     (step,) = [s for s in trajectory.steps if s.tool_calls]
@@ -244,6 +245,7 @@ async def test_hostile_tool_results_are_escaped_whole_and_redacted(tmp_path: Pat
                        DEPLOY_TOKEN=EXPORT_TIME_SECRET)  # fmt: skip
         assert other.returncode == 0, other.stderr
         assert SHAPED_KEY not in other.stdout and EXPORT_TIME_SECRET not in other.stdout
+        assert "\x9b" not in other.stdout and "\x1b" not in other.stdout
 
 
 def test_a_lone_surrogate_in_a_stored_message_is_written_as_utf8(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from journeyman.core.display import printable_json
 from journeyman.session.store import SessionStore
 
 if TYPE_CHECKING:
@@ -69,7 +70,17 @@ def rendered(store: SessionStore, session_id: str, format_name: str) -> tuple[st
     a failure leaves no half-written file."""
     buffer = io.StringIO()
     said = FORMATS[format_name].write(store, session_id, buffer)
-    return buffer.getvalue(), said
+    return terminal_safe(buffer.getvalue()), said
+
+
+def terminal_safe(text: str) -> str:
+    """JSON text (a document or JSON lines) with the characters `json.dumps` leaves raw (DEL,
+    C1 controls such as U+009B, which a terminal takes for an escape sequence, format
+    characters) written as `\\uXXXX`: the same JSON values, safe to print. Lines that hold
+    none are left as they are (the check is per line: a long export is mostly those)."""
+    return "\n".join(
+        line if line.isprintable() else printable_json(line) for line in text.split("\n")
+    )
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@+-]+")
