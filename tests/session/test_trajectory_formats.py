@@ -248,3 +248,38 @@ async def test_a_forks_copy_of_its_parents_history_is_marked_copied_context(
     assert copied == [("user", "list the files"), ("agent", "")]
     own = [s for s in trajectory.steps if not s.is_copied_context and s.source != "system"]
     assert own[0].message == "list them again" and own[1].metrics is not None
+
+
+def test_an_imported_file_with_odd_values_exports_or_says_why(tmp_path: Path) -> None:
+    lines = [
+        {"kind": "session", "format": "journeyman-session-1", "task": "t", "workspace": "/x"},
+        {"kind": "message", "role": "user", "content": "hi"},
+        {
+            "kind": "message",
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": 5, "name": 7, "arguments": {"n": [1, {"deep": None}]}}],
+        },
+        {
+            "kind": "message",
+            "role": "tool",
+            "content": "",
+            "tool_result": {"call_id": 5, "name": "n", "content": ["a", 1]},
+        },
+    ]
+    file = tmp_path / "odd.jsonl"
+    file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    sessions = tmp_path / "sessions"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    imported = jm(
+        "sessions", "import", str(file), "-w", str(workspace), "--session-dir", str(sessions),
+        env=clean_env(),
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    done = export(sessions, imported.stdout.strip(), "--format", "atif")
+    assert done.returncode == 0, done.stderr  # type: ignore[attr-defined]
+    trajectory = atif.Trajectory.model_validate_json(done.stdout)  # type: ignore[attr-defined]
+    (step,) = [s for s in trajectory.steps if s.tool_calls]
+    assert step.tool_calls and step.tool_calls[0].tool_call_id == "5"
+    assert step.observation and step.observation.results[0].content == '["a", 1]'

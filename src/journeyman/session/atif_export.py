@@ -19,7 +19,9 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import atif
+from pydantic import ValidationError
 
+from journeyman.core.errors import ConfigurationError
 from journeyman.core.messages import Role, ToolResult, Usage
 from journeyman.core.package import package_version
 from journeyman.core.redact import Redactor
@@ -57,9 +59,17 @@ def atif_trajectory(
 ) -> atif.Trajectory:
     """The session with its subagents as an ATIF trajectory, redacted and validated (whole:
     a step's observation is completed after the step was built)."""
-    built = _trajectory(store, session_id, visited=set(), depth=0)
     redact = redactor or Redactor()
-    return atif.Trajectory.model_validate(redact.tree(built.to_json_dict()))
+    try:
+        built = _trajectory(store, session_id, visited=set(), depth=0)
+        return atif.Trajectory.model_validate(redact.tree(built.to_json_dict()))
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigurationError(
+            f"session {session_id} holds data an ATIF trajectory cannot carry "
+            f"({where}: {first['msg']}); export it as jsonl instead"
+        ) from None
 
 
 def _trajectory(
@@ -165,14 +175,14 @@ class _Steps:
             return
         else:
             source = "system" if message.role is Role.SYSTEM else "user"
-            self.add(source=source, message=message.content, timestamp=_iso(entry.at))
+            self.add(source=source, message=_text(message.content), timestamp=_iso(entry.at))
 
     def _reply(self, entry: Entry) -> None:
         message, call = entry.message, entry.model_call
         calls = [
             atif.ToolCall(
-                tool_call_id=c.id,
-                function_name=c.name,
+                tool_call_id=str(c.id),  # an imported file's ids and names may be anything
+                function_name=str(c.name),
                 arguments=c.arguments,
                 extra={"invalid": c.invalid} if c.invalid else None,
             )
@@ -180,7 +190,7 @@ class _Steps:
         ]
         step = self.add(
             source="agent",
-            message=message.content,
+            message=_text(message.content),
             timestamp=_iso(entry.at),
             model_name=call.model if call else None,
             tool_calls=calls or None,
@@ -195,8 +205,8 @@ class _Steps:
 
     def _observe(self, result: ToolResult, entry: Entry) -> None:
         observed = atif.ObservationResult(
-            source_call_id=result.call_id,
-            content=result.content,
+            source_call_id=str(result.call_id),
+            content=_text(result.content),
             subagent_trajectory_ref=self._child_ref(result),
             extra=_drop_none(
                 {
@@ -208,7 +218,9 @@ class _Steps:
             ),
         )
         step = self._open
-        if step is None or result.call_id not in {c.tool_call_id for c in step.tool_calls or ()}:
+        if step is None or str(result.call_id) not in {
+            c.tool_call_id for c in step.tool_calls or ()
+        }:
             # a result with no reply before it (a harness's own call, an imported file's
             # leftover): a system step of its own, not tied to any call
             orphan = observed.model_copy(update={"source_call_id": None})
@@ -229,6 +241,11 @@ class _Steps:
         if not isinstance(child, str) or child not in self._child_ids:
             return None
         return [atif.SubagentTrajectoryRef(trajectory_id=child, session_id=child)]
+
+
+def _text(content: object) -> str:
+    """A stored text as text (an imported file's may be a list or a number)."""
+    return content if isinstance(content, str) else json.dumps(content, default=str)
 
 
 def _metrics(call: ModelCall) -> atif.Metrics:
