@@ -16,7 +16,7 @@ from journeyman.core.text import clip
 from journeyman.loop.config_file import session_root, user_config_file
 from journeyman.policy.settings import trusted_from_data
 from journeyman.session.store import SessionRecord, SessionStore, SessionSummary, new_session_id
-from journeyman.session.trajectory import export_jsonl, import_file
+from journeyman.session.trajectory import import_file
 from journeyman.tools.snapshot import forget_snapshots
 
 if TYPE_CHECKING:
@@ -342,37 +342,142 @@ def _safe(text: str) -> str:
 
 @sessions_app.command("export")
 def export(
-    session: Annotated[str, typer.Argument(help=SESSION_ARG_HELP)],
-    format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
+    session: Annotated[
+        str | None,
+        typer.Argument(help=SESSION_ARG_HELP + " Left out with --batch.", show_default=False),
+    ] = None,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="jsonl (journeyman's own, which `sessions import` reads back), atif (an ATIF "
+            "v1.8 trajectory, subagents embedded) or mini-traj (a mini-swe-agent .traj.json).",
+        ),
+    ] = "jsonl",
     output: Annotated[
         Path | None,
         typer.Option(
             "--output",
             "-o",
-            help="File (default stdout); a folder gets <session id>.jsonl inside it.",
+            help="File (default stdout); a folder gets <session id>.jsonl (.json for atif, "
+            ".traj.json for mini-traj) inside it. With --batch, the folder for the files "
+            "(default OUT/trajectories).",
+        ),
+    ] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch",
+            help="A batch or eval output folder (their --out): one file per task, named after "
+            "the task's id. Give the --session-dir the batch ran with.",
         ),
     ] = None,
     session_dir: SessionDirOpt = None,
 ) -> None:
-    """Write a session as JSON lines: a header, then every message and event."""
-    if format != "jsonl":
-        _fail(f"unknown export format {format!r}; only jsonl is supported")
+    """Write a session in a format other tools read, or every task of a batch or eval.
+
+    jsonl is a header, then every message and event; atif and mini-traj hold the conversation
+    with each turn's tokens and cost. Secrets are redacted in every format."""
+    from journeyman.cli.session_export import FORMATS
+
+    if format not in FORMATS:
+        _fail(f"unknown export format {format!r}; choose one of {', '.join(FORMATS)}")
+    if batch is not None:
+        if session:
+            _fail("name a session or pass --batch OUT, not both")
+        _export_batch(batch, format, output, session_dir)
+        return
+    if not session:
+        _fail("name the session to export, or pass --batch OUT for every task of a batch")
     store = open_store(session_dir)
     try:
         record = resolve_session(store, session, False, None)
-        if output is None:
-            export_jsonl(store, record.id, sys.stdout)
-        else:
-            if output.is_dir():
-                output = output / f"{record.id}.jsonl"
-            try:
-                with output.open("w", encoding="utf-8") as handle:
-                    count = export_jsonl(store, record.id, handle)
-            except OSError as error:
-                _fail(f"cannot write {printable(str(output))}: {error.strerror or error}")
-            sys.stderr.write(f"wrote {count} lines to {printable(str(output))}\n")
+        text, said = _rendered(store, record.id, format)
     finally:
         store.close()
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from journeyman.cli.session_export import output_path
+
+    path = output_path(output, record.id, format)
+    _write_file(path, text)
+    sys.stderr.write(f"wrote {said} to {printable(str(path))}\n")
+
+
+def _rendered(store: SessionStore, session_id: str, format: str) -> tuple[str, str]:
+    from journeyman.cli.session_export import rendered
+
+    try:
+        return rendered(store, session_id, format)
+    except ConfigurationError as error:  # a damaged store, said as such
+        _fail(error.message)
+
+
+def _write_file(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        _fail(f"cannot write {printable(str(path))}: {error.strerror or error}")
+
+
+def _export_batch(out: Path, format: str, output: Path | None, session_dir: Path | None) -> None:
+    """One file per task of the batch or eval in `out`, from the session of its last attempt."""
+    from journeyman.batch.results import RESULTS_FILE, read_results
+    from journeyman.cli.session_export import FORMATS, TRAJECTORIES_DIR, task_file_name
+
+    if not (out / RESULTS_FILE).is_file():
+        _fail(f"{printable(str(out))} holds no {RESULTS_FILE}; pass the --out of a batch or eval")
+    try:
+        results = read_results(out)
+    except ConfigurationError as error:
+        _fail(error.message)
+    folder = output if output is not None else out / TRAJECTORIES_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        _fail(f"cannot create {printable(str(folder))}: {error.strerror or error}")
+    store = open_store(session_dir)
+    written, not_run, missing = 0, [], []
+    taken: set[str] = set()
+    try:
+        for task_id, result in results.items():
+            if not result.session_id:
+                not_run.append(task_id)
+                continue
+            try:
+                store.load_session(result.session_id)
+            except ConfigurationError:
+                missing.append(task_id)
+                continue
+            text, _ = _rendered(store, result.session_id, format)
+            name = task_file_name(task_id, taken) + FORMATS[format].suffix
+            _write_file(folder / name, text)
+            written += 1
+    finally:
+        store.close()
+    _say_batch_export(written, folder, not_run, missing, store.path)
+    if missing and not written:
+        raise typer.Exit(2)
+
+
+def _say_batch_export(
+    written: int, folder: Path, not_run: list[str], missing: list[str], store_path: Path
+) -> None:
+    sys.stderr.write(
+        f"wrote {written} task file{'s' if written != 1 else ''} to {printable(str(folder))}\n"
+    )
+    if not_run:
+        sys.stderr.write(
+            f"journeyman: {len(not_run)} task(s) never started, so nothing to export: "
+            f"{printable(clip(', '.join(not_run), 200))}\n"
+        )
+    if missing:
+        sys.stderr.write(
+            f"journeyman: the sessions of {len(missing)} task(s) are not in {store_path} "
+            f"({printable(clip(', '.join(missing), 200))}); pass the --session-dir the batch "
+            "ran with\n"
+        )
 
 
 @sessions_app.command("import")

@@ -27,7 +27,7 @@ import secrets
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -696,6 +696,18 @@ class SessionStore:
         loaded = [self._stored(b, what, Message.from_dict) for (b,) in rows]
         return with_paired_results(loaded, keep_pending=True)[0]
 
+    def message_rows(self, session_id: str) -> Iterator[tuple[int, int, Message]]:
+        """(seq, step, message) of every stored message of the session, in order: also those
+        a compaction replaced (a compacting step stores the whole rewritten history again, from
+        the seq its checkpoint names as `HISTORY_START`)."""
+        rows = self._db.execute(
+            "SELECT seq, step, body FROM messages WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        what = f"a message of session {session_id}"
+        for seq, step, body in rows:
+            yield int(seq), int(step), self._stored(body, what, Message.from_dict)
+
     def events(self, session_id: str) -> Iterator[dict[str, Any]]:
         rows = self._db.execute(
             "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
@@ -703,22 +715,30 @@ class SessionStore:
         for (body,) in rows:
             yield self._stored(body, f"an event of session {session_id}")
 
-    def step_events(self, session_id: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(step, event) of every stored event of the session, in order."""
-        rows = self._db.execute(
-            "SELECT step, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        )
-        for step, body in rows:
+    def step_events(
+        self, session_id: str, types: Collection[str] | None = None
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(step, event) of every stored event of the session (of these `types` only, when
+        given), in order."""
+        query = "SELECT step, body FROM events WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if types is not None:
+            query += f" AND type IN ({', '.join('?' * len(types))})"
+            params += sorted(types)
+        for step, body in self._db.execute(query + " ORDER BY seq", params):
             yield int(step), self._stored(body, f"an event of session {session_id}")
 
     def read_step_events(
-        self, session_id: str, clean: Callable[[Any], Any] | None = None
+        self,
+        session_id: str,
+        clean: Callable[[Any], Any] | None = None,
+        types: Collection[str] | None = None,
     ) -> Iterator[tuple[int, StoredEvent | UnreadableEvent]]:
-        """(step, event) of every stored event of the session, in order, read back typed; one
-        this version cannot read (unknown type, fields missing or of the wrong kind) comes as
-        an `UnreadableEvent` for the reader to skip. `clean` is applied to each stored record
-        before it is read (the inspector redacts it)."""
-        for step, data in self.step_events(session_id):
+        """(step, event) of every stored event of the session (of these `types` only, when
+        given), in order, read back typed; one this version cannot read (unknown type, fields
+        missing or of the wrong kind) comes as an `UnreadableEvent` for the reader to skip.
+        `clean` is applied to each stored record before it is read (the inspector redacts it)."""
+        for step, data in self.step_events(session_id, types):
             yield step, read_event(data if clean is None else clean(data))
 
     def step_checkpoints(self, session_id: str) -> Iterator[tuple[int, float, dict[str, Any]]]:
