@@ -1,5 +1,6 @@
 """The Ray executor on a real local cluster: a batch of 8 tasks on the fake OpenAI server, one
-worker process killed mid-task, against the same batch on the local executor."""
+worker process killed mid-task, against the same batch on the local executor. Each task's
+workspace and session travel to its worker and back (the workers' temp folders are their own)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +21,12 @@ import ray
 
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.job import TaskJob, TaskOutcome, session_id_for
-from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, RayLedger
+from journeyman.batch.ray_executor import (
+    PID_DIR_ENV,
+    RayExecutor,
+    RayLedger,
+    journeyman_runtime_env,
+)
 from journeyman.batch.scheduler import Scheduler, open_ledger
 from journeyman.batch.task_file import BatchTask
 from journeyman.economics.ledger import Amount, LedgerPolicy
@@ -47,13 +54,28 @@ def pid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(pid_dir: Path) -> Iterator[LocalRayCluster]:
+def worker_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("worker-tmp")
+
+
+@pytest.fixture(scope="module")
+def cluster(pid_dir: Path, worker_tmp: Path) -> Iterator[LocalRayCluster]:
     """The workers find the API key in their own environment, as on a real node."""
     # a call the test forgot to point at its fake server fails fast, never leaves the machine
     nowhere = "http://127.0.0.1:9/v1"
-    env = clean_env(OPENAI_API_KEY=KEY, OPENAI_BASE_URL=nowhere, **{PID_DIR_ENV: str(pid_dir)})
+    env = clean_env(
+        OPENAI_API_KEY=KEY,
+        OPENAI_BASE_URL=nowhere,
+        TMPDIR=str(worker_tmp),
+        **{PID_DIR_ENV: str(pid_dir)},
+    )
     with LocalRayCluster(env) as running, ray_environment():
-        ray.init(address=running.address, log_to_driver=False, include_dashboard=False)
+        ray.init(
+            address=running.address,
+            log_to_driver=False,
+            include_dashboard=False,
+            runtime_env=journeyman_runtime_env(),
+        )
         try:
             yield running
         finally:
@@ -173,7 +195,8 @@ def test_a_batch_survives_a_killed_worker_and_matches_the_local_executor(
     for outcome in ray_outcomes:
         written = tmp_path / "ray" / "ws" / outcome.task_id / "out.txt"
         assert written.read_text() == outcome.task_id
-    expected_requests = {f"t{i}": 2 for i in range(TASKS)} | {"t3": 3}  # + the one cut short
+    # the victim's attempt died with its rows: it started over (2 calls) after the 2 it made
+    expected_requests = {f"t{i}": 2 for i in range(TASKS)} | {"t3": 4}
     assert on_ray.requests == expected_requests
 
     # the key came from the workers' environment, and went nowhere else
@@ -230,8 +253,15 @@ def test_a_task_whose_worker_dies_twice_ends_as_an_infrastructure_error(
     assert outcome.status == "infra_error"
     assert outcome.error is not None and "died 2 times" in outcome.error
     assert "--resume" in outcome.error
-    assert outcome.cost_usd == pytest.approx(0.007)  # the one step that was persisted
+    # what the dead attempts spent died with their workers: nothing of theirs reached the
+    # batch's store (counting their calls in flight is the ledger's part)
+    assert outcome.cost_usd == 0.0
     assert executor.worker_deaths == 2
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        assert store.list_sessions() == []
+    finally:
+        store.close()
 
 
 class KillOnce:
@@ -309,11 +339,12 @@ def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
     assert on_ray.spent.usd == pytest.approx(local.spent.usd, rel=1e-9)
 
 
-def test_a_task_ray_tears_down_is_left_to_resume_not_recorded_as_cancelled(
-    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+def test_a_task_ray_tears_down_leaves_nothing_on_its_worker_and_nothing_half_merged(
+    cluster: LocalRayCluster, pid_dir: Path, worker_tmp: Path, tmp_path: Path
 ) -> None:
-    """Ray interrupts a task whose batch process died (or that it cancels); the session must
-    stay unfinished at its last step, not end "cancelled by the user"."""
+    """Ray interrupts a task whose batch process died (or that it cancels): the worker removes
+    its temp folder and exits, its session is never recorded as cancelled by a user, and the
+    batch's store holds nothing of that attempt (a resumed batch sends it again)."""
     second_call = threading.Event()
 
     def stall_on_second_step(request: RecordedRequest) -> ScriptItem:
@@ -325,14 +356,20 @@ def test_a_task_ray_tears_down_is_left_to_resume_not_recorded_as_cancelled(
     with FakeOpenAIServer(default=stall_on_second_step) as server:
         job = jobs(tmp_path, server)[0]
         executor = RayExecutor(cluster.address, max_parallel=1)
-        ref = executor._remote.remote(job)
+        shipment, pack = executor._ship(job)
+        ref = executor._remote.remote(shipment, pack)
         assert second_call.wait(60), "the task should have reached its second model call"
+        assert list(worker_tmp.glob("jm-task-*")), "the worker should run in its temp folder"
         ray.cancel(ref)  # not forced: Ray interrupts the worker's main thread
         with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
             ray.get(ref, timeout=60)
+    deadline = time.monotonic() + 30
+    while list(worker_tmp.glob("jm-task-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(worker_tmp.glob("jm-task-*"))
+    assert not (Path(job.workspace_dir) / "out.txt").exists()
     store = SessionStore(tmp_path / "sessions")
     try:
-        summary = store.summary(job.session_id)
+        assert store.list_sessions() == []
     finally:
         store.close()
-    assert summary.finish_reason is None and summary.steps == 1

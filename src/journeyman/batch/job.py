@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from journeyman.providers.base import Provider
     from journeyman.providers.resilient import RetryPolicy
     from journeyman.session.store import SessionStore
+    from journeyman.session.transfer import SessionRows
 
 Status = Literal["succeeded", "failed", "infra_error", "rate_limited"]
 
@@ -94,7 +95,9 @@ class TaskOutcome:
     status: Status
     finish_reason: str
     cost_usd: float
-    """What this attempt spent (the store's usage rows of the session, this attempt only)."""
+    """What this attempt spent (the store's usage rows of the session, this attempt only). From
+    a Ray worker: the worker's own count, in its own store (cross-check it with
+    `session.transfer.rows_spending(rows)`)."""
     tokens: int
     """Tokens this attempt spent."""
     duration_s: float
@@ -110,6 +113,10 @@ class TaskOutcome:
     """The run's check evidence (`CheckEvidence.to_dict`, its output tail left out)."""
     ignored_settings: tuple[str, ...] = ()
     """Warnings for the settings of the task's workspace config the trust rules left out."""
+    rows: SessionRows | None = None
+    """The session's rows as the worker's own store holds them at the attempt's end (Ray
+    executor: merged into the batch's store before the outcome reaches the scheduler); None
+    when the attempt ran against the batch's store itself, or never started its session."""
 
     @property
     def finished(self) -> bool:
