@@ -79,6 +79,7 @@ def _eval(tmp_path: Path, server: FakeOpenAIServer, *args: str) -> subprocess.Co
         "--no-verify",
         "--sandbox",
         "local",
+        "--allow-unsandboxed",
         "--max-parallel",
         "2",
     ]

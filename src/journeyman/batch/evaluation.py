@@ -3,6 +3,9 @@
 Reads the batch's `results.jsonl` (the last row of each task wins, as in the batch) and writes
 `eval.md` and `eval.json` next to it: the resolved rate with its Wilson 95 % interval, and the
 US dollars and tokens spent per resolved task (everything spent, divided by the tasks resolved).
+Figures are rounded where they are written (`rounded`): rates to 6 places, dollars to 6,
+tokens per resolved task to 1. A run whose commands ran unsandboxed (`mark_unsandboxed`, kept
+over resumes) says so in every report and in its summary line.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,12 @@ EVAL_MD = "eval.md"
 EVAL_JSON = "eval.json"
 NOT_RUN = "not_run"
 """A batch row's status for a task never started (see `journeyman.batch.results`)."""
+UNSANDBOXED_FILE = "unsandboxed"
+"""Marker in an eval's --out: some run of it let the agent's commands run unsandboxed."""
+RATE_PLACES = 6
+"""Decimal places of a rate (0-1) as written."""
+USD_PLACES = 6
+"""Decimal places of a US dollar figure as written."""
 
 
 class EvalInputError(ValueError):
@@ -65,6 +74,9 @@ class EvalSummary:
     """Tasks never started (the global budget ran out first)."""
     flagged: int = 0
     """Tasks whose agent changed test infrastructure (left out of what was graded)."""
+    unsandboxed: bool = False
+    """The agent's commands ran without a sandbox (`--allow-unsandboxed`) in some run of the
+    eval: they could read the hidden tests, so the figures prove nothing."""
 
     def rate_text(self) -> str:
         """ "7/12 (58.3 %, 95 % CI 32.0-80.7 %)", or "0/0 (no task ran)"."""
@@ -100,7 +112,14 @@ class EvalSummary:
         return (
             f"resolved {self.rate_text()}{self.not_run_text()}{self.flagged_text()}; "
             f"spent ${self.cost_usd:.4f} and {self.tokens:,} tokens; {per}"
+            f"{self.unsandboxed_text()}"
         )
+
+    def unsandboxed_text(self) -> str:
+        """ "; UNSANDBOXED: ..." when the agent's commands ran without a sandbox, else ""."""
+        if not self.unsandboxed:
+            return ""
+        return "; UNSANDBOXED: the agent's commands could read the hidden tests"
 
 
 def read_graded(out: Path) -> dict[str, GradedTask]:
@@ -173,15 +192,43 @@ def summarize_rows(rows: Iterable[TaskResult]) -> EvalSummary:
     return summarize({row.id: _graded(row) for row in rows})
 
 
+def mark_unsandboxed(out: Path, why: str) -> None:
+    """Record in `out` that this eval's commands run unsandboxed (kept by every later run)."""
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / UNSANDBOXED_FILE, why.rstrip("\n") + "\n")
+
+
+def was_unsandboxed(out: Path) -> bool:
+    """Whether some run of the eval in `out` ran the agent's commands unsandboxed."""
+    return (out / UNSANDBOXED_FILE).exists()
+
+
+def rounded(summary: EvalSummary) -> dict[str, Any]:
+    """`summary` as written to eval.json: rates and dollars rounded, no float noise."""
+    data = asdict(summary)
+    for key in ("rate", "low", "high"):
+        data[key] = round(data[key], RATE_PLACES)
+    for key in ("cost_usd", "usd_per_resolved"):
+        if data[key] is not None:
+            data[key] = round(data[key], USD_PLACES)
+    if data["tokens_per_resolved"] is not None:
+        data["tokens_per_resolved"] = round(data["tokens_per_resolved"], 1)
+    return data
+
+
 def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
     """Write `eval.md` and `eval.json` for the run in `out`; returns its summary."""
     tasks = read_graded(out)
-    summary = summarize(tasks)
+    summary = replace(summarize(tasks), unsandboxed=was_unsandboxed(out))
     data = {
         "suite": suite,
         "model": model,
-        "summary": asdict(summary),
-        "tasks": {task_id: asdict(task) for task_id, task in sorted(tasks.items())},
+        "unsandboxed": summary.unsandboxed,
+        "summary": rounded(summary),
+        "tasks": {
+            task_id: {**asdict(task), "cost_usd": round(task.cost_usd, USD_PLACES)}
+            for task_id, task in sorted(tasks.items())
+        },
     }
     _write(out / EVAL_JSON, json.dumps(data, indent=2) + "\n")
     _write(out / EVAL_MD, render_markdown(summary, tasks, suite, model))
@@ -256,6 +303,14 @@ def summary_rows(summary: EvalSummary) -> list[tuple[str, str]]:
         ]
     else:
         rows = [("Resolved", "0 of 0: no task ran")]
+    if summary.unsandboxed:
+        rows.append(
+            (
+                "Sandbox",
+                "none: the agent's commands ran unsandboxed (--allow-unsandboxed) and could "
+                "read the hidden tests; these figures cannot be published",
+            )
+        )
     if summary.not_run:
         rows.append(("Not run", f"{summary.not_run} (budget exhausted; left out of the rate)"))
     if summary.ran:

@@ -12,11 +12,11 @@ import hashlib
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from journeyman.batch.evaluation import summarize_rows
+from journeyman.batch.evaluation import summarize_rows, was_unsandboxed
 from journeyman.batch.events import BatchEventHandler
 from journeyman.batch.executor import Executor
 from journeyman.batch.report import ReportInput, write_reports
@@ -252,7 +252,10 @@ async def run_batch(
 def finish_files(settings: BatchSettings, summary: BatchSummary, *, graded: bool = False) -> None:
     """results.jsonl, the reports (with the eval's figures when the tasks are graded), preds."""
     write_results(settings.out, summary.results)
-    evaluation = summarize_rows(summary.results) if graded else None
+    evaluation = None
+    if graded:
+        unsandboxed = settings.config.get("sandbox") == "local" or was_unsandboxed(settings.out)
+        evaluation = replace(summarize_rows(summary.results), unsandboxed=unsandboxed)
     info = ReportInput(
         batch_id=summary.batch_id,
         model=settings.model,

@@ -33,6 +33,7 @@ from journeyman.cli.batch_options import (
     ExecutorOpt,
     GlobalBudgetTokensOpt,
     GlobalBudgetUsdOpt,
+    HideOpt,
     MaxParallelOpt,
     MaxRetriesOpt,
     PerTaskBudgetTokensOpt,
@@ -100,6 +101,7 @@ def batch(
     max_iterations: MaxIterationsOpt = None,
     max_duration: MaxDurationOpt = None,
     sandbox: SandboxOpt = None,
+    hide: HideOpt = None,
     session_dir: SessionDirOpt = None,
     output_format: OutputOpt = OutputFormat.TEXT,
     otel: OtelOpt = False,
@@ -112,7 +114,9 @@ def batch(
     settings and API keys are those of `journeyman run`; a task's own limits are kept when
     lower than its allocation. A 429 from the provider lowers the batch's concurrency and
     puts the task back in the queue. Interrupted (even kill -9), the batch loses no finished
-    task and charges nothing twice when run again.
+    task and charges nothing twice when run again. A task's commands never see the other
+    tasks' workspaces, --out, the tasks file, nor the hidden tests of a graded task (under
+    bubblewrap and docker; local hides nothing).
 
     Exit status: 0 only when every task succeeded; 1 when any failed, hit an infrastructure
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
@@ -138,8 +142,11 @@ def batch(
     out_dir, chosen, identity = _open_batch(
         tasks, loaded, out, resume, executor, max_parallel, ray_address, cpus_per_task
     )
+    from journeyman.batch.isolation import batch_hidden_paths
     from journeyman.batch.scheduler import BatchSettings
 
+    hidden = batch_hidden_paths(loaded, out_dir, [tasks, *(hide or ())])
+    settings_config["sandbox_hidden"] = hidden
     settings = BatchSettings(
         batch_id=identity.batch_id,
         out=out_dir,

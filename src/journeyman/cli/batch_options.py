@@ -105,3 +105,14 @@ MaxRetriesOpt = Annotated[
         "unavailable, worker died), from its last saved step (default 2).",
     ),
 ]
+HideOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--hide",
+        help="A file or folder of this machine the tasks' commands must not see (repeat for "
+        "more): under bubblewrap it looks empty or unreadable, docker never mounts it, local "
+        "cannot hide it. Always hidden besides: --out (except the task's own workspace), the "
+        "tasks file or suite, graded tasks' hidden tests, the session store, your config.",
+        show_default=False,
+    ),
+]

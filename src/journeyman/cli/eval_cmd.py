@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import sys
+import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from journeyman.cli.exits import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
 from journeyman.core.display import printable, printable_json
+from journeyman.core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from journeyman.batch.evaluation import EvalSummary
+    from journeyman.tools.sandbox import SandboxKind
 
 SUITE_FILE = "suite.jsonl"
 COMPARE = "compare"
@@ -47,6 +54,28 @@ OutOpt = Annotated[
         help="Folder for results.jsonl, eval.md, eval.json, report.md, report.html, preds.json "
         "(SWE-bench suites) and each task's workspace (default: <suite name>.eval in the current "
         "folder). Running again on the same folder resumes the eval.",
+    ),
+]
+
+AllowUnsandboxedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsandboxed",
+        help="Run even though the agent's commands would run without a sandbox (--sandbox "
+        "local, or auto where bubblewrap cannot start), where they can read the hidden tests "
+        "and the other tasks' workspaces. eval.json, eval.md, report.md and the summary line "
+        "then say the run was unsandboxed. Without it such an eval refuses to start.",
+    ),
+]
+FailUnderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-under",
+        help="Exit 1 unless the resolved rate (resolved of the tasks that ran) is at least "
+        "RATE and every task ran: a fraction from 0 to 1 (0.8) or a percentage with % "
+        "(80%). A task the agent failed counts as unresolved, not as a reason to exit 1.",
+        metavar="RATE",
+        show_default=False,
     ),
 ]
 
@@ -82,10 +111,21 @@ def eval_command(suite: str, runs: list[str] | None = None, **options: Any) -> N
     rates, the tasks B resolved and A did not (wins) and the reverse (losses), and the cost
     difference.
 
+    The agent's commands never see the hidden tests, the suite, --out nor the other tasks'
+    workspaces: bubblewrap hides them, docker never mounts them. Local hides nothing, so an
+    eval whose sandbox is local (asked for, or auto where bubblewrap cannot start) refuses to
+    start unless --allow-unsandboxed is given, and its reports then say so.
+
+    Killed at any point, even while grading, the same command (or --resume) goes on: tasks
+    whose agent finished but that were never graded are graded without running the agent
+    again.
+
     Exit status as for `journeyman batch`: 0 only when every task ran to success (a task can
     succeed without being resolved: see eval.md), 1 otherwise, 2 bad input (unknown suite,
-    malformed or hostile suite file, bad options), 130 interrupted. `compare` exits 0, or 2
-    when a folder is not an eval run.
+    malformed or hostile suite file, bad options, a local sandbox without
+    --allow-unsandboxed), 130 interrupted. With --fail-under RATE: 0 when the resolved rate
+    is at least RATE and every task ran, else 1. `compare` exits 0, or 2 when a folder is not
+    an eval run.
     """
     if suite == COMPARE:
         _compare(runs or [])
@@ -114,14 +154,22 @@ def _compare(runs: list[str]) -> None:
 
 
 def _run_eval(suite: str, options: dict[str, Any]) -> None:
-    from journeyman.batch.evaluation import EvalInputError, write_eval_report
-    from journeyman.batch.suites import SuiteError, load_suite
+    from journeyman.batch.evaluation import (
+        EvalInputError,
+        mark_unsandboxed,
+        rounded,
+        write_eval_report,
+    )
+    from journeyman.batch.suites import SuiteError, load_suite, suite_source
+    from journeyman.batch.suites.micro import micro_root
     from journeyman.cli.batch_cmd import batch
     from journeyman.cli.options import OutputFormat
 
     out: Path = options.pop("out", None) or Path(f"{_suite_name(suite)}.eval")
     if out.exists() and not out.is_dir():
         fail(EXIT_CONFIG, f"--out {out} is a file; give a folder")
+    fail_under = _fail_under(options.pop("fail_under", None))
+    allow_unsandboxed = bool(options.pop("allow_unsandboxed", False))
     test_cmds = _read_test_cmds(options.pop("test_cmds", None))
     if test_cmds is not None:
         _check_test_cmds_apply(suite)
@@ -144,6 +192,18 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
         )
     except OSError as error:
         fail(EXIT_CONFIG, f"cannot write the suite's tasks to {out}: {error.strerror or error}")
+    options["sandbox"], why_unsandboxed = _settled_sandbox(options.get("sandbox"), out)
+    if why_unsandboxed is not None:
+        if not allow_unsandboxed:
+            fail(
+                EXIT_CONFIG,
+                f"eval refused: {why_unsandboxed}, so the agent's commands could read the hidden "
+                "tests and the other tasks' workspaces; use --sandbox bubblewrap (or docker), or "
+                "add --allow-unsandboxed to run anyway (the reports then say it was unsandboxed)",
+            )
+        mark_unsandboxed(out, why_unsandboxed)
+    # the bundled micro-suite too, whatever the suite: a copy of it is graded by the same tests
+    options["hide"] = [*(options.get("hide") or []), suite_source(suite), micro_root()]
     code = EXIT_FAILED
     try:
         batch(tasks=suite_file, out=out, **options)
@@ -162,9 +222,73 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
         if (out / "preds.json").is_file():
             typer.echo(f"SWE-bench predictions: {out / 'preds.json'}")
     else:
-        line = {"type": "eval_finished", "suite": suite, "out": str(out), **summary.__dict__}
+        line = {"type": "eval_finished", "suite": suite, "out": str(out), **rounded(summary)}
         sys.stdout.write(printable_json(json.dumps(line)) + "\n")
+    if fail_under is not None:
+        code = _gate(summary, fail_under)
     raise typer.Exit(code)
+
+
+def _fail_under(text: str | None) -> float | None:
+    """--fail-under as a fraction 0-1 (given as one, or as a percentage ending in %)."""
+    if text is None:
+        return None
+    raw = text.strip()
+    percent = raw.endswith("%")
+    try:
+        value = float(raw.removesuffix("%").strip())
+    except ValueError:
+        value = math.nan
+    if percent:
+        value /= 100
+    if not 0 <= value <= 1:  # nan too
+        fail(
+            EXIT_CONFIG,
+            f"--fail-under {text!r}: give a fraction from 0 to 1 (0.8) or a percentage "
+            "from 0% to 100% (80%)",
+        )
+    return value
+
+
+def _gate(summary: EvalSummary, threshold: float) -> int:
+    """Exit 0 when the rate reaches `threshold` and every task ran, else 1 (said on stderr)."""
+    wanted = f"--fail-under {threshold * 100:g} %"
+    if summary.rate + 1e-12 < threshold:
+        typer.echo(
+            printable(f"eval: resolved rate {summary.rate_text()} is below {wanted}"), err=True
+        )
+        return EXIT_FAILED
+    if summary.not_run:
+        ran = f"eval: {summary.not_run} of {summary.tasks} tasks did not run"
+        typer.echo(f"{ran} ({wanted} needs every task to run)", err=True)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _settled_sandbox(asked: SandboxKind | None, out: Path) -> tuple[SandboxKind, str | None]:
+    """The sandbox every task gets, decided once before any runs (the flag, else the user's
+    settings, else auto; auto becomes the kind it resolves to here, so that no task falls
+    back on its own), and why it is unsandboxed when it is local."""
+    from journeyman.loop.config_file import load_config
+    from journeyman.tools.sandbox import SandboxKind, open_sandbox
+
+    source = "--sandbox"
+    try:
+        with tempfile.TemporaryDirectory(prefix="journeyman-probe-") as probe:
+            if asked is None:  # the user's file and JOURNEYMAN_SANDBOX (no project file there)
+                asked = SandboxKind(load_config(Path(probe)).values.get("sandbox", "auto"))
+                source = "the sandbox of your settings"
+            box = open_sandbox(asked, Path(probe), hidden=(out.resolve(),))
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    except ValueError as error:
+        fail(EXIT_CONFIG, f"the sandbox in your settings is not usable: {error}")
+    if box.kind is not SandboxKind.LOCAL:
+        return box.kind, None
+    if asked is SandboxKind.LOCAL:
+        return box.kind, f"{source} is local, which hides nothing"
+    note = getattr(box, "note", "") or "bubblewrap unusable"
+    return box.kind, f"the sandbox is auto and fell back to local ({note})"
 
 
 def _read_test_cmds(path: Path | None) -> dict[str, Any] | None:
@@ -231,6 +355,10 @@ def _signature() -> inspect.Signature:
         inspect.Parameter("runs", keyword, annotation=RunsArg, default=None),
         inspect.Parameter("out", keyword, annotation=OutOpt, default=None),
         inspect.Parameter("test_cmds", keyword, annotation=TestCmdsOpt, default=None),
+        inspect.Parameter("fail_under", keyword, annotation=FailUnderOpt, default=None),
+        inspect.Parameter(
+            "allow_unsandboxed", keyword, annotation=AllowUnsandboxedOpt, default=False
+        ),
     ]
     params += [p for name, p in batch_params.items() if name not in ("tasks", "out")]
     return inspect.Signature(params)

@@ -650,13 +650,14 @@ def run(
 
 def sandbox_for(config: AgentConfig, workspace: Path) -> Sandbox:
     """The sandbox commands of a run with `config` in `workspace` run in (network, passed
-    variables and the host's private folders as the config says)."""
+    variables, the host's private folders and the paths the user hides as the config says)."""
+    private = private_folders(config.session_dir or default_session_root())
     return open_sandbox(
         config.sandbox,
         workspace,
         allow_network=config.allow_network,
         pass_env=tuple(config.pass_env),
-        hidden=private_folders(config.session_dir or default_session_root()),
+        hidden=(*private, *config.sandbox_hidden),
     )
 
 

@@ -135,6 +135,13 @@ class AgentConfig(BaseModel):
     or docker; one asked for by name that cannot start is a configuration error."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
+    sandbox_hidden: list[Path] = []
+    """Host paths commands must not see, besides the session store and the user's config:
+    bubblewrap shows each folder empty and each file unreadable wherever it lies (a path
+    holding the workspace still shows the workspace); docker mounts nothing of the host but
+    the workspace; local cannot hide anything. Only the user sets them (user config,
+    JOURNEYMAN_SANDBOX_HIDDEN with paths separated by `:`, a batch's `--hide`); a batch adds
+    its --out, its tasks file and the hidden tests of its graded tasks."""
     pass_env: list[str] = []
     """Environment variables commands get besides the built-in allow-list (PATH, HOME, the
     locale, ...): names, or prefixes ending in `*`; never the run's own provider key. Only

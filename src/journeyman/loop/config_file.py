@@ -331,6 +331,8 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         raw = env.get(ENV_PREFIX + name.upper())
         if raw and name == "pass_env":
             values[name] = raw.replace(",", " ").split()  # JOURNEYMAN_PASS_ENV="A B_*"
+        elif raw and name == "sandbox_hidden":
+            values[name] = [part for part in raw.split(os.pathsep) if part]
         elif raw:
             values[name] = raw  # pydantic converts the text to the field's type
     mode = env.get(f"{ENV_PREFIX}PERMISSION_MODE")

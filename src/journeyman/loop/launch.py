@@ -72,8 +72,8 @@ class LaunchRequest:
     chosen: ProviderChoice = field(default_factory=ProviderChoice)
     flags: Mapping[str, Any] = field(default_factory=dict)
     """`AgentConfig` fields set by the surface's flags, the top layer (None values: not
-    given). `permission_mode` sets the permissions' mode; `pass_env` adds to the configured
-    names."""
+    given). `permission_mode` sets the permissions' mode; `pass_env` and `sandbox_hidden`
+    add to the configured ones."""
     session_dir: Path | None = None
     stream: bool | None = None
     """Whether the model's text streams, when the surface decides it."""
@@ -136,8 +136,9 @@ def _fresh(request: LaunchRequest) -> Launch:
 
     loaded = load_config(request.workspace, project_hooks=request.project_hooks)
     flags = {key: value for key, value in request.flags.items() if value is not None}
-    if "pass_env" in flags:
-        flags["pass_env"] = [*loaded.values.get("pass_env", []), *flags["pass_env"]]
+    for additive in ("pass_env", "sandbox_hidden"):  # the flags add to the configured ones
+        if additive in flags:
+            flags[additive] = [*loaded.values.get(additive, []), *flags[additive]]
     if request.stream is not None:
         flags["stream"] = request.stream
     elif request.stream_by_default and "stream" not in loaded.values:

@@ -205,6 +205,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "sandbox": sandbox_not_weaker,
     "allow_network": only(False, f"a workspace cannot open the network; {USER_ONLY}"),
     "pass_env": refuse(f"it would hand your environment variables to commands; {USER_ONLY}"),
+    "sandbox_hidden": refuse(f"it names paths of your machine; {USER_ONLY}"),
     "journal_commands": only(True, f"a workspace cannot turn off undo for commands; {USER_ONLY}"),
     # the user's own choices
     "session_dir": refuse(f"it decides where sessions and their secrets are stored; {USER_ONLY}"),

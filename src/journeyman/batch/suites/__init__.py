@@ -17,11 +17,16 @@ import platformdirs
 
 from journeyman.batch.suites.errors import SuiteError
 from journeyman.batch.suites.exercises import load_exercises
-from journeyman.batch.suites.micro import MICRO_NAME, micro_task_dirs, read_micro_task
+from journeyman.batch.suites.micro import (
+    MICRO_NAME,
+    micro_root,
+    micro_task_dirs,
+    read_micro_task,
+)
 from journeyman.batch.suites.swebench import TestCommands, load_swebench, looks_like_swebench
 from journeyman.batch.task_file import BatchTask, TaskFileError, read_tasks_file
 
-__all__ = ["SuiteError", "load_suite", "suite_kind"]
+__all__ = ["SuiteError", "load_suite", "suite_kind", "suite_source"]
 
 
 def load_suite(
@@ -81,6 +86,14 @@ def suite_kind(path_or_name: str | Path) -> str:
         return "exercises"
     first = _first_record(path)
     return "swebench" if looks_like_swebench(first) else "tasks"
+
+
+def suite_source(path_or_name: str | Path) -> Path:
+    """Where the suite's own files lie (the bundled micro-suite's folder for `micro`): its
+    tasks' sandboxes hide it, with the hidden tests and test patches it holds."""
+    if str(path_or_name) == MICRO_NAME and not Path(path_or_name).exists():
+        return micro_root()
+    return Path(path_or_name).expanduser().resolve()
 
 
 def micro_tasks(root: Path | None) -> list[BatchTask]:
