@@ -177,7 +177,7 @@ def _load_tasks(tasks: Path) -> list[BatchTask]:
     from journeyman.batch.tasks import load_tasks
 
     try:
-        return load_tasks(tasks)
+        return load_tasks(tasks, note=lambda text: typer.echo(f"journeyman: {text}", err=True))
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
 
