@@ -4,12 +4,14 @@ OpenAI server, on three tasks made here (one solved, one not, one needing a cont
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from journeyman.batch.grading import GradingSpec, judge
+from journeyman.batch import grading
+from journeyman.batch.grading import GradingSpec, copy_hidden_tests, judge
 from journeyman.batch.harbor_reward import harbor_reward
 from journeyman.batch.suites import SuiteError, load_suite, suite_kind
 from journeyman.batch.suites.harbor_verify import path_pattern
@@ -207,3 +209,29 @@ def test_the_reward_decides(
         assert grade.error is not None and error in grade.error
     timed_out = judge(spec, output, None, True, None)
     assert timed_out.resolved is False and "ran past" in (timed_out.error or "")
+
+
+def test_what_the_agent_planted_beside_the_tests_is_gone_before_they_run(tmp_path: Path) -> None:
+    suite = harbor_suite(tmp_path / "tasks")
+    (suite / "shout" / "tests" / "test.sh").write_text(
+        "#!/bin/bash\n"
+        '[ "$(ls -A /tests | tr "\\n" " ")" = "expected.txt test.sh " ] || exit 0\n'
+        "echo 0.25 > /logs/verifier/reward.txt\n"
+    )
+    [task] = load_suite(suite / "shout", staging=tmp_path / "staging")
+    assert task.grading is not None and task.grading.hidden_tests_dir is not None
+    workspace = tmp_path / "ws"
+    shutil.copytree(task.workspace, workspace)
+    planted = workspace / ".harbor"
+    (planted / "tests").mkdir(parents=True)
+    (planted / "tests" / "conftest.py").write_text("# turns failures into passes\n")
+    (planted / "logs" / "verifier").mkdir(parents=True)
+    (planted / "logs" / "verifier" / "reward.json").write_text('{"reward": 1}')
+    copy_hidden_tests(Path(task.grading.hidden_tests_dir), workspace)
+    command = grading.GRADING_ENVIRONMENT + grading.test_command(task.grading)
+    done = subprocess.run(
+        ["/bin/sh", "-c", command], cwd=workspace, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert harbor_reward(done.stdout) == (0.25, None), done.stdout
+    assert not (planted / "tests" / "conftest.py").exists()

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from journeyman.batch.grading import GradingSpec
 from journeyman.batch.suites.errors import SuiteError
+from journeyman.batch.suites.harbor_verify import MANIFEST
 from journeyman.batch.task_file import TASK_ID, BatchTask, TaskLimits
 
 VERIFY_SCRIPT = Path(__file__).with_name("harbor_verify.py")
@@ -363,10 +364,13 @@ def _stage(folder: Path, plan: _Plan, start: Path, hidden: Path) -> None:
     for link in start.rglob("*"):
         if link.is_symlink():
             raise SuiteError(f"{folder}: environment file {link.name} is a symlink; copy it")
-    shutil.copytree(folder / "tests", hidden / ".harbor" / "tests", symlinks=True)
-    for link in (hidden / ".harbor" / "tests").rglob("*"):
+    tests = hidden / ".harbor" / "tests"
+    shutil.copytree(folder / "tests", tests, symlinks=True)
+    for link in tests.rglob("*"):
         if link.is_symlink():
             raise SuiteError(f"{folder}: tests/{link.name} is a symlink; copy it as a file")
+    shipped = sorted(p.relative_to(tests).as_posix() for p in tests.rglob("*") if p.is_file())
+    (hidden / ".harbor" / MANIFEST).write_text(json.dumps(shipped), encoding="utf-8")
     shutil.copyfile(VERIFY_SCRIPT, hidden / ".harbor" / "verify.py")
 
 

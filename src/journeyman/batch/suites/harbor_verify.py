@@ -30,6 +30,8 @@ from pathlib import Path
 REWARD_LINE = "HARBOR_REWARD "
 """Starts the last line: the reward as a JSON object, or `{"error": why}`."""
 HERE = ".harbor"
+MANIFEST = "tests.json"
+"""Beside this script: the relative paths of the files the task's `tests/` holds."""
 MAX_REWARD_BYTES = 64 * 1024
 
 
@@ -38,10 +40,10 @@ def main(argv: list[str]) -> int:
     root = Path.cwd().resolve()
     harbor = root / HERE
     tests, verifier = harbor / "tests", harbor / "logs" / "verifier"
-    verifier.mkdir(parents=True, exist_ok=True)
-    (harbor / "logs" / "agent").mkdir(parents=True, exist_ok=True)
-    for stale in ("reward.txt", "reward.json"):
-        (verifier / stale).unlink(missing_ok=True)
+    keep_only_shipped(tests, json.loads((harbor / MANIFEST).read_text(encoding="utf-8")))
+    remove(harbor / "logs")  # nothing the agent left there (a reward, a symlink) stays
+    verifier.mkdir(parents=True)
+    (harbor / "logs" / "agent").mkdir(parents=True)
     mapping = {
         "/logs/verifier": str(verifier),
         "/logs/agent": str(harbor / "logs" / "agent"),
@@ -56,6 +58,31 @@ def main(argv: list[str]) -> int:
     print(f"\n[tests/test.sh exited {done.returncode}]", flush=True)
     print(REWARD_LINE + json.dumps(read_reward(verifier)), flush=True)
     return 0
+
+
+def keep_only_shipped(tests: Path, shipped: list[str]) -> None:
+    """Remove from `tests` every file and folder the task did not ship (a `conftest.py` the
+    agent planted beside them, say): only the shipped files were laid over the tree."""
+    keep = set(shipped)
+    folders = {str(Path(name).parent) for name in keep}
+    folders |= {str(parent) for name in keep for parent in Path(name).parents}
+    for path in sorted(tests.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        relative = path.relative_to(tests).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            if relative not in folders:
+                remove(path)
+        elif relative not in keep:
+            remove(path)
+
+
+def remove(path: Path) -> None:
+    """`path` gone, whatever it is (a symlink is removed, never followed)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        for child in path.iterdir():
+            remove(child)
+        path.rmdir()
 
 
 def rewrite_tree(folder: Path, mapping: dict[str, str]) -> None:
