@@ -102,6 +102,11 @@ def test_a_harbor_folder_runs_end_to_end_and_the_container_task_is_named(
     assert "runs commands (RUN apt-get update" in done.stderr
     assert "eval: resolved 1/2 (50.0 %" in done.stdout
     assert "1 task(s) of the suite not run" in done.stdout
+    report = (out / "eval.md").read_text()
+    assert "## Not run here\n\n- Harbor task needs-apt needs a container engine" in report
+    assert json.loads((out / "eval.json").read_text())["left_out"][0].startswith(
+        "Harbor task needs-apt"
+    )
 
     tasks = {t["id"]: t for t in map(json.loads, (out / "suite.jsonl").read_text().splitlines())}
     assert set(tasks) == {"shout", "shout-twice"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -148,8 +148,11 @@ def summarize_rows(rows: Iterable[TaskResult]) -> EvalSummary:
     return summarize({row.id: _graded(row) for row in rows})
 
 
-def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
-    """Write `eval.md` and `eval.json` for the run in `out`; returns its summary."""
+def write_eval_report(
+    out: Path, suite: str, model: str | None, left_out: Sequence[str] = ()
+) -> EvalSummary:
+    """Write `eval.md` and `eval.json` for the run in `out`; returns its summary. `left_out`
+    says, one line each, which tasks of the suite could not run here (outside the figures)."""
     tasks = read_graded(out)
     summary = summarize(tasks)
     data = {
@@ -157,9 +160,13 @@ def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
         "model": model,
         "summary": asdict(summary),
         "tasks": {task_id: asdict(task) for task_id, task in sorted(tasks.items())},
+        "left_out": list(left_out),
     }
     _write(out / EVAL_JSON, json.dumps(data, indent=2) + "\n")
-    _write(out / EVAL_MD, render_markdown(summary, tasks, suite, model))
+    markdown = render_markdown(summary, tasks, suite, model)
+    if left_out:
+        markdown += "\n## Not run here\n\n" + "".join(f"- {line}\n" for line in left_out)
+    _write(out / EVAL_MD, markdown)
     return summary
 
 

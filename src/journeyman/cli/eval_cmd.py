@@ -168,7 +168,7 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     if code not in (EXIT_OK, EXIT_FAILED):
         raise typer.Exit(code)
     try:
-        summary = write_eval_report(out, suite, options.get("model"))
+        summary = write_eval_report(out, suite, options.get("model"), left_out)
     except (EvalInputError, OSError) as error:
         fail(EXIT_FAILED, f"the batch ran but its eval report could not be written: {error}")
     output_format = options.get("output_format", OutputFormat.TEXT)
