@@ -17,7 +17,8 @@ What Harbor calls, in order:
   working folder, its sessions under `/logs/agent/sessions` (so they come back with the logs),
   its stderr in `/logs/agent/journeyman.log`; then `journeyman sessions export ID --format atif`
   writes `/logs/agent/trajectory.json`, the trajectory Harbor reads. Exit 1 (the run did not
-  succeed by journeyman's own check) is not an agent error: the task's verifier decides.
+  succeed by journeyman's own check, or reached a limit) is not an agent error: the task's
+  verifier decides; a run ended by the provider or the setup (`INFRASTRUCTURE`) is one.
 - The model: Harbor's `-m provider/model` (`openai/...`, `anthropic/...`, or a bare model name);
   the provider's key and base URL are passed on from Harbor's environment (`OPENAI_API_KEY`,
   `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`) or given with `--ae NAME=VALUE`.
@@ -50,6 +51,11 @@ PASSED_ON = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPI
 """Variables of Harbor's own environment handed to journeyman (each only when set)."""
 ENDED_BY_THE_TASK = (0, 1)
 """journeyman's exit codes that end a run normally: done, or not done by its own check."""
+INFRASTRUCTURE = frozenset(
+    {"provider_unavailable", "provider_error", "configuration_error", "internal_error"}
+)
+"""Finish reasons that say the model or the setup failed, not the agent's work: the trial ends
+with an agent error (which Harbor's --max-retries can retry) rather than a reward of 0."""
 
 
 class JourneymanOptions(InstalledAgentOptions):
@@ -154,6 +160,10 @@ class JourneymanAgent(BaseInstalledAgent):
         (self.logs_dir / RESULT_FILE).write_text(json.dumps(outcome, indent=2), encoding="utf-8")
         fill_context(context, outcome)
         await self._export_trajectory(environment, logs, str(outcome.get("session_id") or ""))
+        if outcome.get("finish_reason") in INFRASTRUCTURE:
+            raise NonZeroAgentExitCodeError(
+                f"journeyman run ended with {outcome['finish_reason']}: {outcome.get('error')}"
+            )
 
     def run_command(self, logs: PurePosixPath) -> str:
         """The shell command that runs journeyman on the uploaded instruction."""

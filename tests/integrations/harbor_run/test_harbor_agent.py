@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.fakes.script import RecordedRequest, ScriptItem, reply
+from tests.fakes.script import RecordedRequest, ScriptItem, error, reply
 from tests.tools.sandboxes import BWRAP_PROBLEM
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -80,18 +81,16 @@ def journeyman_on_path(folder: Path) -> Path:
     return folder
 
 
-def test_harbor_runs_journeyman_as_an_installed_agent(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
-) -> None:
+def harbor_run(tmp_path: Path, server: FakeOpenAIServer) -> dict[str, Any]:
+    """`harbor run` on the hello task with journeyman as the agent; the trial's result.json."""
     task = hello_task(tmp_path / "tasks")
-    fake_openai.default = model
     shims = journeyman_on_path(tmp_path / "bin")
     env = {
         "PATH": f"{shims}:{os.environ['PATH']}",
         "HOME": str(tmp_path / "home"),
         "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
         "OPENAI_API_KEY": "sk-test-harbor",
-        "OPENAI_BASE_URL": fake_openai.base_url,
+        "OPENAI_BASE_URL": server.base_url,
         "JOURNEYMAN_CONFIG_DIR": str(tmp_path / "config"),
         "NO_COLOR": "1",
     }
@@ -103,11 +102,19 @@ def test_harbor_runs_journeyman_as_an_installed_agent(
         command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-
     trials = [p for p in (tmp_path / "jobs" / "j").iterdir() if p.is_dir()]
     assert len(trials) == 1, list((tmp_path / "jobs" / "j").iterdir())
-    trial = trials[0]
-    result = json.loads((trial / "result.json").read_text())
+    result: dict[str, Any] = json.loads((trials[0] / "result.json").read_text())
+    result["trial_dir"] = trials[0]
+    return result
+
+
+def test_harbor_runs_journeyman_as_an_installed_agent(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = model
+    result = harbor_run(tmp_path, fake_openai)
+    trial: Path = result["trial_dir"]
     assert result.get("exception_info") is None, result["exception_info"]
     assert result["verifier_result"]["rewards"] == {"reward": 1.0}
     assert (trial / "verifier" / "reward.txt").read_text().strip() == "1"
@@ -147,3 +154,15 @@ from harbor.models.trajectories import Trajectory
 trajectory = Trajectory.model_validate_json(Path(sys.argv[1]).read_text())
 print(trajectory.session_id, sum(step.source == "agent" for step in trajectory.steps))
 """
+
+
+def test_a_run_the_provider_ended_is_an_agent_error_not_a_zero(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = error(400, "the model does not exist")
+    result = harbor_run(tmp_path, fake_openai)
+    exception = result["exception_info"]
+    assert exception is not None and exception["exception_type"] == "NonZeroAgentExitCodeError"
+    assert "journeyman run ended with provider_error" in exception["exception_message"]
+    outcome = json.loads((result["trial_dir"] / "agent" / "journeyman-result.json").read_text())
+    assert outcome["finish_reason"] == "provider_error"
