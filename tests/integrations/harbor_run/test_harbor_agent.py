@@ -28,6 +28,7 @@ ENVIRONMENT = "tests.integrations.harbor_run.bwrap_environment:BubblewrapEnviron
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(400),  # Harbor's own start-up is several seconds on a loaded machine
     pytest.mark.skipif(
         not INSTALLED.is_file(),
         reason=f"no Harbor here: {HARBOR_VENV} is not built (`make harbor-venv` builds it "
