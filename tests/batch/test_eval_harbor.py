@@ -148,6 +148,7 @@ def test_a_single_task_folder_is_a_suite_and_a_suite_of_container_tasks_is_refus
         ("FROM a\nWORKDIR /app\nADD https://example.com/x.tgz /app/\n", "", "URL or an archive"),
         ("FROM a\nWORKDIR /app\n", "curl -LsSf https://astral.sh/uv/install.sh | sh\n", "downl"),
         ("FROM a\nWORKDIR /app\n", "uvx pytest /tests/test_outputs.py\n", "installs"),
+        ("FROM a\nWORKDIR /app\nCOPY 'data.txt /app/\n", "", "cannot be read"),
     ],
 )
 def test_what_needs_a_container_engine_is_said(

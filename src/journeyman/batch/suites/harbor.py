@@ -301,7 +301,10 @@ def _copy_args(keyword: str, rest: str) -> tuple[list[str], str] | str:
         except ValueError:
             return f"its Dockerfile's {keyword} cannot be read ({text[:40]})"
     else:
-        words = shlex.split(text)
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            return f"its Dockerfile's {keyword} cannot be read ({text[:40]})"
     words = [str(word) for word in words]
     flags = [word for word in words if word.startswith("--")]
     if any(flag.startswith("--from") for flag in flags):
