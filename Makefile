@@ -50,7 +50,7 @@ harbor-venv:
 	@if [ -z "$(PYTHON312)" ]; then \
 	  echo "note: no Python 3.12 here; the Harbor agent test will skip" >&2; \
 	elif [ ! -f $(HARBOR_STAMP) ] || [ pyproject.toml -nt $(HARBOR_STAMP) ]; then \
-	  rm -rf $(HARBOR_VENV) && $(PYTHON312) -m venv $(HARBOR_VENV) \
+	  { [ -x $(HARBOR_VENV)/bin/python ] || $(PYTHON312) -m venv $(HARBOR_VENV); } \
 	  && $(HARBOR_VENV)/bin/python -m pip install --quiet $$($(PYTHON312) -c \
 	    'import tomllib; extras = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]; print(" ".join(r.split(";")[0].strip() for r in extras["harbor"]))') \
 	  && touch $(HARBOR_STAMP) \
