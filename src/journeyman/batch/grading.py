@@ -30,11 +30,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from journeyman.batch.harbor_reward import RESOLVED_AT as REWARD_RESOLVED_AT
+from journeyman.batch.harbor_reward import harbor_reward
 from journeyman.core.safe_git import safe_git_command, safe_git_env
 from journeyman.tools.sandbox.git_scan import repository_config_names
 from journeyman.tools.shell import scrub_env
 
-GradingKind = Literal["swebench", "exercise", "micro"]
+GradingKind = Literal["swebench", "exercise", "micro", "harbor"]
 
 DEFAULT_GRADE_TIMEOUT = 900.0
 """Seconds the test command may run before its process group is killed."""
@@ -57,7 +59,8 @@ class GradingSpec(BaseModel):
     """How to decide whether a task was resolved, once the agent has stopped."""
 
     kind: GradingKind = "micro"
-    """Where the task came from: a SWE-bench instance, an exercise folder, the micro-suite."""
+    """Where the task came from: a SWE-bench instance, an exercise folder, the micro-suite, a
+    Harbor task (judged by the reward its tests wrote: `batch.harbor_reward`)."""
     test_cmd: str
     """Shell command run in the workspace; `{python}` stands for journeyman's own interpreter."""
     hidden_tests_dir: str | None = None
@@ -91,6 +94,8 @@ class GradeResult:
     tampering: list[dict[str, str]] = field(default_factory=list)
     """The agent's changes to test infrastructure left out of the graded tree: `path`, `why`
     (`batch.tampering`)."""
+    reward: float | None = None
+    """A Harbor task's reward, as its tests wrote it (None for other suites)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for results.jsonl)."""
@@ -170,6 +175,8 @@ def judge(
     model_patch: str | None,
 ) -> GradeResult:
     """Whether the tests' output resolves the task (see the module docstring)."""
+    if spec.kind == "harbor":
+        return _judge_reward(spec, output, exit_code, timed_out, model_patch)
     seen = parse_pytest_results(output)
     fail_to_pass = {test: _passed(test, seen) for test in spec.fail_to_pass}
     pass_to_pass = {test: _passed(test, seen) for test in spec.pass_to_pass}
@@ -189,6 +196,23 @@ def judge(
         # repository's full list would bloat each results row.
         tests_seen={} if spec.fail_to_pass or spec.pass_to_pass else seen,
         model_patch=model_patch,
+    )
+
+
+def _judge_reward(
+    spec: GradingSpec, output: str, exit_code: int | None, timed_out: bool, patch: str | None
+) -> GradeResult:
+    reward, problem = harbor_reward(output)
+    return GradeResult(
+        resolved=not timed_out and reward is not None and reward >= REWARD_RESOLVED_AT,
+        fail_to_pass={},
+        pass_to_pass={},
+        output_tail=output[-TAIL_CHARS:],
+        exit_code=exit_code,
+        timed_out=timed_out,
+        error=f"the tests ran past {spec.timeout_s:g} s and were stopped" if timed_out else problem,
+        model_patch=patch,
+        reward=reward,
     )
 
 

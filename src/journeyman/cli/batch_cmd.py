@@ -184,7 +184,9 @@ def _load_tasks(tasks: Path) -> list[BatchTask]:
     from journeyman.batch.tasks import load_tasks
 
     try:
-        return load_tasks(tasks)
+        return load_tasks(
+            tasks, note=lambda text: typer.echo(printable(f"journeyman: {text}"), err=True)
+        )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
 

@@ -35,7 +35,8 @@ SuiteArg = Annotated[
     str,
     typer.Argument(
         help="`micro` (the bundled micro-suite), a SWE-bench JSONL file, a folder of exercise "
-        "folders, or `compare` followed by two --out folders.",
+        "folders, a Harbor task folder (or a folder of them), or `compare` followed by two "
+        "--out folders.",
         show_default=False,
     ),
 ]
@@ -98,7 +99,10 @@ def eval_command(suite: str, runs: list[str] | None = None, **options: Any) -> N
     journeyman's own interpreter, which needs pytest); a SWE-bench JSONL file (instance_id,
     repo as a local git repository, base_commit, problem_statement, FAIL_TO_PASS, PASS_TO_PASS,
     optional test_patch and test_cmd), which also writes preds.json for the SWE-bench harness;
-    a folder of exercise folders (instructions, a stub and tests: the tests are the grader).
+    a folder of exercise folders (instructions, a stub and tests: the tests are the grader); a
+    Harbor task folder or a folder of them (instruction.md, task.toml, tests/test.sh writing the
+    reward; a task whose environment needs a container engine is named at the start and not
+    run).
 
     Hidden tests are never in the agent's workspace while it works. A task is resolved when
     every FAIL_TO_PASS test passes and every PASS_TO_PASS test still passes (for exercises:
@@ -173,9 +177,21 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     test_cmds = _read_test_cmds(options.pop("test_cmds", None))
     if test_cmds is not None:
         _check_test_cmds_apply(suite)
+    left_out: list[str] = []
+
+    def say_left_out(text: str) -> None:
+        left_out.append(text)
+        typer.echo(printable(f"eval: {text}"), err=True)
+
     try:
-        # Exercise folders are split into the agent's copy and the hidden tests inside --out.
-        tasks = load_suite(suite, staging=out.resolve() / "exercises", test_cmds=test_cmds)
+        # Exercise and Harbor folders are split into the agent's copy and the hidden tests
+        # inside --out; a Harbor task that needs a container engine is said here, before any run.
+        tasks = load_suite(
+            suite,
+            staging=out.resolve() / _staging_name(suite),
+            test_cmds=test_cmds,
+            note=say_left_out,
+        )
     except SuiteError as error:
         fail(EXIT_CONFIG, error.message)
     from journeyman.batch.runner import TasksChangedError, check_same_tasks
@@ -212,12 +228,14 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     if code not in (EXIT_OK, EXIT_FAILED):
         raise typer.Exit(code)
     try:
-        summary = write_eval_report(out, suite, options.get("model"))
+        summary = write_eval_report(out, suite, options.get("model"), left_out)
     except (EvalInputError, OSError) as error:
         fail(EXIT_FAILED, f"the batch ran but its eval report could not be written: {error}")
     output_format = options.get("output_format", OutputFormat.TEXT)
     if output_format is OutputFormat.TEXT:
         typer.echo(printable(f"eval: {summary.line()}"))
+        if left_out:
+            typer.echo(f"eval: {len(left_out)} task(s) of the suite not run (named at the start)")
         typer.echo(f"eval report: {out / 'eval.md'}")
         if (out / "preds.json").is_file():
             typer.echo(f"SWE-bench predictions: {out / 'preds.json'}")
@@ -317,6 +335,7 @@ SUITE_KINDS = {
     "micro": "the bundled micro-suite",
     "micro-folder": "a folder of micro-suite tasks",
     "exercises": "a folder of exercises (their own tests grade them)",
+    "harbor": "a folder of Harbor tasks (their tests/test.sh writes the reward)",
     "tasks": "a tasks file (each task's grading.test_cmd is its command)",
 }
 
@@ -337,6 +356,15 @@ def _check_test_cmds_apply(suite: str) -> None:
             f"{SUITE_KINDS.get(kind, 'not one')}, whose test commands come with its tasks. "
             "Drop --test-cmds",
         )
+
+
+def _staging_name(suite: str) -> str:
+    from journeyman.batch.suites import SuiteError, suite_kind
+
+    try:
+        return "harbor" if suite_kind(suite) == "harbor" else "exercises"
+    except SuiteError:
+        return "exercises"  # loading the suite says what is wrong with it
 
 
 def _suite_name(suite: str) -> str:

@@ -4,19 +4,22 @@
 - a JSONL file whose records have `instance_id` — SWE-bench format (`swebench.py`);
 - a JSONL file of plain batch tasks, every one with its `grading` field (used as is);
 - a folder of exercise folders, or one exercise folder (`exercises.py`);
-- a folder of micro-format task folders (`task.json` + `repo/` + `hidden/`).
+- a folder of micro-format task folders (`task.json` + `repo/` + `hidden/`);
+- a Harbor task folder, or a folder of them (`harbor.py`: `instruction.md` + `task.toml`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 
 from journeyman.batch.suites.errors import SuiteError
 from journeyman.batch.suites.exercises import load_exercises
+from journeyman.batch.suites.harbor import load_harbor, looks_like_harbor
 from journeyman.batch.suites.micro import (
     MICRO_NAME,
     micro_root,
@@ -34,18 +37,23 @@ def load_suite(
     *,
     staging: Path | None = None,
     test_cmds: TestCommands | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> list[BatchTask]:
     """The tasks of a suite, each with its grading spec; `SuiteError` says what is wrong.
 
     `staging` is where exercise folders are split into the agent's copy and the hidden tests
     (default: a folder in the user's cache named after the suite's path). `test_cmds` is a
-    SWE-bench test command map (repo -> command, or repo -> version -> command)."""
+    SWE-bench test command map (repo -> command, or repo -> version -> command). `note` is told
+    of every task the suite holds that cannot run here (a Harbor task needing a container
+    engine), one line each."""
     kind = suite_kind(path_or_name)
     if kind == "micro":
         return micro_tasks(None)
     path = Path(path_or_name).expanduser()
     if kind == "micro-folder":
         return micro_tasks(path)
+    if kind == "harbor":
+        return load_harbor(path, staging or _default_staging(path, "harbor"), note)
     if kind == "exercises":
         return load_exercises(path, staging or _default_staging(path))
     if kind == "swebench":
@@ -71,16 +79,19 @@ def load_suite(
 
 
 def suite_kind(path_or_name: str | Path) -> str:
-    """ "micro", "micro-folder", "exercises", "swebench" or "tasks" (a plain batch JSONL)."""
+    """ "micro", "micro-folder", "harbor", "exercises", "swebench" or "tasks" (a plain batch
+    JSONL)."""
     path = Path(path_or_name).expanduser()
     if str(path_or_name) == MICRO_NAME and not path.exists():
         return "micro"
     if not path.exists():
         raise SuiteError(
-            f"suite {str(path_or_name)!r} does not exist: give `micro`, a SWE-bench JSONL file "
-            "or a folder of exercises"
+            f"suite {str(path_or_name)!r} does not exist: give `micro`, a SWE-bench JSONL file, "
+            "a folder of exercises or Harbor tasks"
         )
     if path.is_dir():
+        if looks_like_harbor(path):
+            return "harbor"
         if any((child / "task.json").is_file() for child in path.iterdir() if child.is_dir()):
             return "micro-folder"
         return "exercises"
@@ -134,6 +145,6 @@ def _first_record(path: Path) -> dict[str, object]:
     raise SuiteError(f"suite file {path} is empty")
 
 
-def _default_staging(path: Path) -> Path:
+def _default_staging(path: Path, kind: str = "exercises") -> Path:
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-    return Path(platformdirs.user_cache_dir("journeyman")) / "exercises" / digest
+    return Path(platformdirs.user_cache_dir("journeyman")) / kind / digest
