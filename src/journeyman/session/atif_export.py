@@ -29,6 +29,9 @@ from journeyman.economics.usage_log import UsageRow
 from journeyman.session.history import Compaction, Entry, ModelCall, read_history
 from journeyman.session.store import SessionStore, storable
 
+AtifAgent = atif.Agent
+"""ATIF's agent record (not journeyman's `Agent`, which only the launcher builds)."""
+
 SCHEMA_VERSION = "ATIF-v1.8"
 AGENT_NAME = "journeyman"
 MAX_EMBEDDED_DEPTH = 32
@@ -102,7 +105,7 @@ def _trajectory(
         schema_version=SCHEMA_VERSION,
         session_id=record.id,
         trajectory_id=record.id,
-        agent=atif.Agent(
+        agent=AtifAgent(
             name=AGENT_NAME,
             version=package_version(),
             model_name=str(model) if model else None,
