@@ -269,20 +269,18 @@ def _settled_sandbox(asked: SandboxKind | None, out: Path) -> tuple[SandboxKind,
     """The sandbox every task gets, decided once before any runs (the flag, else the user's
     settings, else auto; auto becomes the kind it resolves to here, so that no task falls
     back on its own), and why it is unsandboxed when it is local."""
-    from journeyman.loop.config_file import load_config
+    from journeyman.loop.launch import LaunchRequest, settle
     from journeyman.tools.sandbox import SandboxKind, open_sandbox
 
     source = "--sandbox"
     try:
         with tempfile.TemporaryDirectory(prefix="journeyman-probe-") as probe:
             if asked is None:  # the user's file and JOURNEYMAN_SANDBOX (no project file there)
-                asked = SandboxKind(load_config(Path(probe)).values.get("sandbox", "auto"))
+                asked = settle(LaunchRequest(Path(probe))).config.sandbox
                 source = "the sandbox of your settings"
             box = open_sandbox(asked, Path(probe), hidden=(out.resolve(),))
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    except ValueError as error:
-        fail(EXIT_CONFIG, f"the sandbox in your settings is not usable: {error}")
     if box.kind is not SandboxKind.LOCAL:
         return box.kind, None
     if asked is SandboxKind.LOCAL:
