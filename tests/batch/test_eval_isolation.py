@@ -128,7 +128,7 @@ def test_local_is_refused_and_allowed_only_when_said_and_then_reported(
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert "--sandbox is local" in refused.stderr and "--allow-unsandboxed" in refused.stderr
-    assert not fake_openai.requests and not (out / "workspaces").exists()
+    assert not fake_openai.requests and not out.exists()
 
     allowed = run_eval(
         tmp_path, fake_openai, str(suite), "--out", str(out), "--sandbox", "local",
