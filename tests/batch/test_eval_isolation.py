@@ -128,7 +128,7 @@ def test_local_is_refused_and_allowed_only_when_said_and_then_reported(
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert "--sandbox is local" in refused.stderr and "--allow-unsandboxed" in refused.stderr
-    assert not fake_openai.requests and not (out / "workspaces").exists()
+    assert not fake_openai.requests and not out.exists()
 
     allowed = run_eval(
         tmp_path, fake_openai, str(suite), "--out", str(out), "--sandbox", "local",
@@ -175,3 +175,23 @@ def test_auto_falling_back_to_local_is_refused(
     assert done.returncode == 2, done.stderr
     assert "auto and fell back to local" in done.stderr
     assert not fake_openai.requests
+
+
+def test_the_hidden_paths_skip_nested_ones_and_a_shared_clones_source(tmp_path: Path) -> None:
+    from journeyman.batch.grading import GradingSpec
+    from journeyman.batch.isolation import batch_hidden_paths
+    from journeyman.batch.task_file import BatchTask
+
+    out, suite = tmp_path / "out", tmp_path / "suite"
+    hidden = suite / "t1" / "hidden"
+    repo = tmp_path / "repos" / "calc"
+    graded = BatchTask(
+        id="t1",
+        task="fix",
+        workspace=str(suite / "t1" / "repo"),
+        grading=GradingSpec(test_cmd="true", hidden_tests_dir=str(hidden)),
+    )
+    cloned = BatchTask(id="t2", task="fix", workspace=str(repo), base_commit="abc")
+    paths = batch_hidden_paths([graded, cloned], out, [suite, tmp_path / "repos", tmp_path / "x"])
+    # the suite hides its hidden folder; the folder of a shared clone's repository stays seen
+    assert paths == [str(out.resolve()), str(suite.resolve()), str((tmp_path / "x").resolve())]

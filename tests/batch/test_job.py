@@ -170,3 +170,17 @@ def test_a_server_fault_is_retried_inside_the_attempt(
     fake_openai.enqueue(error(500), finish())
     outcome = run_job(make_job(tmp_path, fake_openai))
     assert outcome.status == "succeeded" and len(fake_openai.requests) == 2
+
+
+def test_a_grade_only_job_never_runs_an_agent_on_a_session_that_has_not_ended(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    from dataclasses import replace
+
+    from journeyman.batch.grading import GradingSpec
+
+    job = make_job(tmp_path, fake_openai)
+    graded = job.task.model_copy(update={"grading": GradingSpec(test_cmd="true")})
+    outcome = run_job(replace(job, task=graded, grade_only=True))
+    assert outcome.status == "infra_error" and "nothing to grade" in (outcome.error or "")
+    assert not fake_openai.requests and outcome.grade is None

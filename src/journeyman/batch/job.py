@@ -17,7 +17,7 @@ import hashlib
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -84,6 +84,9 @@ class TaskJob:
     trace: bool = False
     """Send OpenTelemetry traces of the attempt (`--otel`, or an OTLP endpoint in the batch's
     environment); the worker exports as its own OTEL_* variables say."""
+    grade_only: bool = False
+    """Only grade the session, which ended in an earlier run of the batch (killed while it was
+    grading): the agent is not run again, whatever the store says."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,9 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         existing = _unfinished(store, job.session_id) if job.resume else None
     finally:
         store.close()
+    if job.grade_only and existing is not False:
+        why = f"task {job.task.id}: its session {job.session_id} has not ended; nothing to grade"
+        return _ended(job, "infra_error", FinishReason.INTERNAL_ERROR, why, started)
     settled = settle_job(job, counted)
     config = settled.config
     provider = _provider(job)
@@ -195,12 +201,11 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     agent.remember_setting("batch", {"batch_id": job.batch_id, "task_id": job.task.id})
     fault = ProviderFault()
     agent.add_listener(fault)
+    result: RunResult | None = None  # None: it already ended, nothing to run again
     try:
         if existing is True:
             result = await agent.resume(job.session_id, override_limits=True)
-        elif existing is False:  # it already ended: nothing to run again
-            return _stored_outcome(job, started)
-        else:
+        elif existing is None:
             result = await agent.run(
                 job.task.task, session_id=job.session_id, parent_session_id=job.parent_session_id
             )
@@ -209,6 +214,8 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         await _close(provider)  # its HTTP client belongs to this event loop, which ends here
         if tracing is not None:
             tracing.close()  # sends the attempt's last spans before the worker moves on
+    if result is None:
+        return await _ended_before(job, agent, started)
     store = SessionStore(Path(job.store_path))
     try:
         after = session_spending(store, job.session_id)
@@ -420,6 +427,35 @@ def _stored_outcome(job: TaskJob, started: float) -> TaskOutcome:
         verify_passed=None,
         error=summary.error,
     )
+
+
+async def _ended_before(job: TaskJob, agent: Agent, started: float) -> TaskOutcome:
+    """The outcome of a session that ended in an earlier run, graded when the task is (its
+    grading was cut off by a kill: a finished graded task is kept only with its grade)."""
+    outcome = _stored_outcome(job, started)
+    if job.task.grading is None:
+        return outcome
+    from journeyman.batch import grading
+
+    spec = grading.GradingSpec.model_validate(job.task.grading)
+    if spec.test_patch and spec.base_commit:
+        _take_back_test_patch(spec.test_patch, agent.workspace.resolve(), spec.base_commit)
+    grade = await _grade(job, agent)
+    return replace(outcome, grade=grade, duration_s=time.monotonic() - started)
+
+
+def _take_back_test_patch(patch: str, workspace: Path, base_commit: str) -> None:
+    """A grading cut off by a kill may have left the test patch applied: its files go back to
+    `base_commit`, so that they stay out of the agent's diff (the patch goes in again next).
+    Nothing is touched when a path leaves the workspace (grading then refuses it)."""
+    from journeyman.batch import grading
+
+    try:
+        for path in grading.patch_paths(patch):
+            grading._refuse_symlinked_parents(workspace, grading.safe_relative(path))
+    except grading.GradingError:
+        return
+    grading._restore_patch_targets(patch, workspace, base_commit)
 
 
 async def _grade(job: TaskJob, agent: Agent) -> Any:

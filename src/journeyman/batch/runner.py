@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from journeyman.batch.evaluation import summarize_rows, was_unsandboxed
+from journeyman.batch.evaluation import USD_PLACES, summarize_rows, was_unsandboxed
 from journeyman.batch.events import BatchEventHandler
 from journeyman.batch.executor import Executor
 from journeyman.batch.report import ReportInput, write_reports
@@ -279,15 +279,20 @@ def summary_json(summary: BatchSummary, settings: BatchSettings) -> dict[str, An
         "infra_error": summary.count("infra_error"),
         "not_run": summary.count("not_run"),
         "budget_exhausted": summary.budget_exhausted,
-        "spent_usd": summary.spent.usd,
+        "spent_usd": _usd(summary.spent.usd),
         "spent_tokens": summary.spent.tokens,
-        "cap_usd": summary.cap.usd,
+        "cap_usd": _usd(summary.cap.usd),
         "cap_tokens": summary.cap.tokens,
-        "overspend_usd": summary.overspend.usd,
+        "overspend_usd": _usd(summary.overspend.usd),
         "out": str(settings.out),
         "results": str(settings.out / "results.jsonl"),
         "summary": summary.line(),
     }
+
+
+def _usd(value: float | None) -> float | None:
+    """A dollar figure as written: rounded, so that sums leave no float noise."""
+    return None if value is None else round(value, USD_PLACES)
 
 
 __all__ = [

@@ -15,7 +15,9 @@ Order of business for each task:
 Resuming (`resume_state`): the store is the truth. Each task's sessions are found by their
 deterministic ids, the ledger is charged with everything they already spent, finished tasks
 are skipped and interrupted ones resumed. Nothing is charged twice: what an attempt spent is
-always read back from its usage rows, never added up from reports.
+always read back from its usage rows, never added up from reports. A graded task whose agent
+finished but whose grade was never recorded (the batch was killed while grading) is graded
+first, without running its agent again and without a reservation (grading spends nothing).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from journeyman.batch.job import (
 )
 from journeyman.batch.results import TaskResult, append_result
 from journeyman.batch.task_file import BatchTask
-from journeyman.batch.workspaces import WorkspaceError, prepare_workspace
+from journeyman.batch.workspaces import WorkspaceError, prepare_workspace, workspace_path
 from journeyman.core.result import FinishCategory, FinishReason
 from journeyman.core.text import one_line
 from journeyman.economics.ledger import (
@@ -149,6 +151,9 @@ class TaskState:
     infrastructure error or a 429 counts, as does a fresh attempt)."""
     retry_delay_s: float = 0.0
     """Pause before the next attempt (after an infrastructure error)."""
+    ungraded: TaskResult | None = None
+    """The row of a graded task whose agent finished in an earlier run but which was never
+    graded (killed while grading): it is graded, not run again."""
 
 
 @dataclass
@@ -324,6 +329,8 @@ def resume_state(
                 state.resumed = True
             elif reason.category is FinishCategory.SUCCESS or not settings.retry_failed:
                 state.result = _stored_result(task, state, summary, reason, earlier)
+                if task.grading is not None and state.result.grade is None:
+                    state.ungraded, state.result = state.result, None
             else:
                 state.attempt = last + 1  # --retry-failed: a fresh attempt, in a fresh copy
         states.append(state)
@@ -439,12 +446,13 @@ class Scheduler:
             store.close()
         if already.tokens or already.usd:
             self.ledger.charge(already)  # what earlier runs of the batch spent
-        pending = deque(s for s in self.states if s.result is None)
+        ungraded = [s for s in self.states if s.ungraded is not None]
+        pending = deque(s for s in self.states if s.result is None and s.ungraded is None)
         self._emit(
             BatchStarted(
                 self.settings.batch_id,
                 tasks=len(self.states),
-                to_run=len(pending),
+                to_run=len(pending) + len(ungraded),
                 finished_before=len(self.states) - len(pending),
                 resumed=sum(1 for s in pending if s.resumed),
                 spent_before_usd=already.usd,
@@ -458,6 +466,7 @@ class Scheduler:
                     self.settings.batch_id, state.task.id, state.result.status, self.counts()
                 )
                 self._emit(skipped)
+        await asyncio.gather(*(self._grade_only(state) for state in ungraded))
         await self._drive(pending)
         for failure in self._failures:
             if failure is not None:
@@ -567,25 +576,7 @@ class Scheduler:
             workspace = await asyncio.to_thread(
                 prepare_workspace, task, settings.out / "workspaces", state.attempt
             )
-            job = TaskJob(
-                batch_id=settings.batch_id,
-                task=task,
-                workspace_dir=str(workspace),
-                store_path=str(settings.store_path),
-                session_id=session_id,
-                model=settings.model,
-                base_url=settings.base_url,
-                provider=settings.provider,
-                mode=settings.mode,
-                verify=task.verify or settings.verify,
-                granted_tokens=reservation.granted.tokens,
-                granted_usd=reservation.granted.usd,
-                attempt=state.attempt,
-                resume=True,
-                config=settings.config,
-                parent_session_id=settings.batch_id,
-                trace=settings.trace,
-            )
+            job = self._job(state, session_id, workspace, reservation.granted)
             self._emit(
                 TaskStarted(
                     settings.batch_id,
@@ -619,6 +610,59 @@ class Scheduler:
             self._wake.set()
         state.duration_s += outcome.duration_s
         self._settled(state, outcome, pending)
+
+    def _job(
+        self, state: TaskState, session_id: str, workspace: Path, granted: Amount | None
+    ) -> TaskJob:
+        """The job of one attempt of `state`'s task; with `granted` None, a job that only
+        grades the attempt's finished session (`TaskJob.grade_only`)."""
+        settings = self.settings
+        return TaskJob(
+            batch_id=settings.batch_id,
+            task=state.task,
+            workspace_dir=str(workspace),
+            store_path=str(settings.store_path),
+            session_id=session_id,
+            model=settings.model,
+            base_url=settings.base_url,
+            provider=settings.provider,
+            mode=settings.mode,
+            verify=state.task.verify or settings.verify,
+            granted_tokens=None if granted is None else granted.tokens,
+            granted_usd=None if granted is None else granted.usd,
+            attempt=state.attempt,
+            resume=True,
+            config=settings.config,
+            parent_session_id=settings.batch_id,
+            trace=settings.trace,
+            grade_only=granted is None,
+        )
+
+    async def _grade_only(self, state: TaskState) -> None:
+        """Grade a task whose agent finished in an earlier run (`TaskState.ungraded`); when
+        grading cannot run, its row is kept ungraded, to be graded by the next run."""
+        assert state.ungraded is not None
+        settings = self.settings
+        session_id = session_id_for(settings.batch_id, state.task.id, state.attempt)
+        workspace = workspace_path(state.task, settings.out / "workspaces", state.attempt)
+        try:
+            outcome = await self.executor.run(self._job(state, session_id, workspace, None))
+        except Exception as error:  # one task's trouble never ends the batch
+            outcome = _failed_outright(state.task.id, session_id, "internal_error", str(error))
+            outcome = _as_infra(outcome, "grading could not run")
+        if outcome.finished:
+            earlier = state.ungraded  # what the run that ended the session knew of it
+            outcome = replace(
+                outcome,
+                verify_passed=earlier.verify_passed,
+                receipt=earlier.receipt,
+                files_changed=tuple(earlier.files_changed or ()),
+            )
+            state.duration_s += outcome.duration_s
+            self._settled(state, outcome, deque())
+            return
+        state.result = replace(state.ungraded, error=f"not graded: {outcome.error}")
+        append_result(settings.out, state.result)
 
     def _settled(self, state: TaskState, outcome: TaskOutcome, pending: deque[TaskState]) -> None:
         """Record the attempt's end, or put the task back in the queue."""

@@ -114,9 +114,7 @@ def batch(
     settings and API keys are those of `journeyman run`; a task's own limits are kept when
     lower than its allocation. A 429 from the provider lowers the batch's concurrency and
     puts the task back in the queue. Interrupted (even kill -9), the batch loses no finished
-    task and charges nothing twice when run again. A task's commands never see the other
-    tasks' workspaces, --out, the tasks file, nor the hidden tests of a graded task (under
-    bubblewrap and docker; local hides nothing).
+    task and charges nothing twice when run again.
 
     Exit status: 0 only when every task succeeded; 1 when any failed, hit an infrastructure
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
@@ -142,11 +140,9 @@ def batch(
     out_dir, chosen, identity = _open_batch(
         tasks, loaded, out, resume, executor, max_parallel, ray_address, cpus_per_task
     )
-    from journeyman.batch.isolation import batch_hidden_paths
     from journeyman.batch.scheduler import BatchSettings
 
-    hidden = batch_hidden_paths(loaded, out_dir, [tasks, *(hide or ())])
-    settings_config["sandbox_hidden"] = hidden
+    settings_config["sandbox_hidden"] = _hidden_paths(loaded, out_dir, tasks, hide)
     settings = BatchSettings(
         batch_id=identity.batch_id,
         out=out_dir,
@@ -160,6 +156,16 @@ def batch(
         max_infra_retries=max_retries,
     )
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
+
+
+def _hidden_paths(
+    loaded: list[BatchTask], out_dir: Path, tasks: Path, hide: list[Path] | None
+) -> list[str]:
+    """What the tasks' commands never see: the other tasks' workspaces (--out), the tasks
+    file, graded tasks' hidden tests, and what --hide names (`batch.isolation`)."""
+    from journeyman.batch.isolation import batch_hidden_paths
+
+    return batch_hidden_paths(loaded, out_dir, [tasks, *(hide or [])])
 
 
 def _refuse_unusable_usd(

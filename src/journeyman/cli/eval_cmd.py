@@ -174,6 +174,14 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
         fail(EXIT_CONFIG, f"--out {out} is a file; give a folder")
     fail_under = _fail_under(options.pop("fail_under", None))
     allow_unsandboxed = bool(options.pop("allow_unsandboxed", False))
+    options["sandbox"], why_unsandboxed = _settled_sandbox(options.get("sandbox"), out)
+    if why_unsandboxed is not None and not allow_unsandboxed:
+        fail(
+            EXIT_CONFIG,
+            f"eval refused: {why_unsandboxed}, so the agent's commands could read the hidden "
+            "tests and the other tasks' workspaces; use --sandbox bubblewrap (or docker), or "
+            "add --allow-unsandboxed to run anyway (the reports then say it was unsandboxed)",
+        )
     test_cmds = _read_test_cmds(options.pop("test_cmds", None))
     if test_cmds is not None:
         _check_test_cmds_apply(suite)
@@ -208,15 +216,7 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
         )
     except OSError as error:
         fail(EXIT_CONFIG, f"cannot write the suite's tasks to {out}: {error.strerror or error}")
-    options["sandbox"], why_unsandboxed = _settled_sandbox(options.get("sandbox"), out)
     if why_unsandboxed is not None:
-        if not allow_unsandboxed:
-            fail(
-                EXIT_CONFIG,
-                f"eval refused: {why_unsandboxed}, so the agent's commands could read the hidden "
-                "tests and the other tasks' workspaces; use --sandbox bubblewrap (or docker), or "
-                "add --allow-unsandboxed to run anyway (the reports then say it was unsandboxed)",
-            )
         mark_unsandboxed(out, why_unsandboxed)
     # the bundled micro-suite too, whatever the suite: a copy of it is graded by the same tests
     options["hide"] = [*(options.get("hide") or []), suite_source(suite), micro_root()]
@@ -299,8 +299,6 @@ def _settled_sandbox(asked: SandboxKind | None, out: Path) -> tuple[SandboxKind,
             box = open_sandbox(asked, Path(probe), hidden=(out.resolve(),))
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
-    except ValueError as error:
-        fail(EXIT_CONFIG, f"the sandbox in your settings is not usable: {error}")
     if box.kind is not SandboxKind.LOCAL:
         return box.kind, None
     if asked is SandboxKind.LOCAL:
