@@ -242,3 +242,19 @@ def test_what_the_agent_planted_beside_the_tests_is_gone_before_they_run(tmp_pat
     assert done.returncode == 0, done.stderr
     assert harbor_reward(done.stdout) == (0.25, None), done.stdout
     assert not (planted / "tests" / "conftest.py").exists()
+
+
+def test_the_verifier_env_is_set_for_the_tests_and_a_host_variable_is_not_read(
+    tmp_path: Path,
+) -> None:
+    suite = harbor_suite(tmp_path / "tasks")
+    toml = suite / "shout" / "task.toml"
+    toml.write_text(toml.read_text() + '\n[verifier.env]\nGREETING = "it\'s me"\n')
+    [task] = load_suite(suite / "shout", staging=tmp_path / "staging")
+    assert task.grading is not None
+    assert task.grading.test_cmd.startswith("export GREETING='it'\"'\"'s me'; ")
+    toml.write_text(toml.read_text().replace('"it\'s me"', '"${OPENAI_API_KEY}"'))
+    notes: list[str] = []
+    with pytest.raises(SuiteError):
+        load_suite(suite / "shout", staging=tmp_path / "staging", note=notes.append)
+    assert "[verifier] env reads the host's variables (GREETING)" in notes[0]

@@ -53,6 +53,9 @@ _INSTALLS = re.compile(
 )
 
 
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class _Phase(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -184,7 +187,7 @@ def _task(folder: Path, staging: Path) -> BatchTask | Excluded:
         limits=TaskLimits(max_duration_s=config.agent.timeout_sec),
         grading=GradingSpec(
             kind="harbor",
-            test_cmd=_test_command(folder, config, plan.workdir),
+            test_cmd=_test_command(config, plan.workdir),
             hidden_tests_dir=str(hidden),
             timeout_s=config.verifier.timeout_sec or HARBOR_DEFAULT_VERIFIER_TIMEOUT,
         ),
@@ -228,6 +231,9 @@ def _needs_container(folder: Path, config: TaskToml) -> str | None:
     match = _INSTALLS.search(test.read_text(encoding="utf-8", errors="replace"))
     if match is not None:
         return f"tests/test.sh installs or downloads software: `{match.group(0).strip()[:60]}`"
+    odd = [name for name in config.verifier.env if not _VARIABLE.fullmatch(name)]
+    if odd:
+        raise SuiteError(f"{folder}: [verifier] env name {odd[0]!r} is not a variable name")
     templated = [name for name, value in config.verifier.env.items() if "${" in value]
     if templated:
         return f"[verifier] env reads the host's variables ({', '.join(sorted(templated))})"
@@ -390,11 +396,9 @@ def _instruction(folder: Path, workdir: str | None) -> str:
     )
 
 
-def _test_command(folder: Path, config: TaskToml, workdir: str | None) -> str:
+def _test_command(config: TaskToml, workdir: str | None) -> str:
     exports = " ".join(
-        f"{name}={shlex.quote(value)}"
-        for name, value in sorted(config.verifier.env.items())
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+        f"{name}={shlex.quote(value)}" for name, value in sorted(config.verifier.env.items())
     )
     prefix = f"export {exports}; " if exports else ""
     return f"{prefix}{{python}} .harbor/verify.py {shlex.quote(workdir or '')}"
