@@ -51,6 +51,7 @@ def _task(tmp_path: Path, **fields: object) -> BatchTask:
         hidden_tests_dir=str(_hidden(tmp_path / "hidden")),
         fail_to_pass=["tests/test_add.py::test_add"],
         timeout_s=120,
+        base_commit=fields.get("base_commit"),
     )
     source = fields.pop("source", None) or _source(tmp_path / "source")
     return BatchTask(id="calc", task="fix add", workspace=str(source), grading=spec, **fields)  # type: ignore[arg-type]

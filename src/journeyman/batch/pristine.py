@@ -64,7 +64,7 @@ async def grade_pristine(task: BatchTask, workspace: Path, registry: ToolRegistr
     try:
         try:
             tree = await asyncio.to_thread(build_graded_tree, task, spec, workspace, target)
-        except (grading.GradingError, WorkspaceError) as error:
+        except (grading.GradingError, WorkspaceError, OSError) as error:
             return grading.unresolved(spec, f"not graded: {_message(error)}")
         tampering = [flag.to_dict() for flag in tree.flags]
         problem = await asyncio.to_thread(grading.install_hidden_tests, spec, tree.root)
