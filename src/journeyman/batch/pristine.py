@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.batch import grading
-from journeyman.batch.tampering import SETTINGS_NAMES, Change, Flag, sort_changes
+from journeyman.batch.tampering import FILE_MODES, SETTINGS_NAMES, Change, Flag, sort_changes
 from journeyman.batch.task_file import BatchTask
 from journeyman.batch.workspaces import WorkspaceError, fresh_copy, grading_path
 from journeyman.core.safe_git import safe_git_command, safe_git_env
@@ -41,7 +41,6 @@ GIT_TIMEOUT_S = 600.0
 GRADING_OUTPUT_BYTES = 8 * 1024 * 1024
 """Bytes of the hidden tests' output kept from its end (pytest's summary line per test)."""
 NULL_BLOB = "0" * 40
-_BLOB_MODES = frozenset({"100644", "100755"})
 
 
 @dataclass
@@ -229,7 +228,7 @@ class _Git:
             parts = meta.split()
             if (
                 len(parts) == 3
-                and parts[0] in _BLOB_MODES
+                and parts[0] in FILE_MODES
                 and path.rsplit("/", 1)[-1] in (SETTINGS_NAMES)
             ):
                 found.append((path, parts[2]))
