@@ -66,6 +66,7 @@ def test_the_pytest_ini_trick_is_left_out_plugin_and_all() -> None:
         "lib/usercustomize.py",
         ".venv/lib/python3.12/site-packages/evil.pth",
         "pytest.py",
+        "src/pluggy.cpython-312-x86_64-linux-gnu.so",
         "src/_pytest/runner.py",
         "tests/pluggy/__init__.py",
     ],

@@ -195,9 +195,10 @@ def _shadowed(path: str) -> str | None:
         parts = parts[1:]
     if not parts:
         return None
-    if len(parts) == 1:
-        stem, _, suffix = parts[0].partition(".")
-        return stem if stem in SHADOW_MODULES and suffix in ("py", "pyc", "so") else None
+    if len(parts) == 1:  # a module file: `pytest.py`, also `pytest.cpython-312-x86_64.so`
+        stem, extension = parts[0].split(".", 1)[0], parts[0].rsplit(".", 1)[-1]
+        importable = "." in parts[0] and extension in ("py", "pyc", "so", "pyd")
+        return stem if importable and stem in SHADOW_MODULES else None
     return parts[0] if parts[0] in SHADOW_MODULES else None
 
 
