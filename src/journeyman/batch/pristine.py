@@ -2,7 +2,7 @@
 
 When the agent stops, its workspace is never graded in place. Instead:
 
-1. a fresh copy of the task is made beside the workspaces (`workspaces.grading_path`), exactly
+1. a fresh copy of the task is made among the workspaces (`workspaces.grading_path`), exactly
    as the workspace was made (`workspaces.fresh_copy`: its folder copied, or its repository
    checked out at `base_commit`, then `setup`);
 2. the agent's changes are what its workspace holds that the fresh copy does not (a git tree
