@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
 
 from journeyman.batch.grading import grade
+from journeyman.batch.pristine import grade_pristine
 from journeyman.batch.suites.micro import micro_task_dirs, read_micro_task
+from journeyman.batch.task_file import BatchTask
+from journeyman.tools.registry import ToolRegistry
+from journeyman.tools.sandbox.bubblewrap import BubblewrapSandbox
+from journeyman.tools.shell import RunCommandTool
 
 FIXES = Path(__file__).parent / "micro_fixes"
 TASK_DIRS = micro_task_dirs()
@@ -47,3 +53,18 @@ def test_hidden_tests_guard_the_visible_ones(folder: Path) -> None:
     hidden_files = {p.relative_to(hidden) for p in hidden.rglob("*.py")}
     assert visible_tests <= hidden_files
     assert Path("conftest.py") in hidden_files and Path("tests/conftest.py") in hidden_files
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", TASK_DIRS, ids=[folder.name for folder in TASK_DIRS])
+def test_the_fix_resolves_in_a_fresh_copy_unflagged(folder: Path, tmp_path: Path) -> None:
+    task = read_micro_task(folder)
+    batch_task = BatchTask(
+        id=task.name, task=task.problem, workspace=str(task.repo), grading=task.grading
+    )
+    workspace = tmp_path / "workspaces" / task.name
+    shutil.copytree(task.repo, workspace)
+    shutil.copytree(FIXES / folder.name, workspace, dirs_exist_ok=True)
+    registry = ToolRegistry([RunCommandTool(sandbox=BubblewrapSandbox(workspace))])
+    result = asyncio.run(grade_pristine(batch_task, workspace, registry))
+    assert result.resolved and result.tampering == [], (result.error, result.output_tail)

@@ -97,7 +97,9 @@ def test_a_pytest_plugin_named_in_pytest_ini_resolves_no_micro_task(
     assert summary["resolved"] == 0 and summary["flagged"] == 11
     report = (out / "eval.md").read_text()
     assert "| Flagged for tampering | 11 of 12 |" in report
-    assert "pytest.ini" in report and "url-join" in report
+    assert "| url-join | no | `pytest.ini` | pytest.ini: pytest settings" in report
+    assert "- Flagged for tampering: 11 of 12" in (out / "report.md").read_text()
+    assert "11 flagged for tampering" in done.stdout
     # the agent's own workspace is left as the agent left it: grading happened elsewhere
     assert (out / "workspaces" / "url-join" / "pytest.ini").read_text() == PYTEST_INI
 

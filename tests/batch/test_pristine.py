@@ -51,6 +51,7 @@ def _task(tmp_path: Path, **fields: object) -> BatchTask:
         hidden_tests_dir=str(_hidden(tmp_path / "hidden")),
         fail_to_pass=["tests/test_add.py::test_add"],
         timeout_s=120,
+        base_commit=fields.get("base_commit"),
     )
     source = fields.pop("source", None) or _source(tmp_path / "source")
     return BatchTask(id="calc", task="fix add", workspace=str(source), grading=spec, **fields)  # type: ignore[arg-type]
@@ -87,7 +88,7 @@ def test_the_agents_changes_go_to_a_fresh_copy_without_its_test_infrastructure(
 
     target = grading_path(workspace)
     tree = build_graded_tree(task, task.grading, workspace, target)  # type: ignore[arg-type]
-    assert tree.root == target and target.parent == tmp_path / "out" / "grading"
+    assert tree.root == target and target.parent == tmp_path / "out" / "workspaces" / ".grading"
     assert (target / "calc.py").read_text().endswith("return a + b\n")
     assert not (target / "gone.py").exists()
     assert (target / "blob.bin").read_bytes() == bytes(range(256)) * 8
@@ -160,7 +161,7 @@ def test_grading_runs_in_the_agents_sandbox_confined_to_the_grading_folder(
     workspace = _workspace(task, tmp_path)
     (workspace / "calc.py").write_text(
         "from pathlib import Path\n\n"
-        f"for place in ('../../workspaces/calc/escaped', '{tmp_path}/escaped'):\n"
+        f"for place in ('../../calc/escaped', '{tmp_path}/escaped'):\n"
         "    try:\n        Path(place).write_text('x')\n    except OSError:\n        pass\n\n"
         "def add(a, b):\n    return a + b\n"
     )

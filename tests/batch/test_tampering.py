@@ -66,6 +66,7 @@ def test_the_pytest_ini_trick_is_left_out_plugin_and_all() -> None:
         "lib/usercustomize.py",
         ".venv/lib/python3.12/site-packages/evil.pth",
         "pytest.py",
+        "src/pluggy.cpython-312-x86_64-linux-gnu.so",
         "src/_pytest/runner.py",
         "tests/pluggy/__init__.py",
     ],
@@ -191,3 +192,15 @@ def test_ordinary_code_and_data_are_kept() -> None:
     }
     result = _sort(files, {"old.py": "x = 1\n"})
     assert result.kept == list(files) and result.flags == []
+
+
+def test_code_that_newly_reaches_into_pytest_is_kept_but_flagged_for_review() -> None:
+    patcher = "import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\n"
+    result = _sort(
+        {"pkg/__init__.py": patcher, "src/_pytest_compat.py": "import _pytest.runner\nx = 2\n"},
+        {"src/_pytest_compat.py": "import _pytest.runner\nx = 1\n"},
+    )
+    assert result.kept == ["pkg/__init__.py", "src/_pytest_compat.py"]
+    flags = _flagged(result)
+    assert list(flags) == ["pkg/__init__.py"]  # the other named pytest's internals already
+    assert flags["pkg/__init__.py"].startswith("kept, but it now names pytest's internals")

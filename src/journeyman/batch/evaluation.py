@@ -97,7 +97,7 @@ class EvalSummary:
         """ "; 11 flagged for tampering (...)" when some tasks were, else ""."""
         if not self.flagged:
             return ""
-        return f"; {self.flagged} flagged for tampering (their test changes were not graded)"
+        return f"; {self.flagged} flagged for tampering (see the report)"
 
     def per_resolved_text(self) -> str:
         if self.usd_per_resolved is None or self.tokens_per_resolved is None:
@@ -275,8 +275,9 @@ def flagged_section(tasks: dict[str, GradedTask]) -> list[str]:
         "",
         "## Flagged for tampering",
         "",
-        "Changes to test infrastructure were left out of the graded tree; these tasks were "
-        "graded without them.",
+        "These tasks changed test infrastructure. Those changes were left out of the graded "
+        "tree (the task was graded without them), except the ones marked kept, which were "
+        "graded and need a reviewer's look.",
         "",
         "| Task | Resolved | Path | Why |",
         "|---|---|---|---|",

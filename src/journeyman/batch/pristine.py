@@ -2,7 +2,7 @@
 
 When the agent stops, its workspace is never graded in place. Instead:
 
-1. a fresh copy of the task is made beside the workspaces (`workspaces.grading_path`), exactly
+1. a fresh copy of the task is made among the workspaces (`workspaces.grading_path`), exactly
    as the workspace was made (`workspaces.fresh_copy`: its folder copied, or its repository
    checked out at `base_commit`, then `setup`);
 2. the agent's changes are what its workspace holds that the fresh copy does not (a git tree
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.batch import grading
-from journeyman.batch.tampering import SETTINGS_NAMES, Change, Flag, sort_changes
+from journeyman.batch.tampering import FILE_MODES, SETTINGS_NAMES, Change, Flag, sort_changes
 from journeyman.batch.task_file import BatchTask
 from journeyman.batch.workspaces import WorkspaceError, fresh_copy, grading_path
 from journeyman.core.safe_git import safe_git_command, safe_git_env
@@ -41,7 +41,6 @@ GIT_TIMEOUT_S = 600.0
 GRADING_OUTPUT_BYTES = 8 * 1024 * 1024
 """Bytes of the hidden tests' output kept from its end (pytest's summary line per test)."""
 NULL_BLOB = "0" * 40
-_BLOB_MODES = frozenset({"100644", "100755"})
 
 
 @dataclass
@@ -64,7 +63,7 @@ async def grade_pristine(task: BatchTask, workspace: Path, registry: ToolRegistr
     try:
         try:
             tree = await asyncio.to_thread(build_graded_tree, task, spec, workspace, target)
-        except (grading.GradingError, WorkspaceError) as error:
+        except (grading.GradingError, WorkspaceError, OSError) as error:
             return grading.unresolved(spec, f"not graded: {_message(error)}")
         tampering = [flag.to_dict() for flag in tree.flags]
         problem = await asyncio.to_thread(grading.install_hidden_tests, spec, tree.root)
@@ -229,7 +228,7 @@ class _Git:
             parts = meta.split()
             if (
                 len(parts) == 3
-                and parts[0] in _BLOB_MODES
+                and parts[0] in FILE_MODES
                 and path.rsplit("/", 1)[-1] in (SETTINGS_NAMES)
             ):
                 found.append((path, parts[2]))

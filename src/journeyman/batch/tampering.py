@@ -18,6 +18,10 @@ rather than what the code under test does, is left out and listed as a `Flag` (p
 - a symlink pointing out of the task (refused), and a nested git repository (not a change git
   can carry).
 
+A kept Python file that newly names pytest's internals or hooks (`_pytest`, `pluggy`,
+`hookimpl`, `pytest_runtest_*`...) is flagged too, but kept: it may be the fix, and only a
+reviewer can tell (code the tests import could patch pytest as it is imported).
+
 This module reads contents and never runs them; `sort_changes` is the one entry point.
 """
 
@@ -39,6 +43,7 @@ SETTINGS_FILES = frozenset({"pytest.ini", ".pytest.ini", "tox.ini"})
 """pytest reads these whole; any change to one is left out."""
 START_UP_FILES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})
 SYMLINK_MODE = "120000"
+FILE_MODES = frozenset({"100644", "100755"})
 GITLINK_MODE = "160000"
 SETTINGS_NAMES = SETTINGS_FILES | {"setup.cfg", "pyproject.toml", "conftest.py"}
 """The files whose plugins `sort_changes` wants to know of in the task as it was."""
@@ -117,7 +122,29 @@ def sort_changes(
                     result.rewritten[change.path] = graded.encode("utf-8")
                 continue
         result.kept.append(change.path)
+        reaches = _reaches_into_pytest(change, blob)
+        if reaches is not None:
+            result.flags.append(Flag(change.path, reaches))
     return result
+
+
+_PYTEST_INTERNALS = re.compile(
+    r"\b(?:_pytest|pluggy|hookimpl|hookwrapper|pytest_(?:runtest|report|collect|make|configure|"
+    r"sessionstart|terminal)\w*)\b"
+)
+"""What code that changes how pytest runs or reports looks like: its internals, its hooks."""
+
+
+def _reaches_into_pytest(change: Change, blob: Blob) -> str | None:
+    """A kept Python file that, unlike before, names pytest's internals or hooks: kept (it may
+    be the fix), but flagged for review, since imported code could patch pytest at import."""
+    if not change.path.endswith(".py") or change.new_mode not in FILE_MODES:
+        return None
+    new = set(_PYTEST_INTERNALS.findall(_text(blob(change.new_blob))))
+    added = sorted(new - set(_PYTEST_INTERNALS.findall(_text(blob(change.old_blob)))))
+    if not added:
+        return None
+    return f"kept, but it now names pytest's internals or hooks ({', '.join(added[:3])}): review it"
 
 
 def _left_out(
@@ -168,9 +195,10 @@ def _shadowed(path: str) -> str | None:
         parts = parts[1:]
     if not parts:
         return None
-    if len(parts) == 1:
-        stem, _, suffix = parts[0].partition(".")
-        return stem if stem in SHADOW_MODULES and suffix in ("py", "pyc", "so") else None
+    if len(parts) == 1:  # a module file: `pytest.py`, also `pytest.cpython-312-x86_64.so`
+        stem, extension = parts[0].split(".", 1)[0], parts[0].rsplit(".", 1)[-1]
+        importable = "." in parts[0] and extension in ("py", "pyc", "so", "pyd")
+        return stem if importable and stem in SHADOW_MODULES else None
     return parts[0] if parts[0] in SHADOW_MODULES else None
 
 

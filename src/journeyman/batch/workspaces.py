@@ -65,9 +65,14 @@ def fresh_copy(task: BatchTask, target: Path) -> None:
         _setup(task, target)
 
 
+GRADING_FOLDER = ".grading"
+"""The folder, among the workspaces, where each task's changes are graded in a fresh copy."""
+
+
 def grading_path(workspace: Path) -> Path:
-    """Where a task's workspace is graded: a folder beside the workspaces, never inside one."""
-    return workspace.parent.with_name("grading") / workspace.name
+    """Where a task's workspace is graded: among the workspaces (so what keeps one task from
+    seeing the others keeps it from seeing them), never inside one."""
+    return workspace.parent / GRADING_FOLDER / workspace.name
 
 
 def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
