@@ -32,6 +32,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ PROBE_TIMEOUT_S = 5.0
 
 JOIN_POLL_S = 0.2
 """How often a worker's main thread wakes while the attempt runs (to take Ray's interrupt)."""
+
+RUNNING = "running"
+"""What a Ray task yields first: its attempt started on a worker."""
 
 WORKER_RETRIES = 1
 """Times a task is submitted again after its worker died (the issue: retried once)."""
@@ -180,14 +184,16 @@ def _call(ref: Any) -> Any:
 # --------------------------------------------------------------------------- the executor
 
 
-def _run_on_worker(job: TaskJob) -> TaskOutcome:
-    """The Ray task: run one attempt where Ray placed it.
+def _run_on_worker(job: TaskJob) -> Iterator[str | TaskOutcome]:
+    """The Ray task: run one attempt where Ray placed it. It yields `RUNNING` as it starts
+    (the driver then counts it as running, no longer queued for a CPU), then the outcome.
 
     The attempt runs in a thread of its own. When Ray tears the task down (its batch process
     died or stopped it), it interrupts the worker's main thread; the worker then exits at once,
     leaving the session as its last persisted step left it, so that a resumed batch continues
     it. Letting the interrupt reach the agent would record the task as cancelled by a user,
     which a resumed batch rightly never runs again."""
+    yield RUNNING
     pid_dir = os.environ.get(PID_DIR_ENV)
     pid_file = Path(pid_dir) / f"{job.session_id}.pid" if pid_dir else None
     if pid_file is not None:
@@ -207,7 +213,7 @@ def _run_on_worker(job: TaskJob) -> TaskOutcome:
     _forget(pid_file)
     if not ended:
         raise RuntimeError(f"task {job.task.id}: its attempt ended without an outcome")
-    return ended[0]
+    yield ended[0]
 
 
 def _forget(pid_file: Path | None) -> None:
@@ -248,22 +254,24 @@ class RayExecutor:
         """The batch's ledger, hosted where every node can reach it."""
         return RayLedger.start(total, policy)
 
-    async def run(self, job: TaskJob) -> TaskOutcome:
+    async def run(self, job: TaskJob, on_running: Callable[[], None] | None = None) -> TaskOutcome:
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:  # one semaphore per event loop
             self._slots = (loop, asyncio.Semaphore(self.max_parallel))
         async with self._slots[1]:
-            return await self._run(job)
+            return await self._run(job, on_running or (lambda: None))
 
-    async def _run(self, job: TaskJob) -> TaskOutcome:
+    async def _run(self, job: TaskJob, on_running: Callable[[], None]) -> TaskOutcome:
         started = time.monotonic()
         baseline = await asyncio.to_thread(_spent, job)
         attempt_job = job
         deaths: list[str] = []
         while True:
-            ref = self._remote.remote(attempt_job)
+            ref: Any = self._remote.remote(attempt_job)  # a stream: RUNNING, then the outcome
             try:
-                outcome: TaskOutcome = await ref
+                await (await ref.__anext__())  # RUNNING: a worker took it
+                on_running()
+                outcome: TaskOutcome = await (await ref.__anext__())
             except asyncio.CancelledError:
                 ray.cancel(ref, force=True)  # the batch is stopping: free the session at once
                 raise
