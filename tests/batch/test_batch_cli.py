@@ -99,7 +99,9 @@ def test_a_bad_tasks_line_exits_2_naming_the_line(
     tasks_file.write_text(json.dumps({"id": "a", "task": "x"}) + "\n")
     missing = journeyman(*batch_args(tmp_path, tasks_file), env=env_for(fake_openai))
     assert missing.returncode == 2 and "workspace: missing" in missing.stderr
-    tasks_file.write_text(json.dumps({"id": "a", "task": "x", "workspace": str(tmp_path)}) + "\n")
+    workspace = tmp_path / "ws"  # not the folder --out is in: that is refused first
+    workspace.mkdir()
+    tasks_file.write_text(json.dumps({"id": "a", "task": "x", "workspace": str(workspace)}) + "\n")
     unknown = journeyman(
         *batch_args(tmp_path, tasks_file, "--executor", "spark"), env=env_for(fake_openai)
     )

@@ -12,6 +12,7 @@ from journeyman.batch.events import (
     BatchFinished,
     BatchStarted,
     BudgetExhausted,
+    Pace,
     Spend,
     TaskCounts,
     TaskFinished,
@@ -36,36 +37,44 @@ EVENTS = [
 ]
 
 COUNTS_WIRE = {"total": 3, "succeeded": 1, "failed": 1, "infra_error": 0, "not_run": 0,
-               "running": 1}  # fmt: skip
+               "running": 1, "queued": 0}  # fmt: skip
+PACE_WIRE = {"elapsed_s": None, "eta_s": None, "tasks_per_min": None}
 SPEND_WIRE = {"spent_usd": 0.5, "spent_tokens": 900, "reserved_usd": None, "cap_usd": 2.0,
               "cap_tokens": None}  # fmt: skip
 WIRE: list[dict[str, Any]] = [
     {"type": "batch_started", "batch_id": "b1", "tasks": 3, "to_run": 3, "finished_before": 0,
-     "resumed": 0, "spent_before_usd": 0.0, "spent_before_tokens": 0, **COUNTS_WIRE},
+     "resumed": 0, "spent_before_usd": 0.0, "spent_before_tokens": 0, **PACE_WIRE, **COUNTS_WIRE},
     {"type": "task_skipped", "batch_id": "b1", "task_id": "a", "status": "succeeded",
-     **COUNTS_WIRE},
+     **PACE_WIRE, **COUNTS_WIRE},
     {"type": "task_started", "batch_id": "b1", "task_id": "a", "session_id": "b1-a-1",
      "attempt": 1, "resumed": False, "granted_usd": 0.6, "granted_tokens": None,
-     **COUNTS_WIRE},
+     **PACE_WIRE, **COUNTS_WIRE},
     {"type": "task_requeued", "batch_id": "b1", "task_id": "a", "reason": "rate_limited",
-     "concurrency": 2, "pause_s": 1.5, **COUNTS_WIRE},
+     "concurrency": 2, "pause_s": 1.5, **PACE_WIRE, **COUNTS_WIRE},
     {"type": "task_requeued", "batch_id": "b1", "task_id": "a", "reason": "infra_error",
-     "error": None, "retry": 1, **COUNTS_WIRE},
+     "error": None, "retry": 1, **PACE_WIRE, **COUNTS_WIRE},
     {"type": "budget_exhausted", "batch_id": "b1", "task_id": "c", "not_started": 2,
-     **SPEND_WIRE, **COUNTS_WIRE},
+     **SPEND_WIRE, **PACE_WIRE, **COUNTS_WIRE},
     {"type": "task_finished", "batch_id": "b1", "task_id": "a", "status": "failed",
      "finish_reason": "max_budget_usd", "cost_usd": 0.5, "tokens": 900,
-     "session_id": "b1-a-1", **SPEND_WIRE, **COUNTS_WIRE},
+     "session_id": "b1-a-1", **SPEND_WIRE, **PACE_WIRE, **COUNTS_WIRE},
     {"type": "batch_finished", "batch_id": "b1", "summary": "1 of 3 succeeded", **SPEND_WIRE,
-     **COUNTS_WIRE},
+     **PACE_WIRE, **COUNTS_WIRE},
 ]  # fmt: skip
-"""Each event as the scheduler wrote it before its events were typed, keys in order."""
+"""Each event's line, keys in order (as before its events were typed, with the pace and the
+queued count added)."""
 
 
 @pytest.mark.parametrize("line", WIRE, ids=[f"{w['type']}-{i}" for i, w in enumerate(WIRE)])
 def test_each_event_keeps_its_json_line(line: dict[str, Any]) -> None:
     event = batch_event_from_dict(line)
     assert list(batch_event_to_dict(event).items()) == list(line.items())
+
+
+def test_a_line_written_before_the_pace_was_added_still_reads() -> None:
+    older = {k: v for k, v in WIRE[6].items() if k not in PACE_WIRE and k != "queued"}
+    event = batch_event_from_dict(older)
+    assert isinstance(event, TaskFinished) and event.pace == Pace() and event.counts.queued == 0
 
 
 def test_typed_events_make_the_lines_of_before() -> None:
@@ -113,6 +122,20 @@ def test_plain_lines_say_what_changed_with_control_characters_escaped(
     assert "[2/3 done, 1 running, 1 failed, $0.5000 of $2.00] a failed (max_budget_usd)" in err
     assert "rate-limited: requeued, concurrency now 2, pause 1.5 s" in err
     assert "budget exhausted: 1 task will not start" in err
+
+
+def test_plain_lines_show_the_pace_and_the_queued_attempts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    progress = Progress(OutputFormat.TEXT, live=False)
+    counts = TaskCounts(total=10, succeeded=4, running=2, queued=3)
+    pace = Pace(elapsed_s=65.2, eta_s=130.0, tasks_per_min=3.68)
+    progress(TaskFinished("b1", "a", "succeeded", "completed", 0.1, 9, "s", SPEND, counts, pace))
+    err = capsys.readouterr().err
+    assert "[4/10 done, 2 running, 3 queued, 0 failed, $0.5000 of $2.00, 1m05s elapsed, " in err
+    assert "ETA 2m10s, 3.7 tasks/min] a succeeded" in err
+    progress(TaskStarted("b1", "b", "s", 1, False, None, None, TaskCounts(total=1)))
+    assert "[0/1 done, 0 running, 0 failed] b started" in capsys.readouterr().err
 
 
 def test_the_live_bar_runs_without_a_terminal_too(capsys: pytest.CaptureFixture[str]) -> None:

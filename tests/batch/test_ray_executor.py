@@ -357,12 +357,13 @@ def test_a_task_ray_tears_down_leaves_nothing_on_its_worker_and_nothing_half_mer
         job = jobs(tmp_path, server)[0]
         executor = RayExecutor(cluster.address, max_parallel=1)
         shipment, pack = executor._ship(job)
-        ref = executor._remote.remote(shipment, pack)
+        stream = executor._remote.remote(shipment, pack)  # yields "running", then the reply
         assert second_call.wait(60), "the task should have reached its second model call"
         assert list(worker_tmp.glob("jm-task-*")), "the worker should run in its temp folder"
-        ray.cancel(ref)  # not forced: Ray interrupts the worker's main thread
+        ray.cancel(stream)  # not forced: Ray interrupts the worker's main thread
         with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
-            ray.get(ref, timeout=60)
+            for ref in stream:
+                ray.get(ref, timeout=60)
     deadline = time.monotonic() + 30
     while list(worker_tmp.glob("jm-task-*")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -373,3 +374,39 @@ def test_a_task_ray_tears_down_leaves_nothing_on_its_worker_and_nothing_half_mer
         assert store.list_sessions() == []
     finally:
         store.close()
+
+
+def test_a_ray_task_waiting_for_a_cpu_is_not_counted_running(
+    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+) -> None:
+    """Each task asks for both CPUs of the cluster: the second waits for the first to end, and
+    the executor says it is running only once a worker took it."""
+    plain = Model(pid_dir)
+
+    def slow_first(request: RecordedRequest) -> ScriptItem:
+        answered = any(m["role"] == "tool" for m in request.json["messages"])
+        if answered and "[task t0]" in json.dumps(request.json["messages"]):
+            time.sleep(3)  # t0 holds the cluster's CPUs a while
+        return plain(request)
+
+    with FakeOpenAIServer(default=slow_first) as server:
+        first, second = jobs(tmp_path, server)[:2]
+        executor = RayExecutor(cluster.address, max_parallel=2, cpus_per_task=2.0)
+        running: dict[str, float] = {}
+        ended: dict[str, float] = {}
+
+        async def one(job: TaskJob, delay: float) -> TaskOutcome:
+            await asyncio.sleep(delay)  # t0 is submitted first
+            outcome = await executor.run(
+                job, on_running=lambda: running.setdefault(job.task.id, time.monotonic())
+            )
+            ended[job.task.id] = time.monotonic()
+            return outcome
+
+        async def both() -> list[TaskOutcome]:
+            return list(await asyncio.gather(one(first, 0.0), one(second, 0.5)))
+
+        outcomes = asyncio.run(both())
+    assert [o.status for o in outcomes] == ["succeeded", "succeeded"]
+    assert running["t1"] - running["t0"] > 2.5  # it waited for t0's CPUs, not counted running
+    assert running["t1"] < ended["t1"]

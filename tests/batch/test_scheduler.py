@@ -45,11 +45,14 @@ def test_every_task_runs_in_its_own_copy_as_a_session_of_the_batch(
     tasks = tasks_for(tmp_path, [task_text(2), task_text(1), task_text(0)])
     events: list[BatchEvent] = []
     summary = asyncio.run(
-        scheduler(tasks, settings_for(tmp_path, fake_openai), on_event=events.append).run()
+        scheduler(
+            tasks, settings_for(tmp_path, fake_openai, keep="all"), on_event=events.append
+        ).run()
     )
     assert summary.all_succeeded and summary.count("succeeded") == 3
     assert not (tmp_path / "project" / "step1.txt").exists()  # never the original
-    assert (tmp_path / "out" / "workspaces" / "task-1" / "step2.txt").exists()
+    copy = tmp_path / "out" / "workspaces" / "task-1" / "attempt-1"
+    assert (copy / "step2.txt").exists()
     rows = read_results(tmp_path / "out")
     assert [rows[t.id].status for t in tasks] == ["succeeded"] * 3
     assert rows["task-1"].iterations == 3 and rows["task-1"].tokens == 3 * 19
@@ -181,10 +184,12 @@ def test_agent_failures_are_retried_only_when_asked(
     again = asyncio.run(scheduler(tasks, settings).run())  # a resume: the failure stands
     assert again.count("failed") == 1 and len(fake_openai.requests) == calls
     settings.retry_failed = True
+    settings.keep = "all"
     retried = asyncio.run(scheduler(tasks, settings).run())
     assert retried.all_succeeded
     row = read_results(tmp_path / "out")["task-1"]
-    assert row.attempts == 2 and row.workspace is not None and row.workspace.endswith("attempt2")
+    assert row.attempts == 2 and row.workspace is not None
+    assert Path(row.workspace) == tmp_path / "out" / "workspaces" / "task-1" / "attempt-2"
     assert row.cost_usd == pytest.approx(first.spent.usd + 2 * 0.007)  # both attempts count
 
 

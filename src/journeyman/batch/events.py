@@ -2,9 +2,10 @@
 form: the line `journeyman batch --output-format stream-json` prints for each.
 
 Each line is flat: `type`, `batch_id`, the event's own fields, the spend where the event
-carries it (`spent_usd`, `spent_tokens`, `reserved_usd`, `cap_usd`, `cap_tokens`), then the
-counts of the tasks so far (`total`, `succeeded`, `failed`, `infra_error`, `not_run`,
-`running`). `batch_event_from_dict` reads such a line back.
+carries it (`spent_usd`, `spent_tokens`, `reserved_usd`, `cap_usd`, `cap_tokens`), the pace of
+the run (`elapsed_s`, `eta_s`, `tasks_per_min`), then the counts of the tasks so far (`total`,
+`succeeded`, `failed`, `infra_error`, `not_run`, `running`, `queued`).
+`batch_event_from_dict` reads such a line back.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ class TaskCounts:
     infra_error: int = 0
     not_run: int = 0
     running: int = 0
-    """Attempts in flight."""
+    """Attempts running on a worker."""
+    queued: int = 0
+    """Attempts given their allocation but not running yet: their workspace being prepared,
+    or waiting for a worker (a Ray task waiting for a CPU)."""
 
     @property
     def done(self) -> int:
@@ -49,6 +53,20 @@ class Spend:
 
 
 @dataclass(frozen=True)
+class Pace:
+    """How fast this run of the batch goes (None: not known yet)."""
+
+    elapsed_s: float | None = None
+    """Seconds since this run of the batch started."""
+    eta_s: float | None = None
+    """Seconds until the tasks left are done, estimated from the mean time the tasks this run
+    finished took, the time the running ones have had, and the concurrency; None until a task
+    has finished."""
+    tasks_per_min: float | None = None
+    """Tasks this run finished (skipped ones not counted) per minute since it started."""
+
+
+@dataclass(frozen=True)
 class BatchStarted:
     batch_id: str
     tasks: int
@@ -60,6 +78,7 @@ class BatchStarted:
     spent_before_usd: float | None
     spent_before_tokens: int | None
     counts: TaskCounts
+    pace: Pace = Pace()
     type: Literal["batch_started"] = "batch_started"
 
 
@@ -71,6 +90,7 @@ class TaskSkipped:
     task_id: str
     status: str
     counts: TaskCounts
+    pace: Pace = Pace()
     type: Literal["task_skipped"] = "task_skipped"
 
 
@@ -86,6 +106,7 @@ class TaskStarted:
     granted_usd: float | None
     granted_tokens: int | None
     counts: TaskCounts
+    pace: Pace = Pace()
     type: Literal["task_started"] = "task_started"
 
 
@@ -99,6 +120,7 @@ class TaskRequeued:
     task_id: str
     reason: str
     counts: TaskCounts
+    pace: Pace = Pace()
     concurrency: int | None = None
     """The provider's concurrency after the 429."""
     pause_s: float | None = None
@@ -122,6 +144,7 @@ class BudgetExhausted:
     """Tasks that will not start (this one included)."""
     spend: Spend
     counts: TaskCounts
+    pace: Pace = Pace()
     type: Literal["budget_exhausted"] = "budget_exhausted"
 
 
@@ -137,6 +160,7 @@ class TaskFinished:
     session_id: str | None
     spend: Spend
     counts: TaskCounts
+    pace: Pace = Pace()
     type: Literal["task_finished"] = "task_finished"
 
 
@@ -146,6 +170,7 @@ class BatchFinished:
     summary: str
     spend: Spend
     counts: TaskCounts
+    pace: Pace = Pace()
     type: Literal["batch_finished"] = "batch_finished"
 
 
@@ -180,7 +205,7 @@ RATE_LIMITED = "rate_limited"
 BATCH_EVENT_TYPES: dict[str, type[BatchEvent]] = {
     tag_of(cls): cls for cls in typing.get_args(BatchEvent)
 }
-_NESTED = {"spend": Spend, "counts": TaskCounts}
+_NESTED = {"spend": Spend, "pace": Pace, "counts": TaskCounts}
 """Records each line carries flat, after the event's own fields."""
 
 
@@ -229,6 +254,7 @@ __all__ = [
     "BatchFinished",
     "BatchStarted",
     "BudgetExhausted",
+    "Pace",
     "ProgressEvent",
     "SettingIgnored",
     "Spend",

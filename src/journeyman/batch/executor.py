@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol, runtime_checkable
@@ -35,7 +36,11 @@ class Executor(Protocol):
     max_parallel: int
 
     async def run(self, job: TaskJob) -> TaskOutcome:
-        """Run one attempt to its end; a worker that dies gives an `infra_error` outcome."""
+        """Run one attempt to its end; a worker that dies gives an `infra_error` outcome.
+
+        An executor whose attempts may wait for a worker also takes an `on_running` keyword
+        (a callable of no argument), which it calls when the attempt starts on one, so the
+        batch counts it as running rather than queued (`scheduler.run_reporting_start`)."""
         ...
 
     async def close(self) -> None:
@@ -71,9 +76,11 @@ class LocalExecutor:
                     )
             return self._pool
 
-    async def run(self, job: TaskJob) -> TaskOutcome:
+    async def run(self, job: TaskJob, on_running: Callable[[], None] | None = None) -> TaskOutcome:
         pool = self._current_pool()
         started = time.monotonic()
+        if on_running is not None:  # never more jobs than workers: it starts at once
+            on_running()
         try:
             future = asyncio.wrap_future(pool.submit(run_job, job))
             return await future

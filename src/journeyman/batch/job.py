@@ -435,27 +435,10 @@ async def _ended_before(job: TaskJob, agent: Agent, started: float) -> TaskOutco
     outcome = _stored_outcome(job, started)
     if job.task.grading is None:
         return outcome
-    from journeyman.batch import grading
-
-    spec = grading.GradingSpec.model_validate(job.task.grading)
-    if spec.test_patch and spec.base_commit:
-        _take_back_test_patch(spec.test_patch, agent.workspace.resolve(), spec.base_commit)
+    # grading happens in a fresh copy beside the workspace, so a kill mid-grading left nothing
+    # in the agent's own copy: grade it again as it is
     grade = await _grade(job, agent)
     return replace(outcome, grade=grade, duration_s=time.monotonic() - started)
-
-
-def _take_back_test_patch(patch: str, workspace: Path, base_commit: str) -> None:
-    """A grading cut off by a kill may have left the test patch applied: its files go back to
-    `base_commit`, so that they stay out of the agent's diff (the patch goes in again next).
-    Nothing is touched when a path leaves the workspace (grading then refuses it)."""
-    from journeyman.batch import grading
-
-    try:
-        for path in grading.patch_paths(patch):
-            grading._refuse_symlinked_parents(workspace, grading.safe_relative(path))
-    except grading.GradingError:
-        return
-    grading._restore_patch_targets(patch, workspace, base_commit)
 
 
 async def _grade(job: TaskJob, agent: Agent) -> Any:

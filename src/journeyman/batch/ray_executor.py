@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,9 @@ PROBE_TIMEOUT_S = 5.0
 
 JOIN_POLL_S = 0.2
 """How often a worker's main thread wakes while the attempt runs (to take Ray's interrupt)."""
+
+RUNNING = "running"
+"""What a Ray task yields first: its attempt started on a worker."""
 
 WORKER_RETRIES = 1
 """Times a task is submitted again after its worker died (the issue: retried once)."""
@@ -283,27 +287,30 @@ class WorkerReply:
     changes: WorkspaceChanges | None
 
 
-def _run_on_worker(shipment: Shipment, pack: WorkspacePack) -> WorkerReply:
+def _run_on_worker(shipment: Shipment, pack: WorkspacePack) -> Iterator[str | WorkerReply]:
     """The Ray task: run one attempt where Ray placed it, in a temp folder of the worker's own
-    (its workspace and its session store), removed when the attempt ends.
+    (its workspace and its session store), removed when the attempt ends. It yields `RUNNING`
+    as it starts (the driver then counts it as running, no longer queued for a CPU), then its
+    reply.
 
     The attempt runs in a thread of its own. When Ray tears the task down (its batch process
     died or stopped it), it interrupts the worker's main thread; the worker then removes its
     folder and exits at once (the attempt's rows go with it: the batch sends the task again,
     from the state its own store and workspace copy hold)."""
+    yield RUNNING
     job = shipment.job
     refused = version_mismatch(shipment.driver, this_identity(), f"the worker on {_node()}")
     if refused is not None:
-        return WorkerReply(_refused(job, "infra_error", refused), None)
+        yield WorkerReply(_refused(job, "infra_error", refused), None)
+        return
     _sweep_leftovers()
     scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         try:
             workspace, usage_from, before = _unpack(shipment, pack, scratch)
         except TravelError as error:
-            return WorkerReply(
-                _refused(job, "failed", f"task {job.task.id}: {error.message}"), None
-            )
+            yield WorkerReply(_refused(job, "failed", f"task {job.task.id}: {error.message}"), None)
+            return
         local = replace(job, workspace_dir=str(workspace), store_path=str(scratch / "sessions"))
         outcome = _attempt(local, scratch)
         rows = _exported(local, usage_from)
@@ -311,8 +318,9 @@ def _run_on_worker(shipment: Shipment, pack: WorkspacePack) -> WorkerReply:
             changes = collect_changes(workspace, before, pack.head, shipment.max_bytes)
         except TravelError as error:
             failed = replace(outcome, status="failed", error=f"task {job.task.id}: {error.message}")
-            return WorkerReply(replace(failed, rows=rows), None)
-        return WorkerReply(replace(outcome, rows=rows), changes)
+            yield WorkerReply(replace(failed, rows=rows), None)
+            return
+        yield WorkerReply(replace(outcome, rows=rows), changes)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -520,14 +528,14 @@ class RayExecutor:
             if refused is not None:
                 raise ConfigurationError(refused)
 
-    async def run(self, job: TaskJob) -> TaskOutcome:
+    async def run(self, job: TaskJob, on_running: Callable[[], None] | None = None) -> TaskOutcome:
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:  # one semaphore per event loop
             self._slots = (loop, asyncio.Semaphore(self.max_parallel))
         async with self._slots[1]:
-            return await self._run(job)
+            return await self._run(job, on_running or (lambda: None))
 
-    async def _run(self, job: TaskJob) -> TaskOutcome:
+    async def _run(self, job: TaskJob, on_running: Callable[[], None]) -> TaskOutcome:
         started = time.monotonic()
         try:
             shipment, pack = await asyncio.to_thread(self._ship, job)
@@ -536,9 +544,11 @@ class RayExecutor:
         deaths: list[str] = []
         while True:
             # a dead worker's attempt is lost with it: the same shipment starts it over
-            ref = self._remote.remote(shipment, pack)
+            ref: Any = self._remote.remote(shipment, pack)  # a stream: RUNNING, then the reply
             try:
-                reply: WorkerReply = await ref
+                await (await ref.__anext__())  # RUNNING: a worker took it
+                on_running()
+                reply: WorkerReply = await (await ref.__anext__())
             except asyncio.CancelledError:
                 ray.cancel(ref, force=True)  # the batch is stopping: free the worker at once
                 raise

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from journeyman.batch.evaluation import EvalSummary, summary_rows
 from journeyman.batch.results import TaskResult
-from journeyman.batch.scheduler import tasks_count
+from journeyman.batch.scheduler import describe_duration, tasks_count
 from journeyman.economics.ledger import Amount
 
 TOP_EXPENSIVE = 10
@@ -36,6 +36,14 @@ class ReportInput:
     started_tasks: int
     evaluation: EvalSummary | None = None
     """An eval's figures (resolved rate, interval, cost per resolved task); None for a batch."""
+    wall_s: float | None = None
+    """How long the run that wrote the report took (None: not known)."""
+    finished_in_run: int = 0
+    """Tasks that run finished (those an earlier run of the batch finished not counted)."""
+    workspaces: Path | None = None
+    """The folder of the tasks' workspaces."""
+    keep: str | None = None
+    """Which workspaces the run kept (`--keep`)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,8 @@ class Figures:
     total: int
     counts: Counter[str]
     pass_rate: float
+    """Succeeded among the tasks that ran (those never started are left out)."""
+    ran: int
     cost: list[float]
     tokens: list[int]
     durations: list[float]
@@ -56,7 +66,8 @@ class Figures:
         return cls(
             total=total,
             counts=counts,
-            pass_rate=counts["succeeded"] / total if total else 0.0,
+            pass_rate=counts["succeeded"] / len(ran) if ran else 0.0,
+            ran=len(ran),
             cost=[r.cost_usd for r in ran],
             tokens=[r.tokens for r in ran],
             durations=[r.duration_s for r in ran],
@@ -87,6 +98,33 @@ def _secs(value: float) -> str:
     return f"{value:.1f} s"
 
 
+def _pass_rate(figures: Figures) -> str:
+    """ "75.0 % (6 of 8 that ran; 2 not run, left out)"."""
+    if not figures.ran:
+        return "— (no task ran)"
+    text = f"{figures.pass_rate:.1%} ({figures.counts['succeeded']} of {figures.ran} that ran"
+    not_run = figures.counts["not_run"]
+    return text + (f"; {not_run} not run, left out)" if not_run else ")")
+
+
+def _wall_line(info: ReportInput) -> str | None:
+    """ "3m07s for 12 tasks, 3.9 tasks/min", or None when the time is not known."""
+    if info.wall_s is None:
+        return None
+    text = f"{describe_duration(info.wall_s)} for {tasks_count(info.finished_in_run)}"
+    if info.wall_s > 0 and info.finished_in_run:
+        text += f", {info.finished_in_run * 60 / info.wall_s:.1f} tasks/min"
+    return text
+
+
+def _kept(rows: Sequence[TaskResult], info: ReportInput) -> tuple[str, list[TaskResult]]:
+    """Where the kept workspaces are, and the rows that name one."""
+    kept = [r for r in rows if r.workspace]
+    where = f" in {info.workspaces}" if info.workspaces is not None else ""
+    policy = f" (--keep {info.keep})" if info.keep else ""
+    return f"{tasks_count(len(kept))}{where}{policy}", kept
+
+
 def _spend_line(info: ReportInput) -> str:
     parts = []
     if info.spent.usd is not None:
@@ -107,9 +145,14 @@ def render_markdown(rows: Sequence[TaskResult], info: ReportInput) -> str:
         f"- Model: {info.model or 'auto-detected'}",
         f"- Tasks: {figures.total} — {counts['succeeded']} succeeded, {counts['failed']} failed, "
         f"{counts['infra_error']} infrastructure errors, {counts['not_run']} not run",
-        f"- Pass rate: {figures.pass_rate:.1%}",
+        f"- Pass rate: {_pass_rate(figures)}",
         f"- Spend: {_spend_line(info)}",
     ]
+    wall = _wall_line(info)
+    if wall is not None:
+        lines.append(f"- Wall time: {wall}")
+    kept_line, kept = _kept(rows, info)
+    lines.append(f"- Workspaces kept: {kept_line}")
     if info.budget_exhausted:
         lines.append(
             f"- Budget exhausted after {info.started_tasks} of {tasks_count(figures.total)}"
@@ -148,6 +191,15 @@ def render_markdown(rows: Sequence[TaskResult], info: ReportInput) -> str:
         ),
         "",
     ]
+    if kept:
+        lines += [
+            "## Kept workspaces",
+            "",
+            "| task | status | workspace |",
+            "|---|---|---|",
+            *(f"| {_md(r.id)} | {r.status} | {_md(r.workspace or '')} |" for r in kept),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -188,12 +240,17 @@ def render_html(rows: Sequence[TaskResult], info: ReportInput) -> str:
             f"{figures.total}: {counts['succeeded']} succeeded, {counts['failed']} failed, "
             f"{counts['infra_error']} infrastructure errors, {counts['not_run']} not run",
         ),
-        ("Pass rate", f"{figures.pass_rate:.1%}"),
+        ("Pass rate", e(_pass_rate(figures))),
         ("Spend", e(_spend_line(info))),
         ("Cost per task", e(_spread(figures.cost, _usd))),
         ("Tokens per task", e(_spread(figures.tokens, _int))),
         ("Duration per task", e(_spread(figures.durations, _secs))),
     ]
+    wall = _wall_line(info)
+    if wall is not None:
+        summary.append(("Wall time", e(wall)))
+    kept_line, kept = _kept(rows, info)
+    summary.append(("Workspaces kept", e(kept_line)))
     if info.budget_exhausted:
         summary.append(
             ("Budget", f"exhausted after {info.started_tasks} of {tasks_count(figures.total)}")
@@ -236,7 +293,25 @@ def render_html(rows: Sequence[TaskResult], info: ReportInput) -> str:
         + expensive
         + "</table><h2>All tasks</h2><table><tr><th>task</th><th>status</th>"
         "<th>finish reason</th><th>verify</th><th>cost</th><th>tokens</th><th>iterations</th>"
-        "<th>session</th><th>error</th></tr>" + every + "</table></body></html>\n"
+        "<th>session</th><th>error</th></tr>"
+        + every
+        + "</table>"
+        + _kept_html(kept)
+        + "</body></html>\n"
+    )
+
+
+def _kept_html(kept: Sequence[TaskResult]) -> str:
+    if not kept:
+        return ""
+    e = html.escape
+    return (
+        "<h2>Kept workspaces</h2><table><tr><th>task</th><th>status</th><th>workspace</th></tr>"
+        + "".join(
+            f"<tr><td>{e(r.id)}</td><td>{e(r.status)}</td><td>{e(r.workspace or '')}</td></tr>"
+            for r in kept
+        )
+        + "</table>"
     )
 
 

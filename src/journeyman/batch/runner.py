@@ -31,6 +31,7 @@ from journeyman.batch.scheduler import (
     tasks_count,
 )
 from journeyman.batch.task_file import BatchTask
+from journeyman.batch.workspaces import LAYOUT_VERSION, WORKSPACES
 from journeyman.core.errors import ConfigurationError
 from journeyman.economics.ledger import Amount
 from journeyman.session.lock import SessionBusyError
@@ -45,6 +46,8 @@ class BatchIdentity:
     created_at: float
     resumed: bool
     """An earlier run of this batch wrote `--out`."""
+    workspace_layout: int = LAYOUT_VERSION
+    """How its `workspaces/` folder is laid out (1: started before the current layout)."""
 
 
 class BatchBusyError(ConfigurationError):
@@ -75,13 +78,16 @@ def batch_identity(
     if path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            identity = BatchIdentity(str(data["batch_id"]), float(data["created_at"]), True)
+            layout = int(data.get("workspace_layout") or _legacy_or_current(out))
+            identity = BatchIdentity(str(data["batch_id"]), float(data["created_at"]), True, layout)
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ConfigurationError(
                 f"{path} is damaged ({error}); remove it to start a new batch in {out}"
             ) from None
         if fingerprint is not None:
             _check_fingerprint(out, data, identity.batch_id, tasks_file, fingerprint)
+        if "workspace_layout" not in data:  # said once, so the answer never changes
+            _write_record(path, {**data, "workspace_layout": identity.workspace_layout})
         return identity
     if must_exist:
         raise ConfigurationError(
@@ -92,22 +98,32 @@ def batch_identity(
         f"batch-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}", time.time(), False
     )
     out.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(BATCH_FILE + ".partial")
-    partial.write_text(
-        json.dumps(
-            {
-                "batch_id": identity.batch_id,
-                "created_at": identity.created_at,
-                "tasks_file": tasks_file,
-                "tasks_fingerprint": fingerprint,
-            },
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    partial.replace(path)
+    record = {
+        "batch_id": identity.batch_id,
+        "created_at": identity.created_at,
+        "tasks_file": tasks_file,
+        "tasks_fingerprint": fingerprint,
+        "workspace_layout": LAYOUT_VERSION,
+    }
+    _write_record(path, record)
     return identity
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    """Write `batch.json` whole (a kill leaves the old one or the new one)."""
+    partial = path.with_name(BATCH_FILE + ".partial")
+    partial.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def _legacy_or_current(out: Path) -> int:
+    """The layout of a batch recorded before layouts were: the legacy one when it made any
+    workspace, else the current one (nothing to carry over)."""
+    try:
+        made = any(not entry.name.startswith(".") for entry in (out / WORKSPACES).iterdir())
+    except OSError:
+        made = False
+    return 1 if made else LAYOUT_VERSION
 
 
 def check_same_tasks(out: Path, tasks: list[BatchTask], tasks_file: str) -> None:
@@ -264,6 +280,10 @@ def finish_files(settings: BatchSettings, summary: BatchSummary, *, graded: bool
         budget_exhausted=summary.budget_exhausted,
         started_tasks=summary.started_tasks,
         evaluation=evaluation,
+        wall_s=summary.wall_s,
+        finished_in_run=summary.finished_in_run,
+        workspaces=summary.workspaces,
+        keep=summary.keep,
     )
     write_reports(settings.out, summary.results, info)
     write_preds(settings.out, summary.results, settings.model)
@@ -284,6 +304,12 @@ def summary_json(summary: BatchSummary, settings: BatchSettings) -> dict[str, An
         "cap_usd": _usd(summary.cap.usd),
         "cap_tokens": summary.cap.tokens,
         "overspend_usd": _usd(summary.overspend.usd),
+        "wall_s": round(summary.wall_s, 3),
+        "finished_in_run": summary.finished_in_run,
+        "tasks_per_min": _rounded(summary.tasks_per_min),
+        "keep": summary.keep,
+        "workspaces": str(summary.workspaces or settings.out / WORKSPACES),
+        "workspaces_kept": len(summary.kept_workspaces),
         "out": str(settings.out),
         "results": str(settings.out / "results.jsonl"),
         "summary": summary.line(),
@@ -293,6 +319,10 @@ def summary_json(summary: BatchSummary, settings: BatchSettings) -> dict[str, An
 def _usd(value: float | None) -> float | None:
     """A dollar figure as written: rounded, so that sums leave no float noise."""
     return None if value is None else round(value, USD_PLACES)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 __all__ = [

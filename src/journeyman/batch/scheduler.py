@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
+import statistics
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +41,7 @@ from journeyman.batch.events import (
     BatchFinished,
     BatchStarted,
     BudgetExhausted,
+    Pace,
     SettingIgnored,
     Spend,
     TaskCounts,
@@ -57,7 +61,15 @@ from journeyman.batch.job import (
 )
 from journeyman.batch.results import TaskResult, append_result
 from journeyman.batch.task_file import BatchTask
-from journeyman.batch.workspaces import WorkspaceError, prepare_workspace, workspace_path
+from journeyman.batch.workspaces import (
+    LAYOUT_VERSION,
+    WORKSPACES,
+    WorkspaceError,
+    Workspaces,
+    check_out_folder,
+    legacy_collisions,
+)
+from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishCategory, FinishReason
 from journeyman.core.text import one_line
 from journeyman.economics.ledger import (
@@ -129,6 +141,12 @@ class BatchSettings:
     """Further `AgentConfig` fields for every task (JSON values)."""
     trace: bool = False
     """Send OpenTelemetry traces of every attempt (one trace each)."""
+    keep: str = "failed"
+    """Which tasks' workspaces stay once they end: "all", "failed" (every task that did not
+    succeed, an eval's unresolved ones included) or "none" (infrastructure errors are always
+    kept: a later run resumes them in place)."""
+    workspace_layout: int = LAYOUT_VERSION
+    """How `--out/workspaces` is laid out (1: a batch started before the current layout)."""
 
 
 @dataclass
@@ -154,6 +172,10 @@ class TaskState:
     ungraded: TaskResult | None = None
     """The row of a graded task whose agent finished in an earlier run but which was never
     graded (killed while grading): it is graded, not run again."""
+    ran_s: float = 0.0
+    """Time its attempts took in this run of the batch (for the ETA)."""
+    running_since: float | None = None
+    """When its attempt started on a worker (monotonic); None when none is running."""
 
 
 @dataclass
@@ -202,6 +224,23 @@ class BatchSummary:
     overspend: Amount
     started_tasks: int
     """Tasks that ran (or had run) at least once."""
+    wall_s: float = 0.0
+    """How long this run of the batch took."""
+    finished_in_run: int = 0
+    """Tasks this run finished (not those an earlier run had finished)."""
+    workspaces: Path | None = None
+    """The folder of the tasks' workspaces."""
+    keep: str = "failed"
+    """The `--keep` of this run."""
+
+    @property
+    def tasks_per_min(self) -> float | None:
+        """Tasks this run finished per minute of its wall time."""
+        return self.finished_in_run * 60 / self.wall_s if self.wall_s > 0 else None
+
+    @property
+    def kept_workspaces(self) -> list[TaskResult]:
+        return [r for r in self.results if r.workspace]
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -222,12 +261,28 @@ class BatchSummary:
         if self.budget_exhausted:
             text += f"; budget exhausted after {self.started_tasks} of {tasks_count(total)}"
         text += f"; spent {describe_spend(self.spent, self.cap)}"
+        if self.wall_s > 0:
+            text += f"; {describe_duration(self.wall_s)}"
+            if self.tasks_per_min is not None and self.finished_in_run:
+                text += f", {self.tasks_per_min:.1f} tasks/min"
         return text
 
 
 def tasks_count(n: int) -> str:
     """ "1 task", "3 tasks"."""
     return f"{n} task" if n == 1 else f"{n} tasks"
+
+
+def describe_duration(seconds: float) -> str:
+    """ "45 s", "3m07s", "2h05m"."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{seconds:.0f} s" if seconds >= 1 else f"{seconds:.1f} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def describe_spend(spent: Amount, cap: Amount) -> str:
@@ -328,7 +383,7 @@ def resume_state(
             if reason is None or reason in INFRA_REASONS:
                 state.resumed = True
             elif reason.category is FinishCategory.SUCCESS or not settings.retry_failed:
-                state.result = _stored_result(task, state, summary, reason, earlier)
+                state.result = _stored_result(task, settings, state, summary, reason, earlier)
                 if task.grading is not None and state.result.grade is None:
                     state.ungraded, state.result = state.result, None
             else:
@@ -376,6 +431,7 @@ def _exists(store: SessionStore, session_id: str) -> bool:
 
 def _stored_result(
     task: BatchTask,
+    settings: BatchSettings,
     state: TaskState,
     summary: Any,
     reason: FinishReason,
@@ -386,6 +442,7 @@ def _stored_result(
     session_id = summary.record.id
     if earlier is not None and earlier.session_id == session_id:
         return earlier
+    folder = workspaces_of(settings).attempt_folder(task.id, state.attempt)
     return TaskResult(
         id=task.id,
         status="succeeded" if reason.category is FinishCategory.SUCCESS else "failed",
@@ -398,8 +455,26 @@ def _stored_result(
         session_id=session_id,
         attempts=state.runs,
         error=summary.error,
+        workspace=str(folder) if folder.is_dir() else None,
         task=_short(task.task),
     )
+
+
+def workspaces_of(settings: BatchSettings) -> Workspaces:
+    """The batch's task workspaces, in the layout its record names."""
+    return Workspaces(settings.out / WORKSPACES, legacy=settings.workspace_layout < 2)
+
+
+def keeps_workspace(result: TaskResult, keep: str) -> bool:
+    """Whether `--keep` keeps the workspace of a task that ended as `result`: "all" keeps
+    every one, "failed" those of tasks that did not succeed (or that an eval graded
+    unresolved), "none" only those of infrastructure errors (a later run resumes them)."""
+    if keep == "all" or result.status in ("infra_error", "not_run"):
+        return True
+    if keep == "none":
+        return False
+    unresolved = result.grade is not None and not result.grade.get("resolved")
+    return result.status != "succeeded" or unresolved
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -430,12 +505,20 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._failures: list[BaseException | None] = []
         """Exceptions of the scheduler's own attempt coroutines (a bug, raised after the run)."""
+        self.workspaces = workspaces_of(settings)
+        self._started_at = time.monotonic()
+        self._finished_in_run = 0
+        self._ran: list[float] = []
+        """How long each task this run finished took (its attempts in this run)."""
 
     # --- public ---------------------------------------------------------------------------
 
     async def run(self) -> BatchSummary:
         settings = self.settings
-        (settings.out / "workspaces").mkdir(parents=True, exist_ok=True)
+        self._check_folders()
+        self.workspaces.root.mkdir(parents=True, exist_ok=True)
+        self.workspaces.clear_staging()
+        self._started_at = time.monotonic()
         from journeyman.batch.results import read_results
 
         store = SessionStore(settings.store_path)
@@ -458,16 +541,22 @@ class Scheduler:
                 spent_before_usd=already.usd,
                 spent_before_tokens=already.tokens,
                 counts=self.counts(),
+                pace=self.pace(),
             )
         )
         for state in self.states:
             if state.result is not None:
                 skipped = TaskSkipped(
-                    self.settings.batch_id, state.task.id, state.result.status, self.counts()
+                    self.settings.batch_id,
+                    state.task.id,
+                    state.result.status,
+                    self.counts(),
+                    self.pace(),
                 )
                 self._emit(skipped)
         await asyncio.gather(*(self._grade_only(state) for state in ungraded))
         await self._drive(pending)
+        self.workspaces.clear_staging()
         for failure in self._failures:
             if failure is not None:
                 raise failure
@@ -484,9 +573,34 @@ class Scheduler:
             cap=stats.total,
             overspend=stats.overspend,
             started_tasks=sum(1 for s in self.states if s.result and s.result.attempts > 0),
+            wall_s=time.monotonic() - self._started_at,
+            finished_in_run=self._finished_in_run,
+            workspaces=self.workspaces.root,
+            keep=settings.keep,
         )
-        self._emit(BatchFinished(settings.batch_id, summary.line(), self._spend(), self.counts()))
+        self._emit(
+            BatchFinished(
+                settings.batch_id, summary.line(), self._spend(), self.counts(), self.pace()
+            )
+        )
         return summary
+
+    def _check_folders(self) -> None:
+        """Refuse what would lose or mix work before anything is written: `--out` and a
+        workspace inside one another, or a batch of the legacy layout whose task ids name the
+        same folders there."""
+        check_out_folder(self.settings.out, self.tasks)
+        if not self.workspaces.legacy:
+            return
+        clashes = legacy_collisions(t.id for t in self.tasks)
+        if clashes:
+            shown = ", ".join(f"{a!r} and {b!r}" for a, b in clashes[:3])
+            raise WorkspaceLayoutError(
+                f"batch {self.settings.batch_id} in {self.settings.out} was started by an "
+                f"earlier journeyman, whose workspace folders mix up tasks {shown}; it cannot "
+                "be resumed safely. Start it again with another --out (or delete "
+                f"{self.settings.out} to start over there)"
+            )
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -511,6 +625,7 @@ class Scheduler:
                             not_started=len(pending),  # this one included
                             spend=self._spend(),
                             counts=self.counts(),
+                            pace=self.pace(),
                         )
                     )
                     break
@@ -573,25 +688,21 @@ class Scheduler:
         state.runs += 1
         outcome: TaskOutcome | None = None
         try:
-            workspace = await asyncio.to_thread(
-                prepare_workspace, task, settings.out / "workspaces", state.attempt
-            )
+            workspace = await asyncio.to_thread(self.workspaces.prepare, task, state.attempt)
             job = self._job(state, session_id, workspace, reservation.granted)
-            self._emit(
-                TaskStarted(
-                    settings.batch_id,
-                    task_id=task.id,
-                    session_id=session_id,
-                    attempt=state.attempt,
-                    resumed=state.resumed
-                    or state.infra_retries > 0
-                    or state.rate_limit_requeues > 0,
-                    granted_usd=reservation.granted.usd,
-                    granted_tokens=reservation.granted.tokens,
-                    counts=self.counts(),
-                )
+            started = TaskStarted(
+                settings.batch_id,
+                task_id=task.id,
+                session_id=session_id,
+                attempt=state.attempt,
+                resumed=state.resumed or state.infra_retries > 0 or state.rate_limit_requeues > 0,
+                granted_usd=reservation.granted.usd,
+                granted_tokens=reservation.granted.tokens,
+                counts=self.counts(),
             )
-            outcome = await self.executor.run(job)
+            outcome = await run_reporting_start(
+                self.executor, job, lambda: self._running(state, started)
+            )
         except WorkspaceError as error:
             outcome = _failed_outright(task.id, session_id, "setup_failed", error.message)
         except Exception as error:  # one task's trouble never ends the batch
@@ -601,6 +712,7 @@ class Scheduler:
                 error=f"task {task.id} could not run: {type(error).__name__}: {error}",
             )
         finally:
+            state.running_since = None  # before any wait: its worker is free from now on
             after = await asyncio.to_thread(self._spending, session_id)
             used_tokens = max(0, after.tokens - before.tokens)
             used_usd = max(0.0, after.usd - before.usd)
@@ -609,7 +721,10 @@ class Scheduler:
             self.gate.running -= 1
             self._wake.set()
         state.duration_s += outcome.duration_s
-        self._settled(state, outcome, pending)
+        state.ran_s += outcome.duration_s
+        result = self._settled(state, outcome, pending)
+        if result is not None:
+            await self._record(state, result)
 
     def _job(
         self, state: TaskState, session_id: str, workspace: Path, granted: Amount | None
@@ -644,7 +759,7 @@ class Scheduler:
         assert state.ungraded is not None
         settings = self.settings
         session_id = session_id_for(settings.batch_id, state.task.id, state.attempt)
-        workspace = workspace_path(state.task, settings.out / "workspaces", state.attempt)
+        workspace = self.workspaces.attempt_folder(state.task.id, state.attempt)
         try:
             outcome = await self.executor.run(self._job(state, session_id, workspace, None))
         except Exception as error:  # one task's trouble never ends the batch
@@ -659,13 +774,24 @@ class Scheduler:
                 files_changed=tuple(earlier.files_changed or ()),
             )
             state.duration_s += outcome.duration_s
-            self._settled(state, outcome, deque())
+            result = self._settled(state, outcome, deque())
+            if result is not None:
+                await self._record(state, result)
             return
         state.result = replace(state.ungraded, error=f"not graded: {outcome.error}")
         append_result(settings.out, state.result)
 
-    def _settled(self, state: TaskState, outcome: TaskOutcome, pending: deque[TaskState]) -> None:
-        """Record the attempt's end, or put the task back in the queue."""
+    def _running(self, state: TaskState, started: TaskStarted) -> None:
+        """The executor says the attempt started on a worker (said once per attempt)."""
+        if state.running_since is not None:
+            return
+        state.running_since = time.monotonic()
+        self._emit(replace(started, counts=self.counts(), pace=self.pace()))
+
+    def _settled(
+        self, state: TaskState, outcome: TaskOutcome, pending: deque[TaskState]
+    ) -> TaskResult | None:
+        """The task's result when the attempt ended it; None when it went back in the queue."""
         settings = self.settings
         task_id = state.task.id
         now = time.monotonic()
@@ -682,11 +808,12 @@ class Scheduler:
                         task_id=task_id,
                         reason=RATE_LIMITED,
                         counts=self.counts(),
+                        pace=self.pace(),
                         concurrency=self.gate.limit,
                         pause_s=round(max(0.0, self.gate.paused_until - now), 2),
                     )
                 )
-                return
+                return None
             outcome = _as_infra(outcome, "rate-limited on every try")
         elif outcome.status == "infra_error":
             state.infra_retries += 1
@@ -701,14 +828,15 @@ class Scheduler:
                         task_id=task_id,
                         reason="infra_error",
                         counts=self.counts(),
+                        pace=self.pace(),
                         error=outcome.error,
                         retry=state.infra_retries,
                     )
                 )
-                return
+                return None
         else:
             self.gate.succeeded()
-        state.result = TaskResult(
+        return TaskResult(
             id=task_id,
             status=outcome.status if outcome.status != "rate_limited" else "infra_error",
             finish_reason=outcome.finish_reason,
@@ -721,27 +849,37 @@ class Scheduler:
             session_id=outcome.session_id,
             attempts=state.runs,
             error=outcome.error,
-            workspace=str(
-                (settings.out / "workspaces").joinpath(
-                    state.task.id if state.attempt == 1 else f"{task_id}.attempt{state.attempt}"
-                )
-            ),
+            workspace=str(self.workspaces.attempt_folder(task_id, state.attempt)),
             task=_short(state.task.task),
             grade=_grade_dict(outcome.grade),
             files_changed=list(outcome.files_changed),
         )
-        append_result(settings.out, state.result)
+
+    async def _record(self, state: TaskState, result: TaskResult) -> None:
+        """The task ended: its workspace removed unless `--keep` keeps it (before its row is
+        written, so the row never names a folder that is gone), then its row and event."""
+        if not keeps_workspace(result, self.settings.keep):
+            removed = await asyncio.to_thread(
+                self.workspaces.remove_task, state.task.id, state.attempt
+            )
+            if removed:
+                result = replace(result, workspace=None)
+        state.result = result
+        self._finished_in_run += 1
+        self._ran.append(state.ran_s)
+        append_result(self.settings.out, result)
         self._emit(
             TaskFinished(
-                settings.batch_id,
-                task_id=task_id,
-                status=state.result.status,
-                finish_reason=state.result.finish_reason,
-                cost_usd=state.result.cost_usd,
-                tokens=state.result.tokens,
-                session_id=state.result.session_id,
+                self.settings.batch_id,
+                task_id=result.id,
+                status=result.status,
+                finish_reason=result.finish_reason,
+                cost_usd=result.cost_usd,
+                tokens=result.tokens,
+                session_id=result.session_id,
                 spend=self._spend(),
                 counts=self.counts(),
+                pace=self.pace(),
             )
         )
 
@@ -798,12 +936,61 @@ class Scheduler:
         self.on_event(event)
 
     def counts(self) -> TaskCounts:
-        """Finished tasks by status, and the attempts in flight."""
+        """Finished tasks by status, and the attempts in flight (running on a worker, or
+        queued: their workspace being prepared, or waiting for a worker)."""
         counts = {"succeeded": 0, "failed": 0, "infra_error": 0, "not_run": 0}
+        running = 0
         for state in self.states:
             if state.result is not None:
                 counts[state.result.status] += 1
-        return TaskCounts(total=len(self.states), **counts, running=self.gate.running)
+            running += state.running_since is not None
+        queued = max(0, self.gate.running - running)
+        return TaskCounts(total=len(self.states), **counts, running=running, queued=queued)
+
+    def pace(self) -> Pace:
+        """Elapsed time, the ETA and the throughput of this run. The ETA spreads the work
+        left over the concurrency: the mean time of the tasks this run finished for each task
+        not started yet, less what the running ones have already had."""
+        now = time.monotonic()
+        elapsed = now - self._started_at
+        per_min = self._finished_in_run * 60 / elapsed if elapsed > 0 else None
+        if not self._ran:
+            return Pace(round(elapsed, 3), None, None if per_min is None else round(per_min, 3))
+        mean = statistics.fmean(self._ran)
+        running = [s.running_since for s in self.states if s.running_since is not None]
+        in_flight = self.gate.running
+        waiting = sum(1 for s in self.states if s.result is None) - in_flight
+        waiting = 0 if self.budget_exhausted else max(0, waiting)
+        work = sum(max(0.0, mean - (now - since)) for since in running)
+        work += (max(0, in_flight - len(running)) + waiting) * mean
+        slots = max(1, min(self.gate.limit, in_flight + waiting))
+        return Pace(
+            round(elapsed, 3),
+            round(work / slots, 3),
+            None if per_min is None else round(per_min, 3),
+        )
+
+
+class WorkspaceLayoutError(ConfigurationError):
+    """A batch of the legacy workspace layout whose task ids share folders there."""
+
+
+async def run_reporting_start(
+    executor: Executor, job: TaskJob, on_running: Callable[[], None]
+) -> TaskOutcome:
+    """`executor.run(job)`, with `on_running` called when the attempt starts on a worker: by
+    the executor when its `run` takes an `on_running` keyword (a Ray task waits for a CPU
+    first), else at once."""
+    run: Any = executor.run
+    try:
+        reports = "on_running" in inspect.signature(run).parameters
+    except (TypeError, ValueError):
+        reports = False
+    if reports:
+        outcome: TaskOutcome = await run(job, on_running=on_running)
+        return outcome
+    on_running()
+    return await executor.run(job)
 
 
 def _least(*values: Any) -> Any:
@@ -850,8 +1037,13 @@ __all__ = [
     "ProviderGate",
     "Scheduler",
     "TaskState",
+    "WorkspaceLayoutError",
+    "describe_duration",
     "describe_spend",
+    "keeps_workspace",
     "open_ledger",
     "opening_floor",
     "resume_state",
+    "run_reporting_start",
+    "workspaces_of",
 ]

@@ -18,6 +18,7 @@ from journeyman.batch.events import (
     BatchEvent,
     BatchStarted,
     BudgetExhausted,
+    Pace,
     ProgressEvent,
     SettingIgnored,
     Spend,
@@ -34,6 +35,8 @@ from journeyman.cli.batch_options import (
     GlobalBudgetTokensOpt,
     GlobalBudgetUsdOpt,
     HideOpt,
+    KeepChoice,
+    KeepOpt,
     MaxParallelOpt,
     MaxRetriesOpt,
     PerTaskBudgetTokensOpt,
@@ -72,7 +75,7 @@ from journeyman.session.redact import Redactor
 if TYPE_CHECKING:
     from journeyman.batch.executor import Executor
     from journeyman.batch.runner import BatchIdentity
-    from journeyman.batch.scheduler import BatchSettings
+    from journeyman.batch.scheduler import BatchSettings, BatchSummary
     from journeyman.batch.tasks import BatchTask
 
 
@@ -90,6 +93,7 @@ def batch(
     resume: ResumeBatchOpt = False,
     retry_failed: RetryFailedOpt = False,
     max_retries: MaxRetriesOpt = 2,
+    keep: KeepOpt = KeepChoice.FAILED,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -116,6 +120,11 @@ def batch(
     puts the task back in the queue. Interrupted (even kill -9), the batch loses no finished
     task and charges nothing twice when run again.
 
+    Each task's copy is --out/workspaces/<task>/attempt-<N>; --keep says which copies stay.
+    An --out inside a task's workspace is refused. Progress shows tasks done, running and
+    queued, the spend, the elapsed time, an ETA and tasks/min; the report adds the wall time
+    and leaves tasks never started out of the pass rate.
+
     Exit status: 0 only when every task succeeded; 1 when any failed, hit an infrastructure
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
     interrupted. The last line says how many of each.
@@ -126,16 +135,8 @@ def batch(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
     )
     root = usable_session_folder(session_dir)
-    _check_provider(
-        provider,
-        model,
-        base_url,
-        tool_format,
-        settings_config,
-        priced_needed=global_budget_usd is not None
-        or per_task_budget_usd is not None
-        or any(t.limits.max_budget_usd is not None for t in loaded),
-    )
+    priced = _usd_limited(global_budget_usd, per_task_budget_usd, loaded)
+    _check_provider(provider, model, base_url, tool_format, settings_config, priced_needed=priced)
     trace = _tracing_wanted(otel)
     out_dir, chosen, identity = _open_batch(
         tasks, loaded, out, resume, executor, max_parallel, ray_address, cpus_per_task
@@ -154,6 +155,8 @@ def batch(
         per_task_tokens=per_task_budget_tokens,
         retry_failed=retry_failed,
         max_infra_retries=max_retries,
+        keep=keep.value,
+        workspace_layout=identity.workspace_layout,
     )
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
 
@@ -166,6 +169,17 @@ def _hidden_paths(
     from journeyman.batch.isolation import batch_hidden_paths
 
     return batch_hidden_paths(loaded, out_dir, [tasks, *(hide or [])])
+
+
+def _usd_limited(
+    global_budget_usd: float | None, per_task_budget_usd: float | None, tasks: list[BatchTask]
+) -> bool:
+    """Whether anything is limited in USD (the model's price is then needed)."""
+    return (
+        global_budget_usd is not None
+        or per_task_budget_usd is not None
+        or any(t.limits.max_budget_usd is not None for t in tasks)
+    )
 
 
 def _refuse_unusable_usd(
@@ -214,8 +228,10 @@ def _open_batch(
         fail(EXIT_CONFIG, f"--out {out_dir} is a file; give a folder")
     from journeyman.batch.executor import make_executor
     from journeyman.batch.runner import batch_identity, tasks_fingerprint
+    from journeyman.batch.workspaces import check_out_folder
 
     try:
+        check_out_folder(out_dir, loaded)
         chosen = make_executor(
             executor,
             max_parallel=max_parallel,
@@ -299,7 +315,17 @@ def _run_and_report(
         typer.echo(printable(summary.line()))
         out_dir = settings.out
         typer.echo(f"results: {out_dir / 'results.jsonl'}; report: {out_dir / 'report.html'}")
+        typer.echo(_kept_line(summary))
     raise typer.Exit(EXIT_OK if summary.all_succeeded else EXIT_FAILED)
+
+
+def _kept_line(summary: BatchSummary) -> str:
+    """Where the workspaces `--keep` kept are."""
+    from journeyman.batch.scheduler import tasks_count
+
+    kept = len(summary.kept_workspaces)
+    where = f" in {summary.workspaces}" if summary.workspaces is not None and kept else ""
+    return f"workspaces kept: {tasks_count(kept)}{where} (--keep {summary.keep})"
 
 
 def _tracing_wanted(explicit: bool) -> bool:
@@ -435,8 +461,8 @@ class Progress:
 
         counts = event.counts
         state = (
-            f"[{counts.done}/{counts.total} done, {counts.running} running, "
-            f"{self._troubles(counts)}" + self._spend(event) + "]"
+            f"[{counts.done}/{counts.total} done, {self._in_flight(counts)}, "
+            f"{self._troubles(counts)}" + self._spend(event) + self._pace(event.pace) + "]"
         )
         if isinstance(event, BatchStarted):
             note = f", {event.finished_before} finished before" if event.finished_before else ""
@@ -459,6 +485,26 @@ class Progress:
         return ""
 
     @staticmethod
+    def _in_flight(counts: TaskCounts) -> str:
+        """ "2 running", plus the queued ones when there are."""
+        text = f"{counts.running} running"
+        return text + (f", {counts.queued} queued" if counts.queued else "")
+
+    @staticmethod
+    def _pace(pace: Pace, *, elapsed: bool = True) -> str:
+        """ ", 1m05s elapsed, ETA 2m10s, 3.1 tasks/min" (what is known of it)."""
+        from journeyman.batch.scheduler import describe_duration
+
+        parts = []
+        if elapsed and pace.elapsed_s is not None:
+            parts.append(f"{describe_duration(pace.elapsed_s)} elapsed")
+        if pace.eta_s is not None:
+            parts.append(f"ETA {describe_duration(pace.eta_s)}")
+        if pace.tasks_per_min:
+            parts.append(f"{pace.tasks_per_min:.1f} tasks/min")
+        return "".join(", " + part for part in parts)
+
+    @staticmethod
     def _spend(event: BatchEvent) -> str:
         spend = getattr(event, "spend", None)
         if not isinstance(spend, Spend) or spend.spent_usd is None:
@@ -469,19 +515,29 @@ class Progress:
     def _update_bar(self, event: ProgressEvent, text: str) -> None:
         if self._bar is None:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self._bar = Progress(
                 TextColumn("batch"),
                 BarColumn(),
                 MofNCompleteColumn(),
+                TimeElapsedColumn(),
                 TextColumn("{task.description}"),
                 console=Console(stderr=True),
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=event.counts.total)
         counts = event.counts
-        description = f"{counts.running} running, {self._troubles(counts)}{self._spend(event)}"
+        description = (
+            f"{self._in_flight(counts)}, {self._troubles(counts)}{self._spend(event)}"
+            + self._pace(event.pace, elapsed=False)  # the bar's own clock shows the elapsed time
+        )
         self._bar.update(self._task, completed=counts.done, description=description)
         if isinstance(event, TaskFinished | BudgetExhausted | TaskRequeued) and text:
             self._bar.console.print(printable(self._redact(text)), markup=False, highlight=False)

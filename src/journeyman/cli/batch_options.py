@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -95,6 +96,28 @@ RetryFailedOpt = Annotated[
         "--retry-failed",
         help="Give tasks that failed (the agent did not succeed) a fresh attempt in a fresh "
         "copy. Infrastructure errors are always retried; agent failures only with this.",
+    ),
+]
+
+
+class KeepChoice(StrEnum):
+    """Which tasks' workspace copies stay once they end (`batch.workspaces.KEEP_CHOICES`)."""
+
+    ALL = "all"
+    FAILED = "failed"
+    NONE = "none"
+
+
+KeepOpt = Annotated[
+    KeepChoice,
+    typer.Option(
+        "--keep",
+        help="Which tasks' workspace copies stay in --out/workspaces once they end: failed "
+        "(default: every task that did not succeed, and an eval's unresolved ones), all, or "
+        "none. A task that ended in an infrastructure error keeps its copy whatever this says "
+        "(running the batch again resumes it there). results.jsonl and the report name the "
+        "kept ones.",
+        show_default=False,
     ),
 ]
 MaxRetriesOpt = Annotated[

@@ -203,10 +203,12 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     except SuiteError as error:
         fail(EXIT_CONFIG, error.message)
     from journeyman.batch.runner import TasksChangedError, check_same_tasks
+    from journeyman.batch.workspaces import OutFolderError, check_out_folder
 
     try:
+        check_out_folder(out, tasks)
         check_same_tasks(out, tasks, suite)
-    except TasksChangedError as error:
+    except (TasksChangedError, OutFolderError) as error:
         fail(EXIT_CONFIG, error.message)
     try:
         out.mkdir(parents=True, exist_ok=True)
