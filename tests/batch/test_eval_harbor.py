@@ -95,7 +95,7 @@ def test_a_harbor_folder_runs_end_to_end_and_the_container_task_is_named(
     suite = harbor_suite(tmp_path / "tasks")
     fake_openai.default = Model()
     out = tmp_path / "out"
-    done = _eval(tmp_path, fake_openai, str(suite), "--out", str(out))
+    done = _eval(tmp_path, fake_openai, str(suite), "--out", str(out), "--keep", "all")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "Harbor task needs-apt needs a container engine" in done.stderr
@@ -121,7 +121,7 @@ def test_a_harbor_folder_runs_end_to_end_and_the_container_task_is_named(
     # the agent's copy held the environment's file, never the tests or the solution
     first_prompt = json.dumps(fake_openai.requests[0].json)
     assert "secret-solution" not in first_prompt
-    workspace = out / "workspaces" / "shout"
+    workspace = out / "workspaces" / "shout" / "attempt-1"
     assert (workspace / "greeting.txt").read_text() == "hello, world\n"
     assert not (out / "harbor" / "shout" / "start" / "expected.txt").exists()
     # graded in a fresh copy of the task: the agent's own copy never holds tests or a reward

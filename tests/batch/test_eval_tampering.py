@@ -101,7 +101,7 @@ def test_a_pytest_plugin_named_in_pytest_ini_resolves_no_micro_task(
     assert "- Flagged for tampering: 11 of 12" in (out / "report.md").read_text()
     assert "11 flagged for tampering" in done.stdout
     # the agent's own workspace is left as the agent left it: grading happened elsewhere
-    assert (out / "workspaces" / "url-join" / "pytest.ini").read_text() == PYTEST_INI
+    assert (out / "workspaces" / "url-join" / "attempt-1" / "pytest.ini").read_text() == PYTEST_INI
 
 
 def _git(cwd: Path, *args: str) -> str:

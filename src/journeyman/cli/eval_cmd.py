@@ -161,27 +161,17 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     from journeyman.batch.evaluation import (
         EvalInputError,
         mark_unsandboxed,
-        rounded,
         write_eval_report,
     )
     from journeyman.batch.suites import SuiteError, load_suite, suite_source
     from journeyman.batch.suites.micro import micro_root
     from journeyman.cli.batch_cmd import batch
-    from journeyman.cli.options import OutputFormat
 
     out: Path = options.pop("out", None) or Path(f"{_suite_name(suite)}.eval")
     if out.exists() and not out.is_dir():
         fail(EXIT_CONFIG, f"--out {out} is a file; give a folder")
     fail_under = _fail_under(options.pop("fail_under", None))
-    allow_unsandboxed = bool(options.pop("allow_unsandboxed", False))
-    options["sandbox"], why_unsandboxed = _settled_sandbox(options.get("sandbox"), out)
-    if why_unsandboxed is not None and not allow_unsandboxed:
-        fail(
-            EXIT_CONFIG,
-            f"eval refused: {why_unsandboxed}, so the agent's commands could read the hidden "
-            "tests and the other tasks' workspaces; use --sandbox bubblewrap (or docker), or "
-            "add --allow-unsandboxed to run anyway (the reports then say it was unsandboxed)",
-        )
+    why_unsandboxed = _sandbox_or_refusal(options, out)
     test_cmds = _read_test_cmds(options.pop("test_cmds", None))
     if test_cmds is not None:
         _check_test_cmds_apply(suite)
@@ -233,8 +223,34 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
         summary = write_eval_report(out, suite, options.get("model"), left_out)
     except (EvalInputError, OSError) as error:
         fail(EXIT_FAILED, f"the batch ran but its eval report could not be written: {error}")
-    output_format = options.get("output_format", OutputFormat.TEXT)
-    if output_format is OutputFormat.TEXT:
+    _print_summary(summary, suite, out, left_out, options.get("output_format"))
+    if fail_under is not None:
+        code = _gate(summary, fail_under)
+    raise typer.Exit(code)
+
+
+def _sandbox_or_refusal(options: dict[str, Any], out: Path) -> str | None:
+    """Settle every task's sandbox (into `options`); exit 2 when it would be local and
+    --allow-unsandboxed was not given. Returns why it is unsandboxed (None: it is not)."""
+    allow_unsandboxed = bool(options.pop("allow_unsandboxed", False))
+    options["sandbox"], why_unsandboxed = _settled_sandbox(options.get("sandbox"), out)
+    if why_unsandboxed is not None and not allow_unsandboxed:
+        fail(
+            EXIT_CONFIG,
+            f"eval refused: {why_unsandboxed}, so the agent's commands could read the hidden "
+            "tests and the other tasks' workspaces; use --sandbox bubblewrap (or docker), or "
+            "add --allow-unsandboxed to run anyway (the reports then say it was unsandboxed)",
+        )
+    return why_unsandboxed
+
+
+def _print_summary(
+    summary: EvalSummary, suite: str, out: Path, left_out: list[str], output_format: Any
+) -> None:
+    from journeyman.batch.evaluation import rounded
+    from journeyman.cli.options import OutputFormat
+
+    if output_format in (None, OutputFormat.TEXT):
         typer.echo(printable(f"eval: {summary.line()}"))
         if left_out:
             typer.echo(f"eval: {len(left_out)} task(s) of the suite not run (named at the start)")
@@ -244,9 +260,6 @@ def _run_eval(suite: str, options: dict[str, Any]) -> None:
     else:
         line = {"type": "eval_finished", "suite": suite, "out": str(out), **rounded(summary)}
         sys.stdout.write(printable_json(json.dumps(line)) + "\n")
-    if fail_under is not None:
-        code = _gate(summary, fail_under)
-    raise typer.Exit(code)
 
 
 def _fail_under(text: str | None) -> float | None:
