@@ -81,7 +81,7 @@ def render_comparison(comparison: Comparison, name_a: str, name_b: str) -> str:
                 f"{summary.resolved}/{summary.ran} resolved ({summary.rate * 100:.1f} %, "
                 f"95 % CI {summary.low * 100:.1f}-{summary.high * 100:.1f} %)"
             )
-        return f"{figures}{summary.not_run_text()}, ${summary.cost_usd:.4f}"
+        return f"{figures}{summary.not_run_text()}{summary.flagged_text()}, ${summary.cost_usd:.4f}"
 
     lines = [
         f"A {name_a}: {rate(a)}",

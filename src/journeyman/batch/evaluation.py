@@ -97,7 +97,7 @@ class EvalSummary:
         """ "; 11 flagged for tampering (...)" when some tasks were, else ""."""
         if not self.flagged:
             return ""
-        return f"; {self.flagged} flagged for tampering (see the report)"
+        return f"; {self.flagged} flagged for tampering (see eval.md)"
 
     def per_resolved_text(self) -> str:
         if self.usd_per_resolved is None or self.tokens_per_resolved is None:
