@@ -457,13 +457,15 @@ class RayExecutor:
         cpus_per_task: float = 1.0,
         worker_retries: int = WORKER_RETRIES,
         ship_code: bool = True,
-        resources: dict[str, float] | None = None,
+        prefer_nodes_with: str | None = None,
         max_bytes: int | None = None,
         check_versions: bool = True,
     ) -> None:
-        """`resources`: custom Ray resources each task asks for (to place tasks on the
-        nodes that have them); `ship_code`: carry journeyman's code in the `runtime_env`;
-        `max_bytes`: the limit on a packed workspace; `check_versions`: `check_nodes` now."""
+        """`prefer_nodes_with`: a custom Ray resource; each attempt goes to a live node that
+        has it (in turn, with soft node affinity), elsewhere when none is alive. `ship_code`:
+        carry journeyman's code in the job's `runtime_env` when this executor connects (a
+        process that connected to Ray itself passes `journeyman_runtime_env()` to `ray.init`).
+        `max_bytes`: the limit on a packed workspace. `check_versions`: `check_nodes` now."""
         if max_parallel < 1:
             raise ConfigurationError(f"--max-parallel must be at least 1, got {max_parallel}")
         if cpus_per_task <= 0:
@@ -476,13 +478,14 @@ class RayExecutor:
         self.runtime_env = journeyman_runtime_env() if ship_code else None
         self.identity = this_identity()
         self._owns_connection = _connect(address, self.runtime_env)
-        options: dict[str, Any] = {
+        self._options: dict[str, Any] = {
             "num_cpus": cpus_per_task,
             "max_retries": 0,  # a dead worker's task is sent again here, from the batch's state
         }
-        if resources:
-            options["resources"] = resources
-        self._remote = ray.remote(_run_on_worker).options(**options)
+        self._function = ray.remote(_run_on_worker)
+        self._remote = self._function.options(**self._options)
+        self.prefer_nodes_with = prefer_nodes_with
+        self._turn = 0
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         if check_versions:
             self.check_nodes()
@@ -536,7 +539,9 @@ class RayExecutor:
         deaths: list[str] = []
         while True:
             # a dead worker's attempt is lost with it: the same shipment starts it over
-            ref = self._remote.remote(shipment, pack)
+            placement = await asyncio.to_thread(self._placement)
+            remote = self._function.options(**self._options, **placement)
+            ref = remote.remote(shipment, pack)
             try:
                 reply: WorkerReply = await ref
             except asyncio.CancelledError:
@@ -561,6 +566,21 @@ class RayExecutor:
                 return await self._lost(job, message, started)
             outcome = await asyncio.to_thread(self._bring_back, job, reply)
             return replace(outcome, duration_s=time.monotonic() - started)
+
+    def _placement(self) -> dict[str, Any]:
+        """Where the next attempt goes: a live node with `prefer_nodes_with`, when one is."""
+        if self.prefer_nodes_with is None:
+            return {}
+        nodes = [
+            node["NodeID"]
+            for node in ray.nodes()  # type: ignore[no-untyped-call]
+            if node.get("Alive") and node.get("Resources", {}).get(self.prefer_nodes_with)
+        ]
+        if not nodes:
+            return {}
+        self._turn += 1
+        node = nodes[self._turn % len(nodes)]
+        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
 
     def _ship(self, job: TaskJob) -> tuple[Shipment, Any]:
         """The job's shipment and its workspace put in the object store."""
