@@ -29,6 +29,7 @@ from journeyman.batch.ray_executor import (
 )
 from journeyman.batch.scheduler import Scheduler, open_ledger
 from journeyman.batch.task_file import BatchTask
+from journeyman.core.errors import ConfigurationError
 from journeyman.economics.ledger import Amount, LedgerPolicy
 from journeyman.session.store import SessionStore
 from tests.batch.support import model as batch_model
@@ -373,3 +374,39 @@ def test_a_task_ray_tears_down_leaves_nothing_on_its_worker_and_nothing_half_mer
         assert store.list_sessions() == []
     finally:
         store.close()
+
+
+def test_a_node_on_other_versions_is_refused_before_the_first_task_and_by_each_task(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    executor = RayExecutor(cluster.address, max_parallel=1, check_versions=False)
+    executor.identity = replace(executor.identity, journeyman="9.9.9", python="3.99")
+    with pytest.raises(ConfigurationError) as refused:
+        executor.check_nodes()
+    message = refused.value.message
+    assert "version mismatch between the driver and the node" in message
+    assert (
+        "journeyman 9.9.9 on the driver, " in message and "Python 3.99 on the driver, " in message
+    )
+    assert "Ray" not in message.split(".", 1)[0]  # the same Ray everywhere: not named
+
+    # a node that joins later is caught by the task itself, which runs nothing
+    with FakeOpenAIServer(default=Model(tmp_path)) as server:
+        job = jobs(tmp_path, server)[0]
+        outcome = asyncio.run(executor.run(job))
+        assert server.requests == []
+    assert outcome.status == "infra_error" and outcome.error is not None
+    assert "version mismatch between the driver and the worker on node" in outcome.error
+
+
+def test_a_workspace_over_the_limit_fails_its_task_by_name_before_reaching_ray(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    with FakeOpenAIServer(default=Model(tmp_path)) as server:
+        job = jobs(tmp_path, server)[0]
+        (Path(job.workspace_dir) / "data.bin").write_bytes(b"x" * 4096)
+        executor = RayExecutor(cluster.address, max_parallel=1, max_bytes=1024)
+        outcome = asyncio.run(executor.run(job))
+    assert outcome.status == "failed" and outcome.finish_reason == "setup_failed"
+    assert outcome.error is not None and outcome.error.startswith("task t0: its workspace is")
+    assert "is 4.5 KB packed, over the 1.0 KB limit" in outcome.error

@@ -534,8 +534,8 @@ class RayExecutor:
         started = time.monotonic()
         try:
             shipment, pack = await asyncio.to_thread(self._ship, job)
-        except TravelError as error:
-            return _refused(job, "failed", f"task {job.task.id}: {error.message}")
+        except TravelError as error:  # it names the task
+            return _refused(job, "failed", error.message)
         deaths: list[str] = []
         while True:
             # a dead worker's attempt is lost with it: the same shipment starts it over

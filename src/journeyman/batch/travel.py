@@ -87,6 +87,8 @@ def too_big(what: str, size: int, limit: int) -> TravelError:
 
 
 def _mb(size: int) -> str:
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
 
 
