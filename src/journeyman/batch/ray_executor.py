@@ -564,8 +564,7 @@ class RayExecutor:
                     "journeyman's dependencies installed on every node? see docs/distributed.md)"
                 )
                 return await self._lost(job, message, started)
-            outcome = await asyncio.to_thread(self._bring_back, job, reply)
-            return replace(outcome, duration_s=time.monotonic() - started)
+            return await asyncio.to_thread(self._bring_back, job, reply)
 
     def _placement(self) -> dict[str, Any]:
         """Where the next attempt goes: a live node with `prefer_nodes_with`, when one is."""
