@@ -7,10 +7,12 @@ import io
 import os
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from journeyman.batch.task_file import BatchTask, TaskFileError, check_workspaces
 from journeyman.batch.travel import (
     TravelError,
     WorkspaceChanges,
@@ -21,6 +23,8 @@ from journeyman.batch.travel import (
     snapshot,
     unpack_workspace,
 )
+from journeyman.batch.workspaces import prepare_workspace
+from tests.support.git_daemon import serve_git
 
 
 def git(folder: Path, *args: str) -> str:
@@ -172,3 +176,35 @@ def test_changes_never_write_through_a_link_left_in_the_drivers_copy(tmp_path: P
     apply_changes(changes, driver)
     assert not (driver / "out").is_symlink() and (driver / "out").read_text() == "now a file"
     assert not list(outside.iterdir())
+
+
+@pytest.fixture
+def git_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    served = tmp_path / "served"
+    served.mkdir()
+    with serve_git(served) as base_url:
+        yield base_url, served
+
+
+def test_a_repository_given_by_url_is_cloned_for_its_task_and_travels_as_its_url(
+    tmp_path: Path, git_server: tuple[str, Path]
+) -> None:
+    base_url, served = git_server
+    head = repository(served / "project")
+    git(served / "project", "stash", "--include-untracked")  # only its commits are served
+    url = f"{base_url}/project"
+    task = BatchTask(id="u1", task="t", workspace=url, base_commit=head)
+    check_workspaces([("tasks.jsonl:1", task)])
+    with pytest.raises(TaskFileError, match="is a repository URL, which needs a base_commit"):
+        check_workspaces([("tasks.jsonl:2", BatchTask(id="u2", task="t", workspace=url))])
+
+    copy = prepare_workspace(task, tmp_path / "workspaces")
+    assert git(copy, "rev-parse", "HEAD") == head
+    pack = pack_workspace(copy, "task u1", url=url)
+    assert (pack.kind, pack.url, pack.head, pack.size) == ("url", url, head, 0)
+    unpack_workspace(pack, tmp_path / "worker")
+    assert snapshot(tmp_path / "worker") == snapshot(copy)
+    assert git(tmp_path / "worker", "rev-parse", "HEAD") == head
+
+    (copy / "kept.py").write_text("changed by an earlier attempt\n")
+    assert pack_workspace(copy, "task u1", url=url).kind == "bundle"  # its changes travel too

@@ -51,6 +51,7 @@ from ray import exceptions as ray_errors
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from journeyman.batch.job import Status, TaskJob, TaskOutcome, run_job
+from journeyman.batch.task_file import is_git_url
 from journeyman.batch.travel import (
     MAX_WORKSPACE_BYTES,
     Snapshot,
@@ -585,8 +586,9 @@ class RayExecutor:
         """The job's shipment and its workspace put in the object store."""
         from journeyman.session.store import SessionNotFoundError, SessionStore
 
+        url = job.task.workspace if is_git_url(job.task.workspace) else None
         pack = pack_workspace(
-            Path(job.workspace_dir), f"task {job.task.id}: its workspace", self.max_bytes
+            Path(job.workspace_dir), f"task {job.task.id}: its workspace", self.max_bytes, url=url
         )
         store = SessionStore(Path(job.store_path), check_integrity=False)
         try:

@@ -1,9 +1,10 @@
 """A task's workspace on its way to a Ray worker and its changes on the way back, as plain
 bytes (they travel through Ray's object store; no folder is shared between machines).
 
-Out: `pack_workspace` — a git repository as a `git bundle` of its checked-out commit plus an
-archive of what differs from that commit (files changed, untracked or ignored, and the list of
-tracked files removed); any other folder as one tar archive. Either is refused by name, with
+Out: `pack_workspace` — a clean clone of a repository given by URL as that URL and its commit
+(the worker clones it); any other git repository as a `git bundle` of its checked-out commit
+plus an archive of what differs from that commit (files changed, untracked or ignored, and the
+list of tracked files removed); any other folder as one tar archive. Either is refused by name, with
 its size, past `max_bytes`. `unpack_workspace` rebuilds it in the worker's own folder.
 
 Back: `snapshot` records the unpacked files (content hashes, modes, link targets; `.git`
@@ -46,11 +47,14 @@ class TravelError(AgentError):
 class WorkspacePack:
     """A workspace as bytes."""
 
-    kind: Literal["bundle", "tar"]
+    kind: Literal["bundle", "tar", "url"]
     data: bytes
-    """The bundle (kind "bundle") or the whole folder's tar archive (kind "tar")."""
+    """The bundle (kind "bundle") or the whole folder's tar archive (kind "tar"); nothing for
+    a clean clone of a repository the worker clones itself (kind "url")."""
     head: str | None = None
-    """The commit checked out (bundle)."""
+    """The commit checked out (bundle, url)."""
+    url: str | None = None
+    """Where the worker clones the repository from (url)."""
     overlay: bytes = b""
     """Tar of the files that differ from `head` (bundle)."""
     removed: tuple[str, ...] = ()
@@ -95,10 +99,13 @@ def _mb(size: int) -> str:
 # --------------------------------------------------------------------------- packing
 
 
-def pack_workspace(folder: Path, name: str, max_bytes: int = MAX_WORKSPACE_BYTES) -> WorkspacePack:
-    """`folder` as bytes; `name` says whose it is in a refusal."""
+def pack_workspace(
+    folder: Path, name: str, max_bytes: int = MAX_WORKSPACE_BYTES, *, url: str | None = None
+) -> WorkspacePack:
+    """`folder` as bytes; `name` says whose it is in a refusal. With `url` (where `folder` was
+    cloned from), a clone nothing changed yet travels as that URL and its commit alone."""
     if (folder / ".git").is_dir() and _git_head(folder) is not None:
-        pack = _pack_repository(folder, name, max_bytes)
+        pack = _pack_repository(folder, name, max_bytes, url)
     else:
         pack = WorkspacePack("tar", _tar_of(folder, _walk(folder), name, max_bytes))
     if pack.size > max_bytes:
@@ -106,17 +113,19 @@ def pack_workspace(folder: Path, name: str, max_bytes: int = MAX_WORKSPACE_BYTES
     return pack
 
 
-def _pack_repository(folder: Path, name: str, max_bytes: int) -> WorkspacePack:
+def _pack_repository(folder: Path, name: str, max_bytes: int, url: str | None) -> WorkspacePack:
     head = _git_head(folder)
     assert head is not None
+    differ = _git_paths(folder, "diff", "--name-only", "--no-renames", "-z", "HEAD")
+    others = _git_paths(folder, "ls-files", "-z", "--others")
+    if url is not None and not differ and not others:
+        return WorkspacePack("url", b"", head=head, url=url)
     with tempfile.TemporaryDirectory(prefix="jm-pack-") as scratch:
         bundle = Path(scratch) / "ws.bundle"
         _git(folder, "bundle", "create", "--quiet", str(bundle), "HEAD")
         data = bundle.read_bytes()
     if len(data) > max_bytes:
         raise too_big(name, len(data), max_bytes)
-    differ = _git_paths(folder, "diff", "--name-only", "--no-renames", "-z", "HEAD")
-    others = _git_paths(folder, "ls-files", "-z", "--others")
     present = [p for p in (*differ, *others) if os.path.lexists(folder / p)]
     removed = tuple(sorted(p for p in differ if not os.path.lexists(folder / p)))
     overlay = _tar_of(folder, sorted(set(present)), name, max_bytes - len(data))
@@ -164,7 +173,11 @@ def _tar_of(folder: Path, paths: list[str], name: str, max_bytes: int) -> bytes:
 
 def unpack_workspace(pack: WorkspacePack, target: Path) -> None:
     """Rebuild the packed workspace in `target` (which must not exist yet)."""
-    if pack.kind == "bundle":
+    if pack.kind == "url":
+        assert pack.url is not None and pack.head is not None
+        _git(None, "clone", "--quiet", "--no-checkout", "--", pack.url, str(target))
+        _git(target, "checkout", "--quiet", "--detach", pack.head)
+    elif pack.kind == "bundle":
         assert pack.head is not None
         with tempfile.TemporaryDirectory(prefix="jm-unpack-") as scratch:
             bundle = Path(scratch) / "ws.bundle"

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from journeyman.batch.task_file import BatchTask
+from journeyman.batch.task_file import BatchTask, is_git_url
 from journeyman.core.errors import AgentError
 from journeyman.core.safe_git import safe_git_command, safe_git_env
 
@@ -34,8 +34,9 @@ def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
     marker = under / ".state" / f"{target.name}{SETUP_DONE}"
     if target.is_dir() and (task.setup is None or marker.exists()):
         return target
+    url = is_git_url(task.workspace)
     source = Path(task.workspace).expanduser()
-    if not source.is_dir():
+    if not url and not source.is_dir():
         raise WorkspaceError(f"task {task.id}: its workspace {source} is not a folder")
     if target.exists():  # an earlier preparation was cut off: start it again
         shutil.rmtree(target)
@@ -43,7 +44,9 @@ def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    if task.base_commit:
+    if url and task.base_commit:
+        _clone_url(task.workspace, partial, task.base_commit, task.id)
+    elif task.base_commit:
         _clone_at(source, partial, task.base_commit, task.id)
     else:
         try:
@@ -58,6 +61,15 @@ def prepare_workspace(task: BatchTask, under: Path, attempt: int = 1) -> Path:
     return target
 
 
+def _clone_url(url: str, target: Path, commit: str, task_id: str) -> None:
+    """A clone of the repository at `url`, checked out at `commit`."""
+    steps = [
+        safe_git_command("clone", "--quiet", "--no-checkout", "--", url, str(target)),
+        safe_git_command("-C", str(target), "checkout", "--quiet", "--detach", commit),
+    ]
+    _run_steps(steps, task_id, f"{commit} of {url}")
+
+
 def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
     """A clone sharing the repository's objects (the original is never written to)."""
     if not (source / ".git").exists() and not (source / "HEAD").is_file():
@@ -69,6 +81,10 @@ def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
         safe_git_command("clone", "--quiet", "--shared", "--no-checkout", str(source), str(target)),
         safe_git_command("-C", str(target), "checkout", "--quiet", "--detach", commit),
     ]
+    _run_steps(steps, task_id, f"{commit} of {source}")
+
+
+def _run_steps(steps: list[list[str]], task_id: str, what: str) -> None:
     env = safe_git_env(os.environ)
     for name, step in zip(("git clone", "git checkout"), steps, strict=True):
         try:
@@ -77,9 +93,7 @@ def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
             raise WorkspaceError(f"task {task_id}: {name} failed: {error}") from None
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise WorkspaceError(
-                f"task {task_id}: cannot check out {commit} of {source}: {detail[0]}"
-            )
+            raise WorkspaceError(f"task {task_id}: cannot check out {what}: {detail[0]}")
 
 
 def _setup(task: BatchTask, workspace: Path) -> None:
