@@ -78,13 +78,24 @@ class TwoNodeModel:
         self.killed_at: float | None = None
         self.in_flight_at_kill = 0
         self.head_calls_after_kill = 0
+        self.on_second: set[str] = set()
+        self.restarted: dict[str, float] = {}
+        """Task → seconds from the kill to its first call on the head, starting over."""
         self._lock = threading.Lock()
 
     def __call__(self, request: RecordedRequest) -> ScriptItem:
         key = request.headers.get("authorization", "").removeprefix("Bearer ")
         who = {HEAD_KEY: "head", SECOND_KEY: "second"}.get(key, "unknown")
+        messages = request.json["messages"]
+        first = json.dumps(next(m for m in messages if m["role"] == "user")["content"])
+        task = first.split("]", 1)[0]
         with self._lock:
             self.calls[who] += 1
+            if who == "second":
+                self.on_second.add(task)
+            starts_over = self.killed_at is not None and who == "head" and task in self.on_second
+            if starts_over and not any(m["role"] == "tool" for m in messages):
+                self.restarted[task] = time.monotonic() - self.killed_at
             if self.killed_at is not None and who == "head":
                 self.head_calls_after_kill += 1
 
@@ -187,6 +198,9 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
     assert on_ray.calls["second"] == KILL_AT_CALL and on_ray.head_calls_after_kill > 0
     assert second.killed and second.alive(second.killed) == []
     assert executor.worker_deaths >= 1
+    # each task it was running started over on the head (a task sent back to the dying node
+    # before Ray knew it was gone dies twice)
+    assert 1 <= len(on_ray.restarted) <= executor.worker_deaths
 
     # every task exactly once, all done, under the cap
     results = [json.loads(line) for line in (driver / "out" / "results.jsonl").open()]
@@ -233,6 +247,8 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
     lost = on_ray.billed_usd - stored_usd
     print(
         f"\ntwo nodes: {TASKS} tasks in {wall:.1f} s, calls {dict(on_ray.calls)}, "
-        f"{executor.worker_deaths} attempts lost with the node; spent ${summary.spent.usd:.4f} "
+        f"{executor.worker_deaths} attempts lost with the node, started over on the head "
+        f"{sorted(round(t, 1) for t in on_ray.restarted.values())} s after the kill; "
+        f"spent ${summary.spent.usd:.4f} "
         f"of ${CAP_USD:.2f} (billed ${on_ray.billed_usd:.4f}, ${lost:.4f} of it by lost attempts)"
     )

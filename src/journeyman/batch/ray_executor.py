@@ -540,7 +540,8 @@ class RayExecutor:
         deaths: list[str] = []
         while True:
             # a dead worker's attempt is lost with it: the same shipment starts it over
-            placement = await asyncio.to_thread(self._placement)
+            # after a death, anywhere Ray picks: the preferred node may be the one just lost
+            placement = {} if deaths else await asyncio.to_thread(self._placement)
             remote = self._function.options(**self._options, **placement)
             ref = remote.remote(shipment, pack)
             try:
