@@ -110,6 +110,14 @@ def test_the_changes_of_a_task_reach_the_drivers_copy(tmp_path: Path) -> None:
     assert git(tmp_path / "driver", "log", "-1", "--format=%s") == "the agent's commit"
     # nothing changed: nothing to carry
     assert collect_changes(worker, snapshot(worker), changes.head).empty
+    # HEAD moved back to a commit the driver holds: no bundle, the same end state
+    before = snapshot(worker)
+    git(worker, "reset", "-q", "--hard", head)
+    back = collect_changes(worker, before, changes.head)
+    assert back.commits == b"" and back.head == head
+    apply_changes(back, tmp_path / "driver")
+    assert git(tmp_path / "driver", "rev-parse", "HEAD") == head
+    assert snapshot(tmp_path / "driver") == snapshot(worker)
 
 
 def test_a_workspace_over_the_limit_is_refused_by_name_with_its_size(tmp_path: Path) -> None:

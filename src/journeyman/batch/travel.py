@@ -73,7 +73,8 @@ class WorkspaceChanges:
     """Tar of the files added or changed (links as links)."""
     removed: tuple[str, ...]
     commits: bytes | None = None
-    """A bundle of the commits made on top of the shipped one, when HEAD moved."""
+    """A bundle of the commits made on top of the shipped one, when HEAD moved (empty when it
+    moved back to one of the shipped commit's ancestors)."""
     head: str | None = None
     """The commit checked out at the end, when it moved."""
 
@@ -304,10 +305,12 @@ def collect_changes(
     commits = None
     now = _git_head(folder) if head is not None else None
     if head is not None and now is not None and now != head:
-        with tempfile.TemporaryDirectory(prefix="jm-changes-") as scratch:
-            bundle = Path(scratch) / "commits.bundle"
-            _git(folder, "bundle", "create", "--quiet", str(bundle), "HEAD", f"^{head}")
-            commits = bundle.read_bytes()
+        commits = b""  # HEAD went back to a commit the driver's copy holds: no bundle needed
+        if not _is_ancestor(folder, now, head):
+            with tempfile.TemporaryDirectory(prefix="jm-changes-") as scratch:
+                bundle = Path(scratch) / "commits.bundle"
+                _git(folder, "bundle", "create", "--quiet", str(bundle), "HEAD", f"^{head}")
+                commits = bundle.read_bytes()
     if len(files) + len(commits or b"") > max_bytes:
         raise too_big("the task's changes", len(files) + len(commits or b""), max_bytes)
     return WorkspaceChanges(files, removed, commits, now if commits is not None else None)
@@ -316,10 +319,11 @@ def collect_changes(
 def apply_changes(changes: WorkspaceChanges, folder: Path) -> None:
     """Bring `folder` (the driver's copy) to the state the worker's copy ended in."""
     if changes.commits is not None and changes.head is not None:
-        with tempfile.TemporaryDirectory(prefix="jm-apply-") as scratch:
-            bundle = Path(scratch) / "commits.bundle"
-            bundle.write_bytes(changes.commits)
-            _git(folder, "fetch", "--quiet", str(bundle), "HEAD")
+        if changes.commits:
+            with tempfile.TemporaryDirectory(prefix="jm-apply-") as scratch:
+                bundle = Path(scratch) / "commits.bundle"
+                bundle.write_bytes(changes.commits)
+                _git(folder, "fetch", "--quiet", str(bundle), "HEAD")
         _git(folder, "update-ref", "--no-deref", "HEAD", changes.head)
         _git(folder, "read-tree", "HEAD")  # the index follows; the files come next
     _remove(folder, changes.removed)
@@ -340,6 +344,14 @@ def _git_head(folder: Path) -> str | None:
     with contextlib.suppress(TravelError):
         return _git(folder, "rev-parse", "--verify", "--quiet", "HEAD").strip() or None
     return None
+
+
+def _is_ancestor(folder: Path, older: str, newer: str) -> bool:
+    try:
+        _git(folder, "merge-base", "--is-ancestor", older, newer)
+    except TravelError:
+        return False
+    return True
 
 
 def _git_paths(folder: Path, *args: str) -> list[str]:
