@@ -216,3 +216,14 @@ def test_a_repository_given_by_url_is_cloned_for_its_task_and_travels_as_its_url
 
     (copy / "kept.py").write_text("changed by an earlier attempt\n")
     assert pack_workspace(copy, "task u1", url=url).kind == "bundle"  # its changes travel too
+
+
+def test_unpacked_files_lose_set_id_bits(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("tool")
+        info.size, info.mode, info.uid, info.uname = 2, 0o6755, 0, "root"
+        tar.addfile(info, io.BytesIO(b"#!"))
+    safe_extract(buffer.getvalue(), tmp_path)
+    assert (tmp_path / "tool").stat().st_mode & 0o7777 == 0o755
+    assert (tmp_path / "tool").stat().st_uid == os.getuid()

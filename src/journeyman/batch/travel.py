@@ -208,8 +208,13 @@ def safe_extract(data: bytes, target: Path) -> None:
                 existing.unlink()  # replaced, never written through
             elif existing.is_dir() and not member.isdir():
                 shutil.rmtree(existing)  # a folder the task replaced with a file or a link
+            member.mode &= 0o777  # no set-id or sticky bits; owned by whoever unpacks
+            member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
         try:
-            archive.extractall(root, members=members, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                archive.extractall(root, members=members, filter="data")
+            else:
+                archive.extractall(root, members=members)  # checked above, member by member
         except (tarfile.TarError, OSError) as error:
             raise TravelError(f"cannot unpack a workspace archive: {error}") from None
 
