@@ -3,6 +3,7 @@ into the driver's copy: real git, real tar archives, hostile archives refused.""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
@@ -24,6 +25,9 @@ from journeyman.batch.travel import (
     unpack_workspace,
 )
 from journeyman.batch.workspaces import prepare_workspace
+from tests.batch.support import model as batch_model
+from tests.batch.support import scheduler, settings_for, task_text
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.support.git_daemon import serve_git
 
 
@@ -227,3 +231,24 @@ def test_unpacked_files_lose_set_id_bits(tmp_path: Path) -> None:
     safe_extract(buffer.getvalue(), tmp_path)
     assert (tmp_path / "tool").stat().st_mode & 0o7777 == 0o755
     assert (tmp_path / "tool").stat().st_uid == os.getuid()
+
+
+def test_a_local_batch_runs_a_task_whose_workspace_is_a_url(
+    tmp_path: Path,
+    git_server: tuple[str, Path],
+    fake_openai: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")
+    monkeypatch.setenv("JOURNEYMAN_EDIT_TOOL", "edit_file")
+    fake_openai.default = batch_model
+    base_url, served = git_server
+    head = repository(served / "project")
+    task = BatchTask(
+        id="from-url", task=task_text(1), workspace=f"{base_url}/project", base_commit=head
+    )
+    summary = asyncio.run(scheduler([task], settings_for(tmp_path, fake_openai)).run())
+    assert summary.all_succeeded, summary.results
+    copy = tmp_path / "out" / "workspaces" / "from-url"
+    assert git(copy, "rev-parse", "HEAD") == head and (copy / "step1.txt").exists()
+    assert not (served / "project" / "step1.txt").exists()
