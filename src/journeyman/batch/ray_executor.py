@@ -301,10 +301,9 @@ def _run_on_worker(shipment: Shipment, pack: WorkspacePack) -> WorkerReply:
     try:
         try:
             workspace, usage_from, before = _unpack(shipment, pack, scratch)
-        except TravelError as error:
-            return WorkerReply(
-                _refused(job, "failed", f"task {job.task.id}: {error.message}"), None
-            )
+        except TravelError as error:  # e.g. no git on this node, or its disk full
+            message = f"task {job.task.id}: on {_node()}: {error.message}"
+            return WorkerReply(_refused(job, "infra_error", message), None)
         local = replace(job, workspace_dir=str(workspace), store_path=str(scratch / "sessions"))
         outcome = _attempt(local, scratch)
         rows = _exported(local, usage_from)
