@@ -8,6 +8,10 @@ What runs
     with ``--parallel`` tasks at a time (1 by default, so nothing overlaps and the figure is
     clean) after one warm-up task that starts its workers.
 
+    With ``--workspace-kb N`` each task's workspace holds a file of N KB (random bytes, so
+    nothing compresses): the Ray executor packs it into the object store, the worker unpacks
+    it, and the session's rows come back to be merged into the driver's store.
+
     For each executor it prints the wall time per task and the time `run_job` itself took in the
     worker (the outcome's `duration_s`: the agent's run, its session store, the fake model);
     the difference, wall minus worker time, divided by the tasks and multiplied by the
@@ -47,12 +51,16 @@ from journeyman.batch.tasks import BatchTask
 KEY = "sk-bench"
 
 
-def trivial_jobs(root: Path, server: FakeOpenAIServer, count: int, batch: str) -> list[TaskJob]:
+def trivial_jobs(
+    root: Path, server: FakeOpenAIServer, count: int, batch: str, workspace_kb: int = 0
+) -> list[TaskJob]:
     jobs = []
     for index in range(count):
         task_id = f"t{index}"
         workspace = root / batch / task_id
         workspace.mkdir(parents=True)
+        if workspace_kb:
+            (workspace / "data.bin").write_bytes(os.urandom(workspace_kb * 1024))
         jobs.append(
             TaskJob(
                 batch_id=batch,
@@ -107,12 +115,17 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--only", choices=["local", "ray"])
+    parser.add_argument("--workspace-kb", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     os.environ["OPENAI_API_KEY"] = KEY  # the local workers' environment
     os.environ.update(RAY_ENV)
-    results: dict[str, Any] = {"tasks": args.tasks, "parallel": args.parallel}
+    results: dict[str, Any] = {
+        "tasks": args.tasks,
+        "parallel": args.parallel,
+        "workspace_kb": args.workspace_kb,
+    }
     finish = reply(tool_calls=[("finish", {"summary": "done"})])
     with (
         tempfile.TemporaryDirectory(prefix="jm-batch-bench-") as tmp,
@@ -121,7 +134,7 @@ def main() -> int:
         root = Path(tmp)
         count = args.tasks + 1
         if args.only in (None, "local"):
-            jobs = trivial_jobs(root, server, count, "local")
+            jobs = trivial_jobs(root, server, count, "local", args.workspace_kb)
             results["local"] = asyncio.run(
                 measure(LocalExecutor(args.parallel), jobs, args.parallel)
             )
@@ -131,7 +144,7 @@ def main() -> int:
             from journeyman.batch.ray_executor import RayExecutor
 
             with LocalRayCluster(clean_env(OPENAI_API_KEY=KEY), num_cpus=args.cpus) as cluster:
-                jobs = trivial_jobs(root, server, count, "ray")
+                jobs = trivial_jobs(root, server, count, "ray", args.workspace_kb)
                 executor = RayExecutor(cluster.address, args.parallel)
                 try:
                     results["ray"] = asyncio.run(measure(executor, jobs, args.parallel))
@@ -141,7 +154,10 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"{args.tasks} trivial tasks, {args.parallel} at a time")
+    print(
+        f"{args.tasks} trivial tasks, {args.parallel} at a time, "
+        f"workspaces of {args.workspace_kb} KB"
+    )
     print(f"{'executor':<10}{'wall/task':>12}{'in worker':>12}{'overhead/task':>16}")
     for name in ("local", "ray"):
         row = results.get(name)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +30,8 @@ from journeyman.batch.ray_executor import (
 )
 from journeyman.batch.scheduler import Scheduler, open_ledger
 from journeyman.batch.task_file import BatchTask
+from journeyman.batch.workspaces import prepare_workspace
+from journeyman.core.errors import ConfigurationError
 from journeyman.economics.ledger import Amount, LedgerPolicy
 from journeyman.session.store import SessionStore
 from tests.batch.support import model as batch_model
@@ -36,6 +39,7 @@ from tests.batch.support import settings_for, task_text, tasks_for
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem, hang, reply
 from tests.support.cli import clean_env
+from tests.support.git_daemon import serve_git
 from tests.support.ray_cluster import LocalRayCluster, ray_environment
 
 pytestmark = pytest.mark.slow
@@ -410,3 +414,64 @@ def test_a_ray_task_waiting_for_a_cpu_is_not_counted_running(
     assert [o.status for o in outcomes] == ["succeeded", "succeeded"]
     assert running["t1"] - running["t0"] > 2.5  # it waited for t0's CPUs, not counted running
     assert running["t1"] < ended["t1"]
+
+
+def test_a_node_on_other_versions_is_refused_before_the_first_task_and_by_each_task(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    executor = RayExecutor(cluster.address, max_parallel=1, check_versions=False)
+    executor.identity = replace(executor.identity, journeyman="9.9.9", python="3.99")
+    with pytest.raises(ConfigurationError) as refused:
+        executor.check_nodes()
+    message = refused.value.message
+    assert "version mismatch between the driver and the node" in message
+    assert (
+        "journeyman 9.9.9 on the driver, " in message and "Python 3.99 on the driver, " in message
+    )
+    assert "Ray" not in message.split(".", 1)[0]  # the same Ray everywhere: not named
+
+    # a node that joins later is caught by the task itself, which runs nothing
+    with FakeOpenAIServer(default=Model(tmp_path)) as server:
+        job = jobs(tmp_path, server)[0]
+        outcome = asyncio.run(executor.run(job))
+        assert server.requests == []
+    assert outcome.status == "infra_error" and outcome.error is not None
+    assert "version mismatch between the driver and the worker on node" in outcome.error
+
+
+def test_a_workspace_over_the_limit_fails_its_task_by_name_before_reaching_ray(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    with FakeOpenAIServer(default=Model(tmp_path)) as server:
+        job = jobs(tmp_path, server)[0]
+        (Path(job.workspace_dir) / "data.bin").write_bytes(b"x" * 4096)
+        executor = RayExecutor(cluster.address, max_parallel=1, max_bytes=1024)
+        outcome = asyncio.run(executor.run(job))
+    assert outcome.status == "failed" and outcome.finish_reason == "setup_failed"
+    assert outcome.error is not None and outcome.error.startswith("task t0: its workspace is")
+    assert "is 4.5 KB packed, over the 1.0 KB limit" in outcome.error
+
+
+def test_a_repository_given_by_url_is_cloned_on_the_worker(
+    cluster: LocalRayCluster, pid_dir: Path, tmp_path: Path
+) -> None:
+    served = tmp_path / "served" / "project"
+    served.mkdir(parents=True)
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(
+            ["git", "-C", str(served), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+            check=True,
+        )
+    head = subprocess.run(
+        ["git", "-C", str(served), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    with serve_git(served.parent) as base_url, FakeOpenAIServer(default=Model(pid_dir)) as server:
+        job = jobs(tmp_path / "batch", server)[0]
+        task = job.task.model_copy(update={"workspace": f"{base_url}/project", "base_commit": head})
+        copy = prepare_workspace(task, tmp_path / "workspaces")
+        job = replace(job, task=task, workspace_dir=str(copy))
+        executor = RayExecutor(cluster.address, max_parallel=1)
+        assert ray.get(executor._ship(job)[1]).kind == "url"  # only its URL and commit travel
+        outcome = asyncio.run(executor.run(job))
+    assert outcome.status == "succeeded", outcome.error
+    assert (copy / "out.txt").read_text() == "t0"  # written on the worker's clone, brought back

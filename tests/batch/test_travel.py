@@ -3,14 +3,17 @@ into the driver's copy: real git, real tar archives, hostile archives refused.""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from journeyman.batch.task_file import BatchTask, TaskFileError, check_workspaces
 from journeyman.batch.travel import (
     TravelError,
     WorkspaceChanges,
@@ -21,6 +24,11 @@ from journeyman.batch.travel import (
     snapshot,
     unpack_workspace,
 )
+from journeyman.batch.workspaces import prepare_workspace
+from tests.batch.support import model as batch_model
+from tests.batch.support import scheduler, settings_for, task_text
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.support.git_daemon import serve_git
 
 
 def git(folder: Path, *args: str) -> str:
@@ -106,6 +114,14 @@ def test_the_changes_of_a_task_reach_the_drivers_copy(tmp_path: Path) -> None:
     assert git(tmp_path / "driver", "log", "-1", "--format=%s") == "the agent's commit"
     # nothing changed: nothing to carry
     assert collect_changes(worker, snapshot(worker), changes.head).empty
+    # HEAD moved back to a commit the driver holds: no bundle, the same end state
+    before = snapshot(worker)
+    git(worker, "reset", "-q", "--hard", head)
+    back = collect_changes(worker, before, changes.head)
+    assert back.commits == b"" and back.head == head
+    apply_changes(back, tmp_path / "driver")
+    assert git(tmp_path / "driver", "rev-parse", "HEAD") == head
+    assert snapshot(tmp_path / "driver") == snapshot(worker)
 
 
 def test_a_workspace_over_the_limit_is_refused_by_name_with_its_size(tmp_path: Path) -> None:
@@ -172,3 +188,67 @@ def test_changes_never_write_through_a_link_left_in_the_drivers_copy(tmp_path: P
     apply_changes(changes, driver)
     assert not (driver / "out").is_symlink() and (driver / "out").read_text() == "now a file"
     assert not list(outside.iterdir())
+
+
+@pytest.fixture
+def git_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    served = tmp_path / "served"
+    served.mkdir()
+    with serve_git(served) as base_url:
+        yield base_url, served
+
+
+def test_a_repository_given_by_url_is_cloned_for_its_task_and_travels_as_its_url(
+    tmp_path: Path, git_server: tuple[str, Path]
+) -> None:
+    base_url, served = git_server
+    head = repository(served / "project")
+    git(served / "project", "stash", "--include-untracked")  # only its commits are served
+    url = f"{base_url}/project"
+    task = BatchTask(id="u1", task="t", workspace=url, base_commit=head)
+    check_workspaces([("tasks.jsonl:1", task)])
+    with pytest.raises(TaskFileError, match="is a repository URL, which needs a base_commit"):
+        check_workspaces([("tasks.jsonl:2", BatchTask(id="u2", task="t", workspace=url))])
+
+    copy = prepare_workspace(task, tmp_path / "workspaces")
+    assert git(copy, "rev-parse", "HEAD") == head
+    pack = pack_workspace(copy, "task u1", url=url)
+    assert (pack.kind, pack.url, pack.head, pack.size) == ("url", url, head, 0)
+    unpack_workspace(pack, tmp_path / "worker")
+    assert snapshot(tmp_path / "worker") == snapshot(copy)
+    assert git(tmp_path / "worker", "rev-parse", "HEAD") == head
+
+    (copy / "kept.py").write_text("changed by an earlier attempt\n")
+    assert pack_workspace(copy, "task u1", url=url).kind == "bundle"  # its changes travel too
+
+
+def test_unpacked_files_lose_set_id_bits(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("tool")
+        info.size, info.mode, info.uid, info.uname = 2, 0o6755, 0, "root"
+        tar.addfile(info, io.BytesIO(b"#!"))
+    safe_extract(buffer.getvalue(), tmp_path)
+    assert (tmp_path / "tool").stat().st_mode & 0o7777 == 0o755
+    assert (tmp_path / "tool").stat().st_uid == os.getuid()
+
+
+def test_a_local_batch_runs_a_task_whose_workspace_is_a_url(
+    tmp_path: Path,
+    git_server: tuple[str, Path],
+    fake_openai: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")
+    monkeypatch.setenv("JOURNEYMAN_EDIT_TOOL", "edit_file")
+    fake_openai.default = batch_model
+    base_url, served = git_server
+    head = repository(served / "project")
+    task = BatchTask(
+        id="from-url", task=task_text(1), workspace=f"{base_url}/project", base_commit=head
+    )
+    summary = asyncio.run(scheduler([task], settings_for(tmp_path, fake_openai)).run())
+    assert summary.all_succeeded, summary.results
+    copy = tmp_path / "out" / "workspaces" / "from-url"
+    assert git(copy, "rev-parse", "HEAD") == head and (copy / "step1.txt").exists()
+    assert not (served / "project" / "step1.txt").exists()

@@ -52,6 +52,7 @@ from ray import exceptions as ray_errors
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from journeyman.batch.job import Status, TaskJob, TaskOutcome, run_job
+from journeyman.batch.task_file import is_git_url
 from journeyman.batch.travel import (
     MAX_WORKSPACE_BYTES,
     Snapshot,
@@ -308,8 +309,9 @@ def _run_on_worker(shipment: Shipment, pack: WorkspacePack) -> Iterator[str | Wo
     try:
         try:
             workspace, usage_from, before = _unpack(shipment, pack, scratch)
-        except TravelError as error:
-            yield WorkerReply(_refused(job, "failed", f"task {job.task.id}: {error.message}"), None)
+        except TravelError as error:  # e.g. no git on this node, or its disk full
+            message = f"task {job.task.id}: on {_node()}: {error.message}"
+            yield WorkerReply(_refused(job, "infra_error", message), None)
             return
         local = replace(job, workspace_dir=str(workspace), store_path=str(scratch / "sessions"))
         outcome = _attempt(local, scratch)
@@ -465,13 +467,15 @@ class RayExecutor:
         cpus_per_task: float = 1.0,
         worker_retries: int = WORKER_RETRIES,
         ship_code: bool = True,
-        resources: dict[str, float] | None = None,
+        prefer_nodes_with: str | None = None,
         max_bytes: int | None = None,
         check_versions: bool = True,
     ) -> None:
-        """`resources`: custom Ray resources each task asks for (to place tasks on the
-        nodes that have them); `ship_code`: carry journeyman's code in the `runtime_env`;
-        `max_bytes`: the limit on a packed workspace; `check_versions`: `check_nodes` now."""
+        """`prefer_nodes_with`: a custom Ray resource; each attempt goes to a live node that
+        has it (in turn, with soft node affinity), elsewhere when none is alive. `ship_code`:
+        carry journeyman's code in the job's `runtime_env` when this executor connects (a
+        process that connected to Ray itself passes `journeyman_runtime_env()` to `ray.init`).
+        `max_bytes`: the limit on a packed workspace. `check_versions`: `check_nodes` now."""
         if max_parallel < 1:
             raise ConfigurationError(f"--max-parallel must be at least 1, got {max_parallel}")
         if cpus_per_task <= 0:
@@ -484,13 +488,14 @@ class RayExecutor:
         self.runtime_env = journeyman_runtime_env() if ship_code else None
         self.identity = this_identity()
         self._owns_connection = _connect(address, self.runtime_env)
-        options: dict[str, Any] = {
+        self._options: dict[str, Any] = {
             "num_cpus": cpus_per_task,
             "max_retries": 0,  # a dead worker's task is sent again here, from the batch's state
         }
-        if resources:
-            options["resources"] = resources
-        self._remote = ray.remote(_run_on_worker).options(**options)
+        self._function = ray.remote(_run_on_worker)
+        self._remote = self._function.options(**self._options)
+        self.prefer_nodes_with = prefer_nodes_with
+        self._turn = 0
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         if check_versions:
             self.check_nodes()
@@ -539,12 +544,15 @@ class RayExecutor:
         started = time.monotonic()
         try:
             shipment, pack = await asyncio.to_thread(self._ship, job)
-        except TravelError as error:
-            return _refused(job, "failed", f"task {job.task.id}: {error.message}")
+        except TravelError as error:  # it names the task
+            return _refused(job, "failed", error.message)
         deaths: list[str] = []
         while True:
             # a dead worker's attempt is lost with it: the same shipment starts it over
-            ref: Any = self._remote.remote(shipment, pack)  # a stream: RUNNING, then the reply
+            # after a death, anywhere Ray picks: the preferred node may be the one just lost
+            placement = {} if deaths else await asyncio.to_thread(self._placement)
+            remote = self._function.options(**self._options, **placement)
+            ref: Any = remote.remote(shipment, pack)  # a stream: RUNNING, then the reply
             try:
                 await (await ref.__anext__())  # RUNNING: a worker took it
                 on_running()
@@ -569,15 +577,30 @@ class RayExecutor:
                     "journeyman's dependencies installed on every node? see docs/distributed.md)"
                 )
                 return await self._lost(job, message, started)
-            outcome = await asyncio.to_thread(self._bring_back, job, reply)
-            return replace(outcome, duration_s=time.monotonic() - started)
+            return await asyncio.to_thread(self._bring_back, job, reply)
+
+    def _placement(self) -> dict[str, Any]:
+        """Where the next attempt goes: a live node with `prefer_nodes_with`, when one is."""
+        if self.prefer_nodes_with is None:
+            return {}
+        nodes = [
+            node["NodeID"]
+            for node in ray.nodes()  # type: ignore[no-untyped-call]
+            if node.get("Alive") and node.get("Resources", {}).get(self.prefer_nodes_with)
+        ]
+        if not nodes:
+            return {}
+        self._turn += 1
+        node = nodes[self._turn % len(nodes)]
+        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
 
     def _ship(self, job: TaskJob) -> tuple[Shipment, Any]:
         """The job's shipment and its workspace put in the object store."""
         from journeyman.session.store import SessionNotFoundError, SessionStore
 
+        url = job.task.workspace if is_git_url(job.task.workspace) else None
         pack = pack_workspace(
-            Path(job.workspace_dir), f"task {job.task.id}: its workspace", self.max_bytes
+            Path(job.workspace_dir), f"task {job.task.id}: its workspace", self.max_bytes, url=url
         )
         store = SessionStore(Path(job.store_path), check_integrity=False)
         try:

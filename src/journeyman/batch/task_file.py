@@ -1,10 +1,11 @@
 """One task of a batch and the JSONL file of them, validated up front.
 
-A line holds `id`, `task`, `workspace` (a local folder, or a git repository used with
-`base_commit`), and optionally `verify`, `setup`, `limits` and `grading`. A bad line is refused
-with its line number before anything runs, so a batch never dies half-way over a typo; so is a
-workspace that is missing, not a git repository while `base_commit` is set, or that lacks the
-`base_commit` named. A folder of tasks is an eval suite's business (`tasks.load_tasks`).
+A line holds `id`, `task`, `workspace` (a local folder, or a git repository — a folder or a
+URL — used with `base_commit`), and optionally `verify`, `setup`, `limits` and `grading`. A bad
+line is refused with its line number before anything runs, so a batch never dies half-way over
+a typo; so is a workspace that is missing, not a git repository while `base_commit` is set, or
+that lacks the `base_commit` named (a URL's commit is checked when it is cloned). A folder of
+tasks is an eval suite's business (`tasks.load_tasks`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ class BatchTask(BaseModel):
     task: str = Field(min_length=1)
     """What the agent should do, in plain words."""
     workspace: str = Field(min_length=1)
-    """A local folder (copied for the task), or a git repository (a worktree at `base_commit`)."""
+    """A local folder (copied for the task), a git repository (a worktree at `base_commit`), or
+    a git repository's URL (`https://`, `ssh://`, `git://`, `user@host:path`; with
+    `base_commit`: cloned for the task)."""
     base_commit: str | None = None
     """With a git repository: the commit the task's worktree starts from."""
     verify: str | None = None
@@ -121,7 +124,7 @@ def check_workspaces(located: list[tuple[str, BatchTask]]) -> None:
         problem = _folder_problem(task)
         if problem is not None:
             problems.append(f"{where}: task {task.id}: {problem}")
-        elif task.base_commit:
+        elif task.base_commit and not is_git_url(task.workspace):
             source = Path(task.workspace).expanduser().resolve()
             commits.setdefault(source, []).append((where, task))
     for repository, wanted in commits.items():
@@ -134,7 +137,23 @@ def check_workspaces(located: list[tuple[str, BatchTask]]) -> None:
         )
 
 
+GIT_URL = re.compile(r"^(?:(?:https?|ssh|git)://[^/\s]+/\S+|\w[\w.-]*@\w[\w.-]*:\S+)$")
+"""A repository by URL: a workspace no local check can see (its clone can fail at run time)."""
+
+
+def is_git_url(workspace: str) -> bool:
+    """Whether a task's `workspace` names a repository by URL rather than a local folder."""
+    return bool(GIT_URL.match(workspace))
+
+
 def _folder_problem(task: BatchTask) -> str | None:
+    if is_git_url(task.workspace):
+        if not task.base_commit:
+            return (
+                f"its workspace {task.workspace} is a repository URL, which needs a "
+                "base_commit (the commit its clone starts from)"
+            )
+        return None
     source = Path(task.workspace).expanduser()
     relative = "" if source.is_absolute() else f" (relative to {Path.cwd()})"
     if not source.exists():
@@ -237,5 +256,6 @@ __all__ = [
     "TaskFileError",
     "TaskLimits",
     "check_workspaces",
+    "is_git_url",
     "read_tasks_file",
 ]

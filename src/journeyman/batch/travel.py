@@ -1,9 +1,10 @@
 """A task's workspace on its way to a Ray worker and its changes on the way back, as plain
 bytes (they travel through Ray's object store; no folder is shared between machines).
 
-Out: `pack_workspace` — a git repository as a `git bundle` of its checked-out commit plus an
-archive of what differs from that commit (files changed, untracked or ignored, and the list of
-tracked files removed); any other folder as one tar archive. Either is refused by name, with
+Out: `pack_workspace` — a clean clone of a repository given by URL as that URL and its commit
+(the worker clones it); any other git repository as a `git bundle` of its checked-out commit
+plus an archive of what differs from that commit (files changed, untracked or ignored, and the
+list of tracked files removed); any other folder as one tar archive. Either is refused by name, with
 its size, past `max_bytes`. `unpack_workspace` rebuilds it in the worker's own folder.
 
 Back: `snapshot` records the unpacked files (content hashes, modes, link targets; `.git`
@@ -46,11 +47,14 @@ class TravelError(AgentError):
 class WorkspacePack:
     """A workspace as bytes."""
 
-    kind: Literal["bundle", "tar"]
+    kind: Literal["bundle", "tar", "url"]
     data: bytes
-    """The bundle (kind "bundle") or the whole folder's tar archive (kind "tar")."""
+    """The bundle (kind "bundle") or the whole folder's tar archive (kind "tar"); nothing for
+    a clean clone of a repository the worker clones itself (kind "url")."""
     head: str | None = None
-    """The commit checked out (bundle)."""
+    """The commit checked out (bundle, url)."""
+    url: str | None = None
+    """Where the worker clones the repository from (url)."""
     overlay: bytes = b""
     """Tar of the files that differ from `head` (bundle)."""
     removed: tuple[str, ...] = ()
@@ -69,7 +73,8 @@ class WorkspaceChanges:
     """Tar of the files added or changed (links as links)."""
     removed: tuple[str, ...]
     commits: bytes | None = None
-    """A bundle of the commits made on top of the shipped one, when HEAD moved."""
+    """A bundle of the commits made on top of the shipped one, when HEAD moved (empty when it
+    moved back to one of the shipped commit's ancestors)."""
     head: str | None = None
     """The commit checked out at the end, when it moved."""
 
@@ -87,16 +92,21 @@ def too_big(what: str, size: int, limit: int) -> TravelError:
 
 
 def _mb(size: int) -> str:
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
 
 
 # --------------------------------------------------------------------------- packing
 
 
-def pack_workspace(folder: Path, name: str, max_bytes: int = MAX_WORKSPACE_BYTES) -> WorkspacePack:
-    """`folder` as bytes; `name` says whose it is in a refusal."""
+def pack_workspace(
+    folder: Path, name: str, max_bytes: int = MAX_WORKSPACE_BYTES, *, url: str | None = None
+) -> WorkspacePack:
+    """`folder` as bytes; `name` says whose it is in a refusal. With `url` (where `folder` was
+    cloned from), a clone nothing changed yet travels as that URL and its commit alone."""
     if (folder / ".git").is_dir() and _git_head(folder) is not None:
-        pack = _pack_repository(folder, name, max_bytes)
+        pack = _pack_repository(folder, name, max_bytes, url)
     else:
         pack = WorkspacePack("tar", _tar_of(folder, _walk(folder), name, max_bytes))
     if pack.size > max_bytes:
@@ -104,17 +114,19 @@ def pack_workspace(folder: Path, name: str, max_bytes: int = MAX_WORKSPACE_BYTES
     return pack
 
 
-def _pack_repository(folder: Path, name: str, max_bytes: int) -> WorkspacePack:
+def _pack_repository(folder: Path, name: str, max_bytes: int, url: str | None) -> WorkspacePack:
     head = _git_head(folder)
     assert head is not None
+    differ = _git_paths(folder, "diff", "--name-only", "--no-renames", "-z", "HEAD")
+    others = _git_paths(folder, "ls-files", "-z", "--others")
+    if url is not None and not differ and not others:
+        return WorkspacePack("url", b"", head=head, url=url)
     with tempfile.TemporaryDirectory(prefix="jm-pack-") as scratch:
         bundle = Path(scratch) / "ws.bundle"
         _git(folder, "bundle", "create", "--quiet", str(bundle), "HEAD")
         data = bundle.read_bytes()
     if len(data) > max_bytes:
         raise too_big(name, len(data), max_bytes)
-    differ = _git_paths(folder, "diff", "--name-only", "--no-renames", "-z", "HEAD")
-    others = _git_paths(folder, "ls-files", "-z", "--others")
     present = [p for p in (*differ, *others) if os.path.lexists(folder / p)]
     removed = tuple(sorted(p for p in differ if not os.path.lexists(folder / p)))
     overlay = _tar_of(folder, sorted(set(present)), name, max_bytes - len(data))
@@ -162,7 +174,11 @@ def _tar_of(folder: Path, paths: list[str], name: str, max_bytes: int) -> bytes:
 
 def unpack_workspace(pack: WorkspacePack, target: Path) -> None:
     """Rebuild the packed workspace in `target` (which must not exist yet)."""
-    if pack.kind == "bundle":
+    if pack.kind == "url":
+        assert pack.url is not None and pack.head is not None
+        _git(None, "clone", "--quiet", "--no-checkout", "--", pack.url, str(target))
+        _git(target, "checkout", "--quiet", "--detach", pack.head)
+    elif pack.kind == "bundle":
         assert pack.head is not None
         with tempfile.TemporaryDirectory(prefix="jm-unpack-") as scratch:
             bundle = Path(scratch) / "ws.bundle"
@@ -192,8 +208,13 @@ def safe_extract(data: bytes, target: Path) -> None:
                 existing.unlink()  # replaced, never written through
             elif existing.is_dir() and not member.isdir():
                 shutil.rmtree(existing)  # a folder the task replaced with a file or a link
+            member.mode &= 0o777  # no set-id or sticky bits; owned by whoever unpacks
+            member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
         try:
-            archive.extractall(root, members=members, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                archive.extractall(root, members=members, filter="data")
+            else:
+                archive.extractall(root, members=members)  # checked above, member by member
         except (tarfile.TarError, OSError) as error:
             raise TravelError(f"cannot unpack a workspace archive: {error}") from None
 
@@ -289,10 +310,12 @@ def collect_changes(
     commits = None
     now = _git_head(folder) if head is not None else None
     if head is not None and now is not None and now != head:
-        with tempfile.TemporaryDirectory(prefix="jm-changes-") as scratch:
-            bundle = Path(scratch) / "commits.bundle"
-            _git(folder, "bundle", "create", "--quiet", str(bundle), "HEAD", f"^{head}")
-            commits = bundle.read_bytes()
+        commits = b""  # HEAD went back to a commit the driver's copy holds: no bundle needed
+        if not _is_ancestor(folder, now, head):
+            with tempfile.TemporaryDirectory(prefix="jm-changes-") as scratch:
+                bundle = Path(scratch) / "commits.bundle"
+                _git(folder, "bundle", "create", "--quiet", str(bundle), "HEAD", f"^{head}")
+                commits = bundle.read_bytes()
     if len(files) + len(commits or b"") > max_bytes:
         raise too_big("the task's changes", len(files) + len(commits or b""), max_bytes)
     return WorkspaceChanges(files, removed, commits, now if commits is not None else None)
@@ -301,10 +324,11 @@ def collect_changes(
 def apply_changes(changes: WorkspaceChanges, folder: Path) -> None:
     """Bring `folder` (the driver's copy) to the state the worker's copy ended in."""
     if changes.commits is not None and changes.head is not None:
-        with tempfile.TemporaryDirectory(prefix="jm-apply-") as scratch:
-            bundle = Path(scratch) / "commits.bundle"
-            bundle.write_bytes(changes.commits)
-            _git(folder, "fetch", "--quiet", str(bundle), "HEAD")
+        if changes.commits:
+            with tempfile.TemporaryDirectory(prefix="jm-apply-") as scratch:
+                bundle = Path(scratch) / "commits.bundle"
+                bundle.write_bytes(changes.commits)
+                _git(folder, "fetch", "--quiet", str(bundle), "HEAD")
         _git(folder, "update-ref", "--no-deref", "HEAD", changes.head)
         _git(folder, "read-tree", "HEAD")  # the index follows; the files come next
     _remove(folder, changes.removed)
@@ -325,6 +349,14 @@ def _git_head(folder: Path) -> str | None:
     with contextlib.suppress(TravelError):
         return _git(folder, "rev-parse", "--verify", "--quiet", "HEAD").strip() or None
     return None
+
+
+def _is_ancestor(folder: Path, older: str, newer: str) -> bool:
+    try:
+        _git(folder, "merge-base", "--is-ancestor", older, newer)
+    except TravelError:
+        return False
+    return True
 
 
 def _git_paths(folder: Path, *args: str) -> list[str]:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from journeyman.batch.task_file import BatchTask
+from journeyman.batch.task_file import BatchTask, is_git_url
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.core.safe_git import safe_git_command, safe_git_env
 
@@ -138,7 +138,7 @@ class Workspaces:
         if target.is_dir() and (task.setup is None or marker.exists()):
             return target
         source = Path(task.workspace).expanduser()
-        if not source.is_dir():
+        if not is_git_url(task.workspace) and not source.is_dir():
             raise WorkspaceError(f"task {task.id}: its workspace {source} is not a folder")
         if target.exists():  # an earlier preparation was cut off: start it again
             remove_tree(target)
@@ -185,8 +185,11 @@ class Workspaces:
 
 
 def _copy_source(task: BatchTask, source: Path, into: Path) -> None:
-    """`into` becomes a copy of the task's folder, or a clone of its repository at
-    `base_commit`."""
+    """`into` becomes a copy of the task's folder, or a clone of its repository (a local one,
+    or one given by URL) at `base_commit`."""
+    if is_git_url(task.workspace) and task.base_commit:
+        _clone_url(task.workspace, into, task.base_commit, task.id)
+        return
     if task.base_commit:
         _clone_at(source, into, task.base_commit, task.id)
         return
@@ -201,7 +204,7 @@ def fresh_copy(task: BatchTask, target: Path) -> None:
     its folder, or a clone of its repository at `base_commit`, with its `setup` run. Whatever
     was at `target` goes first; the copy is made beside it and renamed when whole."""
     source = Path(task.workspace).expanduser()
-    if not source.is_dir():
+    if not is_git_url(task.workspace) and not source.is_dir():
         raise WorkspaceError(f"task {task.id}: its workspace {source} is not a folder")
     remove_tree(target)
     partial = target.with_name(target.name + ".partial")
@@ -309,6 +312,15 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, onerror=writable_then_retry)
 
 
+def _clone_url(url: str, target: Path, commit: str, task_id: str) -> None:
+    """A clone of the repository at `url`, checked out at `commit`."""
+    steps = [
+        safe_git_command("clone", "--quiet", "--no-checkout", "--", url, str(target)),
+        safe_git_command("-C", str(target), "checkout", "--quiet", "--detach", commit),
+    ]
+    _run_steps(steps, task_id, f"{commit} of {url}")
+
+
 def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
     """A clone sharing the repository's objects (the original is never written to)."""
     if not (source / ".git").exists() and not (source / "HEAD").is_file():
@@ -320,6 +332,10 @@ def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
         safe_git_command("clone", "--quiet", "--shared", "--no-checkout", str(source), str(target)),
         safe_git_command("-C", str(target), "checkout", "--quiet", "--detach", commit),
     ]
+    _run_steps(steps, task_id, f"{commit} of {source}")
+
+
+def _run_steps(steps: list[list[str]], task_id: str, what: str) -> None:
     env = safe_git_env(os.environ)
     for name, step in zip(("git clone", "git checkout"), steps, strict=True):
         try:
@@ -328,9 +344,7 @@ def _clone_at(source: Path, target: Path, commit: str, task_id: str) -> None:
             raise WorkspaceError(f"task {task_id}: {name} failed: {error}") from None
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise WorkspaceError(
-                f"task {task_id}: cannot check out {commit} of {source}: {detail[0]}"
-            )
+            raise WorkspaceError(f"task {task_id}: cannot check out {what}: {detail[0]}")
 
 
 def _setup(task: BatchTask, workspace: Path) -> None:
