@@ -38,7 +38,7 @@ EVENTS = [
 COUNTS_WIRE = {"total": 3, "succeeded": 1, "failed": 1, "infra_error": 0, "not_run": 0,
                "running": 1}  # fmt: skip
 SPEND_WIRE = {"spent_usd": 0.5, "spent_tokens": 900, "reserved_usd": None, "cap_usd": 2.0,
-              "cap_tokens": None}  # fmt: skip
+              "cap_tokens": None, "in_flight_usd": None, "in_flight_tokens": None}  # fmt: skip
 WIRE: list[dict[str, Any]] = [
     {"type": "batch_started", "batch_id": "b1", "tasks": 3, "to_run": 3, "finished_before": 0,
      "resumed": 0, "spent_before_usd": 0.0, "spent_before_tokens": 0, **COUNTS_WIRE},

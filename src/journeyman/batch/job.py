@@ -26,6 +26,7 @@ from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError, ErrorCategory
 from journeyman.core.messages import Usage
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
+from journeyman.economics.ledger import Amount, Reservation
 
 if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
@@ -44,6 +45,11 @@ INFRA_REASONS = frozenset(
 """Finish reasons that say the infrastructure failed, not the agent: another attempt may pass.
 A batch task is only ever cancelled by its batch being interrupted (Ctrl-C, SIGTERM), so a
 cancelled session continues when the batch does."""
+
+
+BUDGET_REASONS = frozenset({FinishReason.MAX_BUDGET_USD, FinishReason.MAX_TOKENS})
+"""Finish reasons that say the attempt's grant ran out; with nothing spent, its first model
+call could not be paid for: the task was not run."""
 
 
 def session_id_for(batch_id: str, task_id: str, attempt: int) -> str:
@@ -83,6 +89,12 @@ class TaskJob:
     trace: bool = False
     """Send OpenTelemetry traces of the attempt (`--otel`, or an OTLP endpoint in the batch's
     environment); the worker exports as its own OTEL_* variables say."""
+    ledger: Any = None
+    """Where the attempt reports its spend after each model call (a `batch.ledgers`
+    client that travels: a Ray actor's proxy, a Redis ledger), with `reservation`; None: the
+    batch reads it from the store."""
+    reservation: Reservation | None = None
+    """The batch's reservation for this attempt."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,9 @@ class TaskOutcome:
     """The run's check evidence (`CheckEvidence.to_dict`, its output tail left out)."""
     ignored_settings: tuple[str, ...] = ()
     """Warnings for the settings of the task's workspace config the trust rules left out."""
+    spend_reported: bool = False
+    """`cost_usd` and `tokens` are what the worker counted for the attempt (else they are
+    unknown, e.g. the worker died, and the batch goes by the store alone)."""
 
     @property
     def finished(self) -> bool:
@@ -188,6 +203,8 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     agent.remember_setting("batch", {"batch_id": job.batch_id, "task_id": job.task.id})
     fault = ProviderFault()
     agent.add_listener(fault)
+    if job.ledger is not None and job.reservation is not None:
+        agent.add_listener(CallSpendReporter(job.ledger, job.reservation, job.task.id))
     try:
         if existing is True:
             result = await agent.resume(job.session_id, override_limits=True)
@@ -227,6 +244,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         retry_after_s=fault.retry_after if rate_limited else None,
         files_changed=tuple(result.files_changed),
         ignored_settings=tuple(item.message for item in settled.ignored),
+        spend_reported=True,
     )
 
 
@@ -251,6 +269,38 @@ class ProviderFault:
         """How long the provider asked to wait, when it said."""
         value = self.details.get("retry_after")
         return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass
+class CallSpendReporter:
+    """Hears a run's events and reports the attempt's spend so far to the batch's ledger after
+    each model call, so the cap counts it even if the worker dies before the batch reads its
+    rows. A ledger that cannot be reached is said once and the run goes on: the batch still
+    settles from the store."""
+
+    ledger: Any
+    reservation: Reservation
+    task_id: str
+    usd: float = 0.0
+    tokens: int = 0
+    failed: bool = False
+
+    def __call__(self, event: ev.Event) -> None:
+        if not isinstance(event, ev.ModelResponseReceived | ev.SummaryCallMade):
+            return
+        self.usd += event.cost_usd or 0.0
+        self.tokens += event.usage.total_tokens
+        try:
+            self.ledger.report(self.reservation, Amount(self.tokens, self.usd))
+        except Exception as error:  # the batch settles from the store: never stop the task
+            if not self.failed:
+                self.failed = True
+                print(
+                    f"journeyman: warning: task {self.task_id}: cannot report spend to the "
+                    f"batch's ledger ({type(error).__name__}: {error})",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def batch_retry_policy(config: AgentConfig) -> RetryPolicy:
@@ -438,7 +488,9 @@ GRADING_OUTPUT_BYTES = 8 * 1024 * 1024
 
 
 __all__ = [
+    "BUDGET_REASONS",
     "INFRA_REASONS",
+    "CallSpendReporter",
     "ProviderFault",
     "Spending",
     "Status",
