@@ -5,8 +5,12 @@ cap got $0.00375 each, and none finished). So a task's grant follows what finish
 
 - before any task of the batch has finished (nothing is known yet), one task runs at a time,
   allowed what is left (up to its own limit): the first tasks get enough to finish;
-- then a task is *expected* to cost the 90th percentile of the finished tasks' costs plus 25 %
-  (`CostModel`), and it starts only when what is left covers that (and its first model call);
+- then a task is *expected* to need the 90th percentile of what finished tasks needed plus
+  25 % of what they cost (`CostModel`). What a task needed is more than it cost: the loop
+  makes a call only when the call's worst case fits what is left of the grant (at least the
+  opening floor: its prompt and a 64-token reply), so a task needed, at its costliest call,
+  what it had spent before that call plus the larger of the call and the floor
+  (`needed_for`). It starts only when what is left covers that;
   it is granted what is left shared among the tasks that can start now, never less than the
   expected cost, never more than its own limit;
 - when nothing of the batch runs and what is left cannot cover the expected cost, no task
@@ -31,37 +35,59 @@ MARGIN = 1.25
 """Factor on that quantile: the margin a task's start needs above it."""
 
 
+@dataclass(frozen=True)
+class TaskCost:
+    """What one finished task cost, and what its grant had to hold for it to get there."""
+
+    cost: Amount
+    needed: Amount
+
+
+def needed_for(calls: list[Amount], floor: Amount, before: Amount | None = None) -> Amount:
+    """What a grant had to hold for a task whose model calls cost `calls` (in order), after
+    `before` spent by earlier attempts: at each call, what was spent before it plus the larger
+    of the call and the `floor` (the least worst case the loop lets a call go out with)."""
+    spent_tokens, spent_usd = (before.tokens or 0, before.usd or 0.0) if before else (0, 0.0)
+    need_tokens, need_usd = spent_tokens, spent_usd
+    for call in calls:
+        need_tokens = max(need_tokens, spent_tokens + max(call.tokens or 0, floor.tokens or 0))
+        need_usd = max(need_usd, spent_usd + max(call.usd or 0.0, floor.usd or 0.0))
+        spent_tokens += call.tokens or 0
+        spent_usd += call.usd or 0.0
+    return Amount(need_tokens, need_usd)
+
+
 @dataclass
 class CostModel:
-    """What finished tasks cost (all their attempts), and what the next one is expected to."""
+    """What finished tasks cost and needed, and what the next one is expected to need."""
 
     quantile: float = QUANTILE
     margin: float = MARGIN
-    usd: list[float] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
+    finished: list[TaskCost] = field(default_factory=list)
 
-    def record(self, usd: float, tokens: int) -> None:
-        self.usd.append(usd)
-        self.tokens.append(tokens)
-
-    @property
-    def known(self) -> bool:
-        return bool(self.usd)
+    def record(self, cost: Amount, needed: Amount | None = None) -> None:
+        self.finished.append(TaskCost(cost, needed or cost))
 
     def expected(self) -> Amount | None:
-        """The cost a task is expected to need, or None before any task finished."""
-        if not self.usd:
+        """What a task is expected to need, or None before any task finished."""
+        if not self.finished:
             return None
+        q = self.quantile
+        extra = self.margin - 1.0
+        needed_tokens = _quantile([t.needed.tokens or 0 for t in self.finished], q)
+        cost_tokens = _quantile([t.cost.tokens or 0 for t in self.finished], q)
+        needed_usd = _quantile([t.needed.usd or 0.0 for t in self.finished], q)
+        cost_usd = _quantile([t.cost.usd or 0.0 for t in self.finished], q)
         return Amount(
-            tokens=math.ceil(_quantile(self.tokens, self.quantile) * self.margin),
-            usd=_quantile(self.usd, self.quantile) * self.margin,
+            tokens=math.ceil(needed_tokens + extra * cost_tokens),
+            usd=needed_usd + extra * cost_usd,
         )
 
     def explain(self) -> str:
-        """How the expected cost is reckoned, for messages."""
+        """How the expected need is reckoned, for messages."""
         return (
-            f"the {round(self.quantile * 100)}th percentile of what the {len(self.usd)} "
-            f"finished task(s) cost, plus {round((self.margin - 1) * 100)} %"
+            f"the {round(self.quantile * 100)}th percentile of what the {len(self.finished)} "
+            f"finished task(s) needed, plus {round((self.margin - 1) * 100)} % of their cost"
         )
 
 
@@ -145,4 +171,12 @@ def _dimension(
     return min(grant, left)
 
 
-__all__ = ["MARGIN", "QUANTILE", "CostModel", "GrantRequest", "plan_grant"]
+__all__ = [
+    "MARGIN",
+    "QUANTILE",
+    "CostModel",
+    "GrantRequest",
+    "TaskCost",
+    "needed_for",
+    "plan_grant",
+]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from journeyman.batch.allocation import CostModel, GrantRequest, plan_grant
+from journeyman.batch.allocation import CostModel, GrantRequest, needed_for, plan_grant
 from journeyman.batch.events import (
     RATE_LIMITED,
     BatchEvent,
@@ -76,6 +76,11 @@ BUDGET_EXHAUSTED = "budget_exhausted"
 """Finish reason of a task never started because the global budget could not cover it."""
 IN_FLIGHT_POLL_S = 1.0
 """How often the spend of running attempts is read from the store and the progress told."""
+OTHERS_POLL_S = 0.5
+"""How often a batch waiting for other batches on a shared ledger to return budget looks."""
+OTHERS_IDLE_S = 600.0
+"""Other batches' holds on a shared ledger are waited for while the ledger moved within this
+time; after it, a batch that cannot be funded ends "budget exhausted"."""
 
 
 @dataclass
@@ -423,7 +428,10 @@ class Scheduler:
         self.settings = settings
         self.executor = executor
         self.ledger: LedgerClient = ledger or open_ledger(settings)
-        self.shared_ledger = ledger is not None and ledger.for_workers() is not None
+        self.shared_ledger = settings.ledger is not None
+        """Other batches may draw on the ledger too (`--ledger`)."""
+        self._ledger_seen: tuple[Any, ...] = ()
+        self._ledger_changed_at = time.monotonic()
         self.on_event: BatchEventHandler = on_event or (lambda event: None)
         self.states: list[TaskState] = []
         self.gate = ProviderGate(ceiling=executor.max_parallel)
@@ -454,7 +462,7 @@ class Scheduler:
         self.ledger.join(settings.batch_id, settings.cap, already)
         for state in self.states:
             if state.result is not None and state.result.status in ("succeeded", "failed"):
-                self.costs.record(state.spent.usd, state.spent.tokens)
+                await asyncio.to_thread(self._learn, state)
         pending = deque(s for s in self.states if s.result is None)
         self._emit(
             BatchStarted(
@@ -516,7 +524,7 @@ class Scheduler:
         running: set[asyncio.Task[None]] = set()
         while (pending and not self.budget_exhausted) or running:
             now = time.monotonic()
-            waiting_for_budget = False
+            waiting_for_budget = waiting_on_others = False
             while pending and not self.budget_exhausted and self.gate.open(now):
                 state = pending.popleft()
                 startable = min(len(pending) + 1, self.gate.limit - self.gate.running)
@@ -525,6 +533,9 @@ class Scheduler:
                     pending.appendleft(state)
                     if running:  # what they leave unspent goes back: try again after them
                         waiting_for_budget = True
+                        break
+                    if self._others_may_return():
+                        waiting_for_budget = waiting_on_others = True
                         break
                     self.budget_exhausted = True
                     self._emit(
@@ -552,8 +563,26 @@ class Scheduler:
                 and self.gate.running < self.gate.limit
             ):
                 timeout = max(0.01, self.gate.paused_until - time.monotonic())
+            if waiting_on_others:  # they settle in their own process: look again soon
+                timeout = OTHERS_POLL_S
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _others_may_return(self) -> bool:
+        """Whether other batches on a shared ledger hold reservations whose unspent part may
+        come back: they hold some, and the ledger moved (a reservation, a report after a
+        model call, a settlement) within `OTHERS_IDLE_S`. A batch killed while holding some
+        moves nothing; its holds are closed when it runs again."""
+        if not self.shared_ledger:
+            return False
+        stats = self.ledger.stats()
+        if not stats.open_reservations:
+            return False
+        seen = (stats.spent, stats.reserved, stats.in_flight, stats.open_reservations)
+        now = time.monotonic()
+        if seen != self._ledger_seen:
+            self._ledger_seen, self._ledger_changed_at = seen, now
+        return now - self._ledger_changed_at < OTHERS_IDLE_S
 
     def _finished(self, job: asyncio.Task[None], running: set[asyncio.Task[None]]) -> None:
         running.discard(job)
@@ -572,6 +601,9 @@ class Scheduler:
             usd = max(0.0, usd - state.spent.usd)
         if tokens is not None:
             tokens = max(0, tokens - state.spent.tokens)
+        shared = self.shared_ledger and self.costs.expected() is None
+        if shared and self.ledger.stats().open_reservations:
+            return None  # a first task is allowed what others leave, once they leave it
         grant = plan_grant(
             GrantRequest(
                 left=self.ledger.available(),
@@ -589,6 +621,23 @@ class Scheduler:
             return self.ledger.reserve(settings.batch_id, state.task.id, grant)
         except AllocationRefused:  # another batch on a shared ledger took it first
             return None
+
+    def _learn(self, state: TaskState) -> None:
+        """Add a finished task to what the batch knows of tasks' costs: its cost, and what its
+        grant had to hold (from its sessions' usage rows, call by call)."""
+        calls: list[Amount] = []
+        store = SessionStore(self.settings.store_path, check_integrity=False)
+        try:
+            for attempt in range(1, state.attempt + 1):
+                session_id = session_id_for(self.settings.batch_id, state.task.id, attempt)
+                calls += [
+                    Amount(row.usage.total_tokens, row.cost_usd or 0.0)
+                    for row in store.usage_rows(session_id)
+                ]
+        finally:
+            store.close()
+        cost = Amount(state.spent.tokens, state.spent.usd)
+        self.costs.record(cost, needed_for(calls, self._floor(state)))
 
     def _floor(self, state: TaskState) -> Amount:
         floor = self._floors.get(state.task.id)
@@ -675,6 +724,8 @@ class Scheduler:
             self._unpaid(state, reservation)
             return
         self._settled(state, outcome, pending)
+        if state.result is not None and state.result.status in ("succeeded", "failed"):
+            await asyncio.to_thread(self._learn, state)
 
     def _settled(self, state: TaskState, outcome: TaskOutcome, pending: deque[TaskState]) -> None:
         """Record the attempt's end, or put the task back in the queue."""
@@ -720,8 +771,6 @@ class Scheduler:
                 return
         else:
             self.gate.succeeded()
-        if outcome.status in ("succeeded", "failed"):
-            self.costs.record(state.spent.usd, state.spent.tokens)
         state.result = TaskResult(
             id=task_id,
             status=outcome.status if outcome.status != "rate_limited" else "infra_error",
