@@ -73,8 +73,9 @@ PerTaskBudgetUsdOpt = Annotated[
     float | None,
     typer.Option(
         min=0.0,
-        help="Each task's allocation in USD (all its attempts together). Without it, a task "
-        "gets a fair share of what is left of the global cap among the tasks still to start.",
+        help="Each task's allocation in USD (all its attempts together), granted whole or "
+        "not at all. Without it, under a global cap, the first task runs alone allowed what is "
+        "left, and later ones start when what is left covers what finished tasks needed.",
     ),
 ]
 PerTaskBudgetTokensOpt = Annotated[
