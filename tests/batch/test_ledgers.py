@@ -256,3 +256,19 @@ def test_the_ledger_option_is_refused_where_it_cannot_work(
     )
     assert bad.returncode == 2 and "only redis:// urls" in bad.stderr
     assert fake_openai.requests == []
+
+
+def test_a_redis_password_never_travels_with_a_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ledger = RedisLedger("redis://jm:s3cret-pw@127.0.0.1:6379/0", "team")
+    shipped = pickle.dumps(ledger)
+    assert b"s3cret-pw" not in shipped
+    assert "s3cret-pw" not in ledger.describe()
+    monkeypatch.delenv("JOURNEYMAN_LEDGER_REDIS_PASSWORD", raising=False)
+    assert pickle.loads(shipped).url == "redis://jm@127.0.0.1:6379/0"
+    monkeypatch.setenv("JOURNEYMAN_LEDGER_REDIS_PASSWORD", "worker pw")
+    assert pickle.loads(shipped).url == "redis://jm:worker%20pw@127.0.0.1:6379/0"
+    with pytest.raises(ConfigurationError) as refused:
+        parse_ledger("redis://jm:s3cret-pw@127.0.0.1:6379/x")
+    assert "s3cret-pw" not in refused.value.message

@@ -24,11 +24,12 @@ for it — so a batch is never charged twice, whether the ledger is new or remem
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from journeyman.core.errors import AgentError, ConfigurationError
 from journeyman.economics.ledger import (
@@ -239,10 +240,16 @@ class LocalLedger:
         return self._name
 
 
+REDIS_PASSWORD_ENV = "JOURNEYMAN_LEDGER_REDIS_PASSWORD"
+"""Where a worker finds the password of a Redis ledger whose url has one: the password never
+travels with a task (like API keys, it comes from the worker's own environment)."""
+
+
 class RedisLedger:
     """A ledger kept under one key of a Redis server; every change is a WATCH/MULTI transaction
-    on that key, retried when another client changed it first. Pickles as its url and name (a
-    worker that receives it opens its own connection)."""
+    on that key, retried when another client changed it first. Pickles as its url, without
+    its password, and name: a worker that receives it opens its own connection, with the
+    password from its own environment (`REDIS_PASSWORD_ENV`)."""
 
     def __init__(
         self, url: str, name: str = DEFAULT_LEDGER_NAME, *, timeout_s: float = 5.0
@@ -253,10 +260,23 @@ class RedisLedger:
         self._client: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url, "name": self.name, "timeout_s": self.timeout_s}
+        url, had_password = _strip_password(self.url)
+        return {
+            "url": url,
+            "password": had_password,
+            "name": self.name,
+            "timeout_s": self.timeout_s,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"], state["name"], timeout_s=state["timeout_s"])  # type: ignore[misc]
+        url = state["url"]
+        password = os.environ.get(REDIS_PASSWORD_ENV) if state["password"] else None
+        if password:
+            parts = urlsplit(url)
+            user = quote(parts.username or "", safe="")
+            netloc = f"{user}:{quote(password, safe='')}@{parts.netloc.rsplit('@', 1)[-1]}"
+            url = parts._replace(netloc=netloc).geturl()
+        self.__init__(url, state["name"], timeout_s=state["timeout_s"])  # type: ignore[misc]
 
     @property
     def key(self) -> str:
@@ -308,7 +328,7 @@ class RedisLedger:
         except redis.RedisError as error:
             raise self._unreachable(error) from None
         if book is None:
-            raise LedgerError(f"Redis ledger {self.name!r} at {self.url} holds nothing yet")
+            raise LedgerError(f"{self.describe()} holds nothing yet")
         return book
 
     def _decode(self, raw: bytes | None) -> LedgerBook | None:
@@ -318,19 +338,19 @@ class RedisLedger:
             return LedgerBook.from_state(json.loads(raw))
         except (ValueError, KeyError, TypeError, IndexError) as error:
             raise LedgerError(
-                f"Redis key {self.key} at {self.url} does not hold a journeyman ledger ({error}); "
-                "name another ledger with redis://host:port/N#NAME"
+                f"Redis key {self.key} at {_without_password(self.url)} does not hold a "
+                f"journeyman ledger ({error}); name another ledger with redis://host:port/N#NAME"
             ) from None
 
     def _unreachable(self, error: Exception) -> LedgerError:
         return LedgerError(
-            f"the Redis ledger at {self.url} cannot be reached ({error}); check that the "
-            "server runs and the url is right"
+            f"the Redis ledger at {_without_password(self.url)} cannot be reached ({error}); "
+            "check that the server runs and the url is right"
         )
 
     def _existing(self, book: LedgerBook | None) -> LedgerBook:
         if book is None:
-            raise LedgerError(f"Redis ledger {self.name!r} at {self.url} was removed mid-batch")
+            raise LedgerError(f"{self.describe()} was removed mid-batch")
         return book
 
     def join(self, account: str, cap: Amount, already: Amount) -> None:
@@ -339,7 +359,10 @@ class RedisLedger:
             book.join(account, cap, already)
             return book, None
 
-        self._change(change)
+        try:
+            self._change(change)
+        except LedgerError as error:  # before anything ran: the user's --ledger is unusable
+            raise ConfigurationError(error.message) from None
 
     def reserve(self, account: str, holder: str, grant: Amount) -> Reservation:
         def change(book: LedgerBook | None) -> tuple[LedgerBook, Reservation]:
@@ -397,14 +420,17 @@ def parse_ledger(value: str | None) -> LedgerSpec:
         url, _, name = text.partition("#")
         parts = urlsplit(url)
         if not parts.hostname:
-            raise ConfigurationError(f"--ledger {value}: the Redis url names no host")
+            raise ConfigurationError(
+                f"--ledger {_without_password(url)}: the Redis url names no host"
+            )
         db = parts.path.strip("/")
         if db and not db.isdigit():
             raise ConfigurationError(
-                f"--ledger {value}: the database after the port must be a number "
+                f"--ledger {_without_password(url)}: the database after the port must be a number "
                 "(redis://host:port/0); name the ledger after a # (redis://host:port/0#team)"
             )
-        return LedgerSpec(redis_url=url, name=_checked_name(name or DEFAULT_LEDGER_NAME, value))
+        shown = f"{_without_password(url)}#{name}"
+        return LedgerSpec(redis_url=url, name=_checked_name(name or DEFAULT_LEDGER_NAME, shown))
     if "://" in text:
         raise ConfigurationError(
             f"--ledger {value}: only redis:// urls are supported (or a plain name for a "
@@ -427,6 +453,16 @@ def _without_password(url: str) -> str:
         return url
     netloc = parts.netloc.rsplit("@", 1)[-1]
     return parts._replace(netloc=f"***@{netloc}").geturl()
+
+
+def _strip_password(url: str) -> tuple[str, bool]:
+    """`url` without its password (the user name kept), and whether it had one."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url, False
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    return parts._replace(netloc=netloc).geturl(), True
 
 
 def cap_of(global_usd: float | None, global_tokens: int | None) -> Amount:

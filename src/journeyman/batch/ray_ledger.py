@@ -88,7 +88,8 @@ class RayLedger:
                 name=name, namespace=ACTOR_NAMESPACE, get_if_exists=True, lifetime="detached"
             )
             label = f"Ray ledger {name!r}"
-        return cls(ray.remote(_LedgerActor).options(**options).remote(label), label)
+        actor = ray.remote(_LedgerActor).options(**options).remote(name or "batch")
+        return cls(actor, label)
 
     def join(self, account: str, cap: Amount, already: Amount) -> None:
         _call(self._actor.join.remote(account, cap, already), self.name)
