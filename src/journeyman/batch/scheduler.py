@@ -706,19 +706,7 @@ class Scheduler:
                 error=f"task {task.id} could not run: {type(error).__name__}: {error}",
             )
         finally:
-            self._in_flight.pop(session_id, None)
-            after = await asyncio.to_thread(self._spending, session_id)
-            stored = Spending(
-                max(0.0, after.usd - before.usd), max(0, after.tokens - before.tokens)
-            )
-            used, mismatch = cross_check(task.id, session_id, stored, outcome)
-            self.ledger.settle(reservation, Amount(used.tokens, used.usd))
-            state.spent = Spending(state.spent.usd + used.usd, state.spent.tokens + used.tokens)
-            self.gate.running -= 1
-            self._wake.set()
-        if mismatch is not None:
-            state.spend_mismatch = mismatch
-            self._emit(SpendMismatch(settings.batch_id, task.id, session_id, mismatch))
+            await self._settle(state, session_id, reservation, before, outcome)
         state.duration_s += outcome.duration_s
         if outcome.finish_reason in BUDGET_VALUES and not (state.spent.usd or state.spent.tokens):
             self._unpaid(state, reservation)
@@ -726,6 +714,32 @@ class Scheduler:
         self._settled(state, outcome, pending)
         if state.result is not None and state.result.status in ("succeeded", "failed"):
             await asyncio.to_thread(self._learn, state)
+
+    async def _settle(
+        self,
+        state: TaskState,
+        session_id: str,
+        reservation: Reservation,
+        before: Spending,
+        outcome: TaskOutcome | None,
+    ) -> None:
+        """Close the attempt's reservation at what it spent: the worker's report, checked
+        against the store (`cross_check`); a difference is said, never settled silently."""
+        self._in_flight.pop(session_id, None)
+        try:
+            after = await asyncio.to_thread(self._spending, session_id)
+            stored = Spending(
+                max(0.0, after.usd - before.usd), max(0, after.tokens - before.tokens)
+            )
+            used, mismatch = cross_check(state.task.id, session_id, stored, outcome)
+            self.ledger.settle(reservation, Amount(used.tokens, used.usd))
+            state.spent = Spending(state.spent.usd + used.usd, state.spent.tokens + used.tokens)
+        finally:
+            self.gate.running -= 1
+            self._wake.set()
+        if mismatch is not None:
+            state.spend_mismatch = mismatch
+            self._emit(SpendMismatch(self.settings.batch_id, state.task.id, session_id, mismatch))
 
     def _settled(self, state: TaskState, outcome: TaskOutcome, pending: deque[TaskState]) -> None:
         """Record the attempt's end, or put the task back in the queue."""
@@ -898,14 +912,13 @@ class Scheduler:
             await asyncio.sleep(IN_FLIGHT_POLL_S)
             if not self._in_flight:
                 continue
-            await asyncio.to_thread(self._report_in_flight)
+            await asyncio.to_thread(self._report_in_flight, list(self._in_flight.items()))
             spend = self._spend()
             if spend != last:
                 last = spend
                 self._emit(SpendUpdated(self.settings.batch_id, spend, self.counts()))
 
-    def _report_in_flight(self) -> None:
-        running = list(self._in_flight.items())
+    def _report_in_flight(self, running: list[tuple[str, tuple[Reservation, Spending]]]) -> None:
         store = SessionStore(self.settings.store_path, check_integrity=False)
         try:
             for session_id, (reservation, before) in running:

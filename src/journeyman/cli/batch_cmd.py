@@ -122,8 +122,7 @@ def batch(
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
     interrupted. The last line says how many of each.
     """
-    _refuse_unusable_usd(global_budget_usd, per_task_budget_usd)
-    _check_ledger(ledger, global_budget_usd, global_budget_tokens)
+    _refuse_unusable_budget(global_budget_usd, per_task_budget_usd, ledger, global_budget_tokens)
     loaded = _load_tasks(tasks)
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
@@ -161,10 +160,15 @@ def batch(
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
 
 
-def _refuse_unusable_usd(
-    global_budget_usd: float | None, per_task_budget_usd: float | None
+def _refuse_unusable_budget(
+    global_budget_usd: float | None,
+    per_task_budget_usd: float | None,
+    ledger: str | None = None,
+    global_budget_tokens: int | None = None,
 ) -> None:
-    """Exit 2 for a USD cap that is not a positive, finite amount (nan and inf too)."""
+    """Exit 2 for a USD cap that is not a positive, finite amount (nan and inf too), or a
+    --ledger that cannot be used (`_check_ledger`)."""
+    _check_ledger(ledger, global_budget_usd, global_budget_tokens)
     for flag, usd in (
         ("--global-budget-usd", global_budget_usd),
         ("--per-task-budget-usd", per_task_budget_usd),
