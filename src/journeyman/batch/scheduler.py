@@ -497,15 +497,11 @@ class Scheduler:
                 state.result = self._not_run(state)
                 append_result(settings.out, state.result)
         stats = self.ledger.stats()
-        own = self.ledger.account(settings.batch_id)
         summary = BatchSummary(
             batch_id=settings.batch_id,
             results=[s.result for s in self.states if s.result is not None],
             budget_exhausted=self.budget_exhausted,
-            spent=Amount(
-                None if stats.spent.tokens is None else own.tokens,
-                None if stats.spent.usd is None else own.usd,
-            ),
+            spent=self.ledger.account(settings.batch_id),  # this batch's, on a shared ledger
             cap=stats.total,
             overspend=stats.overspend,
             started_tasks=sum(
