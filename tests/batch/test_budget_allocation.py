@@ -14,7 +14,13 @@ import pytest
 
 from journeyman.batch import scheduler as scheduler_module
 from journeyman.batch.allocation import CostModel, GrantRequest, needed_for, plan_grant
-from journeyman.batch.events import BatchEvent, SpendMismatch, SpendUpdated, TaskFinished
+from journeyman.batch.events import (
+    BatchEvent,
+    SpendMismatch,
+    SpendUpdated,
+    TaskFinished,
+    TaskStarted,
+)
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.job import TaskJob, TaskOutcome
 from journeyman.batch.results import read_results
@@ -80,6 +86,15 @@ def test_before_any_task_finished_one_runs_alone_allowed_what_is_left() -> None:
     assert plan_grant(plan) == Amount(None, 0.03)
     assert plan_grant(replace(plan, running=1)) is None  # the next waits for what it costs
     assert plan_grant(replace(plan, limit=Amount(None, 0.01))) == Amount(None, 0.01)
+
+
+def test_without_a_cap_tasks_start_at_once_with_their_own_limits() -> None:
+    plan = GrantRequest(
+        left=Amount(None, None), limit=Amount(None, 0.2), floor=Amount(0, 0.0064),
+        expected=None, running=3, startable=1,
+    )  # fmt: skip
+    assert plan_grant(plan) == Amount(None, 0.2)
+    assert plan_grant(replace(plan, limit=Amount())) == Amount(None, None)
 
 
 def test_a_task_starts_only_when_what_is_left_covers_its_expected_cost() -> None:
@@ -218,6 +233,18 @@ def test_spend_moves_in_the_progress_while_a_task_runs(
     last = events[-1]
     assert last.type == "batch_finished"
     assert last.spend.spent_usd == pytest.approx(0.04) and not last.spend.in_flight_usd
+
+
+def test_without_a_global_cap_tasks_run_side_by_side_from_the_start(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.default = Slow(0.3)
+    tasks = tasks_for(tmp_path, [task_text(1, name=f"t{i}") for i in range(3)])
+    events: list[BatchEvent] = []
+    run = scheduler(tasks, settings_for(tmp_path, fake_openai), 3, on_event=events.append)
+    asyncio.run(run.run())
+    started = [e for e in events if isinstance(e, TaskStarted)]
+    assert max(e.counts.running for e in started) == 3
 
 
 # --- through the CLI ------------------------------------------------------------------------

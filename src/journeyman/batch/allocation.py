@@ -122,7 +122,8 @@ class GrantRequest:
 
 def plan_grant(request: GrantRequest) -> Amount | None:
     """The grant for the task, or None when it should not start now."""
-    if request.expected is None and request.running and not request.fixed:
+    capped = request.left.tokens is not None or request.left.usd is not None
+    if capped and request.expected is None and request.running and not request.fixed:
         return None  # nothing is known yet: the first task runs alone, allowed what is left
     tokens = _dimension(
         request,
