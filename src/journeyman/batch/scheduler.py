@@ -620,7 +620,10 @@ class Scheduler:
 
     def _learn(self, state: TaskState) -> None:
         """Add a finished task to what the batch knows of tasks' costs: its cost, and what its
-        grant had to hold (from its sessions' usage rows, call by call)."""
+        grant had to hold (from its sessions' usage rows, call by call). Only a capped batch
+        sizes grants from it."""
+        if self.settings.global_usd is None and self.settings.global_tokens is None:
+            return
         calls: list[Amount] = []
         store = SessionStore(self.settings.store_path, check_integrity=False)
         try:
