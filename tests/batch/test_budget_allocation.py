@@ -123,7 +123,7 @@ def test_a_per_task_budget_is_granted_whole_or_not_at_all() -> None:
 # --- through the scheduler ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("covered", "parallel"), [(1, 4), (2, 1), (3, 4), (5, 2)])
+@pytest.mark.parametrize(("covered", "parallel"), [(1, 4), (2, 4), (2, 1), (3, 4), (5, 2), (8, 4)])
 def test_a_cap_that_covers_k_tasks_finishes_at_least_k_minus_one(
     tmp_path: Path, fake_openai: FakeOpenAIServer, covered: int, parallel: int
 ) -> None:
@@ -137,7 +137,8 @@ def test_a_cap_that_covers_k_tasks_finishes_at_least_k_minus_one(
     assert summary.overspend.usd == 0
     # what could not be paid for was never started to fail
     assert summary.count("not_run") == 8 - summary.count("succeeded") - summary.count("failed")
-    assert summary.count("failed") <= 1
+    # a cap for one task's cost may not leave its last call the room the loop asks for
+    assert summary.count("failed") == 0 or covered == 1, summary.line()
 
 
 class Unpaid:

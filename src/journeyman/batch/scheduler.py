@@ -439,6 +439,8 @@ class Scheduler:
         self.costs = CostModel()
         """What this batch's finished tasks cost: what the next one is expected to."""
         self._floors: dict[str, Amount] = {}
+        self._learning = 0
+        """Tasks that ended and whose cost is not yet in `costs`."""
         self._in_flight: dict[str, tuple[Reservation, Spending]] = {}
         """Running attempts by session id: their reservation and the store's count at start."""
         self._wake = asyncio.Event()
@@ -606,7 +608,7 @@ class Scheduler:
                 limit=Amount(tokens, usd),
                 floor=self._floor(state),
                 expected=self.costs.expected(),
-                running=self.gate.running,
+                running=self.gate.running + self._learning,
                 startable=max(1, startable),
                 fixed=settings.fixed_allocation,
             )
@@ -705,14 +707,21 @@ class Scheduler:
                 error=f"task {task.id} could not run: {type(error).__name__}: {error}",
             )
         finally:
-            await self._settle(state, session_id, reservation, before, outcome)
+            learning = await self._settle(state, session_id, reservation, before, outcome)
         state.duration_s += outcome.duration_s
-        if outcome.finish_reason in BUDGET_VALUES and not (state.spent.usd or state.spent.tokens):
-            self._unpaid(state, reservation)
-            return
-        self._settled(state, outcome, pending)
-        if state.result is not None and state.result.status in ("succeeded", "failed"):
-            await asyncio.to_thread(self._learn, state)
+        try:
+            if outcome.finish_reason in BUDGET_VALUES and not (
+                state.spent.usd or state.spent.tokens
+            ):
+                self._unpaid(state, reservation)
+                return
+            self._settled(state, outcome, pending)
+            if state.result is not None and state.result.status in ("succeeded", "failed"):
+                await asyncio.to_thread(self._learn, state)
+        finally:
+            if learning:
+                self._learning -= 1
+                self._wake.set()
 
     async def _settle(
         self,
@@ -721,10 +730,12 @@ class Scheduler:
         reservation: Reservation,
         before: Spending,
         outcome: TaskOutcome | None,
-    ) -> None:
+    ) -> bool:
         """Close the attempt's reservation at what it spent: the worker's report, checked
-        against the store (`cross_check`); a difference is said, never settled silently."""
+        against the store (`cross_check`); a difference is said, never settled silently.
+        True when the attempt ended its task, whose cost is still to be learned (`_learning`)."""
         self._in_flight.pop(session_id, None)
+        learning = outcome is not None and outcome.finished
         try:
             after = await asyncio.to_thread(self._spending, session_id)
             stored = Spending(
@@ -734,11 +745,13 @@ class Scheduler:
             self.ledger.settle(reservation, Amount(used.tokens, used.usd))
             state.spent = Spending(state.spent.usd + used.usd, state.spent.tokens + used.tokens)
         finally:
+            self._learning += learning  # until then, it counts as running for the plan
             self.gate.running -= 1
             self._wake.set()
         if mismatch is not None:
             state.spend_mismatch = mismatch
             self._emit(SpendMismatch(self.settings.batch_id, state.task.id, session_id, mismatch))
+        return learning
 
     def _settled(self, state: TaskState, outcome: TaskOutcome, pending: deque[TaskState]) -> None:
         """Record the attempt's end, or put the task back in the queue."""
