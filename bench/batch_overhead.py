@@ -21,7 +21,7 @@ What runs
     * cap: 100 random batches (1-8 tasks of 0-5 steps, 5-120 output tokens a reply, a random
       cap of $0.05-1.50, per-task budgets or fair shares, 1-4 in parallel; the same generator
       as the tests) on threads; printed: spend / cap (max and mean), overspend, batches that
-      ran out of budget.
+      ran out of budget, and how the tasks ended (succeeded, out of budget mid-run, not run).
 
     Add an executor by adding a factory to ``EXECUTORS`` (name -> callable(max_parallel)).
     The Ray executor is added when Ray is installed (``--no-ray`` leaves it out): it runs on a
