@@ -709,6 +709,8 @@ class Scheduler:
         finally:
             learning = await self._settle(state, session_id, reservation, before, outcome)
         state.duration_s += outcome.duration_s
+        for note in outcome.ignored_settings:
+            self._emit(SettingIgnored(settings.batch_id, task.id, note))
         try:
             if outcome.finish_reason in BUDGET_VALUES and not (
                 state.spent.usd or state.spent.tokens
@@ -758,8 +760,6 @@ class Scheduler:
         settings = self.settings
         task_id = state.task.id
         now = time.monotonic()
-        for note in outcome.ignored_settings:
-            self._emit(SettingIgnored(settings.batch_id, task_id, note))
         if outcome.status == "rate_limited":
             self.gate.rate_limited(now, outcome.retry_after_s, settings.rate_limit_backoff_s)
             state.rate_limit_requeues += 1
