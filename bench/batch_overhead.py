@@ -21,7 +21,7 @@ What runs
     * cap: 100 random batches (1-8 tasks of 0-5 steps, 5-120 output tokens a reply, a random
       cap of $0.05-1.50, per-task budgets or fair shares, 1-4 in parallel; the same generator
       as the tests) on threads; printed: spend / cap (max and mean), overspend, batches that
-      ran out of budget.
+      ran out of budget, and how the tasks ended (succeeded, out of budget mid-run, not run).
 
     Add an executor by adding a factory to ``EXECUTORS`` (name -> callable(max_parallel)).
     The Ray executor is added when Ray is installed (``--no-ray`` leaves it out): it runs on a
@@ -65,7 +65,8 @@ from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 
 from journeyman.batch.executor import Executor, LocalExecutor  # noqa: E402
 from journeyman.batch.job import TaskOutcome  # noqa: E402
-from journeyman.batch.scheduler import Scheduler, open_ledger  # noqa: E402
+from journeyman.batch.runner import batch_ledger  # noqa: E402
+from journeyman.batch.scheduler import Scheduler  # noqa: E402
 
 EXECUTORS: dict[str, Callable[[int], Executor]] = {
     "local (processes)": lambda parallel: LocalExecutor(parallel),
@@ -92,11 +93,8 @@ class Timed:
 
 def hosted_ledger(executor: Executor, settings: Any, tasks: int) -> Any:
     """The ledger the executor hosts (Ray: an actor on the cluster), as the runner uses it."""
-    hosted = getattr(executor, "ledger", None)
-    if not callable(hosted):
-        return None
-    template = open_ledger(settings, tasks)
-    return hosted(template.total, template.policy)
+    del tasks
+    return batch_ledger(settings, executor)
 
 
 def add_ray_cluster(stack: contextlib.ExitStack) -> None:
@@ -156,6 +154,7 @@ def overhead(tasks: int, workdir: Path) -> list[dict[str, Any]]:
 def cap(batches: int, workdir: Path, seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     ratios, overspend, exhausted, tasks = [], 0.0, 0, 0
+    ended: dict[str, int] = {"succeeded": 0, "out_of_budget": 0, "not_run": 0}
     with FakeOpenAIServer(default=model) as server:
         for index in range(batches):
             batch, settings, parallel = random_batch(rng, workdir, server, index)
@@ -167,6 +166,10 @@ def cap(batches: int, workdir: Path, seed: int) -> dict[str, Any]:
             overspend += summary.overspend.usd or 0.0
             exhausted += summary.budget_exhausted
             tasks += len(batch)
+            for row in summary.results:
+                ended["succeeded"] += row.status == "succeeded"
+                ended["out_of_budget"] += row.finish_reason in ("max_budget_usd", "max_tokens")
+                ended["not_run"] += row.status == "not_run"
     return {
         "batches": batches,
         "tasks": tasks,
@@ -175,6 +178,9 @@ def cap(batches: int, workdir: Path, seed: int) -> dict[str, Any]:
         "batches_over_cap": sum(1 for r in ratios if r > 1.0 + 1e-9),
         "overspend_usd": overspend,
         "budget_exhausted_batches": exhausted,
+        "tasks_succeeded": ended["succeeded"],
+        "tasks_out_of_budget": ended["out_of_budget"],
+        "tasks_not_run": ended["not_run"],
     }
 
 
@@ -315,7 +321,9 @@ def main() -> None:
             f"cap: {c['batches']} random batches ({c['tasks']} tasks): spend/cap max "
             f"{c['max_spend_over_cap']}, mean {c['mean_spend_over_cap']}; batches over the cap "
             f"{c['batches_over_cap']}; overspend ${c['overspend_usd']:.6f}; "
-            f"{c['budget_exhausted_batches']} ran out of budget"
+            f"{c['budget_exhausted_batches']} ran out of budget; tasks: {c['tasks_succeeded']} "
+            f"succeeded, {c['tasks_out_of_budget']} ended out of budget, {c['tasks_not_run']} "
+            "not run"
         )
     if "resume" in figures:
         r = figures["resume"]

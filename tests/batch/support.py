@@ -120,3 +120,47 @@ def random_batch(
         root, server, batch_id=f"batch-r{index}", global_usd=global_usd, per_task_usd=per_task
     )
     return tasks, settings, rng.randint(1, 4)
+
+
+def ledger_driver(url: str, name: str, seed: int, rounds: int, start_at: float) -> list[float]:
+    """One driver process on a Redis ledger: from `start_at` (wall clock, so that several
+    start together), reserve, spend part or all of each grant, settle; what it spent, and how
+    many reservations were refused, as [usd, refused]."""
+    import time as clock
+
+    from journeyman.batch.ledgers import RedisLedger
+    from journeyman.economics.ledger import AllocationRefused, Amount
+
+    ledger = RedisLedger(url, name)
+    rng = random.Random(seed)
+    spent, refused = 0.0, 0
+    clock.sleep(max(0.0, start_at - clock.time()))
+    for turn in range(rounds):
+        try:
+            held = ledger.reserve(f"d{seed}", f"t{turn}", Amount(None, rng.uniform(0.01, 0.3)))
+        except AllocationRefused:
+            refused += 1
+            continue
+        granted = held.granted.usd or 0.0
+        used = granted if rng.random() < 0.3 else rng.uniform(0.0, granted)
+        if rng.random() < 0.5:
+            ledger.report(held, Amount(None, used / 2))
+        ledger.settle(held, Amount(None, used))
+        spent += used
+    return [spent, float(refused)]
+
+
+def take_the_last_dollar(url: str, name: str, start_at: float) -> bool:
+    """Try to reserve the whole of a $1 ledger at `start_at`; whether it was granted."""
+    import time as clock
+
+    from journeyman.batch.ledgers import RedisLedger
+    from journeyman.economics.ledger import AllocationRefused, Amount
+
+    ledger = RedisLedger(url, name)
+    clock.sleep(max(0.0, start_at - clock.time()))
+    try:
+        ledger.reserve("racer", "last", Amount(None, 1.0))
+    except AllocationRefused:
+        return False
+    return True

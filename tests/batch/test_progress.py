@@ -14,6 +14,8 @@ from journeyman.batch.events import (
     BudgetExhausted,
     Pace,
     Spend,
+    SpendMismatch,
+    SpendUpdated,
     TaskCounts,
     TaskFinished,
     TaskRequeued,
@@ -40,7 +42,7 @@ COUNTS_WIRE = {"total": 3, "succeeded": 1, "failed": 1, "infra_error": 0, "not_r
                "running": 1, "queued": 0}  # fmt: skip
 PACE_WIRE = {"elapsed_s": None, "eta_s": None, "tasks_per_min": None}
 SPEND_WIRE = {"spent_usd": 0.5, "spent_tokens": 900, "reserved_usd": None, "cap_usd": 2.0,
-              "cap_tokens": None}  # fmt: skip
+              "cap_tokens": None, "in_flight_usd": None, "in_flight_tokens": None}  # fmt: skip
 WIRE: list[dict[str, Any]] = [
     {"type": "batch_started", "batch_id": "b1", "tasks": 3, "to_run": 3, "finished_before": 0,
      "resumed": 0, "spent_before_usd": 0.0, "spent_before_tokens": 0, **PACE_WIRE, **COUNTS_WIRE},
@@ -145,3 +147,21 @@ def test_the_live_bar_runs_without_a_terminal_too(capsys: pytest.CaptureFixture[
     progress.close()
     captured = capsys.readouterr()
     assert captured.out == "" and "a failed (max_budget_usd)" in captured.err
+
+
+def test_spend_in_flight_moves_the_bar_and_a_mismatch_is_an_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    moving = Spend(spent_usd=0.5, cap_usd=2.0, in_flight_usd=0.25)
+    quiet = Progress(OutputFormat.TEXT, live=False)
+    quiet(SpendUpdated("b1", moving, COUNTS))  # no line a second in a log
+    quiet(TaskFinished("b1", "a", "succeeded", "completed", 0.5, 9, "s", moving, COUNTS))
+    quiet(SpendMismatch("b1", "a", "s", "task a: the worker reported $1 \x1b[2J"))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2
+    assert "$0.7500 of $2.00 ($0.2500 in flight)] a succeeded" in err
+    assert "journeyman: error: task a: the worker reported $1" in err and "\x1b" not in err
+    streamed = Progress(OutputFormat.STREAM_JSON, live=False)
+    streamed(SpendUpdated("b1", moving, COUNTS))
+    line = json.loads(capsys.readouterr().out)
+    assert (line["type"], line["in_flight_usd"], line["spent_usd"]) == ("spend_updated", 0.25, 0.5)

@@ -185,3 +185,30 @@ def test_without_an_address_the_batch_starts_and_stops_a_private_ray_instance(
         assert (ray_tmp / "ray").is_dir()  # Ray's files went under RAY_TMPDIR
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_batches_naming_one_ray_ledger_share_its_cap_and_another_cap_is_refused(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    ledger = f"jm-cli-{os.getpid()}"
+    summaries = []
+    with FakeOpenAIServer(default=model) as server:
+        for name in ("one", "two"):
+            root = tmp_path / name
+            root.mkdir()
+            args = batch_args(root, server, "--ray-address", cluster.address, "-o", "json")
+            done = journeyman(*args, "--ledger", ledger, env=env_for())
+            assert done.returncode == 0, done.stderr
+            summaries.append(json.loads(done.stdout))
+        first, second = summaries
+        both = first["spent_usd"] + second["spent_usd"]
+        assert f"(all batches on the ledger: ${both:.4f} of $1.0000" in second["summary"]
+        root = tmp_path / "three"
+        root.mkdir()
+        args = batch_args(root, server, "--ray-address", cluster.address)
+        args[args.index("--global-budget-usd") + 1] = "2"
+        refused = journeyman(*args, "--ledger", ledger, env=env_for())
+    assert refused.returncode == 2, refused.stderr
+    assert f"ledger '{ledger}' holds a cap of $1.0000" in refused.stderr
+    assert f"set by batch {first['batch_id']}" in refused.stderr
+    assert "asks for $2.0000" in refused.stderr and "Traceback" not in refused.stderr

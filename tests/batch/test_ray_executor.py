@@ -28,11 +28,12 @@ from journeyman.batch.ray_executor import (
     RayLedger,
     journeyman_runtime_env,
 )
-from journeyman.batch.scheduler import Scheduler, open_ledger
+from journeyman.batch.runner import batch_ledger
+from journeyman.batch.scheduler import Scheduler
 from journeyman.batch.task_file import BatchTask
 from journeyman.batch.workspaces import prepare_workspace
 from journeyman.core.errors import ConfigurationError
-from journeyman.economics.ledger import Amount, LedgerPolicy
+from journeyman.economics.ledger import Amount
 from journeyman.session.store import SessionStore
 from tests.batch.support import model as batch_model
 from tests.batch.support import settings_for, task_text, tasks_for
@@ -155,7 +156,8 @@ async def run_batch(
     """What the scheduler does around the executor: reserve, run with the grant, settle."""
 
     async def one(job: TaskJob, left: int) -> TaskOutcome:
-        reservation = ledger.reserve(job.task.id, sharers=left, request=Amount(usd=0.1))
+        del left
+        reservation = ledger.reserve("b1", job.task.id, Amount(usd=0.1))
         granted = replace(job, granted_usd=reservation.granted.usd)
         outcome = await executor.run(granted)
         ledger.settle(reservation, Amount(tokens=outcome.tokens, usd=outcome.cost_usd))
@@ -166,6 +168,12 @@ async def run_batch(
     finally:
         await executor.close()
     return sorted(outcomes, key=lambda o: o.task_id)
+
+
+def joined(ledger: RayLedger) -> RayLedger:
+    """`ledger` with the test's batch joined under the test's cap."""
+    ledger.join("b1", Amount(usd=CAP_USD), Amount(0, 0.0))
+    return ledger
 
 
 def store_spending(root: Path) -> tuple[float, dict[str, str | None]]:
@@ -186,7 +194,7 @@ def test_a_batch_survives_a_killed_worker_and_matches_the_local_executor(
 ) -> None:
     on_ray = Model(pid_dir, victim="t3")
     with FakeOpenAIServer(default=on_ray) as server:
-        ledger = RayLedger.start(Amount(usd=CAP_USD), LedgerPolicy(reserve_share=0.0))
+        ledger = joined(RayLedger.start())
         executor = RayExecutor(cluster.address, max_parallel=2)
         ray_outcomes = asyncio.run(run_batch(executor, jobs(tmp_path / "ray", server), ledger))
     assert on_ray.killed is not None, "the victim's worker should have been killed"
@@ -218,7 +226,7 @@ def test_a_batch_survives_a_killed_worker_and_matches_the_local_executor(
     # the same batch on the local executor ends the same way, at the same cost
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAIServer(default=Model(pid_dir)) as server:
-        local_ledger = RayLedger.start(Amount(usd=CAP_USD), LedgerPolicy(reserve_share=0.0))
+        local_ledger = joined(RayLedger.start())
         local = asyncio.run(
             run_batch(LocalExecutor(2), jobs(tmp_path / "local", server), local_ledger)
         )
@@ -302,10 +310,7 @@ def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
         root.mkdir()
         tasks = tasks_for(root, texts)
         settings = settings_for(root, server, global_usd=CAP_USD, per_task_usd=0.1)
-        ledger = None
-        if isinstance(executor, RayExecutor):
-            template = open_ledger(settings, len(tasks))
-            ledger = executor.ledger(template.total, template.policy)
+        ledger = batch_ledger(settings, executor)
 
         async def go() -> Any:
             try:

@@ -1,4 +1,5 @@
-"""The batch's ledger inside a Ray actor: one pool that every node's workers reserve from."""
+"""The batch's ledger inside a Ray actor: one pool that every node's workers reserve from, and
+a named one (`--ledger NAME`) that several batches share."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections.abc import Iterator
 import pytest
 import ray
 
-from journeyman.batch.ray_executor import RayLedger
-from journeyman.economics.ledger import AllocationRefused, Amount, LedgerPolicy
+from journeyman.batch.ledgers import LedgerCapMismatch
+from journeyman.batch.ray_ledger import RayLedger
+from journeyman.economics.ledger import AllocationRefused, Amount
 from tests.support.cli import clean_env
 from tests.support.ray_cluster import LocalRayCluster, ray_environment
 
@@ -28,13 +30,14 @@ def cluster() -> Iterator[LocalRayCluster]:
 
 @ray.remote(num_cpus=0.25)
 def spend_from(ledger: RayLedger, holder: str, seed: int, rounds: int) -> tuple[int, float, int]:
-    """Reserve, spend part (sometimes all) of the grant, settle; what this holder spent."""
+    """Reserve, report part of the grant, spend part (sometimes all) of it, settle; what this
+    holder spent."""
     rng = random.Random(seed)
     tokens, usd, refused = 0, 0.0, 0
     for turn in range(rounds):
-        request = Amount(tokens=rng.randint(50, 400), usd=rng.uniform(0.01, 0.3))
+        grant = Amount(tokens=rng.randint(50, 400), usd=rng.uniform(0.01, 0.3))
         try:
-            reservation = ledger.reserve(f"{holder}-{turn}", sharers=4, request=request)
+            reservation = ledger.reserve("b", f"{holder}-{turn}", grant)
         except AllocationRefused:
             refused += 1
             continue
@@ -44,6 +47,7 @@ def spend_from(ledger: RayLedger, holder: str, seed: int, rounds: int) -> tuple[
             tokens=rng.randint(0, granted.tokens),
             usd=granted.usd if rng.random() < 0.3 else rng.uniform(0.0, granted.usd),
         )
+        ledger.report(reservation, Amount(0, (used.usd or 0.0) / 2))
         ledger.settle(reservation, used)
         tokens += used.tokens or 0
         usd += used.usd or 0.0
@@ -52,7 +56,8 @@ def spend_from(ledger: RayLedger, holder: str, seed: int, rounds: int) -> tuple[
 
 def test_concurrent_reservations_from_ray_tasks_never_overspend(cluster: LocalRayCluster) -> None:
     total = Amount(tokens=5_000, usd=2.0)
-    ledger = RayLedger.start(total, LedgerPolicy(reserve_share=0.0))
+    ledger = RayLedger.start()
+    ledger.join("b", total, Amount(0, 0.0))
     spent = ray.get([spend_from.remote(ledger, f"task{i}", i, 25) for i in range(8)])
     stats = ledger.stats()
     tokens = sum(s[0] for s in spent)
@@ -62,21 +67,29 @@ def test_concurrent_reservations_from_ray_tasks_never_overspend(cluster: LocalRa
     assert stats.spent.tokens == tokens <= 5_000
     assert stats.spent.usd == pytest.approx(usd) and usd <= 2.0 + 1e-9
     assert stats.overspend == Amount(tokens=0, usd=0.0)
+    assert ledger.account("b") == stats.spent
 
 
 def test_a_refusal_reaches_the_caller_as_the_ledgers_own_error(cluster: LocalRayCluster) -> None:
-    ledger = RayLedger.start(Amount(usd=1.0), LedgerPolicy(reserve_share=0.0, max_share=1.0))
-    first = ledger.reserve("a", request=Amount(usd=1.0))
-    with pytest.raises(AllocationRefused, match="no USD allocation left for b"):
-        ledger.reserve("b")
+    ledger = RayLedger.start()
+    ledger.join("b", Amount(usd=1.0), Amount(0, 0.0))
+    first = ledger.reserve("b", "a", Amount(usd=1.0))
+    with pytest.raises(AllocationRefused, match="cannot fund b"):
+        ledger.reserve("b", "b", Amount(usd=0.5))
     assert ledger.settle(first, Amount(usd=0.25)) == Amount(usd=0.75)
     assert ledger.available() == Amount(usd=0.75)
 
 
-def test_a_named_ledger_is_shared_by_whoever_starts_it_by_that_name(
+def test_a_named_ledger_is_shared_under_one_cap_and_another_cap_is_refused(
     cluster: LocalRayCluster,
 ) -> None:
-    one = RayLedger.start(Amount(tokens=100), LedgerPolicy(reserve_share=0.0), name="jm-shared")
-    other = RayLedger.start(Amount(tokens=999), name="jm-shared")
-    one.charge(Amount(tokens=40))
-    assert other.stats().spent.tokens == 40 and other.stats().total == Amount(tokens=100)
+    one = RayLedger.start(name="jm-shared")
+    one.join("batch-a", Amount(tokens=100), Amount(40, 0.0))
+    other = RayLedger.start(name="jm-shared")
+    other.join("batch-b", Amount(tokens=100), Amount(0, 0.0))
+    try:
+        assert other.stats().spent.tokens == 40 and other.stats().total == Amount(tokens=100)
+        with pytest.raises(LedgerCapMismatch, match="set by batch batch-a; batch batch-c asks"):
+            RayLedger.start(name="jm-shared").join("batch-c", Amount(tokens=999), Amount())
+    finally:
+        one.stop()

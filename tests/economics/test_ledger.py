@@ -4,6 +4,7 @@ overspend under concurrent reservations."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import threading
 
@@ -188,3 +189,32 @@ def run_random_tree(seed: int) -> tuple[float, float]:
 def test_fifty_random_concurrent_trees_never_overspend_the_pool(seed: int) -> None:
     spent, cap = run_random_tree(seed)
     assert spent <= cap + 1e-9
+
+
+def test_reported_spend_is_in_flight_and_settled_at_no_less() -> None:
+    ledger = BudgetLedger(Amount(tokens=1_000, usd=1.0), LedgerPolicy(reserve_share=0.0))
+    held = ledger.reserve("a", request=Amount(tokens=400, usd=0.4))
+    ledger.report(held, Amount(tokens=100, usd=0.1))
+    ledger.report(held, Amount(tokens=50, usd=0.3))  # a running total: never goes back
+    assert ledger.stats().in_flight == Amount(tokens=100, usd=0.3)
+    assert ledger.stats().spent == Amount(tokens=0, usd=0.0)
+    # the holder died before its spending was counted elsewhere: what it reported counts
+    ledger.settle(held, Amount(tokens=0, usd=0.0))
+    stats = ledger.stats()
+    assert stats.spent == Amount(tokens=100, usd=0.3) and stats.in_flight == Amount(0, 0.0)
+    ledger.report(held, Amount(tokens=999, usd=0.9))  # settled: ignored
+    assert ledger.stats().spent == Amount(tokens=100, usd=0.3)
+
+
+def test_a_ledger_read_back_from_its_state_goes_on_where_it_was() -> None:
+    ledger = BudgetLedger(Amount(usd=1.0), LedgerPolicy(reserve_share=0.0, max_share=1.0))
+    first = ledger.reserve("a", request=Amount(usd=0.25))
+    ledger.report(first, Amount(usd=0.125))
+    second = ledger.reserve("b", request=Amount(usd=0.5))
+    ledger.settle(second, Amount(usd=0.375))
+    copy = BudgetLedger.from_state(json.loads(json.dumps(ledger.to_state())))
+    assert copy.stats() == ledger.stats() and copy.available() == ledger.available()
+    third = copy.reserve("c", request=Amount(usd=0.1))
+    assert third.id not in (first.id, second.id)
+    copy.settle(first, Amount(usd=0.0))
+    assert copy.stats().spent == Amount(tokens=0, usd=0.5)

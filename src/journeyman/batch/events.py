@@ -2,10 +2,10 @@
 form: the line `journeyman batch --output-format stream-json` prints for each.
 
 Each line is flat: `type`, `batch_id`, the event's own fields, the spend where the event
-carries it (`spent_usd`, `spent_tokens`, `reserved_usd`, `cap_usd`, `cap_tokens`), the pace of
-the run (`elapsed_s`, `eta_s`, `tasks_per_min`), then the counts of the tasks so far (`total`,
-`succeeded`, `failed`, `infra_error`, `not_run`, `running`, `queued`).
-`batch_event_from_dict` reads such a line back.
+carries it (`spent_usd`, `spent_tokens`, `reserved_usd`, `cap_usd`, `cap_tokens`,
+`in_flight_usd`, `in_flight_tokens`), the pace of the run (`elapsed_s`, `eta_s`,
+`tasks_per_min`), then the counts of the tasks so far (`total`, `succeeded`, `failed`,
+`infra_error`, `not_run`, `running`, `queued`). `batch_event_from_dict` reads such a line back.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ class Spend:
     """Granted to attempts in flight, not yet spent."""
     cap_usd: float | None = None
     cap_tokens: int | None = None
+    in_flight_usd: float | None = None
+    """Spent by attempts still running, as their model calls reported it (not yet in
+    `spent_usd`)."""
+    in_flight_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,30 @@ class BatchFinished:
 
 
 @dataclass(frozen=True)
+class SpendUpdated:
+    """The spend moved while tasks run (their model calls' usage, reported as it happens);
+    at most about once a second."""
+
+    batch_id: str
+    spend: Spend
+    counts: TaskCounts
+    pace: Pace = Pace()
+    type: Literal["spend_updated"] = "spend_updated"
+
+
+@dataclass(frozen=True)
+class SpendMismatch:
+    """What a worker reported an attempt spent differs from what the session store holds for
+    it: the ledger was settled at the larger, and the task's result says so."""
+
+    batch_id: str
+    task_id: str
+    session_id: str
+    message: str
+    type: Literal["spend_mismatch"] = "spend_mismatch"
+
+
+@dataclass(frozen=True)
 class SettingIgnored:
     """A setting of a task's workspace config that the trust rules left out (it would have
     loosened what the user chose): said once per task attempt that met it."""
@@ -194,9 +222,10 @@ ProgressEvent = (
     | BudgetExhausted
     | TaskFinished
     | BatchFinished
+    | SpendUpdated
 )
 """The events that say where the batch stands (each carries its `TaskCounts`)."""
-BatchEvent = ProgressEvent | SettingIgnored
+BatchEvent = ProgressEvent | SettingIgnored | SpendMismatch
 BatchEventHandler = Callable[[BatchEvent], None]
 
 RATE_LIMITED = "rate_limited"
@@ -258,6 +287,8 @@ __all__ = [
     "ProgressEvent",
     "SettingIgnored",
     "Spend",
+    "SpendMismatch",
+    "SpendUpdated",
     "TaskCounts",
     "TaskFinished",
     "TaskRequeued",

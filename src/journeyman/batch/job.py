@@ -26,6 +26,7 @@ from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError, ErrorCategory
 from journeyman.core.messages import Usage
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
+from journeyman.economics.ledger import Amount, Reservation
 
 if TYPE_CHECKING:
     from journeyman.integrations.otel.tracing import AgentTracing
@@ -45,6 +46,11 @@ INFRA_REASONS = frozenset(
 """Finish reasons that say the infrastructure failed, not the agent: another attempt may pass.
 A batch task is only ever cancelled by its batch being interrupted (Ctrl-C, SIGTERM), so a
 cancelled session continues when the batch does."""
+
+
+BUDGET_REASONS = frozenset({FinishReason.MAX_BUDGET_USD, FinishReason.MAX_TOKENS})
+"""Finish reasons that say the attempt's grant ran out; with nothing spent, its first model
+call could not be paid for: the task was not run."""
 
 
 def session_id_for(batch_id: str, task_id: str, attempt: int) -> str:
@@ -87,6 +93,12 @@ class TaskJob:
     grade_only: bool = False
     """Only grade the session, which ended in an earlier run of the batch (killed while it was
     grading): the agent is not run again, whatever the store says."""
+    ledger: Any = None
+    """Where the attempt reports its spend after each model call (a `batch.ledgers`
+    client that travels: a Ray actor's proxy, a Redis ledger), with `reservation`; None: the
+    batch reads it from the store."""
+    reservation: Reservation | None = None
+    """The batch's reservation for this attempt."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,9 @@ class TaskOutcome:
     """The session's rows as the worker's own store holds them at the attempt's end (Ray
     executor: merged into the batch's store before the outcome reaches the scheduler); None
     when the attempt ran against the batch's store itself, or never started its session."""
+    spend_reported: bool = False
+    """`cost_usd` and `tokens` are what the worker counted for the attempt (else they are
+    unknown, e.g. the worker died, and the batch goes by the store alone)."""
 
     @property
     def finished(self) -> bool:
@@ -202,6 +217,8 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
     fault = ProviderFault()
     agent.add_listener(fault)
     result: RunResult | None = None  # None: it already ended, nothing to run again
+    if job.ledger is not None and job.reservation is not None:
+        agent.add_listener(CallSpendReporter(job.ledger, job.reservation, job.task.id))
     try:
         if existing is True:
             result = await agent.resume(job.session_id, override_limits=True)
@@ -241,6 +258,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         retry_after_s=fault.retry_after if rate_limited else None,
         files_changed=tuple(result.files_changed),
         ignored_settings=tuple(item.message for item in settled.ignored),
+        spend_reported=True,
     )
 
 
@@ -265,6 +283,38 @@ class ProviderFault:
         """How long the provider asked to wait, when it said."""
         value = self.details.get("retry_after")
         return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass
+class CallSpendReporter:
+    """Hears a run's events and reports the attempt's spend so far to the batch's ledger after
+    each model call, so the cap counts it even if the worker dies before the batch reads its
+    rows. A ledger that cannot be reached is said once and the run goes on: the batch still
+    settles from the store."""
+
+    ledger: Any
+    reservation: Reservation
+    task_id: str
+    usd: float = 0.0
+    tokens: int = 0
+    failed: bool = False
+
+    def __call__(self, event: ev.Event) -> None:
+        if not isinstance(event, ev.ModelResponseReceived | ev.SummaryCallMade):
+            return
+        self.usd += event.cost_usd or 0.0
+        self.tokens += event.usage.total_tokens
+        try:
+            self.ledger.report(self.reservation, Amount(self.tokens, self.usd))
+        except Exception as error:  # the batch settles from the store: never stop the task
+            if not self.failed:
+                self.failed = True
+                print(
+                    f"journeyman: warning: task {self.task_id}: cannot report spend to the "
+                    f"batch's ledger ({type(error).__name__}: {error})",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def batch_retry_policy(config: AgentConfig) -> RetryPolicy:
@@ -451,7 +501,9 @@ async def _grade(job: TaskJob, agent: Agent) -> Any:
 
 
 __all__ = [
+    "BUDGET_REASONS",
     "INFRA_REASONS",
+    "CallSpendReporter",
     "ProviderFault",
     "Spending",
     "Status",

@@ -24,9 +24,7 @@ state the batch's store and workspace copy hold (from scratch for a new task), o
 worker Ray picks. A second death ends the task as an infrastructure error (`journeyman batch
 --resume` may try it again).
 
-`RayLedger.start` puts the one `economics.ledger.BudgetLedger` of the batch inside a Ray actor
-on the batch's own node; the `RayLedger` it returns is the actor's synchronous proxy (the
-scheduler's `LedgerClient`), usable from the driver and from any worker, so the cap holds for
+The batch's ledger lives in a Ray actor (`batch.ray_ledger.RayLedger`), so the cap holds for
 every node.
 """
 
@@ -52,6 +50,7 @@ from ray import exceptions as ray_errors
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from journeyman.batch.job import Status, TaskJob, TaskOutcome, run_job
+from journeyman.batch.ray_ledger import RayLedger
 from journeyman.batch.task_file import is_git_url
 from journeyman.batch.travel import (
     MAX_WORKSPACE_BYTES,
@@ -65,15 +64,8 @@ from journeyman.batch.travel import (
     snapshot,
     unpack_workspace,
 )
-from journeyman.core.errors import AgentError, ConfigurationError
+from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishReason
-from journeyman.economics.ledger import (
-    Amount,
-    BudgetLedger,
-    LedgerPolicy,
-    LedgerStats,
-    Reservation,
-)
 from journeyman.session.transfer import (
     SessionMergeError,
     SessionRows,
@@ -119,106 +111,6 @@ _DIED = (
     ray_errors.OutOfMemoryError,
 )
 """What Ray raises when the process or node running a task went away before it answered."""
-
-
-# --------------------------------------------------------------------------- the ledger
-
-
-class _LedgerActor:
-    """The batch's `BudgetLedger`, hosted by a Ray actor (one method runs at a time)."""
-
-    def __init__(self, total: Amount, policy: LedgerPolicy) -> None:
-        self._ledger = BudgetLedger(total, policy)
-
-    def reserve(
-        self, holder: str, sharers: int, request: Amount | None, floor: Amount | None = None
-    ) -> Reservation:
-        return self._ledger.reserve(holder, sharers=sharers, request=request, floor=floor)
-
-    def settle(self, reservation: Reservation, used: Amount) -> Amount:
-        return self._ledger.settle(reservation, used)
-
-    def charge(self, used: Amount) -> None:
-        self._ledger.charge(used)
-
-    def available(self) -> Amount:
-        return self._ledger.available()
-
-    def stats(self) -> LedgerStats:
-        return self._ledger.stats()
-
-
-class RayLedger:
-    """The batch's ledger as every node sees it: a synchronous proxy of the ledger actor, with
-    `BudgetLedger`'s methods (the scheduler's `LedgerClient`). It pickles (the actor handle
-    travels with it), so a Ray task given one reserves from the same pool."""
-
-    def __init__(self, actor: Any) -> None:
-        self._actor = actor
-
-    @classmethod
-    def start(
-        cls, total: Amount, policy: LedgerPolicy | None = None, *, name: str | None = None
-    ) -> RayLedger:
-        """Start the ledger actor on this process's node (it lives and dies with the batch's
-        process). With `name`, the actor is registered under it and one of that name already
-        running is reused, so several batch processes on one cluster can share one cap."""
-        _require_connection()
-        options: dict[str, Any] = {
-            "num_cpus": 0,  # never takes a task's slot
-            "max_restarts": 0,  # a restarted actor would have forgotten every reservation
-            "scheduling_strategy": NodeAffinitySchedulingStrategy(
-                ray.get_runtime_context().get_node_id(), soft=False
-            ),
-        }
-        if name is not None:
-            options.update(name=name, get_if_exists=True)
-        policy = policy or LedgerPolicy()
-        return cls(ray.remote(_LedgerActor).options(**options).remote(total, policy))
-
-    def reserve(
-        self,
-        holder: str,
-        sharers: int = 1,
-        request: Amount | None = None,
-        floor: Amount | None = None,
-    ) -> Reservation:
-        """Reserve an allocation for `holder` (raises `AllocationRefused` when the pool cannot
-        give the smallest one)."""
-        reservation: Reservation = _call(
-            self._actor.reserve.remote(holder, sharers, request, floor)
-        )
-        return reservation
-
-    def settle(self, reservation: Reservation, used: Amount) -> Amount:
-        returned: Amount = _call(self._actor.settle.remote(reservation, used))
-        return returned
-
-    def charge(self, used: Amount) -> None:
-        _call(self._actor.charge.remote(used))
-
-    def available(self) -> Amount:
-        available: Amount = _call(self._actor.available.remote())
-        return available
-
-    def stats(self) -> LedgerStats:
-        stats: LedgerStats = _call(self._actor.stats.remote())
-        return stats
-
-
-def _call(ref: Any) -> Any:
-    """The value of an actor call; the ledger's own errors are raised as themselves."""
-    try:
-        return ray.get(ref)
-    except ray_errors.RayTaskError as error:
-        if isinstance(error.cause, AgentError):
-            raise error.cause from None
-        raise
-    except ray_errors.RayActorError as error:
-        raise AgentError(
-            f"the batch's budget ledger (a Ray actor) is gone: {error}; the batch cannot "
-            "reserve or settle anything more, so it stops (rerun it with --resume)"
-        ) from None
 
 
 # --------------------------------------------------------------------------- the executor
@@ -502,9 +394,10 @@ class RayExecutor:
         self.worker_deaths = 0
         """Attempts lost to a worker that died (each was sent again, or ended the task)."""
 
-    def ledger(self, total: Amount, policy: LedgerPolicy | None = None) -> RayLedger:
-        """The batch's ledger, hosted where every node can reach it."""
-        return RayLedger.start(total, policy)
+    def ledger(self, name: str | None = None) -> RayLedger:
+        """The batch's ledger, hosted where every node can reach it (`--ledger NAME`: the
+        named one every batch on the cluster naming it shares)."""
+        return RayLedger.start(name=name)
 
     def check_nodes(self) -> None:
         """Refuse (`ConfigurationError`) when a node of the cluster runs other versions of
@@ -708,13 +601,6 @@ def _probe(address: str) -> None:
             "--ray-address (the head node's `ray start --head` prints it) and that this "
             "machine can reach that port"
         ) from None
-
-
-def _require_connection() -> None:
-    if not ray.is_initialized():
-        raise ConfigurationError(
-            "the Ray ledger needs a Ray connection; create the RayExecutor first"
-        )
 
 
 def _first_line(error: BaseException) -> str:

@@ -48,6 +48,9 @@ class TaskResult:
     receipt: dict[str, Any] | None = None
     """The check's evidence: command, sandbox, exit code, tests before and after, test
     changes, fingerprints (None when no check ran)."""
+    spend_mismatch: str | None = None
+    """Set when what the worker reported this task spent differs from what the session store
+    holds for it (the ledger counted the larger)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, default=str)

@@ -19,12 +19,12 @@ from typing import Any
 from journeyman.batch.evaluation import USD_PLACES, summarize_rows, was_unsandboxed
 from journeyman.batch.events import BatchEventHandler
 from journeyman.batch.executor import Executor
+from journeyman.batch.ledgers import DEFAULT_LEDGER_NAME, LedgerClient, RedisLedger, parse_ledger
 from journeyman.batch.report import ReportInput, write_reports
 from journeyman.batch.results import write_preds, write_results
 from journeyman.batch.scheduler import (
     BatchSettings,
     BatchSummary,
-    LedgerClient,
     Scheduler,
     batch_spending,
     open_ledger,
@@ -244,10 +244,8 @@ async def run_batch(
     try:
         check_cap_above_spent(settings, batch_spending(store, settings.batch_id))
         claim_batch_record(store, settings, tasks, tasks_file)
-        hosted = getattr(executor, "ledger", None)  # the Ray executor keeps it on the cluster
-        if ledger is None and callable(hosted):
-            template = open_ledger(settings, len(tasks))
-            ledger = hosted(template.total, template.policy)
+        if ledger is None:
+            ledger = batch_ledger(settings, executor)
         scheduler = Scheduler(tasks, settings, executor, ledger=ledger, on_event=on_event)
         try:
             summary = await scheduler.run()
@@ -263,6 +261,26 @@ async def run_batch(
         return summary
     finally:
         store.close()
+
+
+def batch_ledger(settings: BatchSettings, executor: Executor) -> LedgerClient:
+    """The ledger `--ledger` names (`batch.ledgers`): a Redis one, a named Ray actor (with the
+    Ray executor only), or none: the batch's own — in this process, or in a Ray actor on the
+    cluster with the Ray executor, so that its workers report to it."""
+    spec = parse_ledger(settings.ledger)
+    if spec.redis_url is not None:
+        return RedisLedger(spec.redis_url, spec.name or DEFAULT_LEDGER_NAME)
+    hosted = getattr(executor, "ledger", None)  # the Ray executor keeps it on the cluster
+    if callable(hosted):
+        ray_ledger: LedgerClient = hosted(spec.name)
+        return ray_ledger
+    if spec.name is not None:
+        raise ConfigurationError(
+            f"--ledger {spec.name} names a ledger in a Ray actor, which needs --executor ray; "
+            "to share a budget between batches without Ray, give a Redis url "
+            "(--ledger redis://host:port/0)"
+        )
+    return open_ledger(settings)
 
 
 def finish_files(settings: BatchSettings, summary: BatchSummary, *, graded: bool = False) -> None:
@@ -332,6 +350,7 @@ __all__ = [
     "CapBelowSpentError",
     "TasksChangedError",
     "batch_identity",
+    "batch_ledger",
     "batch_record_problem",
     "check_cap_above_spent",
     "check_same_tasks",

@@ -1,23 +1,27 @@
 """The batch runner: every task of a batch through an `Executor`, under one global ledger.
 
 Order of business for each task:
-  1. reserve its allocation from the ledger (its per-task budget, or a fair share of what is
-     left among the tasks still to start, never less than its first model call costs:
-     `opening_floor`); a refusal stops all new work — tasks in flight finish within their
-     allocations and the batch ends "budget exhausted after K of N", the tasks never started
+  1. reserve its allocation from the ledger (its per-task budget, or what finished tasks say
+     it will need, `batch.allocation`; never less than its first model call costs:
+     `opening_floor`); when what is left cannot cover it and nothing runs, no new work
+     starts — the batch ends "budget exhausted after K of N", the tasks never started
      reported "not run" (a later run of the batch with more budget runs them);
-  2. prepare its workspace (a copy or clone, never the original) and run the attempt;
-  3. settle the reservation with what the session store says the attempt spent;
+  2. prepare its workspace (a copy or clone, never the original) and run the attempt; while it
+     runs, its spend so far is reported to the ledger (from the store, and from the worker
+     after each model call when the ledger travels to workers), so the progress shows it;
+  3. settle the reservation with what the attempt spent: what the worker reported, checked
+     against what the session store holds (a difference is a `SpendMismatch`, shown and kept
+     in the task's result; the larger is charged);
   4. record the result (appended and synced), or requeue: an infrastructure error is retried
      from the session's last step (up to `max_infra_retries`), a 429 lowers the concurrency
      for that provider and retries later; an agent failure is final unless `retry_failed`.
 
 Resuming (`resume_state`): the store is the truth. Each task's sessions are found by their
-deterministic ids, the ledger is charged with everything they already spent, finished tasks
-are skipped and interrupted ones resumed. Nothing is charged twice: what an attempt spent is
-always read back from its usage rows, never added up from reports. A graded task whose agent
-finished but whose grade was never recorded (the batch was killed while grading) is graded
-first, without running its agent again and without a reservation (grading spends nothing).
+deterministic ids, the ledger is charged with everything they already spent (less what it
+already counted for the batch, `batch.ledgers`), finished tasks are skipped and interrupted
+ones resumed. Nothing is charged twice. A graded task whose agent finished but whose grade was
+never recorded (the batch was killed while grading) is graded first, without running its agent
+again and without a reservation (grading spends nothing).
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from journeyman.batch.allocation import CostModel, GrantRequest, needed_for, plan_grant
 from journeyman.batch.events import (
     RATE_LIMITED,
     BatchEvent,
@@ -44,6 +49,8 @@ from journeyman.batch.events import (
     Pace,
     SettingIgnored,
     Spend,
+    SpendMismatch,
+    SpendUpdated,
     TaskCounts,
     TaskFinished,
     TaskRequeued,
@@ -52,6 +59,7 @@ from journeyman.batch.events import (
 )
 from journeyman.batch.executor import Executor
 from journeyman.batch.job import (
+    BUDGET_REASONS,
     INFRA_REASONS,
     Spending,
     TaskJob,
@@ -59,6 +67,7 @@ from journeyman.batch.job import (
     session_id_for,
     session_spending,
 )
+from journeyman.batch.ledgers import LedgerClient, LocalLedger
 from journeyman.batch.results import TaskResult, append_result
 from journeyman.batch.task_file import BatchTask
 from journeyman.batch.workspaces import (
@@ -72,40 +81,20 @@ from journeyman.batch.workspaces import (
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.result import FinishCategory, FinishReason
 from journeyman.core.text import one_line
-from journeyman.economics.ledger import (
-    AllocationRefused,
-    Amount,
-    BudgetLedger,
-    LedgerPolicy,
-    LedgerStats,
-    Reservation,
-)
+from journeyman.economics.ledger import AllocationRefused, Amount, Reservation
 from journeyman.session.store import SessionNotFoundError, SessionStore
 
 MAX_ATTEMPTS_PROBED = 20
 """Fresh attempts of one task a resumed batch looks for in the store."""
 BUDGET_EXHAUSTED = "budget_exhausted"
 """Finish reason of a task never started because the global budget could not cover it."""
-
-
-class LedgerClient(Protocol):
-    """The global ledger as the scheduler uses it (a `BudgetLedger`, or a proxy to one that
-    lives where every node of a cluster sees it)."""
-
-    def reserve(
-        self,
-        holder: str,
-        *,
-        sharers: int = 1,
-        request: Amount | None = None,
-        floor: Amount | None = None,
-    ) -> Reservation: ...
-
-    def settle(self, reservation: Reservation, used: Amount) -> Amount: ...
-
-    def charge(self, used: Amount) -> None: ...
-
-    def stats(self) -> LedgerStats: ...
+IN_FLIGHT_POLL_S = 1.0
+"""How often the spend of running attempts is read from the store and the progress told."""
+OTHERS_POLL_S = 0.5
+"""How often a batch waiting for other batches on a shared ledger to return budget looks."""
+OTHERS_IDLE_S = 600.0
+"""Other batches' holds on a shared ledger are waited for while the ledger moved within this
+time; after it, a batch that cannot be funded ends "budget exhausted"."""
 
 
 @dataclass
@@ -147,6 +136,19 @@ class BatchSettings:
     kept: a later run resumes them in place)."""
     workspace_layout: int = LAYOUT_VERSION
     """How `--out/workspaces` is laid out (1: a batch started before the current layout)."""
+    ledger: str | None = None
+    """`--ledger`: a Redis url or a Ray actor's name for a ledger several batches share;
+    None: the batch's own."""
+
+    @property
+    def cap(self) -> Amount:
+        """The global cap (None in a dimension: not limited)."""
+        return Amount(self.global_tokens, self.global_usd)
+
+    @property
+    def fixed_allocation(self) -> bool:
+        """The user fixed each task's allocation (`--per-task-budget-*`)."""
+        return self.per_task_usd is not None or self.per_task_tokens is not None
 
 
 @dataclass
@@ -176,6 +178,8 @@ class TaskState:
     """Time its attempts took in this run of the batch (for the ETA)."""
     running_since: float | None = None
     """When its attempt started on a worker (monotonic); None when none is running."""
+    spend_mismatch: str | None = None
+    """What a worker reported differed from the store (`SpendMismatch`)."""
 
 
 @dataclass
@@ -233,6 +237,9 @@ class BatchSummary:
     keep: str = "failed"
     """The `--keep` of this run."""
 
+    ledger_spent: Amount | None = None
+    """What every batch sharing the ledger spent, when it is shared (`--ledger`)."""
+
     @property
     def tasks_per_min(self) -> float | None:
         """Tasks this run finished per minute of its wall time."""
@@ -246,8 +253,17 @@ class BatchSummary:
         return sum(1 for r in self.results if r.status == status)
 
     @property
+    def spend_mismatches(self) -> int:
+        return sum(1 for r in self.results if r.spend_mismatch)
+
+    @property
     def all_succeeded(self) -> bool:
-        return bool(self.results) and all(r.status == "succeeded" for r in self.results)
+        """Every task succeeded, and every attempt's reported spend matched the store."""
+        return (
+            bool(self.results)
+            and all(r.status == "succeeded" for r in self.results)
+            and not self.spend_mismatches
+        )
 
     def line(self) -> str:
         total = len(self.results)
@@ -265,6 +281,13 @@ class BatchSummary:
             text += f"; {describe_duration(self.wall_s)}"
             if self.tasks_per_min is not None and self.finished_in_run:
                 text += f", {self.tasks_per_min:.1f} tasks/min"
+        if self.ledger_spent is not None:
+            text += f" (all batches on the ledger: {describe_spend(self.ledger_spent, self.cap)})"
+        if self.spend_mismatches:
+            text += (
+                f"; SPEND MISMATCH on {tasks_count(self.spend_mismatches)}: what the worker "
+                "reported differs from the session store (see spend_mismatch in results.jsonl)"
+            )
         return text
 
 
@@ -295,21 +318,9 @@ def describe_spend(spent: Amount, cap: Amount) -> str:
     return " and ".join(parts) or "nothing"
 
 
-def open_ledger(settings: BatchSettings, task_count: int) -> BudgetLedger:
-    """The batch's one ledger: no share kept back for an owner, no cap on one holder's share
-    but its allocation; a task with a per-task budget starts only when all of it can be
-    reserved, and no task gets less than its first model call costs (the floor each
-    reservation brings, `opening_floor`). `task_count` is kept for callers' convenience."""
-    del task_count  # fair shares are sized at each reservation, among the tasks left
-    return BudgetLedger(
-        Amount(settings.global_tokens, settings.global_usd),
-        LedgerPolicy(
-            reserve_share=0.0,
-            max_share=1.0,
-            min_tokens=settings.per_task_tokens or 1,
-            min_usd=settings.per_task_usd or 0.0,
-        ),
-    )
+def open_ledger(settings: BatchSettings) -> LocalLedger:
+    """The batch's own ledger, in this process (`batch.ledgers` has the shared ones)."""
+    return LocalLedger(settings.cap)
 
 
 def opening_floor(task: BatchTask, settings: BatchSettings) -> Amount:
@@ -362,13 +373,13 @@ def resume_state(
     states = []
     for task in tasks:
         state = TaskState(task)
-        usd, tokens, last = 0.0, 0, 0
+        usd, tokens, last, last_spent = 0.0, 0, 0, Spending(0.0, 0)
         for attempt in range(1, MAX_ATTEMPTS_PROBED + 1):
             session_id = session_id_for(settings.batch_id, task.id, attempt)
             spent = session_spending(store, session_id)
             usd, tokens = usd + spent.usd, tokens + spent.tokens
             if _exists(store, session_id):
-                last = attempt
+                last, last_spent = attempt, spent
         state.spent = Spending(usd, tokens)
         earlier = previous.get(task.id)
         if last:
@@ -382,6 +393,9 @@ def resume_state(
                 state.duration_s, state.runs = _stored_duration(store, summary.record), last
             if reason is None or reason in INFRA_REASONS:
                 state.resumed = True
+            elif reason in BUDGET_REASONS and not (last_spent.usd or last_spent.tokens):
+                state.attempt = last + 1  # its grant paid for no call: it was not run
+                state.runs = max(0, state.runs - 1)
             elif reason.category is FinishCategory.SUCCESS or not settings.retry_failed:
                 state.result = _stored_result(task, settings, state, summary, reason, earlier)
                 if task.grading is not None and state.result.grade is None:
@@ -496,12 +510,22 @@ class Scheduler:
         self.tasks = tasks
         self.settings = settings
         self.executor = executor
-        self.ledger: LedgerClient = ledger or open_ledger(settings, len(tasks))
+        self.ledger: LedgerClient = ledger or open_ledger(settings)
+        self.shared_ledger = settings.ledger is not None
+        """Other batches may draw on the ledger too (`--ledger`)."""
+        self._ledger_seen: tuple[Any, ...] = ()
+        self._ledger_changed_at = time.monotonic()
         self.on_event: BatchEventHandler = on_event or (lambda event: None)
         self.states: list[TaskState] = []
         self.gate = ProviderGate(ceiling=executor.max_parallel)
         self.budget_exhausted = False
+        self.costs = CostModel()
+        """What this batch's finished tasks cost: what the next one is expected to."""
         self._floors: dict[str, Amount] = {}
+        self._learning = 0
+        """Tasks that ended and whose cost is not yet in `costs`."""
+        self._in_flight: dict[str, tuple[Reservation, Spending]] = {}
+        """Running attempts by session id: their reservation and the store's count at start."""
         self._wake = asyncio.Event()
         self._failures: list[BaseException | None] = []
         """Exceptions of the scheduler's own attempt coroutines (a bug, raised after the run)."""
@@ -527,8 +551,11 @@ class Scheduler:
             already = batch_spending(store, settings.batch_id)
         finally:
             store.close()
-        if already.tokens or already.usd:
-            self.ledger.charge(already)  # what earlier runs of the batch spent
+        # what earlier runs of the batch spent, less what the ledger already counted for it
+        self.ledger.join(settings.batch_id, settings.cap, already)
+        for state in self.states:
+            if state.result is not None and state.result.status in ("succeeded", "failed"):
+                await asyncio.to_thread(self._learn, state)
         ungraded = [s for s in self.states if s.ungraded is not None]
         pending = deque(s for s in self.states if s.result is None and s.ungraded is None)
         self._emit(
@@ -555,7 +582,13 @@ class Scheduler:
                 )
                 self._emit(skipped)
         await asyncio.gather(*(self._grade_only(state) for state in ungraded))
-        await self._drive(pending)
+        watcher = asyncio.create_task(self._watch_spend())
+        try:
+            await self._drive(pending)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         self.workspaces.clear_staging()
         for failure in self._failures:
             if failure is not None:
@@ -569,14 +602,19 @@ class Scheduler:
             batch_id=settings.batch_id,
             results=[s.result for s in self.states if s.result is not None],
             budget_exhausted=self.budget_exhausted,
-            spent=stats.spent,
+            spent=self.ledger.account(settings.batch_id),  # this batch's, on a shared ledger
             cap=stats.total,
             overspend=stats.overspend,
-            started_tasks=sum(1 for s in self.states if s.result and s.result.attempts > 0),
+            started_tasks=sum(
+                1
+                for s in self.states
+                if s.result and s.result.attempts > 0 and s.result.status != "not_run"
+            ),
             wall_s=time.monotonic() - self._started_at,
             finished_in_run=self._finished_in_run,
             workspaces=self.workspaces.root,
             keep=settings.keep,
+            ledger_spent=stats.spent if self.shared_ledger else None,
         )
         self._emit(
             BatchFinished(
@@ -608,14 +646,18 @@ class Scheduler:
         running: set[asyncio.Task[None]] = set()
         while (pending and not self.budget_exhausted) or running:
             now = time.monotonic()
-            waiting_for_budget = False
+            waiting_for_budget = waiting_on_others = False
             while pending and not self.budget_exhausted and self.gate.open(now):
                 state = pending.popleft()
-                reservation = self._reserve(state, len(pending) + 1)
+                startable = min(len(pending) + 1, self.gate.limit - self.gate.running)
+                reservation = self._reserve(state, startable)
                 if reservation is None:
                     pending.appendleft(state)
                     if running:  # what they leave unspent goes back: try again after them
                         waiting_for_budget = True
+                        break
+                    if self._others_may_return():
+                        waiting_for_budget = waiting_on_others = True
                         break
                     self.budget_exhausted = True
                     self._emit(
@@ -644,8 +686,26 @@ class Scheduler:
                 and self.gate.running < self.gate.limit
             ):
                 timeout = max(0.01, self.gate.paused_until - time.monotonic())
+            if waiting_on_others:  # they settle in their own process: look again soon
+                timeout = OTHERS_POLL_S
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _others_may_return(self) -> bool:
+        """Whether other batches on a shared ledger hold reservations whose unspent part may
+        come back: they hold some, and the ledger moved (a reservation, a report after a
+        model call, a settlement) within `OTHERS_IDLE_S`. A batch killed while holding some
+        moves nothing; its holds are closed when it runs again."""
+        if not self.shared_ledger:
+            return False
+        stats = self.ledger.stats()
+        if not stats.open_reservations:
+            return False
+        seen = (stats.spent, stats.reserved, stats.in_flight, stats.open_reservations)
+        now = time.monotonic()
+        if seen != self._ledger_seen:
+            self._ledger_seen, self._ledger_changed_at = seen, now
+        return now - self._ledger_changed_at < OTHERS_IDLE_S
 
     def _finished(self, job: asyncio.Task[None], running: set[asyncio.Task[None]]) -> None:
         running.discard(job)
@@ -653,7 +713,9 @@ class Scheduler:
         if not job.cancelled() and job.exception() is not None:
             self._failures.append(job.exception())
 
-    def _reserve(self, state: TaskState, sharers: int) -> Reservation | None:
+    def _reserve(self, state: TaskState, startable: int) -> Reservation | None:
+        """Reserve the task's grant (`batch.allocation`), or None when it should not start
+        now."""
         settings = self.settings
         limits = state.task.limits
         usd = _least(settings.per_task_usd, limits.max_budget_usd)
@@ -662,19 +724,52 @@ class Scheduler:
             usd = max(0.0, usd - state.spent.usd)
         if tokens is not None:
             tokens = max(0, tokens - state.spent.tokens)
-        per_task = settings.per_task_usd is not None or settings.per_task_tokens is not None
+        shared = self.shared_ledger and self.costs.expected() is None
+        if shared and self.ledger.stats().open_reservations:
+            return None  # a first task is allowed what others leave, once they leave it
+        grant = plan_grant(
+            GrantRequest(
+                left=self.ledger.available(),
+                limit=Amount(tokens, usd),
+                floor=self._floor(state),
+                expected=self.costs.expected(),
+                running=self.gate.running + self._learning,
+                startable=max(1, startable),
+                fixed=settings.fixed_allocation,
+            )
+        )
+        if grant is None:
+            return None
+        try:
+            return self.ledger.reserve(settings.batch_id, state.task.id, grant)
+        except AllocationRefused:  # another batch on a shared ledger took it first
+            return None
+
+    def _learn(self, state: TaskState) -> None:
+        """Add a finished task to what the batch knows of tasks' costs: its cost, and what its
+        grant had to hold (from its sessions' usage rows, call by call). Only a capped batch
+        sizes grants from it."""
+        if self.settings.global_usd is None and self.settings.global_tokens is None:
+            return
+        calls: list[Amount] = []
+        store = SessionStore(self.settings.store_path, check_integrity=False)
+        try:
+            for attempt in range(1, state.attempt + 1):
+                session_id = session_id_for(self.settings.batch_id, state.task.id, attempt)
+                calls += [
+                    Amount(row.usage.total_tokens, row.cost_usd or 0.0)
+                    for row in store.usage_rows(session_id)
+                ]
+        finally:
+            store.close()
+        cost = Amount(state.spent.tokens, state.spent.usd)
+        self.costs.record(cost, needed_for(calls, self._floor(state)))
+
+    def _floor(self, state: TaskState) -> Amount:
         floor = self._floors.get(state.task.id)
         if floor is None:
-            floor = self._floors[state.task.id] = opening_floor(state.task, settings)
-        try:
-            return self.ledger.reserve(
-                state.task.id,
-                sharers=1 if per_task else sharers,
-                request=Amount(tokens, usd),
-                floor=floor,
-            )
-        except AllocationRefused:
-            return None
+            floor = self._floors[state.task.id] = opening_floor(state.task, self.settings)
+        return floor
 
     async def _attempt(
         self, state: TaskState, reservation: Reservation, pending: deque[TaskState]
@@ -689,7 +784,7 @@ class Scheduler:
         outcome: TaskOutcome | None = None
         try:
             workspace = await asyncio.to_thread(self.workspaces.prepare, task, state.attempt)
-            job = self._job(state, session_id, workspace, reservation.granted)
+            job = self._job(state, session_id, workspace, reservation)
             started = TaskStarted(
                 settings.batch_id,
                 task_id=task.id,
@@ -700,6 +795,7 @@ class Scheduler:
                 granted_tokens=reservation.granted.tokens,
                 counts=self.counts(),
             )
+            self._in_flight[session_id] = (reservation, before)
             outcome = await run_reporting_start(
                 self.executor, job, lambda: self._running(state, started)
             )
@@ -713,25 +809,64 @@ class Scheduler:
             )
         finally:
             state.running_since = None  # before any wait: its worker is free from now on
-            after = await asyncio.to_thread(self._spending, session_id)
-            used_tokens = max(0, after.tokens - before.tokens)
-            used_usd = max(0.0, after.usd - before.usd)
-            self.ledger.settle(reservation, Amount(used_tokens, used_usd))
-            state.spent = Spending(state.spent.usd + used_usd, state.spent.tokens + used_tokens)
-            self.gate.running -= 1
-            self._wake.set()
+            learning = await self._settle(state, session_id, reservation, before, outcome)
         state.duration_s += outcome.duration_s
         state.ran_s += outcome.duration_s
-        result = self._settled(state, outcome, pending)
-        if result is not None:
-            await self._record(state, result)
+        for note in outcome.ignored_settings:
+            self._emit(SettingIgnored(settings.batch_id, task.id, note))
+        try:
+            if outcome.finish_reason in BUDGET_VALUES and not (
+                state.spent.usd or state.spent.tokens
+            ):
+                self._unpaid(state, reservation)
+                return
+            result = self._settled(state, outcome, pending)
+            if result is not None:
+                await self._record(state, result)
+            if state.result is not None and state.result.status in ("succeeded", "failed"):
+                await asyncio.to_thread(self._learn, state)
+        finally:
+            if learning:
+                self._learning -= 1
+                self._wake.set()
+
+    async def _settle(
+        self,
+        state: TaskState,
+        session_id: str,
+        reservation: Reservation,
+        before: Spending,
+        outcome: TaskOutcome | None,
+    ) -> bool:
+        """Close the attempt's reservation at what it spent: the worker's report, checked
+        against the store (`cross_check`); a difference is said, never settled silently.
+        True when the attempt ended its task, whose cost is still to be learned (`_learning`)."""
+        self._in_flight.pop(session_id, None)
+        learning = outcome is not None and outcome.finished
+        try:
+            after = await asyncio.to_thread(self._spending, session_id)
+            stored = Spending(
+                max(0.0, after.usd - before.usd), max(0, after.tokens - before.tokens)
+            )
+            used, mismatch = cross_check(state.task.id, session_id, stored, outcome)
+            self.ledger.settle(reservation, Amount(used.tokens, used.usd))
+            state.spent = Spending(state.spent.usd + used.usd, state.spent.tokens + used.tokens)
+        finally:
+            self._learning += learning  # until then, it counts as running for the plan
+            self.gate.running -= 1
+            self._wake.set()
+        if mismatch is not None:
+            state.spend_mismatch = mismatch
+            self._emit(SpendMismatch(self.settings.batch_id, state.task.id, session_id, mismatch))
+        return learning
 
     def _job(
-        self, state: TaskState, session_id: str, workspace: Path, granted: Amount | None
+        self, state: TaskState, session_id: str, workspace: Path, reservation: Reservation | None
     ) -> TaskJob:
-        """The job of one attempt of `state`'s task; with `granted` None, a job that only
+        """The job of one attempt of `state`'s task; with `reservation` None, a job that only
         grades the attempt's finished session (`TaskJob.grade_only`)."""
         settings = self.settings
+        granted = None if reservation is None else reservation.granted
         return TaskJob(
             batch_id=settings.batch_id,
             task=state.task,
@@ -750,7 +885,9 @@ class Scheduler:
             config=settings.config,
             parent_session_id=settings.batch_id,
             trace=settings.trace,
-            grade_only=granted is None,
+            grade_only=reservation is None,
+            ledger=None if reservation is None else self.ledger.for_workers(),
+            reservation=reservation,
         )
 
     async def _grade_only(self, state: TaskState) -> None:
@@ -795,8 +932,6 @@ class Scheduler:
         settings = self.settings
         task_id = state.task.id
         now = time.monotonic()
-        for note in outcome.ignored_settings:
-            self._emit(SettingIgnored(settings.batch_id, task_id, note))
         if outcome.status == "rate_limited":
             self.gate.rate_limited(now, outcome.retry_after_s, settings.rate_limit_backoff_s)
             state.rate_limit_requeues += 1
@@ -853,6 +988,7 @@ class Scheduler:
             task=_short(state.task.task),
             grade=_grade_dict(outcome.grade),
             files_changed=list(outcome.files_changed),
+            spend_mismatch=state.spend_mismatch,
         )
 
     async def _record(self, state: TaskState, result: TaskResult) -> None:
@@ -892,7 +1028,7 @@ class Scheduler:
         finally:
             store.close()
 
-    def _not_run(self, state: TaskState) -> TaskResult:
+    def _not_run(self, state: TaskState, why: str | None = None) -> TaskResult:
         return TaskResult(
             id=state.task.id,
             status="not_run",
@@ -904,22 +1040,52 @@ class Scheduler:
             verify_passed=None,
             session_id=None,
             attempts=0,
-            error=self._unfunded(state),
+            error=why or self._unfunded(state),
             task=_short(state.task.task),
+            spend_mismatch=state.spend_mismatch,
+        )
+
+    def _unpaid(self, state: TaskState, reservation: Reservation) -> None:
+        """An attempt whose grant could not pay for its first model call: the task is not run
+        (a later run of the batch with more budget runs it, in a fresh attempt)."""
+        state.result = self._not_run(
+            state,
+            f"not run: budget exhausted — its grant ({reservation.granted}) could not pay for "
+            "its first model call; run the batch again with more budget to run it",
+        )
+        append_result(self.settings.out, state.result)
+        self._emit(
+            TaskFinished(
+                self.settings.batch_id,
+                task_id=state.task.id,
+                status="not_run",
+                finish_reason=BUDGET_EXHAUSTED,
+                cost_usd=0.0,
+                tokens=0,
+                session_id=None,
+                spend=self._spend(),
+                counts=self.counts(),
+            )
         )
 
     def _unfunded(self, state: TaskState) -> str:
-        """Why a task was never started: what the cap had left, and what its first call needs."""
-        stats = self.ledger.stats()
-        floor = self._floors.get(state.task.id) or opening_floor(state.task, self.settings)
+        """Why a task was never started: what the cap had left, and what it needed."""
+        left = self.ledger.available()
+        floor = self._floor(state)
+        expected = self.costs.expected()
         why = "not run: budget exhausted — the global budget could not cover its allocation"
-        if stats.total.usd is not None and floor.usd is not None:
-            left = stats.total.usd - (stats.spent.usd or 0.0) - (stats.reserved.usd or 0.0)
-            why += f" (${max(0.0, left):.4f} left, its first call needs about ${floor.usd:.4f})"
-        elif stats.total.tokens is not None:
-            left_tokens = stats.total.tokens - (stats.spent.tokens or 0)
-            why += f" ({max(0, left_tokens):,} tokens left, its first call needs about "
-            why += f"{floor.tokens:,})"
+        if left.usd is not None and floor.usd is not None:
+            if expected is not None and (expected.usd or 0.0) > floor.usd:
+                why += (
+                    f" (${max(0.0, left.usd):.4f} left, a task is expected to need about "
+                    f"${expected.usd or 0.0:.4f}: {self.costs.explain()})"
+                )
+            else:
+                why += f" (${max(0.0, left.usd):.4f} left, its first call needs about "
+                why += f"${floor.usd:.4f})"
+        elif left.tokens is not None:
+            need = max(floor.tokens or 0, (expected.tokens or 0) if expected else 0)
+            why += f" ({max(0, left.tokens):,} tokens left, it needs about {need:,})"
         return why + "; run the batch again with more budget to run it"
 
     def _spend(self) -> Spend:
@@ -930,7 +1096,34 @@ class Scheduler:
             reserved_usd=stats.reserved.usd,
             cap_usd=stats.total.usd,
             cap_tokens=stats.total.tokens,
+            in_flight_usd=None if stats.total.usd is None else stats.in_flight.usd,
+            in_flight_tokens=stats.in_flight.tokens,
         )
+
+    async def _watch_spend(self) -> None:
+        """While attempts run: report their spend so far (as the store holds it) to the
+        ledger, and tell the progress when the spend moved."""
+        last: Spend | None = None
+        while True:
+            await asyncio.sleep(IN_FLIGHT_POLL_S)
+            if not self._in_flight:
+                continue
+            await asyncio.to_thread(self._report_in_flight, list(self._in_flight.items()))
+            spend = self._spend()
+            if spend != last:
+                last = spend
+                self._emit(SpendUpdated(self.settings.batch_id, spend, self.counts(), self.pace()))
+
+    def _report_in_flight(self, running: list[tuple[str, tuple[Reservation, Spending]]]) -> None:
+        store = SessionStore(self.settings.store_path, check_integrity=False)
+        try:
+            for session_id, (reservation, before) in running:
+                now = session_spending(store, session_id)
+                used = Amount(max(0, now.tokens - before.tokens), max(0.0, now.usd - before.usd))
+                if used.tokens or used.usd:
+                    self.ledger.report(reservation, used)
+        finally:
+            store.close()
 
     def _emit(self, event: BatchEvent) -> None:
         self.on_event(event)
@@ -998,6 +1191,34 @@ def _least(*values: Any) -> Any:
     return min(given) if given else None
 
 
+BUDGET_VALUES = frozenset(reason.value for reason in BUDGET_REASONS)
+
+SPEND_TOLERANCE_USD = 1e-9
+"""Difference in USD below which a worker's report and the store agree (float sums drift)."""
+
+
+def cross_check(
+    task_id: str, session_id: str, stored: Spending, outcome: TaskOutcome | None
+) -> tuple[Spending, str | None]:
+    """What an attempt spent: the worker's report when it made one, checked against what the
+    session store holds for the attempt (with rows shipped back from a worker's own store, or
+    written to a shared one). A difference is returned as a message; the larger of the two is
+    what counts."""
+    if outcome is None or not outcome.spend_reported:
+        return stored, None
+    reported = Spending(outcome.cost_usd, outcome.tokens)
+    usd_differs = abs(reported.usd - stored.usd) > SPEND_TOLERANCE_USD * max(1.0, stored.usd)
+    if not usd_differs and reported.tokens == stored.tokens:
+        return stored, None
+    message = (
+        f"task {task_id}: the worker reported ${reported.usd:.6f} and {reported.tokens:,} "
+        f"tokens for session {session_id}, the session store holds ${stored.usd:.6f} and "
+        f"{stored.tokens:,} tokens; the ledger counted the larger"
+    )
+    larger = Spending(max(reported.usd, stored.usd), max(reported.tokens, stored.tokens))
+    return larger, message
+
+
 def _failed_outright(task_id: str, session_id: str, reason: str, error: str) -> TaskOutcome:
     return TaskOutcome(
         task_id=task_id,
@@ -1031,6 +1252,7 @@ def _grade_dict(grade: Any) -> dict[str, Any] | None:
 
 __all__ = [
     "BUDGET_EXHAUSTED",
+    "IN_FLIGHT_POLL_S",
     "BatchSettings",
     "BatchSummary",
     "LedgerClient",
@@ -1038,6 +1260,7 @@ __all__ = [
     "Scheduler",
     "TaskState",
     "WorkspaceLayoutError",
+    "cross_check",
     "describe_duration",
     "describe_spend",
     "keeps_workspace",

@@ -22,6 +22,8 @@ from journeyman.batch.events import (
     ProgressEvent,
     SettingIgnored,
     Spend,
+    SpendMismatch,
+    SpendUpdated,
     TaskCounts,
     TaskFinished,
     TaskRequeued,
@@ -37,6 +39,7 @@ from journeyman.cli.batch_options import (
     HideOpt,
     KeepChoice,
     KeepOpt,
+    LedgerOpt,
     MaxParallelOpt,
     MaxRetriesOpt,
     PerTaskBudgetTokensOpt,
@@ -90,6 +93,7 @@ def batch(
     global_budget_tokens: GlobalBudgetTokensOpt = None,
     per_task_budget_usd: PerTaskBudgetUsdOpt = None,
     per_task_budget_tokens: PerTaskBudgetTokensOpt = None,
+    ledger: LedgerOpt = None,
     resume: ResumeBatchOpt = False,
     retry_failed: RetryFailedOpt = False,
     max_retries: MaxRetriesOpt = 2,
@@ -129,7 +133,7 @@ def batch(
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
     interrupted. The last line says how many of each.
     """
-    _refuse_unusable_usd(global_budget_usd, per_task_budget_usd)
+    _refuse_unusable_budget(global_budget_usd, per_task_budget_usd, ledger, global_budget_tokens)
     loaded = _load_tasks(tasks)
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
@@ -157,6 +161,7 @@ def batch(
         max_infra_retries=max_retries,
         keep=keep.value,
         workspace_layout=identity.workspace_layout,
+        ledger=ledger,
     )
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
 
@@ -182,10 +187,15 @@ def _usd_limited(
     )
 
 
-def _refuse_unusable_usd(
-    global_budget_usd: float | None, per_task_budget_usd: float | None
+def _refuse_unusable_budget(
+    global_budget_usd: float | None,
+    per_task_budget_usd: float | None,
+    ledger: str | None = None,
+    global_budget_tokens: int | None = None,
 ) -> None:
-    """Exit 2 for a USD cap that is not a positive, finite amount (nan and inf too)."""
+    """Exit 2 for a USD cap that is not a positive, finite amount (nan and inf too), or a
+    --ledger that cannot be used (`_check_ledger`)."""
+    _check_ledger(ledger, global_budget_usd, global_budget_tokens)
     for flag, usd in (
         ("--global-budget-usd", global_budget_usd),
         ("--per-task-budget-usd", per_task_budget_usd),
@@ -196,6 +206,28 @@ def _refuse_unusable_usd(
                 f"{flag} must be more than 0 and finite, not {usd:g}: give a positive amount "
                 "of USD, or leave it out for no cost limit",
             )
+
+
+def _check_ledger(
+    ledger: str | None, global_budget_usd: float | None, global_budget_tokens: int | None
+) -> None:
+    """Exit 2 for a --ledger that cannot be used: a malformed one, or one without a cap to
+    share."""
+    if ledger is None:
+        return
+    from journeyman.batch.ledgers import parse_ledger
+
+    try:
+        parse_ledger(ledger)
+    except ConfigurationError as error:
+        fail(EXIT_CONFIG, error.message)
+    if global_budget_usd is None and global_budget_tokens is None:
+        fail(
+            EXIT_CONFIG,
+            f"--ledger {ledger} shares a global budget, and none is given: add "
+            "--global-budget-usd or --global-budget-tokens (the same for every batch that "
+            "names this ledger)",
+        )
 
 
 def _load_tasks(tasks: Path) -> list[BatchTask]:
@@ -418,15 +450,17 @@ class Progress:
         self._warned: set[str] = set()
 
     def __call__(self, event: BatchEvent) -> None:
-        if isinstance(event, SettingIgnored):
+        if isinstance(event, SettingIgnored | SpendMismatch):
             self._warn(event)
         if self.fmt is OutputFormat.STREAM_JSON:
             data = self._redact.tree(batch_event_to_dict(event))
             sys.stdout.write(printable_json(json.dumps(data, default=str)) + "\n")
             sys.stdout.flush()
             return
-        if self.fmt is not OutputFormat.TEXT or isinstance(event, SettingIgnored):
+        if self.fmt is not OutputFormat.TEXT or isinstance(event, SettingIgnored | SpendMismatch):
             return
+        if isinstance(event, SpendUpdated) and not self.live:
+            return  # a line a second would bury the state changes; the bar shows it
         text = self._describe(event)
         if self.live:
             self._update_bar(event, text)
@@ -434,13 +468,14 @@ class Progress:
             sys.stderr.write(printable(self._redact(text)) + "\n")
             sys.stderr.flush()
 
-    def _warn(self, event: SettingIgnored) -> None:
+    def _warn(self, event: SettingIgnored | SpendMismatch) -> None:
         """A workspace setting the trust rules left out, said once on stderr whatever the
         output format (tasks in one repository meet the same file again and again)."""
         if event.message in self._warned:
             return
         self._warned.add(event.message)
-        line = f"journeyman: warning: {event.message}"
+        kind = "error" if isinstance(event, SpendMismatch) else "warning"
+        line = f"journeyman: {kind}: {event.message}"
         if self._bar is not None:
             self._bar.console.print(printable(self._redact(line)), markup=False, highlight=False)
         else:
@@ -510,7 +545,11 @@ class Progress:
         if not isinstance(spend, Spend) or spend.spent_usd is None:
             return ""
         cap = spend.cap_usd
-        return f", ${spend.spent_usd:.4f}" + (f" of ${cap:.2f}" if cap is not None else "")
+        text = f", ${spend.spent_usd + (spend.in_flight_usd or 0.0):.4f}"
+        text += f" of ${cap:.2f}" if cap is not None else ""
+        if spend.in_flight_usd:
+            text += f" (${spend.in_flight_usd:.4f} in flight)"
+        return text
 
     def _update_bar(self, event: ProgressEvent, text: str) -> None:
         if self._bar is None:

@@ -74,12 +74,27 @@ PerTaskBudgetUsdOpt = Annotated[
     float | None,
     typer.Option(
         min=0.0,
-        help="Each task's allocation in USD (all its attempts together). Without it, a task "
-        "gets a fair share of what is left of the global cap among the tasks still to start.",
+        help="Each task's allocation in USD (all its attempts together), granted whole or "
+        "not at all. Without it, under a global cap, the first task runs alone allowed what is "
+        "left, and later ones start when what is left covers what finished tasks needed.",
     ),
 ]
 PerTaskBudgetTokensOpt = Annotated[
     int | None, typer.Option(min=1, help="Each task's allocation in tokens.")
+]
+LedgerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ledger",
+        help="Share the global budget with other batches and evals: redis://host:port/N "
+        "(a ledger in Redis; add #NAME for another ledger than 'default' on that server), or "
+        "a NAME for a ledger in a Ray actor of the cluster (--executor ray). Every batch "
+        "naming it draws on one cap, which must be the same global budget: a batch giving "
+        "another cap is refused (exit 2), naming both. Needs --global-budget-usd or "
+        "--global-budget-tokens. A named ledger keeps what was spent through it (Redis: until "
+        "its key is deleted; Ray: until the cluster stops). See docs/distributed.md.",
+        show_default=False,
+    ),
 ]
 ResumeBatchOpt = Annotated[
     bool,

@@ -19,6 +19,12 @@ How an allocation is sized (the seed's dynamic budget pool):
 
 Reservation is atomic (one lock; no method awaits), so holders started concurrently from
 threads or from one event loop can never together reserve more than the pool holds.
+
+A holder may report what it has spent so far while it runs (`report`, a running total): the
+pool shows it as in flight, and settles the reservation at no less than the last report, so a
+holder that dies before its spending is counted elsewhere is still charged what it said.
+`to_state`/`from_state` give the whole pool as JSON values, for a pool kept outside the process
+(the batch's Redis ledger).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from itertools import count
+from typing import Any
 
 from journeyman.core.errors import AgentError, ErrorCategory
 
@@ -108,6 +114,9 @@ class LedgerStats:
     overspend: Amount
     """Spending by holders beyond their grants (a holder whose last call overshot its limit)."""
     open_reservations: int
+    in_flight: Amount = Amount(0, 0.0)
+    """What holders not yet settled have reported spending (part of `reserved`, not of
+    `spent`)."""
 
 
 @dataclass
@@ -167,7 +176,8 @@ class BudgetLedger:
         self._tokens = _Dimension(None if self.total.tokens is None else float(self.total.tokens))
         self._usd = _Dimension(self.total.usd)
         self._open: dict[int, Reservation] = {}
-        self._ids = count(1)
+        self._reported: dict[int, Amount] = {}
+        self._next_id = 1
 
     def reserve(
         self,
@@ -220,16 +230,28 @@ class BudgetLedger:
                 self._tokens.reserved += granted.tokens
             if granted.usd is not None:
                 self._usd.reserved += granted.usd
-            reservation = Reservation(next(self._ids), holder, granted)
+            reservation = Reservation(self._next_id, holder, granted)
+            self._next_id += 1
             self._open[reservation.id] = reservation
             return reservation
 
+    def report(self, reservation: Reservation, used: Amount) -> None:
+        """What the holder of `reservation` has spent so far (a running total, never less than
+        an earlier report): shown as in flight, and the least its settlement counts. A report
+        on a settled reservation is ignored."""
+        with self._lock:
+            if reservation.id not in self._open:
+                return
+            self._reported[reservation.id] = _larger(self._reported.get(reservation.id), used)
+
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         """Close `reservation` with what the holder `used`; returns what went back to the pool.
-        Settling twice is a no-op (returns nothing)."""
+        Settling twice is a no-op (returns nothing). What the holder reported spending counts
+        when it is more than `used` (a holder that died before its spending was counted)."""
         with self._lock:
             if self._open.pop(reservation.id, None) is None:
                 return Amount()
+            used = _larger(self._reported.pop(reservation.id, None), used)
             returned_tokens = self._settle(self._tokens, reservation.granted.tokens, used.tokens)
             returned_usd = self._settle(self._usd, reservation.granted.usd, used.usd)
             if not self._open:  # no rounding residue left behind once nothing is held
@@ -262,7 +284,63 @@ class BudgetLedger:
                 reserved=Amount(int(self._tokens.reserved), self._usd.reserved),
                 overspend=Amount(int(self._tokens.overspend), self._usd.overspend),
                 open_reservations=len(self._open),
+                in_flight=Amount(
+                    sum(r.tokens or 0 for r in self._reported.values()),
+                    sum(r.usd or 0.0 for r in self._reported.values()),
+                ),
             )
+
+    def open_reservations(self) -> list[Reservation]:
+        """The reservations not yet settled."""
+        with self._lock:
+            return list(self._open.values())
+
+    def to_state(self) -> dict[str, Any]:
+        """The whole pool as JSON values (`from_state` reads it back)."""
+        with self._lock:
+            return {
+                "total": _amount_state(self.total),
+                "policy": {
+                    "reserve_share": self.policy.reserve_share,
+                    "max_share": self.policy.max_share,
+                    "min_tokens": self.policy.min_tokens,
+                    "min_usd": self.policy.min_usd,
+                },
+                "dimensions": {
+                    name: [dim.spent, dim.reserved, dim.overspend]
+                    for name, dim in (("tokens", self._tokens), ("usd", self._usd))
+                },
+                "open": [
+                    {
+                        "id": r.id,
+                        "holder": r.holder,
+                        "granted": _amount_state(r.granted),
+                        "reported": _amount_state(self._reported.get(r.id)),
+                    }
+                    for r in self._open.values()
+                ],
+                "next_id": self._next_id,
+            }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> BudgetLedger:
+        """The pool `to_state` wrote (a `KeyError`/`TypeError`/`ValueError` when it is not
+        one)."""
+        total = _amount_from_state(state["total"])
+        if total is None:
+            raise ValueError("a ledger's state has no total")
+        ledger = cls(total, LedgerPolicy(**state["policy"]))
+        for name, dim in (("tokens", ledger._tokens), ("usd", ledger._usd)):
+            dim.spent, dim.reserved, dim.overspend = (float(v) for v in state["dimensions"][name])
+        for item in state["open"]:
+            granted = _amount_from_state(item["granted"]) or Amount()
+            reservation = Reservation(int(item["id"]), str(item["holder"]), granted)
+            ledger._open[reservation.id] = reservation
+            reported = _amount_from_state(item["reported"])
+            if reported is not None:
+                ledger._reported[reservation.id] = reported
+        ledger._next_id = int(state["next_id"])
+        return ledger
 
     @staticmethod
     def _settle(dim: _Dimension, granted: float | None, used: float | None) -> float | None:
@@ -318,6 +396,31 @@ class BudgetLedger:
                 usd=None if math.isinf(usd) else usd,
             )
         )
+
+
+def _larger(first: Amount | None, second: Amount) -> Amount:
+    """The larger of two spendings, dimension by dimension."""
+    if first is None:
+        return second
+    return Amount(
+        tokens=None
+        if first.tokens is None and second.tokens is None
+        else max(first.tokens or 0, second.tokens or 0),
+        usd=None
+        if first.usd is None and second.usd is None
+        else max(first.usd or 0.0, second.usd or 0.0),
+    )
+
+
+def _amount_state(amount: Amount | None) -> list[Any] | None:
+    return None if amount is None else [amount.tokens, amount.usd]
+
+
+def _amount_from_state(value: Any) -> Amount | None:
+    if value is None:
+        return None
+    tokens, usd = value
+    return Amount(None if tokens is None else int(tokens), None if usd is None else float(usd))
 
 
 def _show(dimension: str, value: float) -> str:
