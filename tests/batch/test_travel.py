@@ -9,6 +9,7 @@ import os
 import subprocess
 import tarfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -247,8 +248,9 @@ def test_a_local_batch_runs_a_task_whose_workspace_is_a_url(
     task = BatchTask(
         id="from-url", task=task_text(1), workspace=f"{base_url}/project", base_commit=head
     )
-    summary = asyncio.run(scheduler([task], settings_for(tmp_path, fake_openai)).run())
+    settings = replace(settings_for(tmp_path, fake_openai), keep="all")
+    summary = asyncio.run(scheduler([task], settings).run())
     assert summary.all_succeeded, summary.results
-    copy = tmp_path / "out" / "workspaces" / "from-url"
+    copy = tmp_path / "out" / "workspaces" / "from-url" / "attempt-1"
     assert git(copy, "rev-parse", "HEAD") == head and (copy / "step1.txt").exists()
     assert not (served / "project" / "step1.txt").exists()
