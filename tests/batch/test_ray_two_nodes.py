@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ import ray
 from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.job import session_id_for
 from journeyman.batch.ray_executor import PID_DIR_ENV, RayExecutor, journeyman_runtime_env
-from journeyman.batch.scheduler import BatchSummary, Scheduler, open_ledger
+from journeyman.batch.runner import batch_ledger
+from journeyman.batch.scheduler import BatchSummary, Scheduler
 from journeyman.session.store import SessionStore
 from tests.batch.support import model as batch_model
 from tests.batch.support import settings_for, task_text, tasks_for
@@ -131,10 +133,8 @@ class TwoNodeModel:
 def run(executor: RayExecutor | LocalExecutor, root: Path, server: FakeOpenAIServer) -> Any:
     tasks = tasks_for(root, texts())
     settings = settings_for(root, server, global_usd=CAP_USD, per_task_usd=PER_TASK_USD)
-    ledger = None
-    if isinstance(executor, RayExecutor):
-        template = open_ledger(settings, len(tasks))
-        ledger = executor.ledger(template.total, template.policy)
+    settings = replace(settings, keep="all")  # the workspaces are compared below
+    ledger = batch_ledger(settings, executor)
 
     async def go() -> BatchSummary:
         try:
@@ -234,7 +234,7 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
             steps = 1 + index % 3
             assert sorted(calls) == list(range(1, steps + 2)), (sid, calls)
             assert sessions[sid].record.workspace == str(
-                driver / "out" / "workspaces" / f"task-{index + 1}"
+                driver / "out" / "workspaces" / f"task-{index + 1}" / "attempt-1"
             )
         stored_usd = sum(row.cost_usd or 0.0 for row in store.usage_rows())
     finally:
