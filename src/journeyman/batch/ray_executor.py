@@ -248,6 +248,12 @@ class RayExecutor:
         """The batch's ledger, hosted where every node can reach it."""
         return RayLedger.start(total, policy)
 
+    def rate_limiter(self) -> Any:
+        """How workers reach the cluster's shared rate limiter (a named actor)."""
+        from journeyman.batch.ray_rate_limits import shared_backend
+
+        return shared_backend()
+
     async def run(self, job: TaskJob) -> TaskOutcome:
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:  # one semaphore per event loop

@@ -9,8 +9,10 @@ Order of business for each task:
   2. prepare its workspace (a copy or clone, never the original) and run the attempt;
   3. settle the reservation with what the session store says the attempt spent;
   4. record the result (appended and synced), or requeue: an infrastructure error is retried
-     from the session's last step (up to `max_infra_retries`), a 429 lowers the concurrency
-     for that provider and retries later; an agent failure is final unless `retry_failed`.
+     from the session's last step (up to `max_infra_retries`); an attempt that gave up on a
+     rate limit (its calls wait out 429s through the shared limiter, `providers.rate_limit`,
+     so this is rare) lowers the concurrency for that provider and retries later; an agent
+     failure is final unless `retry_failed`.
 
 Resuming (`resume_state`): the store is the truth. Each task's sessions are found by their
 deterministic ids, the ledger is charged with everything they already spent, finished tasks
@@ -423,6 +425,8 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._failures: list[BaseException | None] = []
         """Exceptions of the scheduler's own attempt coroutines (a bug, raised after the run)."""
+        self._rate_limiter: Any = None
+        """How the attempts reach the shared rate limiter (`executor.rate_limiter()`)."""
 
     # --- public ---------------------------------------------------------------------------
 
@@ -440,6 +444,9 @@ class Scheduler:
         if already.tokens or already.usd:
             self.ledger.charge(already)  # what earlier runs of the batch spent
         pending = deque(s for s in self.states if s.result is None)
+        shared = getattr(self.executor, "rate_limiter", None)  # every executor of ours has one
+        if pending and callable(shared):
+            self._rate_limiter = await asyncio.to_thread(shared)
         self._emit(
             BatchStarted(
                 self.settings.batch_id,
@@ -585,6 +592,7 @@ class Scheduler:
                 config=settings.config,
                 parent_session_id=settings.batch_id,
                 trace=settings.trace,
+                rate_limiter=self._rate_limiter,
             )
             self._emit(
                 TaskStarted(

@@ -40,7 +40,9 @@ from journeyman.cli.batch_options import (
     RayAddressOpt,
     ResumeBatchOpt,
     RetryFailedOpt,
+    RpmOpt,
     TasksArg,
+    TpmOpt,
 )
 from journeyman.cli.exits import EXIT_CANCELLED, EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
 from journeyman.cli.options import (
@@ -89,6 +91,8 @@ def batch(
     resume: ResumeBatchOpt = False,
     retry_failed: RetryFailedOpt = False,
     max_retries: MaxRetriesOpt = 2,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -110,9 +114,9 @@ def batch(
     Every task is a session of its own (see `journeyman sessions list`; `show`, `resume`,
     `fork` and `diff` work on it), under a batch record that is their parent. Provider
     settings and API keys are those of `journeyman run`; a task's own limits are kept when
-    lower than its allocation. A 429 from the provider lowers the batch's concurrency and
-    puts the task back in the queue. Interrupted (even kill -9), the batch loses no finished
-    task and charges nothing twice when run again.
+    lower than its allocation. All tasks share one rate limit per provider key (--rpm,
+    --tpm): a 429 pauses their calls for its Retry-After, then the call goes again. Killed
+    (even kill -9), the batch loses no finished task and charges nothing twice when rerun.
 
     Exit status: 0 only when every task succeeded; 1 when any failed, hit an infrastructure
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
@@ -122,7 +126,7 @@ def batch(
     loaded = _load_tasks(tasks)
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
-    )
+    ) | _rate_limits(rpm, tpm)
     root = usable_session_folder(session_dir)
     _check_provider(
         provider,
@@ -297,6 +301,16 @@ def _tracing_wanted(explicit: bool) -> bool:
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+
+
+def _rate_limits(rpm: int | None, tpm: int | None) -> dict[str, Any]:
+    """The config fields of --rpm and --tpm (every task's calls share the limits)."""
+    limits: dict[str, Any] = {}
+    if rpm is not None:
+        limits["requests_per_minute"] = rpm
+    if tpm is not None:
+        limits["tokens_per_minute"] = tpm
+    return limits
 
 
 def _task_config(

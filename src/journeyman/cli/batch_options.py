@@ -105,3 +105,26 @@ MaxRetriesOpt = Annotated[
         "unavailable, worker died), from its last saved step (default 2).",
     ),
 ]
+RpmOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rpm",
+        min=1,
+        help="Model calls per minute, shared by every task of the batch on the same provider "
+        "key (provider, base URL, API key; on Ray, by every batch on the cluster). A 429 "
+        "pauses those calls for its Retry-After whether or not this is set. Config: "
+        "requests_per_minute.",
+        show_default=False,
+    ),
+]
+TpmOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tpm",
+        min=1,
+        help="Tokens per minute (prompt and output), shared as --rpm is; a call counts its "
+        "prompt estimate and output limit until its reply reports usage. Config: "
+        "tokens_per_minute.",
+        show_default=False,
+    ),
+]

@@ -174,6 +174,8 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "max_concurrency": not_above,
     "tool_timeout_s": not_above,
     "model_call_timeout_s": not_above,
+    "requests_per_minute": not_above,
+    "tokens_per_minute": not_above,
     "max_output_tokens": not_above,
     "budget_mode": ranked(BUDGET_MODE_ORDER, "budget mode"),
     "max_verify_rounds": not_above,
