@@ -129,6 +129,9 @@ class BatchSettings:
     """Further `AgentConfig` fields for every task (JSON values)."""
     trace: bool = False
     """Send OpenTelemetry traces of every attempt (one trace each)."""
+    container_problem: str | None = None
+    """Why tasks that name a container image cannot run here (no engine answers); those
+    tasks end "not run" with it, the others run. None: they run (`batch.containers`)."""
 
 
 @dataclass
@@ -443,6 +446,7 @@ class Scheduler:
             store.close()
         if already.tokens or already.usd:
             self.ledger.charge(already)  # what earlier runs of the batch spent
+        self._refuse_without_engine()
         pending = deque(s for s in self.states if s.result is None)
         shared = getattr(self.executor, "rate_limiter", None)  # every executor of ours has one
         if pending and callable(shared):
@@ -717,6 +721,20 @@ class Scheduler:
             return session_spending(store, session_id)
         finally:
             store.close()
+
+    def _refuse_without_engine(self) -> None:
+        """Tasks that name an image while no container engine answers: "not run", saying why
+        (a later run of the batch with an engine runs them)."""
+        from journeyman.batch.containers import NEEDS_ENGINE, not_run_reason
+
+        problem = self.settings.container_problem
+        for state in self.states:
+            if problem is None or state.result is not None or state.task.image is None:
+                continue
+            state.result = replace(
+                self._not_run(state), finish_reason=NEEDS_ENGINE, error=not_run_reason(problem)
+            )
+            append_result(self.settings.out, state.result)
 
     def _not_run(self, state: TaskState) -> TaskResult:
         return TaskResult(

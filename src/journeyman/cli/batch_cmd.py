@@ -114,16 +114,15 @@ def batch(
     Every task is a session of its own (see `journeyman sessions list`; `show`, `resume`,
     `fork` and `diff` work on it), under a batch record that is their parent. Provider
     settings and API keys are those of `journeyman run`; a task's own limits are kept when
-    lower than its allocation. All tasks share one rate limit per provider key (--rpm,
-    --tpm): a 429 pauses their calls for its Retry-After, then the call goes again. Killed
-    (even kill -9), the batch loses no finished task and charges nothing twice when rerun.
+    lower than its allocation; all share one rate limit per provider key (--rpm, --tpm).
+    Killed (even kill -9), the batch loses no finished task and charges nothing twice on a rerun.
 
     Exit status: 0 only when every task succeeded; 1 when any failed, hit an infrastructure
     error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
     interrupted. The last line says how many of each.
     """
     _refuse_unusable_usd(global_budget_usd, per_task_budget_usd)
-    loaded = _load_tasks(tasks)
+    loaded, container_problem = _load_tasks(tasks)
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
     ) | _rate_limits(rpm, tpm)
@@ -155,6 +154,7 @@ def batch(
         per_task_tokens=per_task_budget_tokens,
         retry_failed=retry_failed,
         max_infra_retries=max_retries,
+        container_problem=container_problem,
     )
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
 
@@ -175,15 +175,16 @@ def _refuse_unusable_usd(
             )
 
 
-def _load_tasks(tasks: Path) -> list[BatchTask]:
-    """The tasks of TASKS (a tasks file or an eval suite's folder); exit 2 saying what is wrong
-    with them."""
+def _load_tasks(tasks: Path) -> tuple[list[BatchTask], str | None]:
+    """The tasks of TASKS (a tasks file or an eval suite's folder), and why those that name a
+    container image cannot run here (`_container_engine`); exit 2 saying what is wrong."""
     from journeyman.batch.tasks import load_tasks
 
     try:
-        return load_tasks(tasks)
+        loaded = load_tasks(tasks)
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    return loaded, _container_engine(loaded)
 
 
 def _open_batch(
@@ -301,6 +302,31 @@ def _tracing_wanted(explicit: bool) -> bool:
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+
+
+def _container_engine(loaded: list[BatchTask]) -> str | None:
+    """Why the tasks that name a container image cannot run (None: none does, or an engine
+    answers). All of them: exit 2; some: said now, and they end "not run"."""
+    from journeyman.batch.containers import engine_problem, needing_engine
+
+    needing = needing_engine(loaded)
+    problem = engine_problem() if needing else None
+    if problem is None:
+        return None
+    if len(needing) == len(loaded):
+        fail(
+            EXIT_CONFIG,
+            f"every task names a container image, and no container engine answers here "
+            f"({problem}); start Docker (or set DOCKER_HOST), or drop `image` from the tasks",
+        )
+    shown = ", ".join(t.id for t in needing[:5]) + (" ..." if len(needing) > 5 else "")
+    typer.echo(
+        f"journeyman: warning: {len(needing)} of {len(loaded)} tasks name a container image "
+        f"({shown}) and no container engine answers ({problem}): they will not run "
+        '("not run: needs a container engine"); the others run',
+        err=True,
+    )
+    return problem
 
 
 def _rate_limits(rpm: int | None, tpm: int | None) -> dict[str, Any]:

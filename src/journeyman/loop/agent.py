@@ -667,6 +667,7 @@ def sandbox_for(config: AgentConfig, workspace: Path) -> Sandbox:
         allow_network=config.allow_network,
         pass_env=tuple(config.pass_env),
         hidden=private_folders(config.session_dir or default_session_root()),
+        image=config.sandbox_image,
     )
 
 

@@ -140,6 +140,9 @@ class AgentConfig(BaseModel):
     sandbox: SandboxKind = SandboxKind.AUTO
     """Where run_command runs: auto (bubblewrap when it works, else local), local, bubblewrap
     or docker; one asked for by name that cannot start is a configuration error."""
+    sandbox_image: str | None = None
+    """Image the docker sandbox's containers are made from (None: python:3.12-slim); a batch
+    task's `image` sets it, with the docker sandbox."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
     pass_env: list[str] = []

@@ -206,6 +206,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     # isolation
     "sandbox": sandbox_not_weaker,
     "allow_network": only(False, f"a workspace cannot open the network; {USER_ONLY}"),
+    "sandbox_image": refuse(f"the image decides which programs commands run; {USER_ONLY}"),
     "pass_env": refuse(f"it would hand your environment variables to commands; {USER_ONLY}"),
     "journal_commands": only(True, f"a workspace cannot turn off undo for commands; {USER_ONLY}"),
     # the user's own choices
