@@ -172,11 +172,13 @@ class WorkerPool:
             self._busy.add(worker)
         try:
             outcome = worker.call(job)
-        except _WorkerDied:
+        except BaseException as error:  # dead, or the job could not be sent: never reused
             with self._lock:
                 self._busy.discard(worker)
-            worker.stop(grace_s=0)
-            return None
+            worker.stop(grace_s=0 if isinstance(error, _WorkerDied) else 5.0)
+            if isinstance(error, _WorkerDied):
+                return None
+            raise
         with self._lock:
             self._busy.discard(worker)
             if not self._closed:

@@ -12,9 +12,10 @@ TasksArg = Annotated[
     Path,
     typer.Argument(
         help='A JSONL file, one task a line: {"id", "task", "workspace"} plus optional '
-        '"base_commit" (workspace is then a git repository), "verify", "setup" and '
-        '"limits" ({max_iterations, max_budget_usd, max_total_tokens, max_duration_s}). '
-        "Or an eval suite's folder.",
+        '"base_commit" (workspace is then a git repository), "verify", "setup", '
+        '"limits" ({max_iterations, max_budget_usd, max_total_tokens, max_duration_s}) and '
+        '"image" (a container image its commands and check run in; without a container engine '
+        "such a task is not run). Or an eval suite's folder.",
         show_default=False,
     ),
 ]

@@ -210,7 +210,8 @@ class ResilientProvider:
         except AgentError:  # refused or failed: nothing was used (a cancelled call keeps its count)
             await limiter.settle(permit, None)
             raise
-        await limiter.settle(permit, response.usage.total_tokens)
+        if not response.usage_missing:  # without usage, its estimate keeps counting
+            await limiter.settle(permit, response.usage.total_tokens)
         return response
 
     def _rate_limited_retry(self, error: AgentError, provider: Provider) -> bool:
