@@ -139,7 +139,7 @@ def test_budget_exhaustion_ends_the_batch_with_exit_1_and_says_so(
 def test_at_11_percent_429s_every_task_succeeds_without_losing_its_place(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    served = RateLimitEvery(9, retry_after=0.5)  # 11 % of requests
+    served = RateLimitEvery(9, retry_after=1.0)  # 11 % of requests
     fake_openai.default = served
     texts = [task_text(3, name=f"t{i}") for i in range(6)]
     tasks_file = write_tasks_file(tmp_path / "tasks.jsonl", tasks_for(tmp_path, texts))
@@ -151,7 +151,9 @@ def test_at_11_percent_429s_every_task_succeeds_without_losing_its_place(
     assert not [e for e in events if e["type"] == "task_requeued"]  # no attempt ended by a 429
     assert [e["type"] for e in events].count("task_started") == 6
     assert len(served.limited_at) >= 2
-    assert not served.sent_during_pauses()  # every task held back while the service asked
+    # every task held back while the service asked (calls admitted just before a 429 may
+    # arrive within the first 0.3 s of its pause on a loaded machine)
+    assert not served.sent_during_pauses(grace_s=0.3)
     assert all(row["status"] == "succeeded" and row["attempts"] == 1 for row in rows(tmp_path))
 
 

@@ -153,7 +153,7 @@ class SocketBackend:
                 f"the batch's rate limiter at {self.host}:{self.port} did not answer ({why}); "
                 "is the batch process still running?",
                 provider="rate-limiter",
-                retryable=False,
+                retryable=True,  # an infrastructure fault: the task resumes, never "failed"
             )
         return reply
 

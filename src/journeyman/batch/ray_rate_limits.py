@@ -65,7 +65,7 @@ async def _answer(ref: Any) -> Any:
         raise ProviderError(
             f"the cluster's rate limiter (Ray actor {ACTOR_NAME}) did not answer: {error}",
             provider="rate-limiter",
-            retryable=False,
+            retryable=True,  # an infrastructure fault: the task resumes, never "failed"
         ) from None
 
 
