@@ -4,6 +4,7 @@ and set up to run in the docker sandbox where one does."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -113,3 +114,18 @@ def test_with_an_engine_a_task_runs_in_its_image(
         env=env_for(fake_openai),
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_micro_suite_task_may_name_an_image(tmp_path: Path) -> None:
+    from journeyman.batch.suites import SuiteError, load_suite
+    from journeyman.batch.suites.micro import micro_task_dirs
+
+    source = micro_task_dirs()[0]
+    folder = tmp_path / "suite" / source.name
+    shutil.copytree(source, folder)
+    meta = json.loads((folder / "task.json").read_text())
+    (folder / "task.json").write_text(json.dumps(meta | {"image": "python:3.12-slim"}))
+    assert [t.image for t in load_suite(tmp_path / "suite")] == ["python:3.12-slim"]
+    (folder / "task.json").write_text(json.dumps(meta | {"image": "--privileged"}))
+    with pytest.raises(SuiteError, match=r"task.json: image '--privileged' must name"):
+        load_suite(tmp_path / "suite")
