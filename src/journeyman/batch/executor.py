@@ -92,9 +92,16 @@ class LocalExecutor:
         return outcome
 
     async def close(self) -> None:
-        if self._workers is not None:
-            await asyncio.to_thread(self._workers.close)
-        await asyncio.to_thread(self._threads.shutdown, wait=True, cancel_futures=True)
+        """Stop the workers, the waiting threads and the rate limiter's service (a later
+        `run` starts fresh ones)."""
+        workers, threads = self._workers, self._threads
+        self._workers = WorkerPool() if self.processes else None
+        self._threads = ThreadPoolExecutor(
+            max_workers=self.max_parallel, thread_name_prefix="batch-task"
+        )
+        if workers is not None:
+            await asyncio.to_thread(workers.close)
+        await asyncio.to_thread(threads.shutdown, wait=True, cancel_futures=True)
         with self._lock:
             limits, self._limits = self._limits, None
         if limits is not None:
