@@ -8,6 +8,7 @@ import email.utils
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -210,3 +211,19 @@ async def test_requests_per_minute_hold_calls_back_across_providers(
     other = ResilientProvider([_provider(fake_openai, key="sk-other")], policy)
     await other.complete(REQUEST)
     assert len(served.arrivals) == 3
+
+
+def test_an_agent_whose_config_sets_a_limit_calls_through_the_process_limiter(
+    tmp_path: Path,
+) -> None:
+    from journeyman.loop.agent import Agent
+    from journeyman.loop.config import AgentConfig
+    from journeyman.providers.scripted import ScriptedProvider
+
+    config = AgentConfig(requests_per_minute=30, session_dir=tmp_path / "sessions")
+    limited = Agent(ScriptedProvider([]), workspace=tmp_path, config=config)
+    limiter = limited.provider.policy.rate_limiter
+    assert limiter is not None and limiter.limits == RateLimits(30, None)
+    unlimited = AgentConfig(session_dir=tmp_path / "sessions")
+    plain = Agent(ScriptedProvider([]), workspace=tmp_path, config=unlimited)
+    assert plain.provider.policy.rate_limiter is None
