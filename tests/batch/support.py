@@ -7,6 +7,7 @@ import json
 import random
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,39 @@ class RateLimitOnce:
         if limited:
             return error(429, retry_after=self.retry_after)
         return model(request)
+
+
+class RateLimitEvery:
+    """A 429 (Retry-After `retry_after` s) for every `every`-th request (9: 11 %), else the
+    model; keeps when each request arrived and when each 429 went out."""
+
+    def __init__(self, every: int, retry_after: float = 0.5) -> None:
+        self.every = every
+        self.retry_after = retry_after
+        self.arrivals: list[float] = []
+        self.limited_at: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> Reply | Any:
+        with self._lock:
+            now = time.monotonic()
+            self.arrivals.append(now)
+            limited = len(self.arrivals) % self.every == 0
+            if limited:
+                self.limited_at.append(now)
+        if limited:
+            return error(429, retry_after=self.retry_after)
+        return model(request)
+
+    def sent_during_pauses(self, grace_s: float = 0.1) -> list[float]:
+        """Requests that arrived inside a 429's Retry-After window, past `grace_s` after it
+        (calls already on their way when the 429 went out may arrive in that grace)."""
+        return [
+            t
+            for t in self.arrivals
+            for limited in self.limited_at
+            if limited + grace_s < t < limited + self.retry_after
+        ]
 
 
 def tasks_for(tmp_path: Path, texts: list[str], *, verify: str | None = None) -> list[BatchTask]:

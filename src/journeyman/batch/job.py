@@ -5,8 +5,11 @@ environment), so a job runs the same in a thread, a subprocess or a Ray worker. 
 starts the task's session, or resumes it when the store holds it unfinished, with the
 batch's allocation as the loop's hard limits (never more than the task's own: each call is
 priced before it is sent, so the attempt never spends past its grant), and reports what the
-attempt spent as the store counts it. A 429 is not retried inside the task: the attempt ends
-`rate_limited`, so the batch can lower its concurrency and requeue it.
+attempt spent as the store counts it. Its model calls go through the batch's shared rate
+limiter (`TaskJob.rate_limiter`): a 429 pauses the calls of every task on that provider key
+until its Retry-After has passed, then the call is sent again, so a 429 costs the attempt a
+wait, not its place. Only a call that gives up on the limit (its deadline, or too many 429s)
+ends the attempt `rate_limited`, for the batch to requeue it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from journeyman.loop.config import AgentConfig
     from journeyman.loop.launch import Launch
     from journeyman.providers.base import Provider
+    from journeyman.providers.rate_limit import LimiterBackend
     from journeyman.providers.resilient import RetryPolicy
     from journeyman.session.store import SessionStore
     from journeyman.session.transfer import SessionRows
@@ -99,6 +103,9 @@ class TaskJob:
     batch reads it from the store."""
     reservation: Reservation | None = None
     """The batch's reservation for this attempt."""
+    rate_limiter: LimiterBackend | None = None
+    """How the attempt's model calls reach the batch's shared rate limiter (picklable: an
+    address, or a Ray actor's handle); None: no shared limiter, a 429 ends the attempt."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +218,7 @@ async def _run(job: TaskJob, started: float) -> TaskOutcome:
         config,
         Surface(tracing=tracing),
         assume_yes=True,
-        retry_policy=batch_retry_policy(config),
+        retry_policy=batch_retry_policy(config, job.rate_limiter),
     )
     agent.remember_setting("batch", {"batch_id": job.batch_id, "task_id": job.task.id})
     fault = ProviderFault()
@@ -274,7 +281,7 @@ class ProviderFault:
             self.details = event.details
 
     def rate_limited(self, result: RunResult) -> bool:
-        """Whether `result` ended at a 429 (never retried in a batch: `batch_retry_policy`)."""
+        """Whether `result` ended at a 429 its call gave up on (`batch_retry_policy`)."""
         unavailable = result.finish_reason is FinishReason.PROVIDER_UNAVAILABLE
         return unavailable and bool(self.details.get("rate_limited"))
 
@@ -317,12 +324,20 @@ class CallSpendReporter:
                 )
 
 
-def batch_retry_policy(config: AgentConfig) -> RetryPolicy:
-    """The agent's retries, except a 429: it ends the attempt at once, so that the scheduler
-    lowers its concurrency and requeues the task instead of a worker waiting in its slot."""
+def batch_retry_policy(config: AgentConfig, backend: LimiterBackend | None = None) -> RetryPolicy:
+    """The agent's retries, with its calls through the batch's shared rate limiter at the
+    requests and tokens per minute of `config`: a 429 pauses the calls and is waited out.
+    Without a limiter (`backend` None) a 429 ends the attempt at once, for the caller to
+    schedule it again."""
+    from journeyman.providers.rate_limit import RateLimiter, RateLimits
     from journeyman.providers.resilient import RetryPolicy
 
-    return RetryPolicy(call_timeout_s=config.model_call_timeout_s, retry_rate_limits=False)
+    if backend is None:
+        return RetryPolicy(call_timeout_s=config.model_call_timeout_s, retry_rate_limits=False)
+    limits = RateLimits(config.requests_per_minute, config.tokens_per_minute)
+    return RetryPolicy(
+        call_timeout_s=config.model_call_timeout_s, rate_limiter=RateLimiter(backend, limits)
+    )
 
 
 def _tracing(job: TaskJob) -> AgentTracing | None:
@@ -413,6 +428,9 @@ def settle_job(job: TaskJob, counted: Spending) -> Launch:
     flags["max_budget_usd"] = None if usd is None else counted.usd + usd
     flags["max_total_tokens"] = None if tokens is None else counted.tokens + int(tokens)
     flags["hard_token_limit"] = True  # every billed token counts against the grant
+    if job.task.image is not None:  # its commands and its check in a container of that image
+        flags["sandbox"] = "docker"
+        flags["sandbox_image"] = job.task.image
     return settle(LaunchRequest(Path(job.workspace_dir), flags=flags))
 
 

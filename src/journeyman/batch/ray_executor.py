@@ -426,6 +426,12 @@ class RayExecutor:
             if refused is not None:
                 raise ConfigurationError(refused)
 
+    def rate_limiter(self) -> Any:
+        """How workers reach the cluster's shared rate limiter (a named actor)."""
+        from journeyman.batch.ray_rate_limits import shared_backend
+
+        return shared_backend()
+
     async def run(self, job: TaskJob, on_running: Callable[[], None] | None = None) -> TaskOutcome:
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:  # one semaphore per event loop

@@ -13,8 +13,10 @@ Order of business for each task:
      against what the session store holds (a difference is a `SpendMismatch`, shown and kept
      in the task's result; the larger is charged);
   4. record the result (appended and synced), or requeue: an infrastructure error is retried
-     from the session's last step (up to `max_infra_retries`), a 429 lowers the concurrency
-     for that provider and retries later; an agent failure is final unless `retry_failed`.
+     from the session's last step (up to `max_infra_retries`); an attempt that gave up on a
+     rate limit (its calls wait out 429s through the shared limiter, `providers.rate_limit`,
+     so this is rare) lowers the concurrency for that provider and retries later; an agent
+     failure is final unless `retry_failed`.
 
 Resuming (`resume_state`): the store is the truth. Each task's sessions are found by their
 deterministic ids, the ledger is charged with everything they already spent (less what it
@@ -139,6 +141,10 @@ class BatchSettings:
     ledger: str | None = None
     """`--ledger`: a Redis url or a Ray actor's name for a ledger several batches share;
     None: the batch's own."""
+
+    container_problem: str | None = None
+    """Why tasks that name a container image cannot run here (no engine answers); those
+    tasks end "not run" with it, the others run. None: they run (`batch.containers`)."""
 
     @property
     def cap(self) -> Amount:
@@ -534,6 +540,8 @@ class Scheduler:
         self._finished_in_run = 0
         self._ran: list[float] = []
         """How long each task this run finished took (its attempts in this run)."""
+        self._rate_limiter: Any = None
+        """How the attempts reach the shared rate limiter (`executor.rate_limiter()`)."""
 
     # --- public ---------------------------------------------------------------------------
 
@@ -556,8 +564,12 @@ class Scheduler:
         for state in self.states:
             if state.result is not None and state.result.status in ("succeeded", "failed"):
                 await asyncio.to_thread(self._learn, state)
+        self._refuse_without_engine()
         ungraded = [s for s in self.states if s.ungraded is not None]
         pending = deque(s for s in self.states if s.result is None and s.ungraded is None)
+        shared = getattr(self.executor, "rate_limiter", None)  # every executor of ours has one
+        if (pending or ungraded) and callable(shared):
+            self._rate_limiter = await asyncio.to_thread(shared)
         self._emit(
             BatchStarted(
                 self.settings.batch_id,
@@ -888,6 +900,7 @@ class Scheduler:
             grade_only=reservation is None,
             ledger=None if reservation is None else self.ledger.for_workers(),
             reservation=reservation,
+            rate_limiter=self._rate_limiter,
         )
 
     async def _grade_only(self, state: TaskState) -> None:
@@ -1027,6 +1040,20 @@ class Scheduler:
             return session_spending(store, session_id)
         finally:
             store.close()
+
+    def _refuse_without_engine(self) -> None:
+        """Tasks that name an image while no container engine answers: "not run", saying why
+        (a later run of the batch with an engine runs them)."""
+        from journeyman.batch.containers import NEEDS_ENGINE, not_run_reason
+
+        problem = self.settings.container_problem
+        for state in self.states:
+            if problem is None or state.result is not None or state.task.image is None:
+                continue
+            state.result = replace(
+                self._not_run(state), finish_reason=NEEDS_ENGINE, error=not_run_reason(problem)
+            )
+            append_result(self.settings.out, state.result)
 
     def _not_run(self, state: TaskState, why: str | None = None) -> TaskResult:
         return TaskResult(

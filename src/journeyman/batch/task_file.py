@@ -1,11 +1,12 @@
 """One task of a batch and the JSONL file of them, validated up front.
 
 A line holds `id`, `task`, `workspace` (a local folder, or a git repository — a folder or a
-URL — used with `base_commit`), and optionally `verify`, `setup`, `limits` and `grading`. A bad
-line is refused with its line number before anything runs, so a batch never dies half-way over
-a typo; so is a workspace that is missing, not a git repository while `base_commit` is set, or
-that lacks the `base_commit` named (a URL's commit is checked when it is cloned). A folder of
-tasks is an eval suite's business (`tasks.load_tasks`).
+URL — used with `base_commit`), and optionally `verify`, `setup`, `limits`, `grading` and
+`image` (a container image its commands and check run in). A bad line is refused with its line
+number before anything runs, so a batch never dies half-way over a typo; so is a workspace that
+is missing, not a git repository while `base_commit` is set, or that lacks the `base_commit`
+named (a URL's commit is checked when it is cloned). A folder of tasks is an eval suite's
+business (`tasks.load_tasks`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,20 @@ from journeyman.core.safe_git import safe_git_command, safe_git_env
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
 """What a task id may look like: it names a folder and goes into a session id."""
+IMAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+"""What a container image reference may look like (registry/name:tag or @digest): never a
+word the engine's command line would take for an option."""
+
+
+def check_image(value: str) -> str:
+    """`value` if it can name a container image; ValueError saying why not."""
+    if not IMAGE_NAME.match(value):
+        raise ValueError(
+            "must name a container image (e.g. python:3.12-slim or "
+            "ghcr.io/org/image@sha256:...): lowercase letters, digits and ._/:@-, starting "
+            "with a letter or digit"
+        )
+    return value
 
 
 class TaskLimits(BaseModel):
@@ -64,6 +79,9 @@ class BatchTask(BaseModel):
     """The task's own limits."""
     grading: GradingSpec | None = None
     """How an eval grades the task after the agent stops (see `journeyman.batch.grading`)."""
+    image: str | None = None
+    """Container image the agent's commands and the check run in (docker sandbox); needs a
+    container engine: without one the task is not run, and says so."""
 
     @field_validator("id")
     @classmethod
@@ -73,6 +91,11 @@ class BatchTask(BaseModel):
                 "must be 1-200 letters, digits or ._:@+- and start with a letter or digit"
             )
         return value
+
+    @field_validator("image")
+    @classmethod
+    def _image_shape(cls, value: str | None) -> str | None:
+        return None if value is None else check_image(value)
 
 
 class TaskFileError(ConfigurationError):
@@ -251,10 +274,12 @@ def _message(error: Any) -> str:
 
 
 __all__ = [
+    "IMAGE_NAME",
     "TASK_ID",
     "BatchTask",
     "TaskFileError",
     "TaskLimits",
+    "check_image",
     "check_workspaces",
     "is_git_url",
     "read_tasks_file",

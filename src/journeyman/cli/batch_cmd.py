@@ -47,7 +47,9 @@ from journeyman.cli.batch_options import (
     RayAddressOpt,
     ResumeBatchOpt,
     RetryFailedOpt,
+    RpmOpt,
     TasksArg,
+    TpmOpt,
 )
 from journeyman.cli.exits import EXIT_CANCELLED, EXIT_CONFIG, EXIT_FAILED, EXIT_OK, fail
 from journeyman.cli.options import (
@@ -98,6 +100,8 @@ def batch(
     retry_failed: RetryFailedOpt = False,
     max_retries: MaxRetriesOpt = 2,
     keep: KeepOpt = KeepChoice.FAILED,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -120,9 +124,8 @@ def batch(
     Every task is a session of its own (see `journeyman sessions list`; `show`, `resume`,
     `fork` and `diff` work on it), under a batch record that is their parent. Provider
     settings and API keys are those of `journeyman run`; a task's own limits are kept when
-    lower than its allocation. A 429 from the provider lowers the batch's concurrency and
-    puts the task back in the queue. Interrupted (even kill -9), the batch loses no finished
-    task and charges nothing twice when run again.
+    lower than its allocation; all share one rate limit per provider key (--rpm, --tpm).
+    Killed (even kill -9), the batch loses no finished task and charges nothing twice on a rerun.
 
     Each task's copy is --out/workspaces/<task>/attempt-<N>; --keep says which copies stay.
     An --out inside a task's workspace is refused. Progress shows tasks done, running and
@@ -134,10 +137,10 @@ def batch(
     interrupted. The last line says how many of each.
     """
     _refuse_unusable_budget(global_budget_usd, per_task_budget_usd, ledger, global_budget_tokens)
-    loaded = _load_tasks(tasks)
+    loaded, container_problem = _load_tasks(tasks)
     settings_config = _task_config(
         price_per_mtok, no_verify, max_iterations, max_duration, sandbox, tool_format
-    )
+    ) | _rate_limits(rpm, tpm)
     root = usable_session_folder(session_dir)
     priced = _usd_limited(global_budget_usd, per_task_budget_usd, loaded)
     _check_provider(provider, model, base_url, tool_format, settings_config, priced_needed=priced)
@@ -162,6 +165,7 @@ def batch(
         keep=keep.value,
         workspace_layout=identity.workspace_layout,
         ledger=ledger,
+        container_problem=container_problem,
     )
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
 
@@ -230,17 +234,18 @@ def _check_ledger(
         )
 
 
-def _load_tasks(tasks: Path) -> list[BatchTask]:
-    """The tasks of TASKS (a tasks file or an eval suite's folder); exit 2 saying what is wrong
-    with them."""
+def _load_tasks(tasks: Path) -> tuple[list[BatchTask], str | None]:
+    """The tasks of TASKS (a tasks file or an eval suite's folder), and why those that name a
+    container image cannot run here (`_container_engine`); exit 2 saying what is wrong."""
     from journeyman.batch.tasks import load_tasks
 
     try:
-        return load_tasks(
+        loaded = load_tasks(
             tasks, note=lambda text: typer.echo(printable(f"journeyman: {text}"), err=True)
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+    return loaded, _container_engine(loaded)
 
 
 def _open_batch(
@@ -370,6 +375,41 @@ def _tracing_wanted(explicit: bool) -> bool:
         )
     except ConfigurationError as error:
         fail(EXIT_CONFIG, error.message)
+
+
+def _container_engine(loaded: list[BatchTask]) -> str | None:
+    """Why the tasks that name a container image cannot run (None: none does, or an engine
+    answers). All of them: exit 2; some: said now, and they end "not run"."""
+    from journeyman.batch.containers import engine_problem, needing_engine
+
+    needing = needing_engine(loaded)
+    problem = engine_problem() if needing else None
+    if problem is None:
+        return None
+    if len(needing) == len(loaded):
+        fail(
+            EXIT_CONFIG,
+            f"every task names a container image, and no container engine answers here "
+            f"({problem}); start Docker (or set DOCKER_HOST), or drop `image` from the tasks",
+        )
+    shown = ", ".join(t.id for t in needing[:5]) + (" ..." if len(needing) > 5 else "")
+    typer.echo(
+        f"journeyman: warning: {len(needing)} of {len(loaded)} tasks name a container image "
+        f"({shown}) and no container engine answers ({problem}): they will not run "
+        '("not run: needs a container engine"); the others run',
+        err=True,
+    )
+    return problem
+
+
+def _rate_limits(rpm: int | None, tpm: int | None) -> dict[str, Any]:
+    """The config fields of --rpm and --tpm (every task's calls share the limits)."""
+    limits: dict[str, Any] = {}
+    if rpm is not None:
+        limits["requests_per_minute"] = rpm
+    if tpm is not None:
+        limits["tokens_per_minute"] = tpm
+    return limits
 
 
 def _task_config(

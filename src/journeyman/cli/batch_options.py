@@ -13,9 +13,10 @@ TasksArg = Annotated[
     Path,
     typer.Argument(
         help='A JSONL file, one task a line: {"id", "task", "workspace"} plus optional '
-        '"base_commit" (workspace is then a git repository), "verify", "setup" and '
-        '"limits" ({max_iterations, max_budget_usd, max_total_tokens, max_duration_s}). '
-        "Or an eval suite's folder.",
+        '"base_commit" (workspace is then a git repository), "verify", "setup", '
+        '"limits" ({max_iterations, max_budget_usd, max_total_tokens, max_duration_s}) and '
+        '"image" (a container image its commands and check run in; without a container engine '
+        "such a task is not run). Or an eval suite's folder.",
         show_default=False,
     ),
 ]
@@ -151,6 +152,29 @@ HideOpt = Annotated[
         "more): under bubblewrap it looks empty or unreadable, docker never mounts it, local "
         "cannot hide it. Always hidden besides: --out (except the task's own workspace), the "
         "tasks file or suite, graded tasks' hidden tests, the session store, your config.",
+        show_default=False,
+    ),
+]
+RpmOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rpm",
+        min=1,
+        help="Model calls per minute, shared by every task of the batch on the same provider "
+        "key (provider, base URL, API key; on Ray, by every batch on the cluster). A 429 "
+        "pauses those calls for its Retry-After whether or not this is set. Config: "
+        "requests_per_minute.",
+        show_default=False,
+    ),
+]
+TpmOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tpm",
+        min=1,
+        help="Tokens per minute (prompt and output), shared as --rpm is; a call counts its "
+        "prompt estimate and output limit until its reply reports usage. Config: "
+        "tokens_per_minute.",
         show_default=False,
     ),
 ]

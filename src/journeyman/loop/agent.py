@@ -48,6 +48,7 @@ from journeyman.policy.permissions import (
 from journeyman.providers.base import Provider
 from journeyman.providers.factory import create_provider
 from journeyman.providers.pricing import model_pricer
+from journeyman.providers.rate_limit import RateLimits, process_limiter
 from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root, new_session_id
 from journeyman.session.workspace_lock import WorkspaceLock
@@ -183,8 +184,17 @@ class Agent:
         if isinstance(provider, ResilientProvider):
             return provider
         chain = [provider] if isinstance(provider, Provider) else list(provider)
-        policy = retry_policy or RetryPolicy(call_timeout_s=self.config.model_call_timeout_s)
-        return ResilientProvider(chain, policy)
+        return ResilientProvider(chain, retry_policy or self._retry_policy())
+
+    def _retry_policy(self) -> RetryPolicy:
+        """The default retries; with calls through this process's shared rate limiter when
+        the config sets requests or tokens per minute."""
+        config = self.config
+        limiter = None
+        if config.requests_per_minute is not None or config.tokens_per_minute is not None:
+            limits = RateLimits(config.requests_per_minute, config.tokens_per_minute)
+            limiter = process_limiter(limits)
+        return RetryPolicy(call_timeout_s=config.model_call_timeout_s, rate_limiter=limiter)
 
     def _settings_to_remember(self, assume_yes: bool) -> dict[str, Any]:
         return {
@@ -658,6 +668,7 @@ def sandbox_for(config: AgentConfig, workspace: Path) -> Sandbox:
         allow_network=config.allow_network,
         pass_env=tuple(config.pass_env),
         hidden=(*private, *config.sandbox_hidden),
+        image=config.sandbox_image,
     )
 
 

@@ -107,6 +107,13 @@ class AgentConfig(BaseModel):
     model_call_timeout_s: float = Field(default=600.0, gt=0)
     """Seconds one model call may take, its retries and waits included (a stalled stream or a
     long Retry-After ends it); `max_duration_s` may end it sooner."""
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    """Model calls sent in any 60 s, per provider key (provider, base URL, API key), shared by
+    every agent of the process (a batch's: by all its tasks); None: no limit of our own, only
+    the service's 429s, whose Retry-After pauses every call of the key."""
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    """Tokens (prompt estimate plus output limit, then the reply's usage) sent in any 60 s,
+    per provider key, shared as `requests_per_minute` is; None: no limit."""
     max_output_tokens: int = Field(default=4096, ge=1)
     """Upper bound of tokens the model may produce per turn."""
     temperature: float | None = None
@@ -133,6 +140,9 @@ class AgentConfig(BaseModel):
     sandbox: SandboxKind = SandboxKind.AUTO
     """Where run_command runs: auto (bubblewrap when it works, else local), local, bubblewrap
     or docker; one asked for by name that cannot start is a configuration error."""
+    sandbox_image: str | None = None
+    """Image the docker sandbox's containers are made from (None: python:3.12-slim); a batch
+    task's `image` sets it, with the docker sandbox."""
     allow_network: bool = False
     """Let commands use the network under bubblewrap and docker (local cannot cut it)."""
     sandbox_hidden: list[Path] = []

@@ -174,6 +174,8 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     "max_concurrency": not_above,
     "tool_timeout_s": not_above,
     "model_call_timeout_s": not_above,
+    "requests_per_minute": not_above,
+    "tokens_per_minute": not_above,
     "max_output_tokens": not_above,
     "budget_mode": ranked(BUDGET_MODE_ORDER, "budget mode"),
     "max_verify_rounds": not_above,
@@ -204,6 +206,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
     # isolation
     "sandbox": sandbox_not_weaker,
     "allow_network": only(False, f"a workspace cannot open the network; {USER_ONLY}"),
+    "sandbox_image": refuse(f"the image decides which programs commands run; {USER_ONLY}"),
     "pass_env": refuse(f"it would hand your environment variables to commands; {USER_ONLY}"),
     "sandbox_hidden": refuse(f"it names paths of your machine; {USER_ONLY}"),
     "journal_commands": only(True, f"a workspace cannot turn off undo for commands; {USER_ONLY}"),

@@ -63,6 +63,7 @@ from journeyman.providers.http_errors import (
     provider_error_from_status,
     stream_interrupted,
 )
+from journeyman.providers.rate_limit import limit_key
 
 MESSAGES_PATH = "/v1/messages"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -204,6 +205,12 @@ class AnthropicProvider:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def rate_limit_key(self) -> str:
+        """Whose rate limits this adapter's calls count against (`rate_limit.limit_key`)."""
+        client = self._client
+        return limit_key(self._name, self._base_url, client.api_key or client.auth_token)
 
     @property
     def model(self) -> str:

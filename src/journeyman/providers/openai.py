@@ -56,6 +56,7 @@ from journeyman.providers.http_errors import (
     provider_error_from_status,
     stream_interrupted,
 )
+from journeyman.providers.rate_limit import limit_key
 from journeyman.providers.tool_modes import (
     MODE_DESCRIPTIONS,
     ResponseFormatStyle,
@@ -280,6 +281,11 @@ class OpenAIProvider:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def rate_limit_key(self) -> str:
+        """Whose rate limits this adapter's calls count against (`rate_limit.limit_key`)."""
+        return limit_key(self._name, self._base_url, self._client.api_key)
 
     @property
     def model(self) -> str:

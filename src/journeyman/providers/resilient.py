@@ -2,8 +2,13 @@
 
 Only retryable errors are retried (rate limits, overload, 5xx, timeouts, connection resets,
 empty or malformed replies). Anything else — authentication, bad requests — fails at once. A
-caller that schedules its own retries (the batch lowers its concurrency and requeues the task)
-turns off `retry_rate_limits`: a 429 then ends the call at once, marked `rate_limited`.
+caller that schedules its own retries turns off `retry_rate_limits`: a 429 then ends the call
+at once, marked `rate_limited`.
+
+With a `RateLimiter` in the policy (`rate_limit.py`), every call waits for it before it is sent,
+and a 429 pauses every call with the same key (the provider, base URL and API key) for the
+service's `Retry-After`, then the call is sent again: waits for a 429 do not use up
+`max_retries` (they have their own bound, `max_rate_limit_waits`, and the call's deadline).
 
 Every call has one deadline that covers all its attempts and the waits between them: the
 per-call limit of the policy, or an earlier one the caller passes (the run's remaining time).
@@ -27,6 +32,7 @@ from journeyman.providers.base import (
     Provider,
     TextCallback,
 )
+from journeyman.providers.rate_limit import Permit, RateLimiter, WaitPastDeadline
 
 RetryListener = Callable[[AgentError, str, int, float], object]
 """Called as (error, provider name, attempt number, delay in seconds) before each retry."""
@@ -48,6 +54,11 @@ class RetryPolicy:
     retry_rate_limits: bool = True
     """Retry a 429 like other transient faults; False ends the call at once with an error
     marked `rate_limited` (and `retry_after` when the service said), no fallback tried."""
+    rate_limiter: RateLimiter | None = None
+    """Shared limits and 429 pauses of each provider key; None: each call on its own."""
+    max_rate_limit_waits: int = 50
+    """With a `rate_limiter`: 429s one call waits out before it gives up (marked
+    `rate_limited`); the call's deadline bounds them too."""
 
     def delay(self, attempt: int, error: AgentError, rng: random.Random) -> float:
         """Seconds to wait before retry number `attempt` (1-based)."""
@@ -136,26 +147,33 @@ class ResilientProvider:
         for index in range(self._active, len(self.providers)):
             self._active = index
             provider = self.providers[index]
-            for attempt in range(self.policy.max_retries + 1):
+            attempt = 0
+            waits = 0
+            while attempt <= self.policy.max_retries:
                 try:
-                    return await provider.complete(request, on_text)
+                    return await self._limited_call(provider, request, on_text, end)
                 except AgentError as error:
+                    if self._rate_limited_retry(error, provider):
+                        waits += 1
+                        await self._wait_out_429(error, provider, waits, end)
+                        continue
                     if not self.policy.retry_rate_limits and _is_rate_limit(error):
                         raise rate_limited_error(error, provider) from error
                     if not error.retryable:
                         raise
                     last_error = error
-                    if attempt == self.policy.max_retries:
+                    attempt += 1
+                    if attempt > self.policy.max_retries:
                         break
                     remaining = None if end is None else end - time.monotonic()
                     if _asks_to_wait_past(error, remaining):
                         last_error = _wait_too_long(error, provider, remaining)
                         break
-                    delay = self.policy.delay(attempt + 1, error, self._rng)
+                    delay = self.policy.delay(attempt, error, self._rng)
                     if remaining is not None and delay >= remaining:
                         raise TimeoutError from error  # waiting would only run into the deadline
                     for listener in self.listeners:
-                        listener(error, provider.name, attempt + 1, delay)
+                        listener(error, provider.name, attempt, delay)
                     await self._sleep(delay)
         assert last_error is not None
         if last_error.details.get("wait_too_long") and len(self.providers) == 1:
@@ -168,6 +186,58 @@ class ResilientProvider:
             retryable=False,
             details={"exhausted": True, "last_category": last_error.category.value},
         )
+
+    async def _limited_call(
+        self,
+        provider: Provider,
+        request: ModelRequest,
+        on_text: TextCallback | None,
+        end: float | None,
+    ) -> ModelResponse:
+        """One call of `provider`, through the policy's rate limiter when it has one and the
+        provider says whose limit it counts against."""
+        limiter = self.policy.rate_limiter
+        key = getattr(provider, "rate_limit_key", None)
+        if limiter is None or not isinstance(key, str):
+            return await provider.complete(request, on_text)
+        try:
+            permit: Permit = await limiter.admit(key, request, end)
+        except WaitPastDeadline as held:
+            remaining = 0.0 if end is None else end - time.monotonic()
+            raise _pause_too_long(None, provider, held.wait_s, remaining) from None
+        try:
+            response = await provider.complete(request, on_text)
+        except AgentError:  # refused or failed: nothing was used (a cancelled call keeps its count)
+            await limiter.settle(permit, None)
+            raise
+        if not response.usage_missing:  # without usage, its estimate keeps counting
+            await limiter.settle(permit, response.usage.total_tokens)
+        return response
+
+    def _rate_limited_retry(self, error: AgentError, provider: Provider) -> bool:
+        """Whether `error` is a 429 this call waits out through the policy's limiter."""
+        if self.policy.rate_limiter is None or not _is_rate_limit(error):
+            return False
+        keyed = isinstance(getattr(provider, "rate_limit_key", None), str)
+        return keyed and not error.details.get("exhausted")  # exhausted: ours, it gave up
+
+    async def _wait_out_429(
+        self, error: AgentError, provider: Provider, waits: int, end: float | None
+    ) -> None:
+        """Pause the provider's key for the service's Retry-After (every call of the key waits
+        in `admit` until it passes); give up, marked `rate_limited`, after too many 429s or
+        when the pause would outlast the call's deadline."""
+        limiter = self.policy.rate_limiter
+        key = getattr(provider, "rate_limit_key", None)
+        assert limiter is not None and isinstance(error, ProviderError) and isinstance(key, str)
+        pause = await limiter.throttled(key, error.retry_after)
+        if waits > self.policy.max_rate_limit_waits:
+            raise rate_limited_error(error, provider) from error
+        remaining = None if end is None else end - time.monotonic()
+        if remaining is not None and pause >= remaining:
+            raise _pause_too_long(error, provider, pause, remaining) from error
+        for listener in self.listeners:
+            listener(error, provider.name, waits, pause)
 
     def _deadline_error(self, elapsed: float, source: str) -> ProviderError:
         return deadline_error(self.active, elapsed, source, self.policy.call_timeout_s)
@@ -237,6 +307,29 @@ def rate_limited_error(error: AgentError, provider: Provider) -> ProviderError:
             "exhausted": True,
             "rate_limited": True,
             "last_category": error.category.value,
+        },
+    )
+
+
+def _pause_too_long(
+    error: ProviderError | None, provider: Provider, pause: float, remaining: float
+) -> ProviderError:
+    """A rate-limit pause (after a 429, or a full window) that ends after the call's
+    deadline: the call ends marked `rate_limited`, so a caller that schedules retries (the
+    batch) can put it back."""
+    why = f" ({error.message})" if error is not None else ""
+    return ProviderError(
+        f"{provider.name}:{provider.model} is rate-limited: calls are held for {pause:.1f} s "
+        f"more, longer than the {max(0.0, remaining):.0f} s left for this call{why}; not "
+        "waiting",
+        provider=provider.name,
+        status_code=429,
+        retryable=False,
+        details={
+            **(error.details if error is not None else {}),
+            "exhausted": True,
+            "rate_limited": True,
+            "retry_after": pause,
         },
     )
 

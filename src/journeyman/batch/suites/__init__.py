@@ -121,6 +121,7 @@ def micro_tasks(root: Path | None) -> list[BatchTask]:
                 task=task.problem,
                 workspace=str(task.repo),
                 grading=task.grading,
+                image=task.image,
             )
         )
     return tasks

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from journeyman.batch.grading import GradingSpec
-from journeyman.batch.suites.errors import SuiteError
+from journeyman.batch.suites.errors import SuiteError, suite_image
 from journeyman.batch.task_file import TASK_ID
 
 MICRO_NAME = "micro"
@@ -31,6 +31,8 @@ class MicroTask:
     problem: str
     repo: Path
     grading: GradingSpec
+    image: str | None = None
+    """Container image its commands and check run in (`image` in task.json)."""
 
 
 def micro_root() -> Path:
@@ -78,4 +80,5 @@ def read_micro_task(folder: Path) -> MicroTask:
         problem=str(meta["problem"]),
         repo=(folder / "repo").resolve(),
         grading=grading,
+        image=suite_image(meta.get("image"), str(meta_path)),
     )

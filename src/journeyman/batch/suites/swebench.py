@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman.batch.grading import GradingError, GradingSpec, check_patch_paths
-from journeyman.batch.suites.errors import SuiteError
+from journeyman.batch.suites.errors import SuiteError, suite_image
 from journeyman.batch.task_file import TASK_ID, BatchTask, TaskFileError, check_workspaces
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "FAIL_TO_PASS")
@@ -109,6 +109,7 @@ def _instance(record: dict[str, Any], where: str, base: Path, test_cmds: TestCom
         base_commit=str(record["base_commit"]),
         setup=str(setup) if setup else None,
         grading=grading,
+        image=suite_image(record.get("image"), where),
     )
 
 

@@ -24,13 +24,15 @@ def open_sandbox(
     limits: ResourceLimits | None = None,
     pass_env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
+    image: str | None = None,
 ) -> Sandbox:
     """The sandbox of that kind for `workspace`, checked to work.
 
     `auto` is bubblewrap when it is installed and works, else local. A kind asked for by name
     that cannot start raises ConfigurationError. `pass_env` names the variables commands get
     besides the allow-list; `hidden` the host's folders a confining sandbox keeps out of sight
-    (the session store, the user's config).
+    (the session store, the user's config); `image` the docker sandbox's image (None: its
+    default).
     """
     kind = SandboxKind(kind)
     limits = limits or ResourceLimits()
@@ -40,6 +42,8 @@ def open_sandbox(
         docker = DockerSandbox(
             workspace, limits, network=allow_network, pass_env=pass_env, hidden=hidden
         )
+        if image is not None:
+            docker.image = image
         docker.check()
         return docker
     bwrap = BubblewrapSandbox(
