@@ -605,6 +605,18 @@ class Scheduler:
         for failure in self._failures:
             if failure is not None:
                 raise failure
+        summary = self._summary()
+        self._emit(
+            BatchFinished(
+                settings.batch_id, summary.line(), self._spend(), self.counts(), self.pace()
+            )
+        )
+        return summary
+
+    def _summary(self) -> BatchSummary:
+        """The batch's summary once nothing runs: a task never started is "not run" (the
+        budget ran out first)."""
+        settings = self.settings
         for state in self.states:
             if state.result is None:  # never started: the budget ran out first
                 state.result = self._not_run(state)
@@ -627,11 +639,6 @@ class Scheduler:
             workspaces=self.workspaces.root,
             keep=settings.keep,
             ledger_spent=stats.spent if self.shared_ledger else None,
-        )
-        self._emit(
-            BatchFinished(
-                settings.batch_id, summary.line(), self._spend(), self.counts(), self.pace()
-            )
         )
         return summary
 

@@ -121,20 +121,16 @@ def batch(
     """Run the agent on every task of TASKS, each in its own copy of its workspace, under one
     global budget, with results and reports in --out.
 
-    Every task is a session of its own (see `journeyman sessions list`; `show`, `resume`,
-    `fork` and `diff` work on it), under a batch record that is their parent. Provider
-    settings and API keys are those of `journeyman run`; a task's own limits are kept when
-    lower than its allocation; all share one rate limit per provider key (--rpm, --tpm).
+    Every task is a session of its own (`journeyman sessions show|resume|fork|diff`) under a
+    batch record. Provider settings and API keys are those of `journeyman run`; a task's own
+    limits are kept when lower than its allocation; all share one rate limit per provider key.
     Killed (even kill -9), the batch loses no finished task and charges nothing twice on a rerun.
 
-    Each task's copy is --out/workspaces/<task>/attempt-<N>; --keep says which copies stay.
-    An --out inside a task's workspace is refused. Progress shows tasks done, running and
-    queued, the spend, the elapsed time, an ETA and tasks/min; the report adds the wall time
-    and leaves tasks never started out of the pass rate.
+    Copies live in --out/workspaces/<task>/attempt-<N> (--keep: which stay). Progress shows
+    tasks done, running and queued, the spend, the elapsed time, an ETA and tasks/min.
 
-    Exit status: 0 only when every task succeeded; 1 when any failed, hit an infrastructure
-    error or did not run (budget exhausted); 2 bad input (tasks file, options); 130
-    interrupted. The last line says how many of each.
+    Exit: 0 only when every task succeeded; 1 when any failed, hit an infrastructure error or
+    did not run (budget exhausted); 2 bad input; 130 interrupted (the last line counts each).
     """
     _refuse_unusable_budget(global_budget_usd, per_task_budget_usd, ledger, global_budget_tokens)
     loaded, container_problem = _load_tasks(tasks)
