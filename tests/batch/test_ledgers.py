@@ -163,9 +163,9 @@ def test_a_worker_reports_each_model_call_to_the_ledger_as_it_happens(
     reports: list[Amount] = []
     real_report = RedisLedger.report
 
-    def spy(self: RedisLedger, reservation: object, used: Amount) -> None:
+    def spy(self: RedisLedger, reservation: object, used: Amount, run: str = "") -> None:
         reports.append(used)
-        real_report(self, reservation, used)  # type: ignore[arg-type]
+        real_report(self, reservation, used, run)  # type: ignore[arg-type]
 
     monkeypatch.setattr(RedisLedger, "report", spy)
     workspace = tmp_path / "ws"

@@ -5,8 +5,8 @@ middle of the batch. Neither node is given journeyman's source path: the code re
 workers in the job's runtime_env.
 
 Each node calls the fake model with its own API key, so the server tells which node made each
-call; every 10th call is answered 429, so tasks end rate-limited and resume, on whichever node,
-from the rows merged into the driver's store. Every task must end exactly once, under the cap,
+call; every 10th call is answered 429, which pauses the calls of that key (the cluster's shared
+rate limiter) and is waited out inside the attempt. Every task must end exactly once, under the cap,
 with every session in the driver's store and the same results as the local executor's."""
 
 from __future__ import annotations
@@ -48,8 +48,7 @@ KILL_AT_CALL = 14
 """The second node's call at which it is killed (each task makes 2 to 4)."""
 USD_PER_OUTPUT_TOKEN = 0.001
 THROTTLE_EVERY = 10
-"""Every 10th call gets a 429 (10 %), so tasks end rate-limited and resume elsewhere from the
-rows the driver merged."""
+"""Every 10th call gets a 429 (10 %): its calls wait and go again, no attempt ends."""
 
 
 def texts() -> list[str]:
@@ -209,7 +208,8 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
     assert second.killed and second.alive(second.killed) == []
     assert executor.worker_deaths >= 1
     assert on_ray.throttled >= TASKS // 4
-    assert any(r.attempts > 1 for r in summary.results)  # resumed after a 429
+    # a 429 pauses the calls of the provider's key for its Retry-After: it ends no attempt
+    assert all(r.attempts == 1 for r in summary.results)
     assert on_ray.restarted, "a task the second node was running should start over on the head"
 
     # every task exactly once, all done, under the cap
@@ -239,7 +239,12 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
         stored_usd = sum(row.cost_usd or 0.0 for row in store.usage_rows())
     finally:
         store.close()
-    assert summary.spent.usd == pytest.approx(stored_usd)
+    # the ledger counts the store and, beyond it, what the lost attempts reported per call
+    lost = on_ray.billed_usd - stored_usd
+    unseen = on_ray.billed_usd - summary.spent.usd
+    assert summary.spent.usd >= stored_usd - 1e-9 and unseen >= -1e-9
+    if lost > 1e-9:
+        assert unseen < lost, (lost, unseen)
     # the second node kept nothing of its own outside its temp folder
     assert not list((tmp_path / "second-node" / "sessions").iterdir())
     assert not list((tmp_path / "second-node" / "home").rglob("journeyman.db"))
@@ -251,15 +256,14 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
     with FakeOpenAIServer(default=TwoNodeModel(None)) as server:
         local = run(LocalExecutor(3), local_root, server)
     assert outline(summary) == outline(local)
-    assert summary.spent.tokens == local.spent.tokens
-    assert summary.spent.usd == pytest.approx(local.spent.usd, rel=1e-9)
+    assert stored_usd == pytest.approx(local.spent.usd, rel=1e-9)
     assert workspace_files(driver) == workspace_files(local_root)
-    lost = on_ray.billed_usd - stored_usd
     print(
         f"\ntwo nodes: {TASKS} tasks in {wall:.1f} s, calls {dict(on_ray.calls)}, "
         f"{executor.worker_deaths} attempts lost with the node; tasks of the second node "
         f"started from scratch on the head "
         f"{sorted(round(t, 1) for t in on_ray.restarted.values())} s after the kill; "
         f"{on_ray.throttled} calls answered 429; spent ${summary.spent.usd:.4f} "
-        f"of ${CAP_USD:.2f} (billed ${on_ray.billed_usd:.4f}, ${lost:.4f} of it by lost attempts)"
+        f"of ${CAP_USD:.2f} (billed ${on_ray.billed_usd:.4f}, ${lost:.4f} of it by lost attempts, "
+        f"${unseen:.4f} of that not seen by the ledger)"
     )

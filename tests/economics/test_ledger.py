@@ -218,3 +218,20 @@ def test_a_ledger_read_back_from_its_state_goes_on_where_it_was() -> None:
     assert third.id not in (first.id, second.id)
     copy.settle(first, Amount(usd=0.0))
     assert copy.stats().spent == Amount(tokens=0, usd=0.5)
+
+
+def test_reports_of_separate_runs_add_up_and_survive_the_state() -> None:
+    """A holder's process that died after reporting and the one that took the attempt over
+    from scratch both spent: the settlement counts their reports added up, each run's own
+    running total never going down, also through `to_state`/`from_state` (a Redis ledger)."""
+    ledger = BudgetLedger(Amount(10_000, 1.0), LedgerPolicy(reserve_share=0.0))
+    held = ledger.reserve("task", request=Amount(5_000, 0.5))
+    ledger.report(held, Amount(300, 0.03), "dead-run")
+    ledger.report(held, Amount(100, 0.01), "new-run")
+    ledger.report(held, Amount(50, 0.005), "new-run")  # a late, smaller report changes nothing
+    assert ledger.stats().in_flight == Amount(400, 0.04)
+    copy = BudgetLedger.from_state(ledger.to_state())
+    assert copy.stats().in_flight == Amount(400, 0.04)
+    copy.report(held, Amount(200, 0.02), "new-run")
+    copy.settle(held, Amount(200, 0.02))  # the store saw the new run only
+    assert copy.stats().spent == Amount(500, pytest.approx(0.05))

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -305,6 +306,9 @@ class CallSpendReporter:
     usd: float = 0.0
     tokens: int = 0
     failed: bool = False
+    run: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """This process's run of the attempt: a run that died and the one that took over from
+    scratch report apart, and the ledger adds them up."""
 
     def __call__(self, event: ev.Event) -> None:
         if not isinstance(event, ev.ModelResponseReceived | ev.SummaryCallMade):
@@ -312,7 +316,7 @@ class CallSpendReporter:
         self.usd += event.cost_usd or 0.0
         self.tokens += event.usage.total_tokens
         try:
-            self.ledger.report(self.reservation, Amount(self.tokens, self.usd))
+            self.ledger.report(self.reservation, Amount(self.tokens, self.usd), self.run)
         except Exception as error:  # the batch settles from the store: never stop the task
             if not self.failed:
                 self.failed = True

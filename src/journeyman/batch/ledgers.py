@@ -70,8 +70,9 @@ class LedgerClient(Protocol):
         """Reserve exactly `grant` (`AllocationRefused` when what is left cannot)."""
         ...
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
-        """What the reservation's holder has spent so far (a running total)."""
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
+        """What the reservation's holder has spent so far (a running total) in `run` (one
+        process's attempt: a run that died still counts when another takes over)."""
         ...
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
@@ -142,8 +143,8 @@ class LedgerBook:
         self.holders[reservation.id] = account
         return reservation
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
-        self.pool.report(reservation, used)
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
+        self.pool.report(reservation, used, run)
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         account = self.holders.pop(reservation.id, None)
@@ -218,8 +219,8 @@ class LocalLedger:
     def reserve(self, account: str, holder: str, grant: Amount) -> Reservation:
         return self._with(lambda book: book.reserve(account, holder, grant))
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
-        self._with(lambda book: book.report(reservation, used))
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
+        self._with(lambda book: book.report(reservation, used, run))
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         return self._with(lambda book: book.settle(reservation, used))
@@ -371,10 +372,10 @@ class RedisLedger:
 
         return self._change(change)
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
         def change(book: LedgerBook | None) -> tuple[LedgerBook, None]:
             book = self._existing(book)
-            book.report(reservation, used)
+            book.report(reservation, used, run)
             return book, None
 
         self._change(change)

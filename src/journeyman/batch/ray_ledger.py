@@ -39,8 +39,8 @@ class _LedgerActor:
     def reserve(self, account: str, holder: str, grant: Amount) -> Reservation:
         return self._opened().reserve(account, holder, grant)
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
-        self._opened().report(reservation, used)
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
+        self._opened().report(reservation, used, run)
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         return self._opened().settle(reservation, used)
@@ -100,8 +100,8 @@ class RayLedger:
         )
         return reservation
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
-        _call(self._actor.report.remote(reservation, used), self.name)
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
+        _call(self._actor.report.remote(reservation, used, run), self.name)
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         returned: Amount = _call(self._actor.settle.remote(reservation, used), self.name)

@@ -176,7 +176,8 @@ class BudgetLedger:
         self._tokens = _Dimension(None if self.total.tokens is None else float(self.total.tokens))
         self._usd = _Dimension(self.total.usd)
         self._open: dict[int, Reservation] = {}
-        self._reported: dict[int, Amount] = {}
+        self._reported: dict[int, dict[str, Amount]] = {}
+        """Per open reservation, what each run of its holder reported (`report`)."""
         self._next_id = 1
 
     def reserve(
@@ -235,14 +236,17 @@ class BudgetLedger:
             self._open[reservation.id] = reservation
             return reservation
 
-    def report(self, reservation: Reservation, used: Amount) -> None:
-        """What the holder of `reservation` has spent so far (a running total, never less than
-        an earlier report): shown as in flight, and the least its settlement counts. A report
-        on a settled reservation is ignored."""
+    def report(self, reservation: Reservation, used: Amount, run: str = "") -> None:
+        """What the holder of `reservation` has spent so far in `run` (a running total, never
+        less than that run's earlier report): shown as in flight, and the least its settlement
+        counts. Runs add up: a holder's process that died after reporting, and the one that
+        took the attempt over from scratch, both spent. A report on a settled reservation is
+        ignored."""
         with self._lock:
             if reservation.id not in self._open:
                 return
-            self._reported[reservation.id] = _larger(self._reported.get(reservation.id), used)
+            runs = self._reported.setdefault(reservation.id, {})
+            runs[run] = _larger(runs.get(run), used)
 
     def settle(self, reservation: Reservation, used: Amount) -> Amount:
         """Close `reservation` with what the holder `used`; returns what went back to the pool.
@@ -251,7 +255,7 @@ class BudgetLedger:
         with self._lock:
             if self._open.pop(reservation.id, None) is None:
                 return Amount()
-            used = _larger(self._reported.pop(reservation.id, None), used)
+            used = _larger(_sum_runs(self._reported.pop(reservation.id, {})), used)
             returned_tokens = self._settle(self._tokens, reservation.granted.tokens, used.tokens)
             returned_usd = self._settle(self._usd, reservation.granted.usd, used.usd)
             if not self._open:  # no rounding residue left behind once nothing is held
@@ -285,8 +289,8 @@ class BudgetLedger:
                 overspend=Amount(int(self._tokens.overspend), self._usd.overspend),
                 open_reservations=len(self._open),
                 in_flight=Amount(
-                    sum(r.tokens or 0 for r in self._reported.values()),
-                    sum(r.usd or 0.0 for r in self._reported.values()),
+                    sum(a.tokens or 0 for runs in self._reported.values() for a in runs.values()),
+                    sum(a.usd or 0.0 for runs in self._reported.values() for a in runs.values()),
                 ),
             )
 
@@ -315,7 +319,10 @@ class BudgetLedger:
                         "id": r.id,
                         "holder": r.holder,
                         "granted": _amount_state(r.granted),
-                        "reported": _amount_state(self._reported.get(r.id)),
+                        "reported": {
+                            run: _amount_state(amount)
+                            for run, amount in self._reported.get(r.id, {}).items()
+                        },
                     }
                     for r in self._open.values()
                 ],
@@ -336,9 +343,12 @@ class BudgetLedger:
             granted = _amount_from_state(item["granted"]) or Amount()
             reservation = Reservation(int(item["id"]), str(item["holder"]), granted)
             ledger._open[reservation.id] = reservation
-            reported = _amount_from_state(item["reported"])
-            if reported is not None:
-                ledger._reported[reservation.id] = reported
+            reported = item["reported"]
+            runs = reported if isinstance(reported, dict) else {"": reported}  # older: one amount
+            for run, amount in runs.items():
+                parsed = _amount_from_state(amount)
+                if parsed is not None:
+                    ledger._reported.setdefault(reservation.id, {})[str(run)] = parsed
         ledger._next_id = int(state["next_id"])
         return ledger
 
@@ -409,6 +419,15 @@ def _larger(first: Amount | None, second: Amount) -> Amount:
         usd=None
         if first.usd is None and second.usd is None
         else max(first.usd or 0.0, second.usd or 0.0),
+    )
+
+
+def _sum_runs(runs: dict[str, Amount]) -> Amount | None:
+    """What several runs reported, added up (None when none reported)."""
+    if not runs:
+        return None
+    return Amount(
+        sum(a.tokens or 0 for a in runs.values()), sum(a.usd or 0.0 for a in runs.values())
     )
 
 
