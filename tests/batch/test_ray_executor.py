@@ -342,10 +342,11 @@ def test_the_scheduler_runs_a_batch_on_ray_under_its_cap_as_it_does_locally(
         )
 
     assert outline(on_ray) == outline(local)
-    # the same spending, added up in the order the tasks finished (which the two executors
-    # need not share): equal to the last float digit only up to rounding
-    assert on_ray.spent.tokens == local.spent.tokens
-    assert on_ray.spent.usd == pytest.approx(local.spent.usd, rel=1e-9)
+    # the same tasks' spending, plus what the killed run of task-3 reported before it died
+    # (it started over: both runs were billed, and the ledger counts both)
+    killed_calls = on_ray.spent.tokens - local.spent.tokens
+    assert 0 < killed_calls <= max(r.tokens for r in on_ray.results if r.id == "task-3")
+    assert on_ray.spent.usd >= local.spent.usd - 1e-9
 
 
 def test_a_task_ray_tears_down_leaves_nothing_on_its_worker_and_nothing_half_merged(
