@@ -259,9 +259,19 @@ class WorktreePool:
     async def remove(self, tree: Worktree, *, keep_branch: bool) -> None:
         """Remove the worktree folder; delete its branch unless `keep_branch`."""
         async with self._lock:
-            await self.repo.arun("worktree", "remove", "--force", str(tree.path), check=False)
+            for _ in range(3):  # another git process may hold the repository's lock a moment
+                removed = await self.repo.arun(
+                    "worktree", "remove", "--force", str(tree.path), check=False
+                )
+                if removed.code == 0 or not tree.path.exists():
+                    break
+                await asyncio.sleep(0.2)
+            await self.repo.arun("worktree", "prune", check=False)
             if not keep_branch:
-                await self.repo.arun("branch", "-D", tree.branch, check=False)
+                for _ in range(3):
+                    if (await self.repo.arun("branch", "-D", tree.branch, check=False)).code == 0:
+                        break
+                    await asyncio.sleep(0.2)
 
     async def close(self) -> None:
         async with self._lock:
