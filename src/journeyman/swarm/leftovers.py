@@ -69,7 +69,8 @@ def clean_leftovers(repo: Repo, *, everything: bool = False) -> Cleanup:
     cleanup = Cleanup()
     live_runs: set[str] = set()
     dead_folders: list[Path] = []
-    for folder in _pool_folders(repo):
+    registered = _registered_worktrees(repo)
+    for folder in _pool_folders(registered):
         state = _folder_state(folder, repo)
         if state == "other":
             continue
@@ -78,7 +79,7 @@ def clean_leftovers(repo: Repo, *, everything: bool = False) -> Cleanup:
             live_runs.add(run_id)
             continue
         dead_folders.append(folder)
-    for path, branch in _registered_worktrees(repo):
+    for path, branch in registered:
         folder = path.parent
         if folder in dead_folders or (not path.exists() and _run_of(branch) not in live_runs):
             repo.run("worktree", "remove", "--force", str(path), check=False)
@@ -92,13 +93,9 @@ def clean_leftovers(repo: Repo, *, everything: bool = False) -> Cleanup:
     return cleanup
 
 
-def _pool_folders(repo: Repo) -> list[Path]:
+def _pool_folders(registered: list[tuple[Path, str | None]]) -> list[Path]:
     """Swarm folders in the temporary folder and those git knows worktrees in."""
-    found = {
-        path.parent
-        for path, _ in _registered_worktrees(repo)
-        if path.parent.name.startswith(POOL_PREFIX)
-    }
+    found = {path.parent for path, _ in registered if path.parent.name.startswith(POOL_PREFIX)}
     temp = Path(tempfile.gettempdir())
     with contextlib.suppress(OSError):
         found.update(p for p in temp.glob(f"{POOL_PREFIX}*") if p.is_dir() and not p.is_symlink())
