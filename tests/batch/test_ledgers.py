@@ -4,6 +4,7 @@ the CLI, and a worker's per-call reports."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import pickle
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from journeyman.batch import scheduler as scheduler_module
+from journeyman.batch.executor import LocalExecutor
 from journeyman.batch.job import TaskJob, run_job, session_id_for
 from journeyman.batch.ledgers import (
     LedgerBook,
@@ -25,12 +28,15 @@ from journeyman.batch.ledgers import (
     RedisLedger,
     parse_ledger,
 )
+from journeyman.batch.scheduler import Scheduler
 from journeyman.batch.task_file import BatchTask
 from journeyman.core.errors import ConfigurationError
 from journeyman.economics.ledger import AllocationRefused, Amount
+from journeyman.session.store import SessionStore
 from tests.batch.support import (
     ledger_driver,
     model,
+    settings_for,
     take_the_last_dollar,
     task_text,
     tasks_for,
@@ -38,6 +44,7 @@ from tests.batch.support import (
 )
 from tests.batch.test_batch_cli import batch_args, env_for
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import RecordedRequest, ScriptItem
 from tests.support.cli import journeyman
 from tests.support.shared_state import REDIS_MISSING, redis_server
 
@@ -272,3 +279,32 @@ def test_a_redis_password_never_travels_with_a_task(
     with pytest.raises(ConfigurationError) as refused:
         parse_ledger("redis://jm:s3cret-pw@127.0.0.1:6379/x")
     assert "s3cret-pw" not in refused.value.message
+
+
+def test_an_attempt_whose_worker_reports_is_not_counted_again_from_the_store(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker reports each call to a ledger that travels; the batch's own look at the store
+    while the attempt runs sees the same calls, so it must not report them a second time."""
+    monkeypatch.setattr(scheduler_module, "IN_FLIGHT_POLL_S", 0.05)
+
+    def slow(request: RecordedRequest) -> ScriptItem:
+        if any(m.get("role") == "tool" for m in request.json.get("messages", [])):
+            time.sleep(0.4)
+        return model(request)
+
+    fake_openai.default = slow
+    tasks = tasks_for(tmp_path, [task_text(3, out=10)])
+    ledger = RedisLedger(redis_url, "reported-once")
+    settings = settings_for(tmp_path, fake_openai, global_usd=1.0)
+    run = Scheduler(tasks, settings, LocalExecutor(1, processes=False), ledger=ledger).run()
+    summary = asyncio.run(run)
+    assert summary.all_succeeded
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        stored = sum(row.cost_usd or 0.0 for row in store.usage_rows())
+    finally:
+        store.close()
+    assert stored == pytest.approx(0.04)
+    assert ledger.stats().spent.usd == pytest.approx(stored)
+    assert summary.spent.usd == pytest.approx(stored)

@@ -7,7 +7,7 @@ Order of business for each task:
      starts — the batch ends "budget exhausted after K of N", the tasks never started
      reported "not run" (a later run of the batch with more budget runs them);
   2. prepare its workspace (a copy or clone, never the original) and run the attempt; while it
-     runs, its spend so far is reported to the ledger (from the store, and from the worker
+     runs, its spend so far is reported to the ledger (from the store, or by the worker
      after each model call when the ledger travels to workers), so the progress shows it;
   3. settle the reservation with what the attempt spent: what the worker reported, checked
      against what the session store holds (a difference is a `SpendMismatch`, shown and kept
@@ -1136,7 +1136,7 @@ class Scheduler:
 
     async def _watch_spend(self) -> None:
         """While attempts run: report their spend so far (as the store holds it) to the
-        ledger, and tell the progress when the spend moved."""
+        ledger, unless their workers report it, and tell the progress when the spend moved."""
         last: Spend | None = None
         while True:
             await asyncio.sleep(IN_FLIGHT_POLL_S)
@@ -1149,6 +1149,10 @@ class Scheduler:
                 self._emit(SpendUpdated(self.settings.batch_id, spend, self.counts(), self.pace()))
 
     def _report_in_flight(self, running: list[tuple[str, tuple[Reservation, Spending]]]) -> None:
+        if self.ledger.for_workers() is not None:
+            # the workers report each call themselves; the store holds the same calls, and
+            # the ledger adds up what separate runs report, so they would count twice
+            return
         store = SessionStore(self.settings.store_path, check_integrity=False)
         try:
             for session_id, (reservation, before) in running:
