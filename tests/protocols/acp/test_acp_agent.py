@@ -8,6 +8,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -358,3 +359,63 @@ async def test_a_long_patch_is_asked_about_with_the_file_it_adds_last(
     assert shown["settings.py"].new_text.count("# doubled") == 620
     assert shown["settings.py"].new_text.endswith(SETTINGS_TAIL + "\n")
     assert not (tmp_path / "ws" / HIDDEN_FILE).exists()
+
+
+def check_cards(updates: list[Any]) -> list[tuple[Any, Any]]:
+    """The check's cards after the first turn's start: (its start, its last update)."""
+    started = [u for u in updates if u.session_update == "tool_call"]
+    cards = []
+    for start in started:
+        if start.tool_call_id.startswith("verify-") and start.tool_call_id != "verify-before":
+            ends = [
+                u for u in updates
+                if u.session_update == "tool_call_update" and u.tool_call_id == start.tool_call_id
+            ]  # fmt: skip
+            cards.append((start, ends[-1]))
+    return cards
+
+
+@pytest.mark.slow  # two journeyman processes (~2 s each to start on a busy machine)
+async def test_a_follow_up_turns_check_shows_its_own_output_and_fails_when_the_tests_fail(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    calc_package(tmp_path)
+    breaks = {**FIX_ADD, "old_string": "a + b", "new_string": "a * b"}
+    fake_openai.enqueue(
+        reply(tool_calls=[("edit_file", FIX_ADD)]),
+        reply(tool_calls=[("finish", {"summary": "add now adds"})]),
+        reply(tool_calls=[("edit_file", breaks)]),
+        reply(tool_calls=[("finish", {"summary": "add now multiplies"})]),
+    )
+    flags = ("--verify", CALC_TEST_COMMAND, "--edit-tool", "edit_file")
+    async with editor.start(*flags) as ed:
+        session = await ed.new_session()
+        assert await ed.prompt(session, "make the calc test pass") == "end_turn"
+        [(_, passed)] = check_cards(ed.client.take())
+        await ed.prompt(session, "now make it multiply")
+        [(_, failed)] = check_cards(ed.client.take())
+    assert passed.status == "completed" and "OK" in passed.content[0].content.text
+    assert failed.status == "failed", editor.stderr()
+    [shown] = failed.content
+    assert shown.type == "content" and "AssertionError: 6 != 5" in shown.content.text
+
+    # reopened in a new editor, a turn that changes nothing: the check's card shows the
+    # tests' output, not the diffs of the turns before
+    fake_openai.enqueue(
+        reply(tool_calls=[("read_file", {"path": "calc/__init__.py"})]),
+        reply(tool_calls=[("finish", {"summary": "nothing to change"})]),
+    )
+    async with editor.start(*flags) as again:
+        await again.conn.load_session(cwd=str(again.workspace), session_id=session, mcp_servers=[])
+        again.client.take()
+        await again.prompt(session, "run the tests once more")
+        updates = again.client.take()
+    [(start, last)] = check_cards(updates)
+    assert start.title == CALC_TEST_COMMAND and last.status == "failed"
+    assert [c.type for c in last.content] == ["content"]
+    assert "AssertionError: 6 != 5" in last.content[0].content.text
+    [read] = [
+        u for u in updates if u.session_update == "tool_call_update" and u.status == "completed"
+    ]
+    assert [c.type for c in read.content] == ["content"]  # the file read, not an old diff
+    assert "Traceback" not in editor.stderr()

@@ -17,6 +17,7 @@ from journeyman.core.tool_kind import ToolKind
 from journeyman.loop.verdict import refused_summary
 from journeyman.protocols.acp import updates
 from journeyman.protocols.acp.server import _answer, prompt_text
+from journeyman.session.store import FileChange
 from tests.fakes.long_patch import (
     ESCAPED_LINE,
     ESCAPED_NAME,
@@ -112,6 +113,32 @@ def test_result_content_prefers_the_journal_diffs_and_clips_long_output() -> Non
     [text] = updates.result_content(ROOT, long, ())
     assert len(text.content.text) < updates.RESULT_CHARS_SHOWN + 40
     assert text.content.text.endswith("[50 more characters]")
+
+
+def test_the_checks_card_fails_when_its_tests_fail_except_before_the_first_turn() -> None:
+    def ran(call_id: str, exit_code: int | None) -> ToolResult:
+        return ToolResult(call_id, "run_command", "FAILED", metadata={"exit_code": exit_code})
+
+    assert updates.result_status(ran("verify-2", 1), check=True) == "failed"
+    assert updates.result_status(ran("verify-2", None), check=True) == "failed"  # did not run
+    assert updates.result_status(ran("verify-2", 0), check=True) == "completed"
+    assert updates.result_status(ran("verify-before", 1), check=True) == "completed"  # the task
+    assert updates.result_status(ran("c1", 1)) == "completed"  # a model's command ran
+
+
+def test_a_call_the_model_names_like_the_check_is_not_the_check() -> None:
+    assert updates.is_check("verify-3", set())
+    assert not updates.is_check("verify-3", {"verify-3"})
+    assert not updates.is_check("c1", set())
+
+
+def test_the_checks_card_shows_its_output_even_when_files_changed() -> None:
+    change = FileChange(1, "s", 1, "a.py", "modified", "a\n", "b\n", "run_command", 0.0)
+    result = ToolResult("verify-2", "run_command", "Ran 1 test\nOK")
+    [shown] = updates.result_content(ROOT, result, [change], check=True)
+    assert shown.type == "content" and shown.content.text == "Ran 1 test\nOK"
+    [diff] = updates.result_content(ROOT, result, [change])
+    assert diff.type == "diff"
 
 
 def test_titles_are_one_short_line() -> None:

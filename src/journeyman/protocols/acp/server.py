@@ -99,6 +99,11 @@ class AcpSession:
     """Text of the current model reply was streamed (so its full text is not sent again)."""
     sent_text: list[str] = field(default_factory=list)
     seen_changes: set[int] = field(default_factory=set)
+    """File changes already shown (or made before the current prompt): a call shows only the
+    changes journaled while it ran."""
+    model_call_ids: set[str] = field(default_factory=set)
+    """Ids of the calls the model asked for in the current prompt (the rest are the
+    harness's)."""
     pump: asyncio.Task[None] | None = None
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     """The loop the session serves on (events from another thread are handed to it)."""
@@ -113,6 +118,7 @@ class AcpSession:
                     self.streamed = True
                     self._say(event.text)
             case ev.ModelResponseReceived():
+                self.model_call_ids.update(call.id for call in event.tool_calls)
                 if not self.streamed and event.text.strip():
                     self._say(event.text)
                 self.streamed = False
@@ -157,12 +163,13 @@ class AcpSession:
             return
         call = self.open_calls.pop(result.call_id)
         changes = self._new_changes()
+        check = updates.is_check(call.id, self.model_call_ids)
         self.send(
             schema.ToolCallProgress(
                 session_update="tool_call_update",
                 tool_call_id=call.id,
-                status=updates.result_status(result),
-                content=updates.result_content(self.workspace, result, changes),
+                status=updates.result_status(result, check=check),
+                content=updates.result_content(self.workspace, result, changes, check=check),
                 locations=updates.locations_of(self.workspace, call, [c.path for c in changes]),
             )
         )
@@ -170,18 +177,30 @@ class AcpSession:
     def _new_changes(self) -> list[Any]:
         """The file changes journaled since the last call finished (the undo journal is
         written before each change, so they are this call's)."""
+        changes = self._stored_changes()
+        changes = [c for c in changes if c.id not in self.seen_changes]
+        self.seen_changes.update(c.id for c in changes)
+        return changes
+
+    def begin_prompt(self) -> None:
+        """Before a prompt runs: what earlier turns changed (one cancelled mid-call, or the
+        turns of a session reopened with session/load) is not shown again as a diff."""
+        self.sent_text = []
+        self.model_call_ids.clear()
+        if self.started:
+            self.seen_changes.update(c.id for c in self._stored_changes())
+
+    def _stored_changes(self) -> list[Any]:
         if self.agent is None:
             return []
         store = SessionStore(self.agent.session_root)
         try:
-            changes = [c for c in store.file_changes(self.id) if c.id not in self.seen_changes]
+            return list(store.file_changes(self.id))
         except Exception:  # the diff is a nicety; the run goes on without it
             log.warning("could not read the file changes of session %s", self.id, exc_info=True)
             return []
         finally:
             store.close()
-        self.seen_changes.update(c.id for c in changes)
-        return changes
 
     def _current_text(self, call: ToolCall) -> str | None:
         """The file a whole-file write replaces, for its diff (None: new, big or unreadable)."""
@@ -415,7 +434,7 @@ class JourneymanAcpAgent:
         for note in session.notes:
             session.send(updates.agent_text(f"[journeyman] {note}\n\n"))
         session.notes.clear()
-        session.sent_text = []
+        session.begin_prompt()
         agent = session.agent
         assert agent is not None
         if session.started:

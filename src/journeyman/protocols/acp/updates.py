@@ -6,7 +6,7 @@ build."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from journeyman.core.messages import Message, Role, ToolCall, ToolResult
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.core.text import clip, clip_noted
 from journeyman.core.tool_kind import ToolKind
-from journeyman.loop.verdict import refused_summary
+from journeyman.loop.verdict import BEFORE_CALL_ID, CHECK_CALL_PREFIX, refused_summary
 from journeyman.policy.call_description import describe_arguments
 from journeyman.session.store import FileChange
 from journeyman.tools.context import ToolContext
@@ -212,19 +212,32 @@ def change_diffs(
     return [diff(root, change.path, change.before, change.after or "") for change in changes]
 
 
+def is_check(call_id: str, model_call_ids: Set[str]) -> bool:
+    """Whether a call is the harness's own run of the check: its id, and not one the model
+    gave a call of its own (a model cannot pose as the check)."""
+    return call_id.startswith(CHECK_CALL_PREFIX) and call_id not in model_call_ids
+
+
 def result_content(
-    root: Path, result: ToolResult, changes: Sequence[FileChange]
+    root: Path, result: ToolResult, changes: Sequence[FileChange], *, check: bool = False
 ) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent]:
-    """What a finished call shows: the diffs of the files it changed, else its output."""
-    if changes and not result.is_error:
+    """What a finished call shows: the diffs of the files it changed, else its output (always
+    its output for the check: its tests' report is what the card is for)."""
+    if changes and not result.is_error and not check:
         return [*change_diffs(root, changes)]
     if not result.content:
         return []
     return [_text(clip_noted(result.content, RESULT_CHARS_SHOWN, "{cut:,} more characters"))]
 
 
-def result_status(result: ToolResult) -> schema.ToolCallStatus:
-    return "failed" if result.is_error else "completed"
+def result_status(result: ToolResult, *, check: bool = False) -> schema.ToolCallStatus:
+    """failed for an error, and for a check after the first turn that did not exit 0 (the
+    check's failure before the first turn is the task, not an error)."""
+    if result.is_error:
+        return "failed"
+    if check and result.call_id != BEFORE_CALL_ID and result.metadata.get("exit_code") != 0:
+        return "failed"
+    return "completed"
 
 
 def plan_entries(phase: str) -> list[schema.PlanEntry]:
