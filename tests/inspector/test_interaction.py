@@ -84,3 +84,23 @@ def test_the_timeline_filters_by_errors_changes_and_text(fixed: Built, browser: 
     assert shown.inner_text() == "1 of 6 steps shown"
     assert page.locator("#step-5").is_visible()
     assert page.errors == []
+
+
+def test_expand_all_opens_every_step_and_every_tool_call_in_it(fixed: Built, browser: Any) -> None:
+    page = open_page(browser, fixed)
+    calls = page.locator("details.step details.call")
+    assert calls.count() >= 6  # the fixed session's tool calls, the check's runs among them
+    page.click("#collapse")
+    assert page.locator("details.step[open]").count() == 0
+    assert page.locator("details.step details.call[open]").count() == 0
+    page.click("#expand")
+    assert page.locator("details.step:not([open])").count() == 0
+    assert page.locator("details.step details.call:not([open])").count() == 0
+    assert page.locator("#step-2 details.call[open]").first.is_visible()
+    page.check("#filter-errors")  # one step shown: expanding opens only what is shown
+    page.click("#collapse")
+    page.click("#expand")
+    assert page.locator("details.step[open]").count() == 1
+    assert page.locator("#step-3 details.call:not([open])").count() == 0
+    assert page.locator("#step-1 details.call[open]").count() == 0
+    assert page.errors == []

@@ -220,10 +220,15 @@ function filter(){
 }
 [search,onlyErr,onlyChanged,onlyNotes].forEach(function(el){
   el.addEventListener('input',filter);});
-document.getElementById('expand').addEventListener('click',function(){
-  steps.forEach(function(s){if(!s.hidden)s.open=true;});});
-document.getElementById('collapse').addEventListener('click',function(){
-  steps.forEach(function(s){s.open=false;});});
+var timeline=document.getElementById('timeline');
+function openAll(open){
+  timeline.querySelectorAll('details').forEach(function(d){
+    var step=d.closest('details.step');
+    if(!open||!step||!step.hidden)d.open=open;
+  });
+}
+document.getElementById('expand').addEventListener('click',function(){openAll(true);});
+document.getElementById('collapse').addEventListener('click',function(){openAll(false);});
 function fromHash(){
   var el=location.hash&&document.getElementById(location.hash.slice(1));
   if(el&&el.tagName==='DETAILS'){el.hidden=false;el.open=true;el.scrollIntoView();}
