@@ -45,6 +45,14 @@ def test_costs_come_from_the_price_database_and_unknown_is_none() -> None:
     assert add_costs(0.0, 0.5, first=True) == 0.5
 
 
+def test_the_embedded_model_costs_nothing_and_a_local_server_is_unpriced() -> None:
+    assert model_pricer(None, "local", "smollm2-135m")(Usage(5_000, 700)) == 0.0
+    # an OpenAI-compatible server on this machine may still be a proxy that bills
+    assert model_pricer(None, "openai", "qwen2.5-coder:7b")(Usage(10, 10)) is None
+    # a price the user gives wins, also for the embedded model
+    assert model_pricer((1.0, 1.0), "local", "x")(Usage(1_000_000, 0)) == pytest.approx(1.0)
+
+
 def test_a_given_price_overrides_the_database_for_any_model() -> None:
     # cached tokens are input tokens at the given price
     price = model_pricer((2.0, 10.0), "anthropic", "claude-sonnet-4-5")

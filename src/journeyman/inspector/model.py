@@ -9,6 +9,7 @@ text, and a report is a file that gets attached to bug reports.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from journeyman.core.result import RunResult
 from journeyman.core.stored import MISSING_TIMESTAMP
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.verdict import BEFORE_CALL_ID, CHECK_CALL_PREFIX
+from journeyman.providers.pricing import LOCAL_PROVIDERS
 from journeyman.session.store import FileChange, SessionRecord, SessionStore, SessionSummary
 from journeyman.swarm.tree import SessionNode, session_tree
 
@@ -122,7 +124,10 @@ class Totals:
     tool_calls: int
     failed_calls: int
     compactions: int
+    local: bool
+    """Every model call was the embedded model's, on this machine: the cost is $0, known."""
     runs: int
+    """Runs of the session: its first and each resume or continuation (ended or not)."""
 
 
 @dataclass
@@ -170,8 +175,9 @@ def load_report(store: SessionStore, session_id: str, redactor: Redactor | None 
         redact(summary.final_text),
         redact(summary.error) if summary.error else None,
     )
-    steps, finished = _steps(store, session_id, redact)
-    usage_rows = store.usage_rows(session_id)
+    steps, runs = _steps(store, session_id, redact)
+    finished = [run.result for run in runs if run.result is not None]
+    usage_rows = [_local_priced(row) for row in store.usage_rows(session_id)]
     _attribute_usage(steps, usage_rows)
     changes = [_redacted_change(c, redact) for c in store.file_changes(session_id)]
     by_number = {s.number: s for s in steps}
@@ -192,7 +198,7 @@ def load_report(store: SessionStore, session_id: str, redactor: Redactor | None 
         steps=steps,
         changes=changes,
         tree=tree,
-        totals=_totals(steps, usage_rows, finished, store, session_id),
+        totals=_totals(steps, usage_rows, runs, store, session_id),
         models=sorted({f"{r.provider}:{r.model}" for r in usage_rows}),
         conversation=[m for m in conversation if m.role is not Role.SYSTEM],
     )
@@ -203,8 +209,8 @@ def load_report(store: SessionStore, session_id: str, redactor: Redactor | None 
 
 def _steps(
     store: SessionStore, session_id: str, redact: Redactor
-) -> tuple[list[StepView], list[RunResult]]:
-    """The session's steps, and the results of its runs (one per run that ended)."""
+) -> tuple[list[StepView], list[RunSpan]]:
+    """The session's steps, and its runs (the first, then each resume or continuation)."""
     steps: dict[int, StepView] = {}
     previous_stored: float | None = None
     previous_phase: str | None = None
@@ -240,11 +246,13 @@ def _steps(
         handler = _HANDLERS.get(type(event))
         if handler is not None:
             handler(step, event, timeline)
+        if timeline.runs and event.timestamp != MISSING_TIMESTAMP:
+            timeline.runs[-1].last_event_at = event.timestamp
     for number, started in first_event_at.items():
         step = steps[number]
         if step.stored_at is not None and step.stored_at >= started:
             step.duration_s = step.stored_at - started  # a resumed run's first step: no idle gap
-    return [steps[n] for n in sorted(steps)], timeline.finished
+    return [steps[n] for n in sorted(steps)], timeline.runs
 
 
 SKIPPED_TITLE = "a stored event this version cannot read was skipped"
@@ -260,6 +268,27 @@ class _Timeline:
     """The budget level in force."""
     finished: list[RunResult] = field(default_factory=list)
     """The result of each run that ended."""
+    runs: list[RunSpan] = field(default_factory=list)
+    """Each run of the session (the first, every resume or continuation), in order."""
+
+
+@dataclass
+class RunSpan:
+    """One run of a session, from its run_started event to its run_finished (if any)."""
+
+    started_at: float | None = None
+    last_event_at: float | None = None
+    result: RunResult | None = None
+    """None when the run did not end (the process was killed, or it is still running)."""
+
+    @property
+    def duration_s(self) -> float | None:
+        """The run's own figure when it ended, else the span of its stored events."""
+        if self.result is not None:
+            return self.result.duration_s
+        if self.started_at is None or self.last_event_at is None:
+            return None
+        return max(0.0, self.last_event_at - self.started_at)
 
 
 def _model_response(step: StepView, event: ev.ModelResponseReceived, _: _Timeline) -> None:
@@ -379,7 +408,10 @@ def _state_change(step: StepView, event: ev.StateChanged, _: _Timeline) -> None:
         step.notes.append(Note("state", f"agent {event.from_state} → {event.to_state}"))
 
 
-def _run_started(step: StepView, event: ev.RunStarted, _: _Timeline) -> None:
+def _run_started(step: StepView, event: ev.RunStarted, timeline: _Timeline) -> None:
+    if timeline.runs and timeline.runs[-1].result is None:
+        step.notes.append(Note("run", "the run before did not finish (its process stopped)"))
+    timeline.runs.append(RunSpan(started_at=_known_time(event.timestamp)))
     if event.resumed_at_step:
         step.notes.append(Note("run", f"run resumed after step {event.resumed_at_step}"))
 
@@ -387,6 +419,9 @@ def _run_started(step: StepView, event: ev.RunStarted, _: _Timeline) -> None:
 def _run_finished(step: StepView, event: ev.RunFinished, timeline: _Timeline) -> None:
     result = event.result
     timeline.finished.append(result)
+    if not timeline.runs or timeline.runs[-1].result is not None:
+        timeline.runs.append(RunSpan())  # its start was not stored (or could not be read)
+    timeline.runs[-1].result = result
     reason = result.finish_reason.value
     step.notes.append(Note("run", f"run finished: {reason}", result.error or ""))
 
@@ -471,7 +506,7 @@ def _phase_decisions(checkpoint: Mapping[str, Any], step: int, redact: Redactor)
 def _totals(
     steps: list[StepView],
     rows: list[UsageRow],
-    finished: list[RunResult],
+    runs: list[RunSpan],
     store: SessionStore,
     session_id: str,
 ) -> Totals:
@@ -480,7 +515,10 @@ def _totals(
         usage = usage + row.usage
     costs = [row.cost_usd for row in rows]
     cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
-    duration = sum(r.duration_s for r in finished) if finished else _stored_span(steps)
+    finished = [run.result for run in runs if run.result is not None]
+    durations = [run.duration_s for run in runs]
+    known = [d for d in durations if d is not None]
+    duration = sum(known) if known else _stored_span(steps)
     _, checkpoint = store.checkpoint(session_id)
     iterations = _get(checkpoint, "counters", "iterations")
     if not isinstance(iterations, int):
@@ -495,8 +533,21 @@ def _totals(
         tool_calls=len(calls),
         failed_calls=sum(1 for c in calls if c.failed),
         compactions=sum(1 for s in steps for n in s.notes if n.kind == "compaction"),
-        runs=len(finished),
+        local=bool(rows) and all(row.provider in LOCAL_PROVIDERS for row in rows),
+        runs=len(runs),
     )
+
+
+def _local_priced(row: UsageRow) -> UsageRow:
+    """A call of the embedded model costs $0, also in a session stored before it was priced
+    so (its rows say None there)."""
+    if row.cost_usd is None and row.provider in LOCAL_PROVIDERS:
+        return dataclasses.replace(row, cost_usd=0.0)
+    return row
+
+
+def _known_time(timestamp: float) -> float | None:
+    return None if timestamp == MISSING_TIMESTAMP else timestamp
 
 
 def _stored_span(steps: list[StepView]) -> float | None:

@@ -141,7 +141,7 @@ def _stats(report: Report) -> list[tuple[str, str, str]]:
     undone = len(report.changes) - pending
     files = len({c.path for c in report.changes})
     stats = [
-        ("cost", _usd(totals.cost_usd), f"{totals.model_calls:,} model calls"),
+        ("cost", _usd(totals.cost_usd, local=totals.local), f"{totals.model_calls:,} model calls"),
         (
             "tokens",
             _compact(usage.total_tokens),
@@ -300,7 +300,7 @@ def _charts(report: Report) -> str:
         '<section class="panel" id="charts"><h2>Per-step usage <span class="count">'
         "(hover for figures, click a bar to open its step)</span></h2>"
         + _token_blocks(steps, markers, marker_legend)
-        + _cost_block(steps, markers, marker_legend)
+        + _cost_block(steps, markers, marker_legend, local=report.totals.local)
         + (_phase_block(steps) if report.phased else "")
         + "</section>"
     )
@@ -343,8 +343,16 @@ def _token_blocks(steps: Sequence[StepView], markers: list[int], marker_legend: 
     )
 
 
-def _cost_block(steps: Sequence[StepView], markers: list[int], marker_legend: str) -> str:
-    """The chart of cost per step and cumulative cost; a note when a price is unknown."""
+def _cost_block(
+    steps: Sequence[StepView], markers: list[int], marker_legend: str, *, local: bool
+) -> str:
+    """The chart of cost per step and cumulative cost; a note when a price is unknown, or when
+    every call was the embedded model's (free)."""
+    if local:
+        return (
+            '<div class="chart-block"><h3>Cost</h3><p class="empty">$0 (local): every model '
+            "call ran on this machine, on the embedded model.</p></div>"
+        )
     costs = [s.cost_usd for s in steps]
     if not all(c is not None for c in costs):
         return (
@@ -427,7 +435,8 @@ def script_safe_json(data: Any) -> str:
 def _timeline(report: Report) -> str:
     changes = {c.id: c for c in report.changes}
     open_all = len(report.steps) <= OPEN_STEPS_UP_TO
-    body = "".join(_step(step, changes, open_all) for step in report.steps)
+    local = report.totals.local
+    body = "".join(_step(step, changes, open_all, local) for step in report.steps)
     if report.conversation:
         body = _conversation(report.conversation)
     elif not body:
@@ -447,7 +456,7 @@ def _timeline(report: Report) -> str:
     )
 
 
-def _step(step: StepView, changes: dict[int, FileChange], open_all: bool) -> str:
+def _step(step: StepView, changes: dict[int, FileChange], open_all: bool, local: bool) -> str:
     classes = ["step"]
     if step.has_error:
         classes.append("err")
@@ -482,7 +491,7 @@ def _step(step: StepView, changes: dict[int, FileChange], open_all: bool) -> str
             + (f" + {_compact(u.cache_read_tokens)} cached" if u.cache_read_tokens else "")
             + f" · {_compact(u.output_tokens)} out"
         )
-        meta.append(_usd(step.cost_usd))
+        meta.append(_usd(step.cost_usd, local=local))
     body = [_note(n) for n in step.notes]
     run_here = {c.call_id for c in step.calls}
     for turn in step.turns:
@@ -760,9 +769,12 @@ def _badge(reason: str) -> str:
 # --- numbers --------------------------------------------------------------------------------
 
 
-def _usd(value: float | None) -> str:
+def _usd(value: float | None, *, local: bool = False) -> str:
+    """Dollars; "unknown" for an unpriced model, "$0 (local)" for the embedded model's."""
     if value is None:
         return "unknown"
+    if local and value == 0:
+        return "$0 (local)"
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 

@@ -2,7 +2,9 @@
 
 `model_pricer` prices a call's usage for a provider and model: at the user's `price_per_mtok`
 when given, else from the `genai-prices` database; a model it does not know costs None, never
-0. Every cost — a call's, a budget's fitting before a call, a pool's floor — comes from it.
+0 — except the embedded model (`LOCAL_PROVIDERS`), which runs inside journeyman and costs
+nothing. Every cost — a call's, a budget's fitting before a call, a pool's floor — comes from
+it.
 
 `estimate_tokens` (four characters a token) sizes prompts before a provider reports real counts
 (the context pack, compaction, the budget baseline, the workspace index).
@@ -18,6 +20,11 @@ from journeyman.core.messages import Usage
 
 _PROVIDER_IDS = {"anthropic": "anthropic", "openai": "openai"}
 
+LOCAL_PROVIDERS = frozenset({"local"})
+"""Providers whose model runs on this machine, inside journeyman: their calls cost $0. (An
+OpenAI-compatible server may run anywhere and may bill: its price is unknown unless
+`price_per_mtok` gives one.)"""
+
 Pricer = Callable[[Usage], float | None]
 """US dollars of a call's usage; None when the model's price is not known."""
 
@@ -26,6 +33,8 @@ def model_pricer(price_per_mtok: tuple[float, float] | None, provider: str, mode
     """What calls of `provider`'s `model` cost: `price_per_mtok` (US dollars per million input,
     output tokens; cached tokens count as input) when given, else the price database."""
     if price_per_mtok is None:
+        if provider in LOCAL_PROVIDERS:
+            return lambda usage: 0.0
         return lambda usage: _database_price(provider, model, usage)
     per_input, per_output = price_per_mtok
     return lambda usage: (
