@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from journeyman.core.events import Event
+from journeyman.core.result import FinishReason
 from journeyman.inspector import load_report, render_html
 from journeyman.session.store import SessionStore
 from tests.fakes.agents import call, finish, make_agent, turn
@@ -109,3 +111,31 @@ def test_an_unpriced_remote_model_stays_unknown(tmp_path: Path) -> None:
     html = _page(tmp_path / "sessions", result.session_id)
     assert '<div class="v">unknown</div>' in html and "(local)" not in html
     assert "Unknown: at least one model call had no price" in html
+
+
+def test_a_cancelled_turn_then_a_follow_up_are_two_runs_and_no_error(tmp_path: Path) -> None:
+    script = [turn(call("list_files", "l1", path=".")), finish("looked"), finish("again")]
+    agent, _ = make_agent(tmp_path, script)
+
+    def cancel_after_the_call(event: Event) -> None:
+        if event.type == "tool_result":
+            agent.cancel()
+
+    async def session() -> str:
+        agent.on_event = cancel_after_the_call
+        first = await agent.run("look around")
+        assert first.finish_reason is FinishReason.CANCELLED
+        agent.on_event = None
+        await agent.send(first.session_id, "go on")
+        return first.session_id
+
+    session_id = asyncio.run(session())
+    store = SessionStore(tmp_path / "sessions")
+    try:
+        report = load_report(store, session_id)
+    finally:
+        store.close()
+    notes = [n.title for s in report.steps for n in s.notes]
+    assert report.totals.runs == 2
+    assert "run finished: cancelled" in notes and "run finished: completed" in notes
+    assert not any("error" in title for title in notes), notes  # a cancel is not an error

@@ -18,7 +18,7 @@ from journeyman.core import events as ev
 from journeyman.core.events import StoredEvent, UnreadableEvent
 from journeyman.core.messages import Message, Role, Usage
 from journeyman.core.redact import Redactor
-from journeyman.core.result import RunResult
+from journeyman.core.result import FinishReason, RunResult
 from journeyman.core.stored import MISSING_TIMESTAMP
 from journeyman.economics.usage_log import UsageRow
 from journeyman.loop.verdict import BEFORE_CALL_ID, CHECK_CALL_PREFIX
@@ -403,6 +403,9 @@ def _error(step: StepView, event: ev.ErrorOccurred, _: _Timeline) -> None:
     step.notes.append(Note("error", f"error ({event.category})", event.message))
 
 
+CANCEL_STATE_NOTE = "agent running → error"
+
+
 def _state_change(step: StepView, event: ev.StateChanged, _: _Timeline) -> None:
     if event.to_state not in ROUTINE_STATES:
         step.notes.append(Note("state", f"agent {event.from_state} → {event.to_state}"))
@@ -418,6 +421,9 @@ def _run_started(step: StepView, event: ev.RunStarted, timeline: _Timeline) -> N
 
 def _run_finished(step: StepView, event: ev.RunFinished, timeline: _Timeline) -> None:
     result = event.result
+    if result.finish_reason is FinishReason.CANCELLED:
+        # the lifecycle ends a cancelled run in its error state: not an error to the reader
+        step.notes[:] = [n for n in step.notes if n.title != CANCEL_STATE_NOTE]
     timeline.finished.append(result)
     if not timeline.runs or timeline.runs[-1].result is not None:
         timeline.runs.append(RunSpan())  # its start was not stored (or could not be read)
