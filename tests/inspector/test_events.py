@@ -258,3 +258,32 @@ def test_unreadable_events_are_skipped_with_a_note(tmp_path: Path) -> None:
     assert report.outcome is None and report.totals.runs == 0
     page = render_html(report)
     assert "a stored event this version cannot read was skipped" in page
+
+
+def test_a_model_call_named_like_the_check_is_not_labelled_as_the_check(tmp_path: Path) -> None:
+    posing = ToolCall("verify-1", "run_command", {"command": "echo all tests passed"})
+    events = [
+        event_to_dict(ev.RunStarted("s", "t", "p", "m", "/ws")),
+        event_to_dict(ev.ModelResponseReceived(1, "", (posing,), Usage(1, 1), None, None, 0.1)),
+        event_to_dict(ev.ToolCallStarted(1, posing)),
+        event_to_dict(ev.ToolResultReceived(1, ToolResult("verify-1", "run_command", "ok"), 0.0)),
+        *tool_events("verify-2", "run_command", metadata={"exit_code": 0}),  # the harness's
+        # a later run: the harness may reuse an id the model gave in the run before
+        event_to_dict(ev.RunStarted("s", "t", "p", "m", "/ws", resumed_at_step=1)),
+        *tool_events("verify-1", "run_command", metadata={"exit_code": 0}),
+    ]
+    store = SessionStore(tmp_path / "sessions")
+    sid = new_session(store)
+    store.record_step(sid, StepRecord(1, [], events, {}, []))
+    try:
+        report = load_report(store, sid)
+    finally:
+        store.close()
+    calls = report.steps[0].calls
+    assert [(c.call_id, c.by_harness) for c in calls] == [
+        ("verify-1", False),
+        ("verify-2", True),
+        ("verify-1", True),
+    ]
+    page = render_html(report)
+    assert page.count("check run by journeyman") == 2

@@ -62,19 +62,22 @@ class CallView:
     """The subagent session a spawn call started."""
     child_outcome: str = ""
     """How that subagent ended, as its spawn call reported it."""
+    asked_by_model: bool = False
+    """The model asked for a call of this id in this run (so it is not the harness's check,
+    whatever its id looks like)."""
 
     @property
     def failed(self) -> bool:
         """The call failed, or the command it ran exited non-zero (the check's run before the
         first turn excepted: its failing tests are the task, not an error)."""
-        if self.call_id == BEFORE_CALL_ID:
+        if self.by_harness and self.call_id == BEFORE_CALL_ID:
             return False
         return self.is_error or bool(self.exit_code)
 
     @property
     def by_harness(self) -> bool:
         """The harness's own run of the check command, not a call the model made."""
-        return self.call_id.startswith(CHECK_CALL_PREFIX)
+        return self.call_id.startswith(CHECK_CALL_PREFIX) and not self.asked_by_model
 
 
 @dataclass
@@ -270,6 +273,8 @@ class _Timeline:
     """The result of each run that ended."""
     runs: list[RunSpan] = field(default_factory=list)
     """Each run of the session (the first, every resume or continuation), in order."""
+    model_call_ids: set[str] = field(default_factory=set)
+    """Ids of the calls the model asked for in the current run."""
 
 
 @dataclass
@@ -291,7 +296,8 @@ class RunSpan:
         return max(0.0, self.last_event_at - self.started_at)
 
 
-def _model_response(step: StepView, event: ev.ModelResponseReceived, _: _Timeline) -> None:
+def _model_response(step: StepView, event: ev.ModelResponseReceived, timeline: _Timeline) -> None:
+    timeline.model_call_ids.update(call.id for call in event.tool_calls)
     step.turns.append(
         TurnView(
             text=event.text,
@@ -305,6 +311,7 @@ def _model_response(step: StepView, event: ev.ModelResponseReceived, _: _Timelin
 def _tool_call(step: StepView, event: ev.ToolCallStarted, timeline: _Timeline) -> None:
     call = event.call
     view = CallView(call_id=call.id, name=call.name, arguments=dict(call.arguments))
+    view.asked_by_model = call.id in timeline.model_call_ids
     timeline.calls[view.call_id] = view
     step.calls.append(view)
 
@@ -415,6 +422,7 @@ def _run_started(step: StepView, event: ev.RunStarted, timeline: _Timeline) -> N
     if timeline.runs and timeline.runs[-1].result is None:
         step.notes.append(Note("run", "the run before did not finish (its process stopped)"))
     timeline.runs.append(RunSpan(started_at=_known_time(event.timestamp)))
+    timeline.model_call_ids.clear()
     if event.resumed_at_step:
         step.notes.append(Note("run", f"run resumed after step {event.resumed_at_step}"))
 
