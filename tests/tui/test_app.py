@@ -23,6 +23,7 @@ from journeyman.loop.recorder import INTERRUPTED_NOTE
 from journeyman.loop.run_options import RunOptions
 from journeyman.policy.permissions import PermissionMode, PermissionsConfig
 from journeyman.providers.factory import create_provider
+from journeyman.tools.builtin import default_tools
 from journeyman.tools.sandbox import SandboxKind
 from journeyman.tui.app import ChatApp, shown_path
 from journeyman.tui.conversation import AgentHooks
@@ -819,12 +820,14 @@ async def test_the_checks_card_is_labelled_as_the_check_and_a_model_call_cannot_
         verify=True,
         verify_command=CALC_TEST_COMMAND,
         sandbox=SandboxKind.LOCAL,
-        tools=Probe().tools(),
+        tools=[*default_tools(), *(t for t in Probe().tools() if t.name != "finish")],
     )
     async with app.run_test(size=(120, 30)) as pilot:
         await submit(pilot, "fix add")
         await finish_turn(pilot)
         titles = [str(card.title) for card in app.query(ToolCard)]
     checks = [title for title in titles if "check by journeyman" in title]
-    assert checks, titles  # the check ran after the edit and its card says so
+    assert len(checks) == 2, titles  # before the first turn, then after the edit
+    assert "check by journeyman, before the first turn" in checks[0]  # its failure: the task
+    assert "before the first turn" not in checks[1]
     assert any(title.startswith("✓ ok echo posing as the check") for title in titles), titles

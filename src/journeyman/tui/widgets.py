@@ -16,6 +16,7 @@ from textual.widgets import Collapsible, Static
 from journeyman.core.display import printable
 from journeyman.core.messages import ToolCall, ToolResult
 from journeyman.core.text import clip
+from journeyman.loop.check_runner import BEFORE_CALL_ID
 from journeyman.policy.call_description import describe_call
 
 RESULT_CHARS_SHOWN = 20_000
@@ -241,6 +242,8 @@ class AssistantText(Widget):
 
 CHECK_LABEL = "check by journeyman"
 """A card's name for the harness's run of the check (the model did not ask for it)."""
+BEFORE_LABEL = "check by journeyman, before the first turn"
+"""The check's run before the model starts: its failing tests are the task."""
 STATUS_MARK = {"running": "…", "ok": "✓", "error": "✗", "cancelled": "■"}
 
 
@@ -272,7 +275,9 @@ class ToolCard(Collapsible):
     def _heading(self) -> str:
         """The title (markup, as a collapsible's title is parsed): all of it literal."""
         took = "" if self.duration_s is None else f" {self.duration_s:.2f}s"
-        name = CHECK_LABEL if self.is_check else printable(self.call.name)
+        name = printable(self.call.name)
+        if self.is_check:
+            name = BEFORE_LABEL if self.call.id == BEFORE_CALL_ID else CHECK_LABEL
         mark = STATUS_MARK.get(self.status, "✗")
         return literal(f"{mark} {self.status} {name} {key_argument(self.call)}{took}")
 
