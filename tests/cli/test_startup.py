@@ -3,10 +3,12 @@ and a command line loads only the module of the command it names."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -23,7 +25,7 @@ RUN_SETTINGS = (
     "journeyman.policy.permissions",
     "journeyman.economics.budget",
 )
-COMMAND_MODULES = {path.partition(":")[0] for path in COMMANDS.values()}
+COMMAND_MODULES = {entry.target.partition(":")[0] for entry in COMMANDS.values()}
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -84,6 +86,39 @@ def test_run_help_loads_the_run_command_but_not_its_settings_or_the_others(
     assert not loaded & (COMMAND_MODULES - run_modules)
     assert not loaded & set(HEAVY)
     assert not loaded & set(RUN_SETTINGS)
+
+
+def test_help_lists_the_commands_without_loading_any(tmp_path: Path) -> None:
+    loaded, output = _loaded_by_command_line(tmp_path, "--help")
+    assert all(f" {name} " in output for name in COMMANDS)
+    assert "journeyman.cli.lazy" in loaded
+    assert not loaded & (set(HEAVY) | set(RUN_SETTINGS) | COMMAND_MODULES)
+    assert not any(name.startswith(("openai", "anthropic", "genai_prices")) for name in loaded)
+
+
+def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    context = typer.Context(group, info_name="journeyman")
+    for name, entry in COMMANDS.items():
+        command = group.get_command(context, name)
+        assert command is not None and command.help, name
+        assert entry.summary == inspect.cleandoc(command.help).split("\n\n")[0], name
+
+
+def test_help_from_the_summaries_is_the_help_from_the_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    context = typer.Context(group, info_name="journeyman")
+    group.get_help(context)  # typer's rich help prints rather than returns
+    from_summaries = capsys.readouterr().out
+    for name in COMMANDS:
+        group.get_command(context, name)  # built now: the listing reads the commands themselves
+    group.get_help(context)
+    assert capsys.readouterr().out == from_summaries
+    assert "Run the agent on TASK until it finishes" in from_summaries
 
 
 def test_a_bad_choice_still_exits_2_naming_the_choices() -> None:
