@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -233,12 +234,15 @@ def measures() -> dict[str, Measure]:
         "journeyman run --help": [journeyman, "run", "--help"],
     }
     table: dict[str, Measure] = {
-        name: (lambda src, repeat, argv=argv: _wall_ms(argv, repeat, _env(src)))
-        for name, argv in lines.items()
+        name: functools.partial(_command_line_ms, argv) for name, argv in lines.items()
     }
-    table[FIRST_CALL] = lambda src, repeat: first_call_ms(src, repeat, empty_cache=False)
-    table[FIRST_CALL_EMPTY] = lambda src, repeat: first_call_ms(src, repeat, empty_cache=True)
+    table[FIRST_CALL] = functools.partial(first_call_ms, empty_cache=False)
+    table[FIRST_CALL_EMPTY] = functools.partial(first_call_ms, empty_cache=True)
     return table
+
+
+def _command_line_ms(argv: list[str], src: Path, repeat: int) -> dict[str, float]:
+    return _wall_ms(argv, repeat, _env(src))
 
 
 def compare(
