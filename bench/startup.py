@@ -6,9 +6,11 @@ What runs
     ``PYTHONPATH``), output discarded; the median and the minimum wall time, and the median CPU
     time (user + system) of the process, are printed next to ``python -c pass`` (the
     interpreter alone). On a shared machine the minimum and the CPU time are the steadier
-    figures. With ``--importtime`` the modules that ``import journeyman.cli.app`` spends most
-    time in are listed too (``python -X importtime``, cumulative microseconds), with the number
-    of modules it loads.
+    figures. Each tree's modules are compiled to bytecode first (``compileall``), as an
+    installed package's are, and ``PYTHONDONTWRITEBYTECODE`` is not passed on. With
+    ``--importtime`` the modules that ``import journeyman.cli.app`` spends most time in are
+    listed too (``python -X importtime``, cumulative microseconds), with the number of modules
+    it loads.
 
 ``run → first call``: the real ``journeyman run --yes "say hi" --model gpt-4o-mini
 --no-verify`` in a one-commit git repository, its OpenAI-compatible provider pointed at a fake
@@ -147,6 +149,7 @@ def _first_call_env(server: FakeOpenAIServer, folders: Path, src: Path) -> dict[
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("OPENAI_", "ANTHROPIC_", "JOURNEYMAN_"))
+        and key != "PYTHONDONTWRITEBYTECODE"
     }
     env.update(
         PYTHONPATH=str(src),
@@ -218,7 +221,14 @@ def import_profile(top: int) -> dict[str, Any]:
 
 
 def _env(src: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(src.resolve())}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(src.resolve())}
+
+
+def compile_tree(src: Path) -> None:
+    """Write the bytecode of every module of `src`, as installing a package does: without it
+    each start compiles journeyman's modules from source (hundreds of ms)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
 
 
 Measure = Callable[[Path, int], dict[str, float]]
@@ -318,11 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"--only: no figure named {sorted(unknown)}; there are {list(chosen)}")
         chosen = {name: take for name, take in chosen.items() if name in args.only}
+    if args.before and not (args.before / "journeyman" / "__init__.py").is_file():
+        parser.error(f"--before {args.before}: no journeyman package in that folder")
+    for src in (ROOT / "src", *([args.before] if args.before else [])):
+        compile_tree(src)
     if not args.json:
         print(f"load average before: {_load()}")
     if args.before:
-        if not (args.before / "journeyman" / "__init__.py").is_file():
-            parser.error(f"--before {args.before}: no journeyman package in that folder")
         compared = compare(args.before, args.rounds, args.repeat, chosen)
         if args.json:
             print(json.dumps(compared, indent=2))

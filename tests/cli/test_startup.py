@@ -14,6 +14,9 @@ from typer.testing import CliRunner
 
 from journeyman.cli.app import COMMANDS, app
 from journeyman.cli.lazy import lazy_group
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+from tests.support.cli import clean_env
 
 HEAVY = ("journeyman.loop.agent", "journeyman.providers.factory", "journeyman.integrations.lsp")
 RUN_SETTINGS = (
@@ -36,7 +39,9 @@ def _loaded_after(code: str) -> set[str]:
     return set(done.stdout.split())
 
 
-def _loaded_by_command_line(tmp_path: Path, *args: str) -> tuple[set[str], str]:
+def _loaded_by_command_line(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[set[str], str]:
     """The modules a `journeyman` process had loaded when it exited, and its output."""
     listing = tmp_path / "modules.txt"
     probe = (
@@ -46,7 +51,9 @@ def _loaded_by_command_line(tmp_path: Path, *args: str) -> tuple[set[str], str]:
         f"sys.argv = ['journeyman', *{list(args)!r}]\n"
         "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=90, env=env
+    )
     assert done.returncode == 0, done.stderr
     return set(listing.read_text().split()), done.stdout
 
@@ -119,6 +126,26 @@ def test_help_from_the_summaries_is_the_help_from_the_commands(
     group.get_help(context)
     assert capsys.readouterr().out == from_summaries
     assert "Run the agent on TASK until it finishes" in from_summaries
+
+
+def test_a_react_run_loads_only_its_mode_its_provider_and_kept_prices(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.default = reply("Done.")
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    env["JOURNEYMAN_CACHE_DIR"] = str(tmp_path / "cache")  # the prices kept by the first run
+    args = ["run", "--yes", "say hi", "--model", "gpt-4o-mini", "-w", str(tmp_path / "ws")]
+    args += ["--session-dir", str(tmp_path / "sessions"), "--no-verify"]
+    (tmp_path / "ws").mkdir()
+    first, _ = _loaded_by_command_line(tmp_path, *args, env=env)
+    assert "genai_prices.data" in first  # the price looked up once
+    loaded, output = _loaded_by_command_line(tmp_path, *args, env=env)
+    assert "Done." in output and len(fake_openai.requests) == 2
+    assert "journeyman.loop.modes.react" in loaded and "openai" in loaded
+    unused = ("journeyman.swarm", "journeyman.loop.modes.phased", "journeyman.loop.modes.plan_")
+    assert not {name for name in loaded if name.startswith(unused)}
+    assert not {name for name in loaded if name.startswith("anthropic")}
+    assert "genai_prices.data" not in loaded
 
 
 def test_a_bad_choice_still_exits_2_naming_the_choices() -> None:
