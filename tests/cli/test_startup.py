@@ -128,6 +128,7 @@ def test_help_from_the_summaries_is_the_help_from_the_commands(
     assert "Run the agent on TASK until it finishes" in from_summaries
 
 
+@pytest.mark.slow  # two runs through the command line: about 10 s on a loaded machine
 def test_a_react_run_loads_only_its_mode_its_provider_and_kept_prices(
     fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
