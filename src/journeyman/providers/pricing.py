@@ -68,7 +68,7 @@ def _database_pricer(provider: str, model: str) -> Pricer | None:
             price_cache.store(database, key, cached)
     if cached.rates is None:
         return None
-    return _rates_pricer(cached, provider_id, model)
+    return _rates_pricer(cached.rates, cached.until, provider_id, model)
 
 
 def _price_usage(usage: Usage) -> PriceUsage:
@@ -90,12 +90,13 @@ def _call_price(provider_id: str, model: str, usage: Usage) -> float:
     return float(calc_price(_price_usage(usage), model, provider_id=provider_id).total_price)
 
 
-def _rates_pricer(cached: price_cache.CachedPrice, provider_id: str, model: str) -> Pricer:
-    """Prices calls at `cached.rates` through `genai-prices` itself (it applies the tiers), or
-    from the whole database again once the rates' last day has passed."""
+def _rates_pricer(
+    kept: price_cache.Rates, until: date | None, provider_id: str, model: str
+) -> Pricer:
+    """Prices calls at the `kept` rates through `genai-prices` itself (it applies the tiers),
+    or from the whole database again from the day `until` on."""
     from genai_prices.types import ModelPrice, Tier, TieredPrices
 
-    assert cached.rates is not None
     rates = ModelPrice(
         **{
             name: (
@@ -103,12 +104,12 @@ def _rates_pricer(cached: price_cache.CachedPrice, provider_id: str, model: str)
                 if isinstance(value, price_cache.Tiered)
                 else value
             )
-            for name, value in cached.rates.items()
+            for name, value in kept.items()
         }
     )
 
     def price(usage: Usage) -> float:
-        if cached.until is not None and datetime.now(UTC).date() >= cached.until:
+        if until is not None and datetime.now(UTC).date() >= until:
             return _call_price(provider_id, model, usage)
         return float(rates.calc_price(_price_usage(usage))["total_price"])
 
