@@ -3,15 +3,20 @@ and a command line loads only the module of the command it names."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
 from journeyman.cli.app import COMMANDS, app
 from journeyman.cli.lazy import lazy_group
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.script import reply
+from tests.support.cli import clean_env
 
 HEAVY = ("journeyman.loop.agent", "journeyman.providers.factory", "journeyman.integrations.lsp")
 RUN_SETTINGS = (
@@ -23,7 +28,7 @@ RUN_SETTINGS = (
     "journeyman.policy.permissions",
     "journeyman.economics.budget",
 )
-COMMAND_MODULES = {path.partition(":")[0] for path in COMMANDS.values()}
+COMMAND_MODULES = {entry.target.partition(":")[0] for entry in COMMANDS.values()}
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -34,7 +39,9 @@ def _loaded_after(code: str) -> set[str]:
     return set(done.stdout.split())
 
 
-def _loaded_by_command_line(tmp_path: Path, *args: str) -> tuple[set[str], str]:
+def _loaded_by_command_line(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[set[str], str]:
     """The modules a `journeyman` process had loaded when it exited, and its output."""
     listing = tmp_path / "modules.txt"
     probe = (
@@ -44,7 +51,9 @@ def _loaded_by_command_line(tmp_path: Path, *args: str) -> tuple[set[str], str]:
         f"sys.argv = ['journeyman', *{list(args)!r}]\n"
         "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=90, env=env
+    )
     assert done.returncode == 0, done.stderr
     return set(listing.read_text().split()), done.stdout
 
@@ -84,6 +93,60 @@ def test_run_help_loads_the_run_command_but_not_its_settings_or_the_others(
     assert not loaded & (COMMAND_MODULES - run_modules)
     assert not loaded & set(HEAVY)
     assert not loaded & set(RUN_SETTINGS)
+
+
+def test_help_lists_the_commands_without_loading_any(tmp_path: Path) -> None:
+    loaded, output = _loaded_by_command_line(tmp_path, "--help")
+    assert all(f" {name} " in output for name in COMMANDS)
+    assert "journeyman.cli.lazy" in loaded
+    assert not loaded & (set(HEAVY) | set(RUN_SETTINGS) | COMMAND_MODULES)
+    assert not any(name.startswith(("openai", "anthropic", "genai_prices")) for name in loaded)
+
+
+def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    context = typer.Context(group, info_name="journeyman")
+    for name, entry in COMMANDS.items():
+        command = group.get_command(context, name)
+        assert command is not None and command.help, name
+        assert entry.summary == inspect.cleandoc(command.help).split("\n\n")[0], name
+
+
+def test_help_from_the_summaries_is_the_help_from_the_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    context = typer.Context(group, info_name="journeyman")
+    group.get_help(context)  # typer's rich help prints rather than returns
+    from_summaries = capsys.readouterr().out
+    for name in COMMANDS:
+        group.get_command(context, name)  # built now: the listing reads the commands themselves
+    group.get_help(context)
+    assert capsys.readouterr().out == from_summaries
+    assert "Run the agent on TASK until it finishes" in from_summaries
+
+
+@pytest.mark.slow  # two runs through the command line: about 10 s on a loaded machine
+def test_a_react_run_loads_only_its_mode_its_provider_and_kept_prices(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.default = reply("Done.")
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    env["JOURNEYMAN_CACHE_DIR"] = str(tmp_path / "cache")  # the prices kept by the first run
+    args = ["run", "--yes", "say hi", "--model", "gpt-4o-mini", "-w", str(tmp_path / "ws")]
+    args += ["--session-dir", str(tmp_path / "sessions"), "--no-verify"]
+    (tmp_path / "ws").mkdir()
+    first, _ = _loaded_by_command_line(tmp_path, *args, env=env)
+    assert "genai_prices.data" in first  # the price looked up once
+    loaded, output = _loaded_by_command_line(tmp_path, *args, env=env)
+    assert "Done." in output and len(fake_openai.requests) == 2
+    assert "journeyman.loop.modes.react" in loaded and "openai" in loaded
+    unused = ("journeyman.swarm", "journeyman.loop.modes.phased", "journeyman.loop.modes.plan_")
+    assert not {name for name in loaded if name.startswith(unused)}
+    assert not {name for name in loaded if name.startswith("anthropic")}
+    assert "genai_prices.data" not in loaded
 
 
 def test_a_bad_choice_still_exits_2_naming_the_choices() -> None:

@@ -19,33 +19,134 @@ from typing import Annotated
 import typer
 
 from journeyman.cli.exits import EXIT_CLOSED_STDOUT, EXIT_CONFIG, silence_stdout
-from journeyman.cli.lazy import lazy_group
+from journeyman.cli.lazy import LazyCommand, lazy_group
 
 COMMANDS = {
-    "lsp": "journeyman.cli.lsp_cmd:lsp_command",
-    "run": "journeyman.cli.run_cmd:run",
-    "resume": "journeyman.cli.run_cmd:resume",
-    "fork": "journeyman.cli.run_cmd:fork",
-    "chat": "journeyman.cli.chat_cmd:chat",
-    "swarm": "journeyman.cli.swarm_cmd:swarm",
-    "batch": "journeyman.cli.batch_cmd:batch",
-    "eval": "journeyman.cli.eval_cmd:eval_command",
-    "undo": "journeyman.cli.changes_cmd:undo",
-    "diff": "journeyman.cli.changes_cmd:diff",
-    "verify": "journeyman.cli.verify_cmd:verify",
-    "replay": "journeyman.cli.replay_cmd:replay",
-    "usage": "journeyman.cli.usage_cmd:usage",
-    "rules": "journeyman.cli.rules_cmd:rules",
-    "skills": "journeyman.cli.skills_cmd:skills",
-    "trust": "journeyman.cli.trust_cmd:trust",
-    "sessions": "journeyman.cli.sessions_cmd:sessions_app",
-    "mcp": "journeyman.cli.mcp_list_cmd:mcp_app",
-    "acp": "journeyman.cli.acp_cmd:acp_command",
-    "inspect": "journeyman.cli.inspect_cmd:inspect",
+    "lsp": LazyCommand(
+        "journeyman.cli.lsp_cmd:lsp_command",
+        "Show the language servers: configured, installed, detected, running, capabilities.",
+    ),
+    "run": LazyCommand(
+        "journeyman.cli.run_cmd:run",
+        "Run the agent on TASK until it finishes or a limit stops it.",
+    ),
+    "resume": LazyCommand(
+        "journeyman.cli.run_cmd:resume",
+        (
+            "Continue a session from its last completed step, with the model-visible history, "
+            "budget counters and settings it had. Flags given here override the remembered "
+            "settings; API keys come from the environment again."
+        ),
+    ),
+    "fork": LazyCommand(
+        "journeyman.cli.run_cmd:fork",
+        (
+            "Start a new session from the first K steps of SESSION, with the files as they were at "
+            "step K (in a fresh copy of the workspace unless --in-place), then continue."
+        ),
+    ),
+    "chat": LazyCommand(
+        "journeyman.cli.chat_cmd:chat",
+        (
+            "Talk to the agent in an interactive terminal app: send a task, follow up, approve "
+            "edits and commands, undo; /help lists the commands. Limits, the check and the sandbox "
+            "work as for `run`; a reopened session keeps its own unless given here."
+        ),
+    ),
+    "swarm": LazyCommand(
+        "journeyman.cli.swarm_cmd:swarm",
+        (
+            "Split GOAL into subtasks with one planning turn, work on them in parallel, and merge "
+            "the results."
+        ),
+    ),
+    "batch": LazyCommand(
+        "journeyman.cli.batch_cmd:batch",
+        (
+            "Run the agent on every task of TASKS, each in its own copy of its workspace, under "
+            "one global budget, with results and reports in --out."
+        ),
+    ),
+    "eval": LazyCommand(
+        "journeyman.cli.eval_cmd:eval_command",
+        (
+            "Run the agent on every task of SUITE as `journeyman batch` does, grade each task with "
+            "its hidden tests once the agent has stopped, and report the resolved rate."
+        ),
+    ),
+    "undo": LazyCommand(
+        "journeyman.cli.changes_cmd:undo",
+        "Undo the agent's most recent file change (or a step's, a file's, or all of them).",
+    ),
+    "diff": LazyCommand(
+        "journeyman.cli.changes_cmd:diff",
+        "Unified diff of the session's file changes that have not been undone.",
+    ),
+    "verify": LazyCommand(
+        "journeyman.cli.verify_cmd:verify",
+        "Run a session's check again on the workspace as it is now.",
+    ),
+    "replay": LazyCommand(
+        "journeyman.cli.replay_cmd:replay",
+        (
+            "Re-execute SESSION's model replies in order, without calling a model, and check that "
+            "every tool gives the result it gave then."
+        ),
+    ),
+    "usage": LazyCommand(
+        "journeyman.cli.usage_cmd:usage",
+        "Tokens and cost per provider and model, from the usage log.",
+    ),
+    "rules": LazyCommand(
+        "journeyman.cli.rules_cmd:rules",
+        (
+            "Show the rules files the agent reads into its system prompt: which exist, which were "
+            "loaded, and their priority (the highest is listed first and wins a conflict)."
+        ),
+    ),
+    "skills": LazyCommand(
+        "journeyman.cli.skills_cmd:skills",
+        (
+            "List the skills a run in the workspace offers the model: the name, where it was "
+            "found, whether it is yours or the repository's, and its description."
+        ),
+    ),
+    "trust": LazyCommand(
+        "journeyman.cli.trust_cmd:trust",
+        "Review what the workspace's repository brings and approve it by content hash.",
+    ),
+    "sessions": LazyCommand(
+        "journeyman.cli.sessions_cmd:sessions_app",
+        "List, inspect, export, import and delete sessions.",
+    ),
+    "mcp": LazyCommand(
+        "journeyman.cli.mcp_list_cmd:mcp_app",
+        (
+            "MCP servers declared in your mcp.json and the workspace's .journeyman/mcp.json, and "
+            "journeyman itself as an MCP server (`mcp serve`)."
+        ),
+    ),
+    "acp": LazyCommand(
+        "journeyman.cli.acp_cmd:acp_command",
+        (
+            "Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim "
+            "plugins): the editor opens sessions on a folder, sends prompts, answers permission "
+            "questions, cancels, and reopens stored sessions."
+        ),
+    ),
+    "inspect": LazyCommand(
+        "journeyman.cli.inspect_cmd:inspect",
+        (
+            "Write a session as one self-contained HTML page (timeline, diffs, token and cost "
+            "charts, subagents) that opens offline and can be attached to a bug report."
+        ),
+    ),
 }
-"""Every command, in the order `--help` lists them: name -> "module:function" (or a
-`typer.Typer` of subcommands). A command's module is imported only when the command line names
-it, so that one command's imports never slow the start of another: add new commands here."""
+"""Every command, in the order `--help` lists them: name -> where it is ("module:function", or a
+`typer.Typer` of subcommands) and its summary in `journeyman --help` (the first paragraph of its
+help; `tests/cli/test_startup.py` checks that the two agree). A command's module is imported only
+when the command line names it, so that one command's imports never slow the start of another,
+nor the list of commands: add new commands here."""
 
 app = typer.Typer(
     name="journeyman",

@@ -4,7 +4,8 @@ typer builds every registered command (and so imports its module, with everythin
 imports) before it reads the arguments. `lazy_group` gives a group class that takes its
 commands as ``"module:attribute"`` paths instead: `journeyman --version` imports no command
 module, `journeyman run --help` imports only `run`'s, and `journeyman --help` (which lists
-every command with its summary) imports them all.
+every command with its summary) imports none when each command comes with its summary
+(`LazyCommand`): the first paragraph of its help, which a test holds equal to the real one.
 """
 
 from __future__ import annotations
@@ -13,26 +14,57 @@ import importlib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
-from typer.core import TyperGroup, TyperOption
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
-    from typer._click import Command, Context  # typer's own copy of click
+    from typer._click import Command, Context, HelpFormatter  # typer's own copy of click
 
 
-def lazy_group(targets: Mapping[str, str]) -> type[TyperGroup]:
+class LazyCommand(NamedTuple):
+    """A command of a lazy group: where it is, and what the group's help says of it."""
+
+    target: str
+    """``"module:attribute"``: a command function or a `typer.Typer` of subcommands."""
+    summary: str
+    """The first paragraph of the command's help, as the group's help lists it."""
+
+
+def lazy_group(targets: Mapping[str, str | LazyCommand]) -> type[TyperGroup]:
     """A `TyperGroup` class (for ``typer.Typer(cls=...)``) whose commands are `targets`: name ->
-    ``"module:attribute"``, the attribute a command function or a `typer.Typer` of
-    subcommands. Commands registered on the app the usual way are kept, listed first. The app
-    needs a callback (`@app.callback()`): without one, typer makes an app of a single registered
+    ``"module:attribute"`` (or a `LazyCommand`, which the group's help lists by its summary
+    without importing it), the attribute a command function or a `typer.Typer` of subcommands.
+    Commands registered on the app the usual way are kept, listed first. The app needs a
+    callback (`@app.callback()`): without one, typer makes an app of a single registered
     command that command itself, and no group."""
+    paths = {name: _target(entry) for name, entry in targets.items()}
+    summaries = {
+        name: entry.summary for name, entry in targets.items() if isinstance(entry, LazyCommand)
+    }
 
     class LazyGroup(TyperGroup):
         def __init__(self, **attrs: Any) -> None:
             super().__init__(**attrs)
-            self.commands = LazyCommands(dict(self.commands), targets, self._build)
+            self._lazy = LazyCommands(dict(self.commands), paths, self._build)
+            self.commands = self._lazy
+            self._listing = False
+
+        def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+            self._listing = True  # the list of commands needs their summaries, not the commands
+            try:
+                super().format_help(ctx, formatter)
+            finally:
+                self._listing = False
+
+        def list_commands(self, ctx: Context) -> list[str]:
+            return list(self._lazy)  # names only: typer's own lists (name, command) pairs
+
+        def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+            if self._listing and cmd_name in summaries and not self._lazy.is_built(cmd_name):
+                return TyperCommand(cmd_name, help=summaries[cmd_name])
+            return super().get_command(ctx, cmd_name)
 
         def get_help_option(self, ctx: Context) -> TyperOption | None:
             option = super().get_help_option(ctx)
@@ -56,6 +88,10 @@ def lazy_group(targets: Mapping[str, str]) -> type[TyperGroup]:
             return command
 
     return LazyGroup
+
+
+def _target(entry: str | LazyCommand) -> str:
+    return entry.target if isinstance(entry, LazyCommand) else entry
 
 
 _LIST_LINE = re.compile(r"\s|[-*•]\s|\d+[.)]\s|\x08")  # \x08: click's no-rewrap mark
@@ -89,6 +125,10 @@ class LazyCommands(MutableMapping[str, "Command"]):
         self._built = built
         self._targets = targets
         self._build = build
+
+    def is_built(self, name: str) -> bool:
+        """Whether the command `name` is built already (its module imported)."""
+        return name in self._built
 
     def __getitem__(self, name: str) -> Command:
         if name not in self._built:

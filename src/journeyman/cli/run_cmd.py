@@ -602,12 +602,16 @@ def _refuse_batch_record(record: SessionRecord) -> None:
 
 
 def _with_subagents(agent: Agent, enabled: bool) -> Agent:
+    if not enabled:
+        return agent
     from journeyman.swarm.spawn import with_subagents  # the swarm layer loads only when used
 
     return with_subagents(agent, enabled, agent.config.subagents)
 
 
 def _restore_subagents(agent: Agent, settings: dict[str, Any]) -> Agent:
-    from journeyman.swarm.spawn import restore_subagents
+    if not isinstance(settings.get("subagents"), dict):  # as `restore_subagents` decides
+        return agent
+    from journeyman.swarm.spawn import restore_subagents  # the swarm layer loads only when used
 
     return restore_subagents(agent, settings)

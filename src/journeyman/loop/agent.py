@@ -29,8 +29,6 @@ from journeyman.loop.checkpoint import load_checkpoint
 from journeyman.loop.config import AgentConfig, ModeName
 from journeyman.loop.kernel import Kernel
 from journeyman.loop.modes import Mode
-from journeyman.loop.modes.phased import PhasedMode
-from journeyman.loop.modes.plan_solve import PlanSolveMode
 from journeyman.loop.modes.react import ReactMode
 from journeyman.loop.recorder import follow_up_messages, store_follow_up
 from journeyman.loop.run_options import RunOptions
@@ -627,9 +625,14 @@ class StoredPermissions:
 
 
 def mode_for(config: AgentConfig) -> Mode:
+    """The mode of `config` (the other modes' modules are not even imported)."""
     if config.mode is ModeName.PLAN_SOLVE:
+        from journeyman.loop.modes.plan_solve import PlanSolveMode
+
         return PlanSolveMode()
     if config.mode is ModeName.PHASED:
+        from journeyman.loop.modes.phased import PhasedMode
+
         return PhasedMode(config.phased, verify_command=config.verify_command)
     return ReactMode()
 
