@@ -115,15 +115,22 @@ def test_a_multi_line_argument_stays_on_one_line() -> None:
 
 
 def test_the_check_and_parallel_calls_are_named() -> None:
-    progress = RunProgress(Clock())
+    clock = Clock()
+    progress = RunProgress(clock)
     check = ToolCall(f"{CHECK_CALL_PREFIX}1", "run_command", {"command": "pytest -q"})
     progress.follow(ev.ToolCallStarted(3, check))
-    assert (progress.text() or "")[2:].startswith("check pytest -q · ")
+    assert (progress.text() or "")[2:] == "check pytest -q · 0 s"
+    progress.follow(ev.ToolResultReceived(3, ToolResult(check.id, "run_command", "ok"), 1))
     progress.follow(ev.ToolCallStarted(3, call("read_file", "r1", path="a.py")))
+    clock.now += 5
     progress.follow(ev.ToolCallStarted(3, call("read_file", "r2", path="b.py")))
-    assert (progress.text() or "")[2:].startswith("read_file b.py (+2 more) · ")
-    progress.follow(ev.ToolResultReceived(3, ToolResult("r2", "read_file", "..."), 0.1))
-    assert (progress.text() or "")[2:].startswith("read_file a.py (+1 more) · ")
+    assert (progress.text() or "")[2:] == "read_file b.py (+1 more) · 0 s"
+    clock.now += 2
+    progress.follow(ev.ToolResultReceived(3, ToolResult("r2", "read_file", "..."), 2))
+    # the call still running keeps its own seconds
+    assert (progress.text() or "")[2:] == "read_file a.py · 7 s"
+    progress.follow(ev.ToolResultReceived(3, ToolResult("r1", "read_file", "..."), 7))
+    assert (progress.text() or "")[2:] == "working · 0 s"
 
 
 def test_nothing_shows_once_the_run_finished() -> None:

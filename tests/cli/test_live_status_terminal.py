@@ -289,3 +289,12 @@ def test_a_stream_setting_in_the_config_is_kept_on_a_terminal(
     monkeypatch.setattr(sys, "stdout", _Terminal())
     assert streamed_text(None, OutputFormat.TEXT, configured=True) is None
     assert streamed_text(True, OutputFormat.TEXT, configured=True) is True
+
+
+def test_quiet_leaves_streaming_to_the_flag_and_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    assert streamed_text(None, OutputFormat.TEXT, quiet=True) is None  # not on by default
+    assert streamed_text(True, OutputFormat.TEXT, quiet=True) is True  # --quiet --stream
+    assert streamed_text(None, OutputFormat.STREAM_JSON, quiet=True) is True

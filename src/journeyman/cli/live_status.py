@@ -89,8 +89,8 @@ class RunProgress:
         self.clock = clock
         self._redact = Redactor()
         self._activity: _Activity | None = None
-        self._running: dict[str, str] = {}
-        """Tool calls under way (call id -> label), in the order they started."""
+        self._running: dict[str, _Activity] = {}
+        """Tool calls under way (by call id), in the order they started."""
         self.turn = 0
         self.tokens = 0
         self.cost_usd: float | None = None
@@ -107,11 +107,14 @@ class RunProgress:
                 self._count(event.usage.total_tokens, event.cost_usd)
                 self._begin("working")
             case ev.ToolCallStarted():
-                self._running[event.call.id] = self._tool_label(event.call)
-                self._begin(self._running[event.call.id])
+                call = _Activity(self._tool_label(event.call), self.clock())
+                self._activity = self._running[event.call.id] = call
             case ev.ToolResultReceived():
                 self._running.pop(event.result.call_id, None)
-                self._begin(next(reversed(self._running.values()), "working"))
+                if self._running:  # the latest call still running, with its own seconds
+                    self._activity = next(reversed(self._running.values()))
+                else:
+                    self._begin("working")
             case ev.BudgetUpdated():
                 self.tokens, self.cost_usd = event.total_tokens, event.cost_usd
             case ev.RunFinished():
@@ -141,7 +144,7 @@ class RunProgress:
                 main = next((v for v in arguments.values() if isinstance(v, str)), "")
             shown = str(main)
         argument = one_line(printable_name(self._redact(shown)), ARGUMENT_CHARS)
-        return f"{printable_name(name)} {argument}".rstrip()
+        return f"{one_line(printable_name(name), ARGUMENT_CHARS)} {argument}".rstrip()
 
     def text(self) -> str | None:
         """The line as it reads now, or None (before the run or after it ended)."""
