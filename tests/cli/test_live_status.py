@@ -240,6 +240,43 @@ def test_no_line_below_a_partial_line_until_it_ends(
     status.close()
 
 
+def test_streamed_text_that_stopped_mid_row_gets_its_row_ended(
+    monkeypatch: pytest.MonkeyPatch, terminal: FakeTerminal
+) -> None:
+    """The model wrote a sentence, then spends a while on a long tool call: the line shows
+    below the sentence; a question on stderr is never cut that way."""
+    on_screen(monkeypatch, terminal)
+    clock = Clock()
+    status = StatusLine(
+        terminal, lambda: "⠋ thinking · 4 s", colour=False, columns=lambda: 40, clock=clock
+    )
+    status.start(redraw_thread=False)
+    sys.stdout.write("I will write the file.")
+    clock.now += 1.9
+    status.redraw()
+    assert terminal.getvalue() == "I will write the file."
+    clock.now += 0.2
+    status.redraw()
+    assert terminal.getvalue() == "I will write the file.\n" + ERASE_LINE + "⠋ thinking · 4 s"
+    assert status.ended_a_row
+    status.close()
+
+
+def test_a_question_is_never_given_a_row_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    screen, errors = FakeTerminal(), FakeTerminal()  # one terminal, two streams, as in a shell
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setattr(sys, "stderr", errors)
+    clock = Clock()
+    status = StatusLine(screen, lambda: "⠋ run_command x · 4 s", columns=lambda: 40, clock=clock)
+    status.start(redraw_thread=False)
+    sys.stderr.write("  Allow it? [y]es, [N]o ")
+    clock.now += 60
+    status.redraw()
+    assert screen.getvalue() == "" and errors.getvalue() == "  Allow it? [y]es, [N]o "
+    status.close()
+
+
 def test_a_question_hides_the_line_until_it_is_answered(
     monkeypatch: pytest.MonkeyPatch, terminal: FakeTerminal
 ) -> None:
@@ -367,6 +404,26 @@ def test_the_renderer_draws_the_line_between_its_lines(
     assert "run_command pytest · 0 s · turn 1 · 120 tokens · $0.0010" in out
     assert out.endswith(ERASE_LINE)  # closing leaves no line behind
     assert sys.stdout is terminal
+
+
+def test_a_reply_whose_row_the_line_ended_gets_no_second_row_end(
+    monkeypatch: pytest.MonkeyPatch, terminal: FakeTerminal
+) -> None:
+    on_screen(monkeypatch, terminal)
+    renderer = renderer_on(terminal)
+    assert renderer.status_line is not None
+    clock = Clock()
+    renderer.status_line.clock = clock
+    renderer(ev.ModelRequestSent(1, 3, 5))
+    renderer(ev.TextDelta("I will write the file."))
+    clock.now += 3  # the model writes a long tool call now
+    renderer.status_line.redraw()
+    renderer(response(1, (100, 20), 0.001))
+    renderer(ev.ToolCallStarted(1, call("write_file", path="big.py", content="...")))
+    renderer.close()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", terminal.getvalue())
+    assert "I will write the file.\n" + ERASE_LINE in plain
+    assert "file.\n\n" not in plain.replace(ERASE_LINE, "")  # no empty row after the reply
 
 
 def test_without_live_status_the_renderer_draws_nothing(

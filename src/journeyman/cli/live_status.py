@@ -11,7 +11,8 @@ second by a small thread, and only ever occupies the row below the last complete
   there. While it is up, `sys.stdout` and `sys.stderr` are wrapped so that every write (the
   renderer's lines, streamed text, approval prompts, warnings, the exit message) first erases
   the line; after a write that leaves a partial line (streamed text, a prompt waiting for an
-  answer) nothing is drawn until a line is complete again.
+  answer) nothing is drawn until a line is complete again; streamed text that stopped mid-row
+  for `ROW_END_AFTER_S` (the model went on to write a long tool call) has its row ended first.
 
 It is drawn only where the text output goes to a real terminal (not a pipe or a file, not
 `TERM=dumb`), never with `--quiet`; `NO_COLOR` keeps it but drops its dim colour. Writes that
@@ -42,6 +43,9 @@ REDRAWS_PER_SECOND = 10
 ERASE_LINE = "\r\x1b[2K"
 """Back to the row's first column, then clear the whole row."""
 DIM, PLAIN = "\x1b[2m", "\x1b[0m"
+ROW_END_AFTER_S = 2.0
+"""Streamed text that stopped mid-row this long ago (the model now writes a tool call) gets its
+row ended, so the line can show below it."""
 ARGUMENT_CHARS = 48
 """How much of a tool's main argument the line shows."""
 MAIN_ARGUMENTS = ("command", "path", "pattern", "file_path", "query", "url")
@@ -186,8 +190,10 @@ class StatusLine:
         *,
         colour: bool = True,
         columns: Callable[[], int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.terminal = terminal
+        self.clock = clock
         self.compose = compose
         self.colour = colour
         self.columns = columns or (lambda: shutil.get_terminal_size((80, 24)).columns)
@@ -195,6 +201,10 @@ class StatusLine:
         self._drawn = False
         self._at_line_start = True
         """Whether the last write ended a line: only then is the row below free to draw on."""
+        self._partial_since: float | None = None
+        """When the output (not stderr: a question waits there) last left a row unfinished."""
+        self.ended_a_row = False
+        """The line ended a row of streamed text, and nothing was written since."""
         self._held = False
         self._started = False
         self._stopping = threading.Event()
@@ -228,9 +238,11 @@ class StatusLine:
     def redraw(self) -> None:
         """Draw the line as it reads now (or erase it when there is nothing to say)."""
         with self._lock:
-            if self._stopping.is_set() or self._held or not self._at_line_start:
+            if self._stopping.is_set() or self._held:
                 return
             text = self.compose()
+            if not self._at_line_start and not (text and self._end_stalled_row()):
+                return
             if text is None:
                 self.erase()
                 return
@@ -257,12 +269,24 @@ class StatusLine:
         with self._lock:
             self._held = False
 
+    def _end_stalled_row(self) -> bool:
+        """End the row of streamed text that stopped `ROW_END_AFTER_S` ago; True if it was."""
+        since = self._partial_since
+        if since is None or self.clock() - since < ROW_END_AFTER_S:
+            return False
+        if self._write_raw("\n"):
+            self._at_line_start, self._partial_since, self.ended_a_row = True, None, True
+        return self._at_line_start
+
     def before_write(self) -> None:
         self.erase()
 
-    def after_write(self, text: str) -> None:
+    def after_write(self, text: str, *, on_output: bool) -> None:
         if text:
             self._at_line_start = text.endswith("\n")
+            self.ended_a_row = False
+            stalled = on_output and not self._at_line_start
+            self._partial_since = self.clock() if stalled else None
 
     def _write_raw(self, text: str) -> bool:
         try:
@@ -304,7 +328,7 @@ class _ErasingStream:
         with self._line._lock:
             self._line.before_write()
             written = self._inner.write(text)
-            self._line.after_write(text)
+            self._line.after_write(text, on_output=self._inner is self._line.terminal)
             return written
 
     def writelines(self, lines: Any) -> None:

@@ -143,7 +143,8 @@ class Renderer:
                 out.print(self._safe(event.text), end="")
             case ev.ModelResponseReceived():
                 if self._streaming_text:
-                    out.print()
+                    if not (self.status_line and self.status_line.ended_a_row):
+                        out.print()
                     self._streaming_text = False
                 elif event.text.strip():
                     out.print(f"[cyan]{self._safe(event.text.strip())}[/]")
