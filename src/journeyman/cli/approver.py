@@ -165,9 +165,13 @@ class TerminalPermissionApprover:
         self.stderr.write(f"  Allow it? [y]es, [N]o{always} ")
         self.stderr.flush()
         answer = (await self.lines.read_line(self.timeout_s)).strip().lower()
+        # every answer ends with a line of its own: what follows starts on a fresh row even
+        # when the answer was typed ahead (and so echoed before the question)
         if answer in ("y", "yes"):
+            self.stderr.write("allowed\n")
             return ApprovalAnswer.ALLOW
         if answer in ("a", "always") and request.remember_as:
+            self.stderr.write("allowed, and from now on for this project\n")
             return ApprovalAnswer.ALWAYS
         self.stderr.write("refused\n")
         return ApprovalAnswer.DENY

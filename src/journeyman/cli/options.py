@@ -129,27 +129,44 @@ StreamOpt = Annotated[
     bool | None,
     typer.Option(
         help="Stream the model's text as it is written (default: the stream setting of your "
-        "config, else on when the text output goes to a terminal; always in stream-json).",
+        "config, else on when the text output goes to a terminal and --quiet is not given; "
+        "always in stream-json). --no-stream shows each reply whole once it has arrived.",
+    ),
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Text output without anything redrawn in place: no live status line (on a "
+        "terminal it shows what runs, for how long, and the tokens and cost so far) and, "
+        "unless --stream, no streamed reply. Piped output never has either.",
     ),
 ]
 
 
-def stream_choice(stream: bool | None, output_format: OutputFormat) -> tuple[bool | None, bool]:
+def stream_choice(
+    stream: bool | None, output_format: OutputFormat, *, quiet: bool = False
+) -> tuple[bool | None, bool]:
     """(what the command line decides, the default when neither it nor the settings do): always
     in stream-json, else as --stream/--no-stream says; by default on when the text output goes
-    to a terminal."""
+    to a terminal, unless --quiet."""
     if output_format is OutputFormat.STREAM_JSON:
         return True, True
-    return stream, output_format is OutputFormat.TEXT and sys.stdout.isatty()
+    return stream, output_format is OutputFormat.TEXT and not quiet and sys.stdout.isatty()
 
 
 def streamed_text(
-    stream: bool | None, output_format: OutputFormat, *, configured: bool = False
+    stream: bool | None,
+    output_format: OutputFormat,
+    *,
+    configured: bool = False,
+    quiet: bool = False,
 ) -> bool | None:
     """Whether the model's text streams: always in stream-json, else as --stream/--no-stream
     says, else as the settings say when they do (`configured`), else on when the text output
-    goes to a terminal; None leaves it to the settings."""
-    chosen, by_default = stream_choice(stream, output_format)
+    goes to a terminal (not with --quiet); None leaves it to the settings."""
+    chosen, by_default = stream_choice(stream, output_format, quiet=quiet)
     if chosen is not None or configured:
         return chosen
     return True if by_default else None

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from journeyman.cli.live_status import ThinkingLine, draws_live_lines
+from journeyman.cli.live_status import RunProgress, StatusLine, draws_live_lines, wants_colour
 from journeyman.cli.options import OutputFormat
 from journeyman.context.test_results import TestTally
 from journeyman.core import events as ev
@@ -53,7 +53,9 @@ def format_cost(cost: float | None) -> str:
 class Renderer:
     """Turns events into output in one of the three formats."""
 
-    def __init__(self, fmt: OutputFormat, console: Console | None = None) -> None:
+    def __init__(
+        self, fmt: OutputFormat, console: Console | None = None, *, live_status: bool = False
+    ) -> None:
         self.fmt = fmt
         self.console = console or Console(highlight=False, soft_wrap=True)
         self._redact = Redactor()
@@ -68,9 +70,14 @@ class Renderer:
         self.errors_shown: set[str] = set()
         """The error messages printed in the text output (so the exit line need not repeat
         them on the same screen)."""
-        self._thinking: ThinkingLine | None = None
-        if fmt is OutputFormat.TEXT and draws_live_lines(self.console):
-            self._thinking = ThinkingLine(self.console)
+        self.progress = RunProgress()
+        """What the run is doing, for the live status line."""
+        self.status_line: StatusLine | None = None
+        """The live status line under the text output (`live_status`, on a terminal only)."""
+        if live_status and fmt is OutputFormat.TEXT and draws_live_lines(self.console.file):
+            self.status_line = StatusLine(
+                self.console.file, self.progress.text, colour=wants_colour()
+            )
 
     def _safe(self, text: str) -> str:
         """Data (model text, tool output, paths) as it may appear in the text output: secrets
@@ -78,8 +85,13 @@ class Renderer:
         return escape(printable(self._redact(text)))
 
     def __call__(self, event: ev.Event) -> None:
-        if self._thinking is not None:
-            self._follow_model_call(self._thinking, event)
+        self._show(event)
+        if self.status_line is not None:
+            self.status_line.redraw()  # at once, not at the next tick
+
+    def _show(self, event: ev.Event) -> None:
+        if self.status_line is not None:
+            self._follow(self.status_line, event)
         if isinstance(event, ev.ErrorOccurred) and event.details.get("usage_missing"):
             # said once a run on stderr, whatever the format: the cost shown is a worst case
             sys.stderr.write(f"journeyman: warning: {printable(self._redact(event.message))}\n")
@@ -97,18 +109,22 @@ class Renderer:
         elif self.fmt is OutputFormat.TEXT:
             self._text(event)
 
-    @staticmethod
-    def _follow_model_call(thinking: ThinkingLine, event: ev.Event) -> None:
-        """The live "thinking" line (terminal only) from a request until anything else shows."""
-        if isinstance(event, ev.ModelRequestSent):
-            thinking.start()
-        elif not isinstance(event, ev.StateChanged | ev.BudgetUpdated):
-            thinking.stop()
+    def _follow(self, line: StatusLine, event: ev.Event) -> None:
+        """The status line's text follows the run; it is hidden while a question waits for
+        the user's answer (the lifecycle is paused then)."""
+        self.progress.follow(event)
+        line.start()
+        if isinstance(event, ev.StateChanged):
+            if event.to_state == "paused":
+                line.hold()
+            elif event.from_state == "paused":
+                line.release()
 
     def close(self) -> None:
-        """Erase the live line, if one is drawn (the run ended or was interrupted)."""
-        if self._thinking is not None:
-            self._thinking.stop()
+        """Erase the live status line, if one is drawn, and stop redrawing it (the run ended
+        or was interrupted)."""
+        if self.status_line is not None:
+            self.status_line.close()
 
     def _text(self, event: ev.Event) -> None:
         out = self.console
@@ -127,7 +143,8 @@ class Renderer:
                 out.print(self._safe(event.text), end="")
             case ev.ModelResponseReceived():
                 if self._streaming_text:
-                    out.print()
+                    if not (self.status_line and self.status_line.ended_a_row):
+                        out.print()
                     self._streaming_text = False
                 elif event.text.strip():
                     out.print(f"[cyan]{self._safe(event.text.strip())}[/]")

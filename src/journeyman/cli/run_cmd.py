@@ -45,6 +45,7 @@ from journeyman.cli.options import (
     PricePerMtokOpt,
     ProjectHooksOpt,
     ProviderOpt,
+    QuietOpt,
     SandboxOpt,
     SessionDirOpt,
     StreamOpt,
@@ -114,7 +115,7 @@ def _launch(
     if problem:
         fail(EXIT_CONFIG, problem)
     tracing = _tracing(surface.otel)
-    renderer = Renderer(surface.output_format)
+    renderer = Renderer(surface.output_format, live_status=not surface.quiet)
     output = ClosedStdoutGuard(renderer)
     _report_ignored(settled.ignored, renderer)
     terminal = _terminal_surface(output, surface.auto_extend, surface.output_format, tracing)
@@ -176,7 +177,10 @@ def _run_to_end(
             return await action(agent)
 
     try:
-        return run_cancellable(work())
+        try:
+            return run_cancellable(work())
+        finally:
+            renderer.close()  # the live line is gone before any message about the ending
     except KeyboardInterrupt:
         fail(EXIT_CANCELLED, "cancelled")
     except ConfigurationError as error:
@@ -185,7 +189,6 @@ def _run_to_end(
         fail(EXIT_FAILED, error.message)
     finally:
         agent.close()
-        renderer.close()  # an interrupted model call leaves no half-drawn line behind
         if tracing is not None:
             tracing.close()  # sends the last spans
 
@@ -251,6 +254,7 @@ def run(
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
     stream: StreamOpt = None,
+    quiet: QuietOpt = False,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mode: ModeOpt = None,
@@ -297,7 +301,7 @@ def run(
         price_per_mtok,
     )
     chosen = ProviderChoice(provider, model, base_url, tool_format)
-    surface = SurfaceFlags(output_format, auto_extend, otel)
+    surface = SurfaceFlags(output_format, auto_extend, otel, quiet)
     given = GivenFlags(
         chosen, limits, permission_mode, workspace, session_dir, stream, yes, mcp, surface
     )
@@ -336,7 +340,9 @@ def _new_run(
     those of a new run alone, laid after the shared limits and permission mode)."""
     from journeyman.loop.launch import LaunchRequest
 
-    streams, by_default = stream_choice(given.stream, given.surface.output_format)
+    streams, by_default = stream_choice(
+        given.stream, given.surface.output_format, quiet=given.surface.quiet
+    )
     return LaunchRequest(
         given.workspace or Path("."),
         given.chosen,
@@ -359,6 +365,8 @@ class SurfaceFlags:
     output_format: OutputFormat
     auto_extend: int
     otel: bool
+    quiet: bool = False
+    """--quiet: nothing redrawn in place (no live status line, no streamed text by default)."""
 
 
 @dataclass(frozen=True)
@@ -397,6 +405,7 @@ def resume(
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
     stream: StreamOpt = None,
+    quiet: QuietOpt = False,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mcp: McpOpt = None,
@@ -427,7 +436,7 @@ def resume(
         max_iterations, max_budget_usd, max_total_tokens, max_duration, budget_mode, tool_timeout
     )
     chosen = ProviderChoice(provider, model, base_url, tool_format)
-    surface = SurfaceFlags(output_format, auto_extend, otel)
+    surface = SurfaceFlags(output_format, auto_extend, otel, quiet)
     given = GivenFlags(
         chosen, limits, permission_mode, workspace, session_dir, stream, yes, mcp, surface
     )
@@ -456,7 +465,9 @@ def _reopen(
         given.chosen,
         flags={**given.limits, "permission_mode": given.permission_mode},
         session_dir=given.session_dir,
-        stream=bool(streamed_text(given.stream, given.surface.output_format)),
+        stream=bool(
+            streamed_text(given.stream, given.surface.output_format, quiet=given.surface.quiet)
+        ),
         assume_yes=given.yes,
         mcp=given.mcp,
         record=record,
@@ -505,6 +516,8 @@ def fork(
     auto_extend: AutoExtendOpt = 0,
     output_format: OutputOpt = OutputFormat.TEXT,
     session_dir: SessionDirOpt = None,
+    stream: StreamOpt = None,
+    quiet: QuietOpt = False,
     permission_mode: PermissionModeOpt = None,
     yes: YesOpt = None,
     mcp: McpOpt = None,
@@ -531,7 +544,7 @@ def fork(
         ProviderChoice(provider, model, base_url),
         flags={**limits, "permission_mode": permission_mode},
         session_dir=session_dir,
-        stream=output_format is OutputFormat.STREAM_JSON,
+        stream=bool(streamed_text(stream, output_format, quiet=quiet)),
         assume_yes=yes,
         mcp=mcp,
         record=record,
@@ -543,7 +556,7 @@ def fork(
         )
     _launch(
         request,
-        SurfaceFlags(output_format, auto_extend, otel),
+        SurfaceFlags(output_format, auto_extend, otel, quiet),
         lambda agent: _restore_subagents(agent, record.settings).run(
             task or CONTINUE_FORK,
             history=plan.history,

@@ -1,6 +1,8 @@
-"""`journeyman run` in a real pseudo-terminal while the model takes its time: a live
-"thinking… N s" line counts the seconds and the reply streams; piped, the output has neither
-the line nor any terminal control; Ctrl-C during the wait leaves the cursor shown."""
+"""`journeyman run` in a real pseudo-terminal while the model and a command take their time: a
+live status line counts the seconds of each model call and command, with the turn, tokens and
+cost, and is erased before anything else is written; the reply streams. Piped, the output has
+neither the line nor any terminal control; --quiet has no line either; Ctrl-C during the wait
+leaves no line behind."""
 
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from tests.fakes.server import RecordedRequest
 from tests.support.cli import clean_env
 
 ANSWER = "The answer is forty-two."
-THINKING = re.compile(r"thinking… ([0-9]+) s")
-HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+THINKING = re.compile(r"thinking · ([0-9]+) s")
+ERASE = "\r\x1b[2K"
 
 
 def slow_reply(delay_s: float) -> Callable[[RecordedRequest], Reply]:
@@ -55,16 +57,20 @@ def environment() -> dict[str, str]:
 
 class Terminal:
     """A process whose stdout is the slave side of a pseudo-terminal; stdin is /dev/null
-    (no prompts) and stderr a pipe."""
+    (no prompts) and stderr a pipe, unless answers are typed."""
 
-    def __init__(self, args: list[str], **env: str) -> None:
+    def __init__(self, args: list[str], *, typed: str | None = None, **env: str) -> None:
+        """`typed`: the process's stdin and stderr are the terminal too, with this typed ahead
+        (a user answering its questions)."""
         master, slave = pty.openpty()
         self.master = master
+        if typed is not None:
+            os.write(master, typed.encode())
         self.process = subprocess.Popen(
             args,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if typed is None else slave,
             stdout=slave,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.PIPE if typed is None else slave,
             env={**environment(), **env},
         )
         os.close(slave)
@@ -106,9 +112,82 @@ def test_a_terminal_shows_the_seconds_while_the_model_thinks_then_the_streamed_r
     assert max(seconds, default=0) >= 2, output  # the count went on while the reply was awaited
     assert fake_openai.requests[0].body.get("stream") is True  # streamed by default here
     assert ANSWER in output
-    # the line is gone when the reply is shown, and the cursor is back
-    assert output.rindex(SHOW_CURSOR) > output.rindex(HIDE_CURSOR)
+    # the line is erased before the reply is written, and never drawn after it
+    before_answer = output[: output.index(ANSWER)]
+    assert before_answer.endswith(ERASE) or before_answer.rstrip(" ").endswith(ERASE), output
     assert "thinking" not in output[output.index(ANSWER) :]
+    assert "\x1b[?25l" not in output  # the cursor is never hidden: nothing to restore
+
+
+def after(delay_s: float, answer: Reply) -> Callable[[RecordedRequest], Reply]:
+    def late(_request: RecordedRequest) -> Reply:
+        time.sleep(delay_s)
+        return answer
+
+    return late
+
+
+def rows(output: str) -> list[str]:
+    """The terminal's rows as a reader sees them: each erased row replaced by what was drawn
+    after the erase (the status line while it was up, then the line written over it)."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)  # styles are not what is read
+    return [row.split(ERASE)[-1] for row in plain.replace("\r\n", "\n").split("\n")]
+
+
+def test_the_line_names_the_running_command_with_its_seconds_turn_and_tokens(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(
+        after(0.5, reply(tool_calls=[("run_command", {"command": "sleep 2.2; echo slept"})])),
+        after(0.5, reply(ANSWER, tool_calls=[("finish", {"summary": "done"})])),
+    )
+    terminal = Terminal(command(fake_openai, tmp_path, "--sandbox", "local"))
+    code = terminal.finish()
+    output = terminal.output
+    assert code == 0, output
+    running = re.findall(
+        r"run_command sleep 2\.2; echo slept · ([0-9]+) s · turn 1 · 19 tokens", output
+    )
+    assert running and max(int(n) for n in running) >= 2, output
+    assert "thinking · 0 s · turn 2 · 19 tokens" in output  # the second call counts the first
+    # the command's result line was written over the erased status line, on a row of its own
+    assert any(row.lstrip().startswith("✓") and "slept" in row for row in rows(output))
+    assert not any("·" in row and "run_command" in row for row in rows(output)[:-1])
+    assert rows(output)[-1] == ""  # nothing left below the summary
+
+
+def test_quiet_has_no_live_line_and_no_streamed_text(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(slow_reply(1.5))
+    terminal = Terminal(command(fake_openai, tmp_path, "--quiet"))
+    assert terminal.finish() == 0, terminal.output
+    assert "thinking" not in terminal.output and ERASE not in terminal.output
+    assert not fake_openai.requests[0].body.get("stream")
+    assert ANSWER in terminal.output
+
+
+def test_an_approval_question_is_never_drawn_over(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """stdin, stdout and stderr on one terminal: the line is erased before the question, is not
+    drawn while it waits, and comes back for the command it allowed."""
+    fake_openai.enqueue(
+        after(1.2, reply(tool_calls=[("run_command", {"command": "sleep 1.5; echo allowed"})])),
+        after(0.2, reply(ANSWER, tool_calls=[("finish", {"summary": "done"})])),
+    )
+    args = [arg for arg in command(fake_openai, tmp_path, "--sandbox", "local") if arg != "--yes"]
+    terminal = Terminal(args, typed="y\n")
+    code = terminal.finish()
+    output = terminal.output
+    assert code == 0, output
+    assert THINKING.search(output), output
+    question = output.index("Allow it?")
+    answered = output.index("\n", question)
+    assert "·" not in output[question:answered], repr(output[question - 200 : answered])
+    assert "needs your approval" in rows(output[:question])[-3], rows(output[:question])[-4:]
+    assert re.search(r"run_command sleep 1\.5; echo allowed · 1 s", output[answered:]), output
+    assert "allowed" in output[answered:]
 
 
 def test_no_stream_turns_streaming_off_on_a_terminal(
@@ -144,7 +223,8 @@ def test_piped_text_output_has_no_live_line_and_no_terminal_controls(
     assert done.returncode == 0, done.stderr
     assert ANSWER in done.stdout
     assert "thinking" not in done.stdout + done.stderr
-    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", done.stdout), repr(done.stdout)
+    for stream in (done.stdout, done.stderr):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", stream), repr(stream)
     assert not fake_openai.requests[0].body.get("stream")  # as before: no stream when piped
 
 
@@ -171,7 +251,8 @@ def test_ctrl_c_while_the_model_thinks_restores_the_cursor(
     terminal.process.send_signal(signal.SIGINT)
     code = terminal.finish()
     assert code == 130, terminal.output
-    assert terminal.output.rindex(SHOW_CURSOR) > terminal.output.rindex(HIDE_CURSOR)
+    output = terminal.output
+    assert output.rindex(ERASE) > output.rindex("thinking"), repr(output[-300:])
 
 
 class _Terminal:
@@ -208,3 +289,12 @@ def test_a_stream_setting_in_the_config_is_kept_on_a_terminal(
     monkeypatch.setattr(sys, "stdout", _Terminal())
     assert streamed_text(None, OutputFormat.TEXT, configured=True) is None
     assert streamed_text(True, OutputFormat.TEXT, configured=True) is True
+
+
+def test_quiet_leaves_streaming_to_the_flag_and_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    assert streamed_text(None, OutputFormat.TEXT, quiet=True) is None  # not on by default
+    assert streamed_text(True, OutputFormat.TEXT, quiet=True) is True  # --quiet --stream
+    assert streamed_text(None, OutputFormat.STREAM_JSON, quiet=True) is True
