@@ -509,6 +509,19 @@ def is_summary_request(body: dict[str, Any]) -> bool:
     return isinstance(content, str) and content.startswith(SUMMARY_MARKERS)
 
 
+def as_offered(action: Action, offered: set[str]) -> tuple[str, dict[str, Any]]:
+    """The action's tool call, with an edit sent as an `apply_patch` call when that is the
+    edit tool offered (journeyman's default for OpenAI-compatible providers)."""
+    if action.tool != "edit_file" or "edit_file" in offered or "apply_patch" not in offered:
+        return action.tool, dict(action.arguments)
+    args = action.arguments
+    patch = (
+        f"*** Begin Patch\n*** Update File: {args['path']}\n@@\n-{args['old_string']}\n"
+        f"+{args['new_string']}\n*** End Patch"
+    )
+    return "apply_patch", {"patch": patch}
+
+
 def run_journeyman(
     actions: Sequence[Action],
     repo: Path,
@@ -544,7 +557,9 @@ def run_journeyman(
             return reply(SUMMARY_TEXT, input_tokens=prompt, output_tokens=300)
         action = actions[position]
         position += 1
-        call = FakeToolCall(action.tool, dict(action.arguments), id=f"c{position}")
+        offered = {tool["function"]["name"] for tool in request.json.get("tools", ())}
+        name, arguments = as_offered(action, offered)
+        call = FakeToolCall(name, arguments, id=f"c{position}")
         return reply(action.thought, [call], input_tokens=prompt, output_tokens=80)
 
     limit = len(actions) + 50  # summary calls come on top of the steps

@@ -72,7 +72,11 @@ async def test_mask_stage_stubs_old_observations_and_keeps_recent_ones() -> None
     assert result.stages == [Stage.MASK]
     results = [m for m in result.messages if m.tool_result is not None]
     assert all(m.content.startswith(MASKED_PREFIX) for m in results[:-3])
-    assert "read_file" in results[0].content and '"path": "f0.py"' in results[0].content
+    # the stub names the tool and the size; the call with its arguments stays right before it
+    assert "read_file" in results[0].content and "characters" in results[0].content
+    assert len(results[0].content) < 120
+    call = result.messages[result.messages.index(results[0]) - 1].tool_calls[0]
+    assert call.id == results[0].tool_result.call_id and call.arguments == {"path": "f0.py"}
     assert [m.content for m in results[-3:]] == [m.content for m in messages[-5::2]]
     assert result.messages[0].content == "the task: fix the parser"
     assert tool_pairs_intact(result.messages)

@@ -222,7 +222,6 @@ class Compactor:
         return changed
 
     def _mask(self, history: list[Message], keep: set[int]) -> bool:
-        calls = {c.id: c for m in history for c in m.tool_calls}
         changed = False
         for i in _stale_observations(history, self.settings.keep_recent_observations):
             message = history[i]
@@ -230,11 +229,11 @@ class Compactor:
             assert result is not None
             if i in keep:
                 continue
-            call = calls.get(result.call_id)
-            args = json.dumps(call.arguments, sort_keys=True, default=str) if call else "{}"
+            # the call, with its arguments, stays in the assistant message just before: the
+            # stub need not repeat them (it is sent with every later request)
             stub = (
-                f"{MASKED_PREFIX}: {len(result.content):,} characters from "
-                f"{result.name}({clip(args, 200)}); call it again if you still need it]"
+                f"{MASKED_PREFIX}: {len(result.content):,} characters; call {result.name} "
+                "again if you still need them]"
             )
             history[i] = _with_content(message, result, stub)
             changed = True
