@@ -5,7 +5,9 @@ Stages, each applied only while the history is still above its target size:
 1. **cap** oversized tool outputs: keep the head and the tail of a long result, with a line
    saying how much was cut (the model can re-run the tool for the rest);
 2. **mask** old observations: tool results older than the most recent few are replaced by a
-   one-line stub that names the call, so the model knows how to fetch it again;
+   one-line stub that names the tool (the call with its arguments stays in the assistant
+   message before it), so the model knows how to fetch it again; a mode's context pack
+   (`CONTEXT_PACK_PREFIX`) counts as an observation once a newer pack follows it;
 3. **summarise** the oldest turns with the model: they become one user message holding a
    summary, and the recent turns stay verbatim.
 
