@@ -67,11 +67,11 @@ class CompactionSettings(BaseModel):
     """Each stage tries to bring the prompt under this fraction of the window."""
     max_output_chars: int = Field(default=6_000, ge=200)
     """Tool results longer than this are cut to their head and tail by the first stage."""
-    keep_recent_observations: int = Field(default=6, ge=0)
+    keep_recent_observations: int = Field(default=3, ge=0)
     """The newest tool results the masking stage leaves verbatim."""
     keep_recent_messages: int = Field(default=10, ge=2)
     """Messages at the end of the history the summary stage never folds in."""
-    stale_observation_tokens: int | None = Field(default=12_000, ge=0)
+    stale_observation_tokens: int | None = Field(default=8_000, ge=0)
     """Mask old tool results once they hold more than this many tokens; None: only by size."""
 
 
