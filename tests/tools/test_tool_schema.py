@@ -55,3 +55,21 @@ def test_the_built_in_schemas_are_smaller_and_the_same_bytes_every_time() -> Non
         assert json.dumps(tool_spec(tool).parameters) == sent
         assert '"title"' not in sent.replace('"title": {', "")
         assert set(spec.parameters["properties"]) == set(full["properties"])
+
+
+def test_a_schema_nested_beyond_the_recursion_limit_is_sent_as_it_is() -> None:
+    class Deep(ToolArgs):
+        value: Any = None
+
+    deep: dict[str, Any] = {"type": "string", "title": "Leaf"}
+    for _ in range(5_000):
+        deep = {"type": "array", "items": deep, "title": "Level"}
+    schema = {"type": "object", "title": "Deep", "properties": {"value": deep}}
+
+    class Tool:
+        name, description = "deep", "A tool with a very deep schema."
+        args_model = Deep
+
+    Deep.model_json_schema = classmethod(lambda cls: dict(schema))  # type: ignore[method-assign]
+    spec = tool_spec(Tool())  # type: ignore[arg-type]
+    assert spec.parameters["properties"]["value"] is deep and "title" not in spec.parameters

@@ -64,7 +64,11 @@ class Tool(Protocol):
 
 def tool_spec(tool: Tool) -> ToolSpec:
     """The model-facing description of a tool, its schema derived from the args model."""
-    schema = model_facing_schema(tool.args_model.model_json_schema())
+    schema = tool.args_model.model_json_schema()
+    try:
+        schema = model_facing_schema(schema)
+    except RecursionError:  # an MCP server's schema nested beyond reason: sent as it is
+        schema.pop("title", None)
     return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
 
 
