@@ -61,6 +61,7 @@ Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -595,7 +596,14 @@ def run_journeyman(
             on_event=events.append,
             rules=RulesLoader(repo, home=workdir / "home"),
         )
-        result = agent.run_sync(TASK)
+
+        async def play() -> Any:
+            try:
+                return await agent.run(TASK)
+            finally:  # the SDK's connections close on the loop they were opened on
+                await provider.aclose()
+
+        result = asyncio.run(play())
         bodies = [r.json for r in server.requests]
     if result.finish_reason is not FinishReason.COMPLETED or position != len(actions):
         raise RuntimeError(
@@ -1086,7 +1094,7 @@ def print_report(report: Report) -> None:
         )
         # content sent for the first time cannot come from a cache: at the target ratio, the
         # cacheable share is at most 1 - new / (target ratio x mini's total)
-        ceiling = 1 - stats.new_tokens / (TARGET_RATIO * report.mini.total_tokens)
+        ceiling = max(0.0, 1 - stats.new_tokens / (TARGET_RATIO * report.mini.total_tokens))
         print(
             f"  {stats.new_tokens:,} tokens were sent for the first time; at {TARGET_RATIO:.2f}x, "
             f"at most {_pct(ceiling)} could be cacheable"
