@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from journeyman.context.compaction import (
+    CONTEXT_PACK_PREFIX,
     MASKED_PREFIX,
     SUMMARY_PREFIX,
     CompactionSettings,
@@ -72,7 +73,11 @@ async def test_mask_stage_stubs_old_observations_and_keeps_recent_ones() -> None
     assert result.stages == [Stage.MASK]
     results = [m for m in result.messages if m.tool_result is not None]
     assert all(m.content.startswith(MASKED_PREFIX) for m in results[:-3])
-    assert "read_file" in results[0].content and '"path": "f0.py"' in results[0].content
+    # the stub names the tool and the size; the call with its arguments stays right before it
+    assert "read_file" in results[0].content and "characters" in results[0].content
+    assert len(results[0].content) < 120
+    call = result.messages[result.messages.index(results[0]) - 1].tool_calls[0]
+    assert call.id == results[0].tool_result.call_id and call.arguments == {"path": "f0.py"}
     assert [m.content for m in results[-3:]] == [m.content for m in messages[-5::2]]
     assert result.messages[0].content == "the task: fix the parser"
     assert tool_pairs_intact(result.messages)
@@ -199,6 +204,24 @@ async def test_stale_observations_are_masked_in_batches() -> None:
     assert not compactor.stale_observations_due(grown)
 
 
+async def test_an_older_context_pack_is_masked_with_the_stale_results_the_newest_kept() -> None:
+    first = Message.user(f"{CONTEXT_PACK_PREFIX} first picture " + "a" * 3_000)
+    newest = Message.user(f"{CONTEXT_PACK_PREFIX} newer picture " + "b" * 1_000)
+    messages = [Message.user("the task"), first, *history(6)[1:], newest, *exchange(9, "z")]
+    compactor = Compactor(CompactionSettings(keep_recent_observations=2))
+    result = await compactor.mask_stale(messages)
+    assert result.stages == [Stage.MASK]
+    masked = result.messages[1]
+    assert masked.role is Role.USER and masked.content.startswith(MASKED_PREFIX)
+    assert "context pack" in masked.content and len(masked.content) < 120
+    assert newest in result.messages and result.messages[0].content == "the task"
+    assert tool_pairs_intact(result.messages)
+    # the packs count towards the stale budget: all but the newest
+    meter = HistoryMeter()
+    assert meter.stale_result_chars(messages, 2) >= len(first.content)
+    assert meter.stale_result_chars(messages, 2) < len(first.content) + 6 * 400 + 100
+
+
 def test_the_stale_trigger_can_be_turned_off() -> None:
     compactor = Compactor(CompactionSettings(stale_observation_tokens=None))
     assert not compactor.stale_observations_due(history(50, size=5_000))
@@ -207,7 +230,7 @@ def test_the_stale_trigger_can_be_turned_off() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     steps=st.lists(
-        st.tuples(st.sampled_from(["append", "mask", "replace"]), st.integers(0, 300)),
+        st.tuples(st.sampled_from(["append", "pack", "mask", "replace"]), st.integers(0, 300)),
         max_size=30,
     ),
     keep_recent=st.integers(0, 4),
@@ -222,6 +245,8 @@ def test_the_running_meter_matches_a_full_measure(
     for i, (action, size) in enumerate(steps):
         if action == "append":
             messages += exchange(i + 10, "y" * size)
+        elif action == "pack":
+            messages.append(Message.user(f"{CONTEXT_PACK_PREFIX} {'p' * size}"))
         elif action == "mask":
             masked = [
                 Message.tool(ToolResult("c", "read_file", f"{MASKED_PREFIX}: gone]"))
@@ -237,4 +262,6 @@ def test_the_running_meter_matches_a_full_measure(
         results = [m for m in messages if m.tool_result is not None]
         older = results[: max(0, len(results) - keep_recent)]
         expected = sum(len(m.content) for m in older if not m.content.startswith(MASKED_PREFIX))
+        packs = [m for m in messages if m.content.startswith(CONTEXT_PACK_PREFIX)]
+        expected += sum(len(m.content) for m in packs[:-1])
         assert meter.stale_result_chars(messages, keep_recent) == expected

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from journeyman import Agent, AgentConfig, ToolArgs, tool
+from journeyman.context.compaction import SUMMARY_REQUEST
 from journeyman.context.rules import RulesLoader
 from journeyman.core.events import Event
 from journeyman.core.messages import Role, ToolCall, Usage
@@ -163,6 +164,17 @@ def make_agent(
         **(agent_options or {}),
     )
     return agent, provider
+
+
+def is_summary_call(request: ModelRequest) -> bool:
+    """Whether a request is a summary call (compaction's, or the phased mode's memory): its last
+    message asks for the summary."""
+    last = request.messages[-1] if request.messages else None
+    return (
+        last is not None
+        and last.role is Role.USER
+        and last.content.startswith(SUMMARY_REQUEST.split("{transcript}")[0])
+    )
 
 
 def user_texts(request: ModelRequest) -> list[str]:

@@ -160,6 +160,33 @@ async def test_an_overflow_error_forces_compaction_and_one_retry(tmp_path: Path)
     assert prompt_chars(after) < prompt_chars(before)
 
 
+async def test_the_summary_after_an_overflow_is_asked_alone(tmp_path: Path) -> None:
+    """The provider refused the history as too long: the summary call must not carry it."""
+    events: list[ev.Event] = []
+    overflow = ProviderError(
+        "prompt is too long",
+        provider="scripted",
+        status_code=400,
+        retryable=False,
+        details={"context_overflow": True},
+    )
+    reads = [reader(i) for i in range(8)]
+    script = [*reads, overflow, *[summary_or(FINISH)] * 4]
+    agent, provider, _ = make(
+        tmp_path,
+        script,
+        events,
+        window=1_000_000,  # the estimate says the history fits: only the refusal says no
+        compaction=CompactionSettings(keep_recent_observations=1, keep_recent_messages=2),
+    )
+    result = await agent.run("read")
+    assert result.finish_reason is FinishReason.COMPLETED, result.error
+    summaries = [r for r in provider.requests if r.tools == ()]
+    assert summaries, "the summary stage ran"
+    assert all(len(r.messages) == 1 for r in summaries)
+    assert any(e.reason == "overflow" for e in events if isinstance(e, ev.ContextCompacted))
+
+
 async def test_an_overflow_that_compaction_cannot_help_fails_cleanly(tmp_path: Path) -> None:
     events: list[ev.Event] = []
     overflow = ProviderError(

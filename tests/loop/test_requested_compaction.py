@@ -11,12 +11,14 @@ from journeyman.core import events as ev
 from journeyman.core.messages import Usage
 from journeyman.providers.base import ModelRequest, ModelResponse
 from journeyman.tools.builtin import default_tools
-from tests.fakes.agents import call, echo, finish, make_agent, turn
+from tests.fakes.agents import call, echo, finish, is_summary_call, make_agent, turn
 
 
 def summary(request: ModelRequest) -> ModelResponse:
-    """The step that answers the compaction's summary call (a request without tools)."""
-    assert request.tools == (), "expected the compaction's summary call"
+    """The step that answers the compaction's summary call: asked after the history, with the
+    run's tools (so that the provider's prompt cache serves all but the question)."""
+    assert is_summary_call(request), "expected the compaction's summary call"
+    assert request.tools and len(request.messages) > 1
     return turn(text="summary: eight echoes")
 
 

@@ -40,6 +40,7 @@ from journeyman.loop.config import AgentConfig
 from journeyman.providers.base import Capabilities, ModelRequest, ModelResponse
 from journeyman.providers.scripted import ScriptedProvider
 from journeyman.tools.builtin import default_tools
+from tests.fakes.agents import is_summary_call
 
 LANGUAGES = ("english", "code", "cjk", "emoji", "mixed")
 
@@ -222,7 +223,7 @@ class TrialModel:
         else:
             written = self.rng.randint(1, max(1, allowed))
         usage = Usage(billed_tokens(request, self.count), written)
-        if not request.tools:  # a summary call or the closing report
+        if not request.tools or is_summary_call(request):  # a summary or the closing report
             text = _text(self.rng, self.setup.language, 120)
             return ModelResponse(text=text, usage=usage)
         if self.rng.random() < 0.6:

@@ -5,7 +5,9 @@ Stages, each applied only while the history is still above its target size:
 1. **cap** oversized tool outputs: keep the head and the tail of a long result, with a line
    saying how much was cut (the model can re-run the tool for the rest);
 2. **mask** old observations: tool results older than the most recent few are replaced by a
-   one-line stub that names the call, so the model knows how to fetch it again;
+   one-line stub that names the tool (the call with its arguments stays in the assistant
+   message before it), so the model knows how to fetch it again; a mode's context pack
+   (`CONTEXT_PACK_PREFIX`) counts as an observation once a newer pack follows it;
 3. **summarise** the oldest turns with the model: they become one user message holding a
    summary, and the recent turns stay verbatim.
 
@@ -38,6 +40,10 @@ from journeyman.core.text import clip, head_and_tail
 from journeyman.providers.pricing import tokens_for_chars
 
 MASKED_PREFIX = "[earlier output removed to save context"
+CONTEXT_PACK_PREFIX = "[journeyman context pack]"
+"""How a mode's context pack message starts: once a newer pack follows, an older one is stale
+(the newer one restates the task, the plan and the state of the work) and is masked with the
+old tool results."""
 SUMMARY_PREFIX = "[summary of earlier work]"
 
 Summariser = Callable[[str], Awaitable[str]]
@@ -61,11 +67,11 @@ class CompactionSettings(BaseModel):
     """Each stage tries to bring the prompt under this fraction of the window."""
     max_output_chars: int = Field(default=6_000, ge=200)
     """Tool results longer than this are cut to their head and tail by the first stage."""
-    keep_recent_observations: int = Field(default=6, ge=0)
+    keep_recent_observations: int = Field(default=3, ge=0)
     """The newest tool results the masking stage leaves verbatim."""
     keep_recent_messages: int = Field(default=10, ge=2)
     """Messages at the end of the history the summary stage never folds in."""
-    stale_observation_tokens: int | None = Field(default=12_000, ge=0)
+    stale_observation_tokens: int | None = Field(default=8_000, ge=0)
     """Mask old tool results once they hold more than this many tokens; None: only by size."""
 
 
@@ -104,6 +110,8 @@ class HistoryMeter:
         self._counted = 0
         self._chars = 0
         self._unmasked_result_chars = 0
+        """Unmasked tool results and context packs."""
+        self._newest_pack_chars = 0
 
     def reset(self) -> None:
         self._history = None
@@ -114,9 +122,10 @@ class HistoryMeter:
         return fixed + tokens_for_chars(self._chars)
 
     def stale_result_chars(self, history: list[Message], keep_recent: int) -> int:
-        """Characters of the unmasked tool results older than the `keep_recent` newest."""
+        """Characters of the unmasked tool results older than the `keep_recent` newest, and of
+        the context packs older than the newest."""
         self._update(history)
-        chars = self._unmasked_result_chars
+        chars = self._unmasked_result_chars - self._newest_pack_chars
         seen = 0
         for message in reversed(history):
             if seen >= keep_recent:
@@ -131,10 +140,14 @@ class HistoryMeter:
         if history is not self._history or len(history) < self._counted:
             self._history = history
             self._counted = self._chars = self._unmasked_result_chars = 0
+            self._newest_pack_chars = 0
         for message in history[self._counted :]:
             self._chars += message.approx_chars
             if message.tool_result is not None and not message.content.startswith(MASKED_PREFIX):
                 self._unmasked_result_chars += len(message.content)
+            elif is_context_pack(message):
+                self._unmasked_result_chars += len(message.content)
+                self._newest_pack_chars = len(message.content)
         self._counted = len(history)
 
 
@@ -222,19 +235,24 @@ class Compactor:
         return changed
 
     def _mask(self, history: list[Message], keep: set[int]) -> bool:
-        calls = {c.id: c for m in history for c in m.tool_calls}
         changed = False
         for i in _stale_observations(history, self.settings.keep_recent_observations):
             message = history[i]
             result = message.tool_result
-            assert result is not None
             if i in keep:
                 continue
-            call = calls.get(result.call_id)
-            args = json.dumps(call.arguments, sort_keys=True, default=str) if call else "{}"
+            if result is None:  # a context pack a newer one replaces
+                history[i] = Message.user(
+                    f"{MASKED_PREFIX}: an older context pack of {len(message.content):,} "
+                    "characters; a newer one follows]"
+                )
+                changed = True
+                continue
+            # the call, with its arguments, stays in the assistant message just before: the
+            # stub need not repeat them (it is sent with every later request)
             stub = (
-                f"{MASKED_PREFIX}: {len(result.content):,} characters from "
-                f"{result.name}({clip(args, 200)}); call it again if you still need it]"
+                f"{MASKED_PREFIX}: {len(result.content):,} characters; call {result.name} "
+                "again if you still need them]"
             )
             history[i] = _with_content(message, result, stub)
             changed = True
@@ -303,10 +321,18 @@ messages exact. Do not call tools.
 
 
 def _stale_observations(history: Sequence[Message], keep_recent: int) -> list[int]:
-    """Positions of unmasked tool results older than the `keep_recent` newest ones."""
+    """Positions of unmasked tool results older than the `keep_recent` newest ones, and of the
+    context packs older than the newest, in order."""
     observations = [i for i, m in enumerate(history) if m.tool_result is not None]
     older = observations[: max(0, len(observations) - keep_recent)]
-    return [i for i in older if not history[i].content.startswith(MASKED_PREFIX)]
+    packs = [i for i, m in enumerate(history) if is_context_pack(m)]
+    stale = [i for i in older if not history[i].content.startswith(MASKED_PREFIX)]
+    return sorted(stale + packs[:-1])
+
+
+def is_context_pack(message: Message) -> bool:
+    """Whether `message` is a mode's context pack (see `CONTEXT_PACK_PREFIX`)."""
+    return message.role is Role.USER and message.content.startswith(CONTEXT_PACK_PREFIX)
 
 
 def _pinned_positions(history: Sequence[Message], pinned: Sequence[int]) -> set[int]:

@@ -68,7 +68,9 @@ class ContextWindow:
                 state.messages,
                 context_window=int(window / ratio),
                 fixed_tokens=fixed,
-                summarise=lambda transcript: self.model.summarise(state, transcript),
+                summarise=lambda transcript: self.model.summarise(
+                    state, transcript, after_history=not overflow
+                ),
                 force=overflow or requested,
             )
         else:

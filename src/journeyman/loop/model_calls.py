@@ -183,15 +183,12 @@ class ModelCalls:
             return None
         return time.monotonic() + max(0.0, limit - self.economics.elapsed_s)
 
-    async def summarise(self, state: LoopState, transcript: str) -> str:
-        """The compaction's model call; a failure only skips the summary stage ("")."""
-        request = ModelRequest(
-            system=self.system_prompt,
-            messages=(Message.user(compaction.SUMMARY_REQUEST.format(transcript=transcript)),),
-            max_output_tokens=min(SUMMARY_MAX_TOKENS, self.config.max_output_tokens),
-            temperature=self.config.temperature,
-            system_shared_chars=self.system_shared_chars(),
-        )
+    async def summarise(
+        self, state: LoopState, transcript: str, *, after_history: bool = True
+    ) -> str:
+        """The compaction's model call; a failure only skips the summary stage ("").
+        `after_history` False asks it alone (the provider refused the history as too long)."""
+        request = self._summary_request(state, transcript, after_history)
         started = time.monotonic()
         try:
             request = self._fit(request)
@@ -220,6 +217,27 @@ class ModelCalls:
             )
         )
         return response.text
+
+    def _summary_request(
+        self, state: LoopState, transcript: str, after_history: bool
+    ) -> ModelRequest:
+        """The summary call, asked after the run's history with the same system prompt and
+        tools: it then starts with the previous request (a prompt cache reads all of it), and
+        the next request starts with it. Asked on its own when the history would not leave
+        room (the compaction of a nearly full window) or was refused as too long."""
+        ask = Message.user(compaction.SUMMARY_REQUEST.format(transcript=transcript))
+        settings = self.config.compaction or compaction.CompactionSettings()
+        room = settings.trigger_fraction * self.provider.capabilities.context_window
+        projected = self._estimate(state, (ask,), self.tool_specs) * state.token_ratio
+        after_history = after_history and projected <= room
+        return ModelRequest(
+            system=self.system_prompt,
+            messages=(*state.messages, ask) if after_history else (ask,),
+            tools=self.tool_specs if after_history else (),
+            max_output_tokens=min(SUMMARY_MAX_TOKENS, self.config.max_output_tokens),
+            temperature=self.config.temperature,
+            system_shared_chars=self.system_shared_chars(),
+        )
 
     def _estimate(
         self, state: LoopState, extra: Sequence[Message], tools: Sequence[ToolSpec]

@@ -65,8 +65,47 @@ class Tool(Protocol):
 def tool_spec(tool: Tool) -> ToolSpec:
     """The model-facing description of a tool, its schema derived from the args model."""
     schema = tool.args_model.model_json_schema()
-    schema.pop("title", None)
+    try:
+        schema = model_facing_schema(schema)
+    except RecursionError:  # an MCP server's schema nested beyond reason: sent as it is
+        schema.pop("title", None)
     return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
+
+
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+"""Keywords whose value maps names (never keywords) to schemas."""
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SCHEMA_VALUES = frozenset({"items", "additionalProperties", "not"})
+_NULL = {"type": "null"}
+
+
+def model_facing_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without what tells the model nothing: pydantic's `title` keywords (the field
+    name again) and, for an optional field, the `anyOf [T, null]` with `default: null` (the
+    field is simply not required). Every request carries the tool schemas, so each byte here
+    is paid once per model call; arguments are still validated against the full model."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            value = {name: _sub(item) for name, item in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            value = [_sub(item) for item in value]
+        elif key in _SCHEMA_VALUES:
+            value = _sub(value)
+        out[key] = value
+    options = out.get("anyOf")
+    if "default" in out and out["default"] is None and isinstance(options, list):
+        others = [option for option in options if option != _NULL]
+        if len(options) == 2 and len(others) == 1 and isinstance(others[0], dict):
+            rest = {k: v for k, v in out.items() if k not in ("anyOf", "default")}
+            return {**others[0], **rest}
+    return out
+
+
+def _sub(value: Any) -> Any:
+    return model_facing_schema(value) if isinstance(value, dict) else value
 
 
 def ok(tool: str, content: str, **metadata: Any) -> ToolResult:
@@ -173,6 +212,7 @@ __all__ = [
     "ToolArgs",
     "ToolKind",
     "fail",
+    "model_facing_schema",
     "ok",
     "tool",
     "tool_spec",

@@ -56,10 +56,9 @@ class EditFileTool(BaseTool):
     kind = ToolKind.EDIT
     permission_arg = "path"
     description = (
-        "Replace text in a file: old_string must match the file's text exactly once (or pass "
-        "replace_all=true). If it matches nowhere exactly but matches one place when leading "
-        "and repeated whitespace is ignored, that place is edited and new_string is re-indented "
-        "to fit (or the edit is refused when the fit is ambiguous). Files over "
+        "Replace text in a file: old_string must match exactly once (or pass replace_all=true). "
+        "A match that differs only in indentation or repeated spaces is accepted when it is "
+        "the only one, and new_string is re-indented to fit. Files over "
         f"{MAX_EDIT_BYTES // (1024 * 1024)} MB and anything under .git are not changed. The "
         "reply shows the edited region with line numbers."
     )

@@ -491,11 +491,10 @@ class ApplyPatchTool(BaseTool):
     permission_arg = "patch"
     """Rules cannot match the patch text; they see the paths given by `paths_of`."""
     description = (
-        "Apply a multi-file patch: add, change, delete and rename files in one call. Accepts "
-        "a unified diff or the '*** Begin Patch' envelope. All hunks are checked before anything "
-        "is written: if one does not match, no file changes and the reply shows the closest "
-        "lines. A hunk whose lines match only with their indentation off has its '+' lines "
-        "moved by the same offset, or is refused when no one offset fits."
+        "Apply a multi-file patch: add, change, delete and rename files in one call. All hunks "
+        "are checked first: if one does not match, no file changes and the reply shows the "
+        "closest lines. A hunk that matches only with its indentation off has its '+' lines "
+        "moved by the same offset."
     )
     args_model = ApplyPatchArgs
 

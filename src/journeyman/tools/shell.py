@@ -152,12 +152,10 @@ class _Collector(asyncio.Protocol):
 class RunCommandTool(BaseTool):
     name = "run_command"
     description = (
-        "Run a shell command (bash) in the workspace and return its combined stdout and stderr "
-        "with the exit code. A non-zero exit code is reported, not treated as a tool failure. "
-        "Long output keeps its beginning and end. Commands are killed, with every process "
-        "they started, when they run past the timeout; background processes that keep the "
-        "output open are stopped when the command ends (redirect their output to a file to "
-        "keep them running; inside the bubblewrap sandbox every process ends with its command)."
+        "Run a shell command (bash) in the workspace; returns its exit code and its stdout and "
+        "stderr together (long output keeps its beginning and end). A non-zero exit code is "
+        "reported, not a tool failure. Past the timeout the command and all it started are "
+        "killed; background processes end with the command unless their output goes to a file."
     )
     args_model = RunCommandArgs
     kind = ToolKind.COMMAND

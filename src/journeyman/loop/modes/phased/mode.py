@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from journeyman.context.compaction import CONTEXT_PACK_PREFIX
 from journeyman.context.memory import LastError, MemoryFormatter, PhasedState, compress
 from journeyman.context.pack import render_error
 from journeyman.core import events as ev
@@ -70,7 +71,7 @@ VERIFY_SIGNATURE = "verify"
 
 
 DISCOVERY = """\
-[journeyman] {header}
+{prefix} {header}
 
 {pack}
 
@@ -227,7 +228,12 @@ class PhasedMode:
         state.messages.append(
             Message.user(
                 DISCOVERY.format(
-                    header=header, pack=text, command=command, planning=planning, done=done
+                    prefix=CONTEXT_PACK_PREFIX,
+                    header=header,
+                    pack=text,
+                    command=command,
+                    planning=planning,
+                    done=done,
                 )
             )
         )
