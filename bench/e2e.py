@@ -68,8 +68,8 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 WORK_DIR = BENCH_DIR / ".work" / "e2e"
-HARNESSES = ("journeyman", "mini")
-LABELS = {"journeyman": "journeyman", "mini": "mini-swe-agent"}
+HARNESSES = ("journeyman", "baseline", "mini")
+LABELS = {"journeyman": "journeyman", "baseline": "jm --baseline-src", "mini": "mini-swe-agent"}
 TASK = "Print the numbers with echo, one command per step, then finish."
 MODEL = "gpt-bench"
 PRICE_PER_MTOK = "1,4"
@@ -85,7 +85,7 @@ CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 def _tool_call(harness: str, step: int, steps: int) -> tuple[str, dict[str, str]]:
     """The tool call of reply `step` out of `steps` + 1 for `harness`."""
-    if harness == "journeyman":
+    if harness != "mini":
         if step < steps:
             return "run_command", {"command": f"echo {step}"}
         return "finish", {"summary": "Printed the numbers."}
@@ -230,15 +230,16 @@ def _clean_env(folder: Path) -> dict[str, str]:
 
 
 def agent_command(
-    harness: str, url: str, steps: int, folder: Path, mini_python: Path | None
+    harness: str, url: str, steps: int, folder: Path, mini_python: Path | None, src: Path
 ) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment a user would use for `harness`."""
+    """The command line and environment a user would use for `harness` (journeyman from the
+    sources in `src`)."""
     env = _clean_env(folder)
     workspace = folder / "workspace"
-    if harness == "journeyman":
+    if harness != "mini":
         env.update(
             OPENAI_API_KEY="sk-bench",
-            PYTHONPATH=str(REPO_ROOT / "src"),
+            PYTHONPATH=str(src),
             JOURNEYMAN_CONFIG_DIR=str(folder / "config"),
             JOURNEYMAN_CACHE_DIR=str(folder / "cache"),
             JOURNEYMAN_LOCAL_PORTS="none",
@@ -300,7 +301,7 @@ def _wait_with_cpu(pid: int) -> tuple[int, float, float]:
 
 
 def run_once(
-    harness: str, steps: int, index: int, mini_python: Path | None, keep: bool = False
+    harness: str, steps: int, index: int, mini_python: Path | None, src: Path, keep: bool = False
 ) -> RunResult:
     """Run `harness` for `steps` steps against a fresh server; its CPU and the server's log."""
     folder = WORK_DIR / f"{harness}-{steps}-{index}"
@@ -315,7 +316,7 @@ def run_once(
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
-        command, env = agent_command(harness, url, steps, folder, mini_python)
+        command, env = agent_command(harness, url, steps, folder, mini_python, src)
         with open(folder / "stdout.txt", "wb") as out, open(folder / "stderr.txt", "wb") as err:
             started = time.perf_counter()
             agent = subprocess.Popen(
@@ -481,7 +482,10 @@ def _load() -> str:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    harnesses = [h for h in HARNESSES if h in (args.only or HARNESSES)]
+    harnesses = [h for h in ("journeyman", "mini") if h in (args.only or HARNESSES)]
+    sources = {"journeyman": REPO_ROOT / "src", "baseline": args.baseline_src, "mini": None}
+    if args.baseline_src is not None:
+        harnesses.insert(1, "baseline")
     mini_python = ensure_mini_python() if "mini" in harnesses else None
     runs: dict[str, dict[int, list[RunResult]]] = {
         h: {n: [] for n in args.steps} for h in harnesses
@@ -491,7 +495,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for steps in args.steps:
             order = harnesses if index % 2 == 0 else list(reversed(harnesses))
             for harness in order:
-                result = run_once(harness, steps, index, mini_python, args.keep)
+                result = run_once(harness, steps, index, mini_python, sources[harness], args.keep)
                 runs[harness][steps].append(result)
                 print(
                     f"  [run {index + 1}/{args.repeat}, {steps} steps] {LABELS[harness]}: "
@@ -527,7 +531,14 @@ def main(argv: list[str] | None = None) -> int:
         "--window", type=int, default=20,
         help="steps averaged for the CPU per step at each mark (default: 20)",
     )  # fmt: skip
-    parser.add_argument("--only", nargs="+", choices=HARNESSES, help="run only these agents")
+    parser.add_argument(
+        "--only", nargs="+", choices=("journeyman", "mini"), help="run only these agents"
+    )
+    parser.add_argument(
+        "--baseline-src", type=Path, metavar="SRC",
+        help="also run journeyman from these sources (another checkout's src/, e.g. main's), "
+        "interleaved with the others: a before/after comparison on the same machine state",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print a JSON report instead")
     parser.add_argument(
         "--keep", action="store_true",
@@ -539,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args.serve, args.steps[0])
     if args.repeat < 1 or args.window < 1 or any(n < 1 for n in args.steps):
         parser.error("--steps, --repeat and --window must be positive")
+    if args.baseline_src is not None and not (args.baseline_src / "journeyman").is_dir():
+        parser.error(f"--baseline-src {args.baseline_src}: no journeyman package there")
     if args.steps != sorted(set(args.steps)):
         parser.error("--steps must be distinct and in increasing order")
     report = measure(args)
