@@ -5,7 +5,8 @@ step), file_changes (the undo journal), usage_logs (one row per model call, the 
 `economics.usage_log`) and remembered permissions. Writes only append: a step is one
 transaction that inserts that step's messages, events, usage rows and checkpoint, so its cost
 does not grow with the session, and after a crash the store holds every completed step and
-never half of one.
+never half of one. Each fact of a step is written once: a call's arguments and a result's text
+are in its messages, and its events refer to them (`session.step_facts`; read back whole).
 
 File changes are journaled on their own, before the tool writes to disk (see
 `ToolContext.journal`), because the disk changes at once even if the step never completes.
