@@ -56,7 +56,8 @@ def prepare_fork(
     source = Path(record.workspace) if source is None else source
     if not source.is_dir():
         raise ConfigurationError(
-            f"the workspace of session {session_id}, {printable(str(source))}, is not a folder here"
+            f"the workspace of session {session_id}, {printable(str(source))}, is not a folder "
+            "here"
         )
     if not source.resolve().name:  # "/": neither copied nor rolled back, whatever a file said
         raise ConfigurationError(
