@@ -87,6 +87,14 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
 
+    @cached_property
+    def token_ceiling(self) -> int:
+        """The most tokens this definition can take in a prompt: its name and description at
+        one token a UTF-8 byte, its schema as JSON (ASCII, one token a byte) and the framing.
+        Computed once (specs are not changed after they are made): every call is bounded."""
+        schema = json.dumps(self.parameters, default=str)
+        return text_token_ceiling(self.name + self.description) + len(schema) + FRAMING_TOKENS
+
 
 FRAMING_TOKENS = 32
 """Tokens a chat format may add around one message, tool call or tool definition (roles,

@@ -21,7 +21,6 @@ is refused before it starts instead of ending at once with nothing done.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -57,8 +56,7 @@ class Remaining:
 
 def tool_token_ceiling(tool: ToolSpec) -> int:
     """The most tokens a tool definition can take in a prompt (its JSON, one a byte)."""
-    schema = json.dumps(tool.parameters, default=str)
-    return text_token_ceiling(tool.name + tool.description) + len(schema) + FRAMING_TOKENS
+    return tool.token_ceiling
 
 
 def request_ceiling(request: ModelRequest) -> int:

@@ -28,6 +28,9 @@ from journeyman.providers.resilient import complete_within
 log = logging.getLogger(__name__)
 
 SUMMARY_MAX_TOKENS = 2_048
+FIXED_TOKENS_KEPT = 4
+"""Prompt/tool-set pairs whose estimated size `ModelCalls.fixed_tokens` remembers (a run
+sends one or two: with its tools, and without them for a closing summary)."""
 TOKEN_RATIO_BOUNDS = (0.25, 4.0)
 """The calibration never trusts the estimate by more than 4x either way."""
 
@@ -58,6 +61,7 @@ class ModelCalls:
         self.compact_on_overflow: Compact | None = None
         """Shrinks the history when the provider refuses a prompt as too long."""
         self.prompt_bound = PromptBound()
+        self._fixed_tokens: list[tuple[tuple[str, tuple[ToolSpec, ...]], int]] = []
         self._told_usage_missing = False
 
     def cost(self, usage: Usage) -> float | None:
@@ -80,10 +84,15 @@ class ModelCalls:
         return shared if self.system_prompt.startswith(override[:shared]) else 0
 
     def fixed_tokens(self, tools: Sequence[ToolSpec] | None = None) -> int:
-        """Estimated size of the system prompt and tool specs."""
-        return estimate_fixed_tokens(
-            self.system_prompt, self.tool_specs if tools is None else tools
-        )
+        """Estimated size of the system prompt and tool specs (remembered: asked several
+        times a step, it would otherwise format every tool spec each time)."""
+        key = (self.system_prompt, tuple(self.tool_specs if tools is None else tools))
+        for known, tokens in self._fixed_tokens:
+            if known == key:  # the same objects compare by identity first: cheap
+                return tokens
+        tokens = estimate_fixed_tokens(*key)
+        self._fixed_tokens = [*self._fixed_tokens[-(FIXED_TOKENS_KEPT - 1) :], (key, tokens)]
+        return tokens
 
     async def call(
         self, state: LoopState, *, tools_enabled: bool = True, extra: Sequence[Message] = ()

@@ -90,6 +90,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 NUDGE_KIND = "verification"
+JUDGED_EVENTS = frozenset({"tool_call", "tool_result", "nudge", "follow_up"})
+"""The stored events the verdict reads: calls and their results (refusals), nudges (failed
+checks) and follow-ups (where the current user message begins)."""
 REFUSAL_CHARS = 240
 
 
@@ -334,12 +337,16 @@ class Verdict:
     async def review(self, state: LoopState, outcome: TurnOutcome) -> Ruling | Termination:
         """Decide on the mode's success claim in `outcome` (see the module docstring): accept
         it, send it back to work, or end the run with the reason it is not a success."""
-        refused = [] if self._planning else self.refusals(state.session_id)
-        if self._counted_for != state.session_id:  # a resumed session keeps its count
+        counted = self._counted_for == state.session_id
+        events = (
+            [] if self._planning and counted else self._current_message_events(state.session_id)
+        )
+        refused = [] if self._planning else self._standing_refusals(events)
+        if not counted:  # a resumed session keeps its count
             self._counted_for = state.session_id
             self.failures = sum(
                 1
-                for event in self._current_message_events(state.session_id)
+                for event in events
                 if isinstance(event, ev.NudgeInjected) and event.kind == NUDGE_KIND
             )
         if not self.active:
@@ -444,11 +451,12 @@ class Verdict:
         return len(self.store.file_changes(session_id))
 
     def _current_message_events(self, session_id: str) -> list[ev.StoredEvent]:
-        """The session's events since its latest user message began (the task, or the last
-        follow-up): an earlier message's refusals and failed checks are not this one's. An
+        """The session's calls, results and nudges since its latest user message began (the
+        task, or the last follow-up): an earlier message's refusals and failed checks are not
+        this one's. Only those types are read back (a run's log is mostly other events); an
         event this version cannot read is left out."""
         events: list[ev.StoredEvent] = []
-        for _, event in self.store.read_step_events(session_id):
+        for _, event in self.store.read_step_events(session_id, types=JUDGED_EVENTS):
             if isinstance(event, ev.FollowUpSent):
                 events.clear()
             if not isinstance(event, ev.UnreadableEvent):
@@ -458,9 +466,13 @@ class Verdict:
     def refusals(self, session_id: str) -> list[RefusedCall]:
         """Edit and command calls of the current user message refused by the permission
         policy and never run later."""
+        return self._standing_refusals(self._current_message_events(session_id))
+
+    def _standing_refusals(self, events: list[ev.StoredEvent]) -> list[RefusedCall]:
+        """The refusals that `events` (the current message's, in order) leave standing."""
         calls: dict[str, ToolCall] = {}
         refused: dict[tuple[str, str | None], list[RefusedCall]] = {}
-        for event in self._current_message_events(session_id):
+        for event in events:
             if isinstance(event, ev.ToolCallStarted):
                 calls[event.call.id] = event.call
                 continue

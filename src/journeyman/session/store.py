@@ -5,7 +5,8 @@ step), file_changes (the undo journal), usage_logs (one row per model call, the 
 `economics.usage_log`) and remembered permissions. Writes only append: a step is one
 transaction that inserts that step's messages, events, usage rows and checkpoint, so its cost
 does not grow with the session, and after a crash the store holds every completed step and
-never half of one.
+never half of one. Each fact of a step is written once: a call's arguments and a result's text
+are in its messages, and its events refer to them (`session.step_facts`; read back whole).
 
 File changes are journaled on their own, before the tool writes to disk (see
 `ToolContext.journal`), because the disk changes at once even if the step never completes.
@@ -44,9 +45,10 @@ from journeyman.economics.usage_log import ModelUsage, UsageRow, summarize
 from journeyman.session import database
 from journeyman.session.database import StoreDamagedError
 from journeyman.session.lock import SessionLock
+from journeyman.session.step_facts import StepFacts, message_from_row, once, refers_to_messages
 
 DATABASE_FILE = "journeyman.db"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 EXPECTED_TABLES = frozenset(
     {
         "schema_version",
@@ -172,6 +174,10 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX IF NOT EXISTS usage_logs_by_session ON usage_logs (session_id, call_index)
     """,
+    # 4: no table changes. A step's tool results and call arguments are stored once, in its
+    # messages; its events refer to them (see `session.step_facts`). Older versions cannot read
+    # such rows, so they must refuse the store rather than call it damaged.
+    4: "",
 }
 
 
@@ -389,11 +395,12 @@ class SessionStore:
                     for i, m in enumerate(step.messages)
                 ],
             )
+            events = step.events if step.replaces_history else once(step.events, step.messages)
             db.executemany(
                 "INSERT INTO events (session_id, seq, step, type, body) VALUES (?, ?, ?, ?, ?)",
                 [
                     (session_id, event_seq + i, step.step, _event_type(e), self._dump(_capped(e)))
-                    for i, e in enumerate(step.events)
+                    for i, e in enumerate(events)
                 ],
             )
             for row in step.usage:
@@ -693,7 +700,7 @@ class SessionStore:
             params = (session_id, start, up_to_step)
         rows = self._db.execute(query + " ORDER BY seq", params)
         what = f"a message of session {session_id}"
-        loaded = [self._stored(b, what, Message.from_dict) for (b,) in rows]
+        loaded = [self._stored(b, what, message_from_row) for (b,) in rows]
         return with_paired_results(loaded, keep_pending=True)[0]
 
     def message_rows(self, session_id: str) -> Iterator[tuple[int, int, Message]]:
@@ -706,14 +713,11 @@ class SessionStore:
         )
         what = f"a message of session {session_id}"
         for seq, step, body in rows:
-            yield int(seq), int(step), self._stored(body, what, Message.from_dict)
+            yield int(seq), int(step), self._stored(body, what, message_from_row)
 
     def events(self, session_id: str) -> Iterator[dict[str, Any]]:
-        rows = self._db.execute(
-            "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        )
-        for (body,) in rows:
-            yield self._stored(body, f"an event of session {session_id}")
+        for _step, event in self.step_events(session_id):
+            yield event
 
     def step_events(
         self, session_id: str, types: Collection[str] | None = None
@@ -725,8 +729,21 @@ class SessionStore:
         if types is not None:
             query += f" AND type IN ({', '.join('?' * len(types))})"
             params += sorted(types)
+        facts: StepFacts | None = None
         for step, body in self._db.execute(query + " ORDER BY seq", params):
-            yield int(step), self._stored(body, f"an event of session {session_id}")
+            event = self._stored(body, f"an event of session {session_id}")
+            if refers_to_messages(event):
+                facts = facts or self._step_facts(session_id)
+                event = facts.rejoin(int(step), event, _capped)
+            yield int(step), event
+
+    def _step_facts(self, session_id: str) -> StepFacts:
+        """The calls and results of the session's messages, for events that refer to them."""
+        rows = self._db.execute(
+            "SELECT step, body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        what = f"a message of session {session_id}"
+        return StepFacts.of((int(step), self._stored(body, what)) for step, body in rows)
 
     def read_step_events(
         self,
@@ -989,11 +1006,14 @@ def _event_type(event: Any) -> str:
 
 
 def _message_row(message: Message) -> dict[str, Any]:
-    """What is stored of a message: all of it, but a tool result's metadata capped."""
+    """What is stored of a message: all of it once (a tool result's text is the message's
+    content, not repeated in the result), a tool result's metadata capped."""
     row = message.to_dict()
     if "tool_result" in row:
         result = row["tool_result"]
         row["tool_result"] = {**result, "metadata": _capped(result.get("metadata") or {})}
+        if result.get("content") == row["content"]:
+            del row["tool_result"]["content"]
     return row
 
 
