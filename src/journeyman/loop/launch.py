@@ -280,7 +280,27 @@ def launch(launch: Launch, surface: Surface, *, provider: Provider | None = None
     )
     for warning in [*agent.rules.warnings, *agent.skills.warnings]:
         surface.notice(f"warning: {warning}")
+    outside = _outside_the_sandbox(agent, mcp)
+    if outside:
+        surface.notice(f"note: {outside}")
     return agent
+
+
+def _outside_the_sandbox(agent: Agent, mcp: McpManager | None) -> str | None:
+    """The line saying which MCP servers run outside the sandbox, when the run has a sandbox
+    and starts any: "network off" in the sandbox line does not hold for them."""
+    from journeyman.tools.choices import SandboxKind
+
+    if mcp is None or agent.sandbox.kind is SandboxKind.LOCAL:
+        return None
+    names = mcp.server_names()
+    if not names:
+        return None
+    listed = ", ".join(printable(name) for name in names)
+    return (
+        f"MCP servers run outside the sandbox, as you, with your network and files: {listed} "
+        "(docs/security.md)"
+    )
 
 
 def build_agent(
