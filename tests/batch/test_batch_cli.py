@@ -234,3 +234,22 @@ def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
     assert sum(r["cost_usd"] for r in results) == pytest.approx(stored)
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"${stored:.4f} of a $5.0000 cap" in report
+
+
+def test_without_model_a_server_with_several_models_is_refused_before_any_task(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    """As for `run`: the server at the base URL is asked for its models; with several, the
+    batch lists them and exits 2 before any task starts."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(json.dumps({"id": "a", "task": "x", "workspace": str(workspace)}) + "\n")
+    fake_openai.models = ("small", "large")
+    args = [
+        arg for arg in batch_args(tmp_path, tasks_file) if arg not in ("--model", "gpt-4.1-mini")
+    ]
+    done = journeyman(*args, env=env_for(fake_openai))
+    assert done.returncode == 2, done.stderr
+    assert "has several models; pass one with --model NAME:\n  - small\n  - large" in done.stderr
+    assert not (tmp_path / "out").exists() and not fake_openai.requests

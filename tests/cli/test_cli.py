@@ -142,7 +142,10 @@ def test_failure_exits_nonzero_with_one_line_reason(
 ) -> None:
     env = clean_env(OPENAI_API_KEY="sk-wrong", OPENAI_BASE_URL=fake_openai.base_url)
     fake_openai.enqueue(error(401))
-    done = journeyman("run", "--yes", "x", "-w", str(demo), "--session-dir", str(tmp_path), env=env)
+    done = journeyman(
+        "run", "--yes", "x", "-w", str(demo), "--session-dir", str(tmp_path),
+        "--model", "gpt-4.1-mini", env=env,
+    )  # fmt: skip
     assert done.returncode == 2  # a refused key is the user's configuration
     assert done.stderr.count("\n") == 1 and "OPENAI_API_KEY" in done.stderr
 
@@ -328,6 +331,8 @@ def test_budget_drives_the_run_to_a_clean_capacity_stop(
         str(tmp_path),
         "--max-total-tokens",
         "100000",
+        "--model",
+        "gpt-4.1-mini",
         env=env,
     )
     assert done.returncode == 1

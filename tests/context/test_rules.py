@@ -41,21 +41,27 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-def write_all(workspace: Path, home: Path) -> None:
+def write_all(workspace: Path, home: Path, user: Path | None = None) -> None:
     write(workspace / ".agent/rules.md", "legacy")
     write(home / ".journeyman/rules.md", "user")
+    if user is not None:
+        write(user / "rules.md", "user config")
     write(workspace / "CLAUDE.md", "claude")
     write(workspace / "AGENTS.md", "agents")
     write(workspace / ".journeyman/rules.md", "project")
 
 
-def test_all_files_load_lowest_priority_first(workspace: Path, home: Path) -> None:
-    write_all(workspace, home)
-    rules = RulesLoader(workspace, home)
-    assert rules.text == SEPARATOR.join(["legacy", "user", "claude", "agents", "project"])
-    assert [s.priority for s in rules.sources] == [1, 2, 3, 4, 5]
+def test_all_files_load_lowest_priority_first(workspace: Path, home: Path, tmp_path: Path) -> None:
+    user = tmp_path / "config"
+    write_all(workspace, home, user)
+    rules = RulesLoader(workspace, home, user_folder=user)
+    assert rules.text == SEPARATOR.join(
+        ["legacy", "user", "user config", "claude", "agents", "project"]
+    )
+    assert [s.priority for s in rules.sources] == [1, 2, 3, 4, 5, 6]
     assert [s.scope for s in rules.sources] == [
         RuleScope.LEGACY,
+        RuleScope.USER,
         RuleScope.USER,
         RuleScope.PROJECT,
         RuleScope.PROJECT,
@@ -63,7 +69,55 @@ def test_all_files_load_lowest_priority_first(workspace: Path, home: Path) -> No
     ]
     assert rules.sources[-1].path == workspace / ".journeyman/rules.md"
     assert rules.sources[1].path == home / ".journeyman/rules.md"
+    assert rules.sources[2].path == user / "rules.md"
     assert all(s.status is RuleStatus.LOADED for s in rules.sources)
+
+
+def test_the_users_rules_live_in_the_config_folder(workspace: Path, tmp_path: Path) -> None:
+    """One home: the user's rules sit beside config.toml, mcp.json and skills/, read from
+    JOURNEYMAN_CONFIG_DIR (or the platform's config folder) by default, with no warning."""
+    user = tmp_path / "config"
+    write(user / "rules.md", "Prefer pathlib.")
+    rules = RulesLoader(workspace, tmp_path / "home", user_folder=user)
+    assert rules.text == "Prefer pathlib."
+    assert rules.warnings == []
+    default = RulesLoader(workspace, tmp_path / "home")
+    write(Path(os.environ["JOURNEYMAN_CONFIG_DIR"]) / "rules.md", "From the suite's folder.")
+    try:
+        assert default.text == "From the suite's folder."
+    finally:
+        (Path(os.environ["JOURNEYMAN_CONFIG_DIR"]) / "rules.md").unlink()
+
+
+def test_rules_in_the_old_home_place_are_read_with_a_note_to_move_them(
+    workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    """Never silently ignore a user's rules: ~/.journeyman/rules.md is still read, and each
+    run is told where it belongs now."""
+    user = tmp_path / "config"
+    write(home / ".journeyman/rules.md", "Use tabs.")
+    rules = RulesLoader(workspace, home, user_folder=user)
+    assert rules.text == "Use tabs."
+    assert rules.warnings == [
+        f"your rules file {home / '.journeyman/rules.md'} is read from its old place; move it "
+        f"to {user / 'rules.md'} (the old place will stop being read in a later release)"
+    ]
+    write(user / "rules.md", "Use spaces.")  # both: both read, the new place wins a conflict
+    both = RulesLoader(workspace, home, user_folder=user)
+    assert both.text == SEPARATOR.join(["Use tabs.", "Use spaces."])
+    assert len(both.warnings) == 1
+
+
+def test_the_home_place_is_shown_from_the_home_folder(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write(tmp_path / ".journeyman/rules.md", "old habits")
+    rules = RulesLoader(workspace, user_folder=tmp_path / ".config/journeyman")
+    assert rules.warnings == [
+        "your rules file ~/.journeyman/rules.md is read from its old place; move it to "
+        "~/.config/journeyman/rules.md (the old place will stop being read in a later release)"
+    ]
 
 
 def test_project_rules_come_after_user_rules_so_they_win(workspace: Path, home: Path) -> None:
@@ -232,6 +286,6 @@ def test_rendered_section_names_each_file(workspace: Path, home: Path) -> None:
 def test_describe_lists_highest_priority_first(workspace: Path, home: Path) -> None:
     write(workspace / "AGENTS.md", "x")
     lines = describe_sources(RulesLoader(workspace, home).sources)
-    assert len(lines) == 5
-    assert lines[0].startswith("5  missing")
-    assert any(line.startswith("4  loaded") and "(1 byte)" in line for line in lines)
+    assert len(lines) == 6
+    assert lines[0].startswith("6  missing")
+    assert any(line.startswith("5  loaded") and "(1 byte)" in line for line in lines)

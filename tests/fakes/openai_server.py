@@ -31,9 +31,26 @@ class FakeOpenAIServer(FakeServer):
     api_path: ClassVar[str] = "/v1/chat/completions"
     request_id_header: ClassVar[str] = "x-request-id"
 
+    models: tuple[str, ...] | None = ("gpt-4.1-mini",)
+    """What `GET /v1/models` lists (set on the instance before a run; None answers 404, as a
+    service without a model list does). Model-list requests are counted in
+    `model_list_requests`, not recorded in `requests`."""
+    model_list_requests: int = 0
+
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def listing(self, request: RecordedRequest) -> dict[str, Any] | None:
+        if self.models is None or request.path.split("?")[0] != "/v1/models":
+            return None
+        with self._lock:
+            self.model_list_requests += 1
+        data = [
+            {"id": model, "object": "model", "created": 1_700_000_000, "owned_by": "fake"}
+            for model in self.models
+        ]
+        return {"object": "list", "data": data}
 
     def _usage(self, reply: Reply) -> dict[str, Any] | None:
         usage = reply.usage

@@ -204,6 +204,11 @@ class FakeServer:
 
     # -- wire format (subclasses) -----------------------------------------------------
 
+    def listing(self, request: RecordedRequest) -> dict[str, Any] | None:
+        """The answer to a GET the provider serves besides its endpoint (a model list), or
+        None (404, recorded like any request)."""
+        return None
+
     def render_json(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -276,6 +281,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self.path.startswith("/_fake/"):
                 self._control(request)
+                return
+            listing = fake.listing(request) if self.command == "GET" else None
+            if listing is not None:
+                self._send_json(200, listing)
                 return
             fake._record(request)
             if self.command != "POST" or self.path.split("?")[0] != fake.api_path:

@@ -461,6 +461,7 @@ def _check_provider(
             model,
             base_url=base_url,
             tool_format=config.get("tool_format", "auto"),
+            notice=lambda text: typer.echo(printable(f"journeyman: {text}"), err=True),
             discover_local=False,
         )
     except ConfigurationError as error:

@@ -47,9 +47,10 @@ ModelOpt = Annotated[
     str | None,
     typer.Option(
         help="Model name. With --provider local: PATH.gguf or an alias (smollm2-135m, "
-        "gemma3-270m). If omitted: a server that needs no API key (--base-url, or one found on "
-        "the local ports) is asked for its models and its only one is used (several are "
-        "listed to choose from); otherwise the provider's default."
+        "gemma3-270m). If omitted: a server given by --base-url or OPENAI_BASE_URL (any but "
+        "OpenAI's own, with or without an API key) or found on the local ports is asked for "
+        "its models and its only one is used (several are listed to choose from); otherwise "
+        "the provider's default."
     ),
 ]
 BaseUrlOpt = Annotated[

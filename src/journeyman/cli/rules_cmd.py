@@ -14,6 +14,7 @@ from journeyman.cli.options import (
     WorkspaceOpt,
 )
 from journeyman.context.rules import RulesLoader, describe_sources
+from journeyman.core.display import printable
 
 
 def rules(workspace: WorkspaceOpt = None) -> None:
@@ -25,6 +26,8 @@ def rules(workspace: WorkspaceOpt = None) -> None:
     loader = RulesLoader(root)
     for line in describe_sources(loader.sources):
         typer.echo(line)
+    for warning in loader.warnings:
+        typer.echo(printable(f"warning: {warning}"), err=True)
     loaded = loader.loaded
     typer.echo(
         f"{len(loaded)} file(s) loaded, {len(loader.text):,} characters in the system prompt"

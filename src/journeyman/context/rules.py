@@ -3,10 +3,14 @@
 Where rules come from, lowest priority first (the order they appear in the prompt):
 
 1. ``<workspace>/.agent/rules.md`` (legacy): the old project location, a fallback.
-2. ``~/.journeyman/rules.md`` (user): personal habits that apply to every project.
-3. ``<workspace>/CLAUDE.md`` (project): another agent's file, read for compatibility.
-4. ``<workspace>/AGENTS.md`` (project): the convention shared by coding agents.
-5. ``<workspace>/.journeyman/rules.md`` (project): this agent's own project rules, highest.
+2. ``~/.journeyman/rules.md`` (user): where personal rules used to live; still read, with a
+   warning saying to move the file into the user's config folder.
+3. ``<user config folder>/rules.md`` (user): personal habits that apply to every project, in
+   the one folder of the user's settings (``~/.config/journeyman/`` on Linux; see
+   `core.user_folder`).
+4. ``<workspace>/CLAUDE.md`` (project): another agent's file, read for compatibility.
+5. ``<workspace>/AGENTS.md`` (project): the convention shared by coding agents.
+6. ``<workspace>/.journeyman/rules.md`` (project): this agent's own project rules, highest.
 
 Highest priority comes last: when two files disagree, the model reads the more specific
 instruction after the general one, and models tend to follow the later of two conflicting
@@ -33,6 +37,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from journeyman.core.pins import PinCheck, content_digest, refusal
+from journeyman.core.user_folder import user_config_folder
 from journeyman.tools.host_read import RefusedFile, read_host_file
 
 log = logging.getLogger(__name__)
@@ -63,6 +68,9 @@ class RuleStatus(StrEnum):
 class RuleBase(StrEnum):
     WORKSPACE = "workspace"
     HOME = "home"
+    """The home folder: only the retired place of the user's rules."""
+    CONFIG = "config"
+    """The user's config folder."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class RuleFile:
 DEFAULT_RULE_FILES: tuple[RuleFile, ...] = (
     RuleFile(".agent/rules.md", RuleBase.WORKSPACE, RuleScope.LEGACY),
     RuleFile(".journeyman/rules.md", RuleBase.HOME, RuleScope.USER),
+    RuleFile("rules.md", RuleBase.CONFIG, RuleScope.USER),
     RuleFile("CLAUDE.md", RuleBase.WORKSPACE, RuleScope.PROJECT),
     RuleFile("AGENTS.md", RuleBase.WORKSPACE, RuleScope.PROJECT),
     RuleFile(".journeyman/rules.md", RuleBase.WORKSPACE, RuleScope.PROJECT),
@@ -103,6 +112,8 @@ class RuleSource:
     """Decoded text without surrounding blank space, when `status` is LOADED."""
     raw: bytes = field(default=b"", repr=False)
     """The bytes read (what `journeyman trust` approves by hash)."""
+    move_to: str = ""
+    """Where the file belongs now, when it was read from a retired place (shown as ``~/...``)."""
 
 
 class RulesLoader:
@@ -113,11 +124,15 @@ class RulesLoader:
         workspace: str | os.PathLike[str],
         home: str | os.PathLike[str] | None = None,
         *,
+        user_folder: str | os.PathLike[str] | None = None,
         files: Sequence[RuleFile] = DEFAULT_RULE_FILES,
     ) -> None:
+        """`home` holds the retired ``.journeyman/rules.md`` (default: the home folder);
+        `user_folder` is the user's config folder (default: `user_config_folder()`)."""
         self._workspace = Path(workspace)
         self._pins = PinCheck(self._workspace)
         self._home = Path(home) if home is not None else None
+        self._user_folder = Path(user_folder) if user_folder is not None else None
         self._files = tuple(files)
         self._sources: list[RuleSource] | None = None
 
@@ -141,11 +156,16 @@ class RulesLoader:
     @property
     def warnings(self) -> list[str]:
         """One line per rules file that was skipped or could not be read, naming it and why."""
-        return [
-            f"rules file {s.display or s.path} skipped: {s.error}"
-            for s in self.sources
-            if s.status in (RuleStatus.SKIPPED, RuleStatus.ERROR) and s.error
-        ]
+        lines = []
+        for s in self.sources:
+            if s.status in (RuleStatus.SKIPPED, RuleStatus.ERROR) and s.error:
+                lines.append(f"rules file {s.display or s.path} skipped: {s.error}")
+            elif s.move_to and s.status is RuleStatus.LOADED:
+                lines.append(
+                    f"your rules file {s.display} is read from its old place; move it to "
+                    f"{s.move_to} (the old place will stop being read in a later release)"
+                )
+        return lines
 
     def reload(self) -> None:
         """Forget what was read; the next access reads the files again."""
@@ -153,9 +173,13 @@ class RulesLoader:
 
     def _load(self) -> list[RuleSource]:
         home = self._home if self._home is not None else Path.home()
+        bases = {
+            RuleBase.HOME: home,
+            RuleBase.CONFIG: self._user_folder or user_config_folder(),
+            RuleBase.WORKSPACE: self._workspace,
+        }
         candidates = [
-            (priority, spec, (home if spec.base is RuleBase.HOME else self._workspace))
-            for priority, spec in enumerate(self._files, start=1)
+            (priority, spec, bases[spec.base]) for priority, spec in enumerate(self._files, start=1)
         ]
         # The same file may be reachable twice; keep it at its highest priority only.
         owner: dict[str, int] = {}
@@ -164,7 +188,7 @@ class RulesLoader:
         sources = []
         for priority, spec, base in candidates:
             path = base / spec.relative_path
-            display = _display(spec, home)
+            display = _display(base / spec.relative_path, spec)
             inside = [self._workspace] if spec.base is RuleBase.WORKSPACE else None
             if owner[os.path.realpath(path)] != priority and _allowed(path, inside):
                 status = RuleStatus.DUPLICATE if path.exists() else RuleStatus.MISSING
@@ -173,6 +197,9 @@ class RulesLoader:
             source = _read(path, spec.scope, priority, display, inside)
             if spec.base is RuleBase.WORKSPACE and source.status is RuleStatus.LOADED:
                 source = self._pinned(source)
+            if spec.base is RuleBase.HOME:
+                new_place = _display(bases[RuleBase.CONFIG] / "rules.md", spec)
+                source = replace(source, move_to=new_place)
             sources.append(source)
         return sources
 
@@ -193,10 +220,13 @@ def _allowed(path: Path, inside: list[Path] | None) -> bool:
     return any(resolved.is_relative_to(os.path.realpath(root)) for root in inside)
 
 
-def _display(spec: RuleFile, home: Path) -> str:
-    if spec.base is RuleBase.HOME:
-        return f"~/{spec.relative_path}" if home == Path.home() else str(home / spec.relative_path)
-    return spec.relative_path
+def _display(path: Path, spec: RuleFile) -> str:
+    """Workspace files by their relative path; the user's as ``~/...`` when under the home
+    folder, else in full."""
+    if spec.base is RuleBase.WORKSPACE:
+        return spec.relative_path
+    home = Path.home()
+    return f"~/{path.relative_to(home).as_posix()}" if path.is_relative_to(home) else str(path)
 
 
 def _read(

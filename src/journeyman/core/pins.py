@@ -71,12 +71,9 @@ def refusal(verdict: PinVerdict) -> str:
 
 
 def pins_path() -> Path:
-    root = os.environ.get("JOURNEYMAN_CONFIG_DIR")
-    if not root:
-        from platformdirs import user_config_dir
+    from journeyman.core.user_folder import user_config_folder
 
-        root = user_config_dir("journeyman")
-    return Path(root) / PINS_FILE
+    return user_config_folder() / PINS_FILE
 
 
 def workspace_key(workspace: Path) -> str:

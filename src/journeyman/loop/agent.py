@@ -51,7 +51,8 @@ from journeyman.providers.resilient import ResilientProvider, RetryPolicy
 from journeyman.session.store import SessionStore, default_session_root, new_session_id
 from journeyman.session.workspace_lock import WorkspaceLock
 from journeyman.tools.base import Tool, ToolKind
-from journeyman.tools.builtin import default_tools
+from journeyman.tools.builtin import default_tools, minimal_tools
+from journeyman.tools.choices import minimal_tool_set
 from journeyman.tools.notes import NoteTool
 from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox import Sandbox, open_sandbox
@@ -125,6 +126,11 @@ class Agent:
         """Where run_command runs (custom `tools` bring their own: RunCommandTool(sandbox=))."""
         self.skills = skills or SkillsLoader(self.workspace, _user_skills_folder())
         """Skills named in the system prompt and read with the skill tool (built-in tools only)."""
+        self.minimal_tools = minimal_tool_set(
+            self.config.tool_set, self.provider.name, self.provider.model
+        )
+        """Offer only the minimal tool set (`config.tool_set`, resolved for the model): no
+        search, language-server, MCP or skill tools."""
         self.registry = self._tool_registry(tools)
         self.on_event = on_event
         """The handler given at construction; `add_listener` adds others beside it."""
@@ -204,21 +210,25 @@ class Agent:
         }
 
     def _tool_registry(self, tools: Iterable[Tool] | None) -> ToolRegistry:
-        """The given tools, or the built-in ones on this agent's sandbox; the phased mode's
-        note tool is added when it is missing."""
-        registry = ToolRegistry(
-            default_tools(
+        """The given tools, or the built-in ones on this agent's sandbox (only the minimal set
+        of them for `minimal_tools`); the phased mode's note tool is added when it is
+        missing."""
+        if tools is None:
+            tools = default_tools(
                 self.sandbox,
                 journal_commands=self.config.journal_commands,
                 edit_tool=self.config.edit_tool,
                 provider=self.provider.name,
             )
-            if tools is None
-            else tools
-        )
+            builtin = True
+        else:
+            builtin = False
+        if builtin and self.minimal_tools:
+            tools = minimal_tools(list(tools))
+        registry = ToolRegistry(tools)
         if self.config.mode is ModeName.PHASED and registry.get(NoteTool.name) is None:
             registry.register(NoteTool())  # the phased mode keeps notes in its memory
-        if tools is None and self.skills.skills:
+        if builtin and self.skills.skills and not self.minimal_tools:
             registry.register(SkillTool(self.skills.skills))
         return registry
 
@@ -232,13 +242,13 @@ class Agent:
         tools = [tool for name in self.registry.names if (tool := self.registry.get(name))]
         statuses: list[McpServerStatus] = []
         async with AsyncExitStack() as stack:
-            lsp = self._lsp_manager()
+            lsp = None if self.minimal_tools else self._lsp_manager()
             if lsp is not None:
                 from journeyman.integrations.lsp import with_lsp
 
                 stack.push_async_callback(lsp.aclose)
                 tools = with_lsp(tools, lsp)
-            mcp = self._mcp_manager()
+            mcp = None if self.minimal_tools else self._mcp_manager()
             if mcp is not None:
                 stack.push_async_callback(mcp.aclose)
                 statuses = await mcp.start()

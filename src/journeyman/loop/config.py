@@ -15,7 +15,7 @@ from journeyman.loop.choices import ModeName as ModeName
 from journeyman.loop.subagent_config import SubagentConfig
 from journeyman.policy.hooks import ShellHookConfig
 from journeyman.policy.permissions import PermissionsConfig
-from journeyman.tools.choices import EditToolChoice, SandboxKind
+from journeyman.tools.choices import EditToolChoice, SandboxKind, ToolSetChoice
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 """US dollars per million tokens: a finite amount, never negative."""
@@ -160,6 +160,11 @@ class AgentConfig(BaseModel):
     """The tool the model edits files with: auto (apply_patch for OpenAI-compatible providers,
     whose models are trained on its format; edit_file for the others), edit_file, apply_patch
     or both."""
+    tool_set: ToolSetChoice = ToolSetChoice.AUTO
+    """How many tools the model is offered: full (every built-in tool, with the language-server,
+    MCP and skill tools the run has), minimal (read_file, the edit tools, run_command and
+    finish), or auto: minimal for a tiny model (the embedded provider's, or one whose name
+    gives a size under a billion parameters, such as smollm2-135m), full for the others."""
     journal_commands: bool = True
     """Snapshot the workspace around each run_command so that undo and diff also cover the
     files commands change (a shadow git repository outside the workspace; tens of ms a command

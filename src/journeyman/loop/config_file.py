@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_config_dir
 from pydantic import ValidationError
 
 from journeyman.core.display import printable
 from journeyman.core.errors import ConfigurationError
 from journeyman.core.pins import PinCheck, RepoItem, json_digest, refusal
 from journeyman.core.toml_text import parse_toml
+from journeyman.core.user_folder import user_config_folder
 from journeyman.loop.config import AgentConfig
 from journeyman.policy.permissions import PermissionsConfig
 from journeyman.policy.settings import IgnoredSetting, tighten_only, trusted_from_data
@@ -85,8 +85,8 @@ def set_permission_mode(values: dict[str, Any], mode: Any) -> None:
 
 
 def user_config_file() -> Path:
-    root = os.environ.get(f"{ENV_PREFIX}CONFIG_DIR") or user_config_dir("journeyman")
-    return Path(root) / "config.toml"
+    """The user's `config.toml`, in the user's config folder (`core.user_folder`)."""
+    return user_config_folder() / "config.toml"
 
 
 def user_mcp_file() -> Path:

@@ -280,7 +280,39 @@ def launch(launch: Launch, surface: Surface, *, provider: Provider | None = None
     )
     for warning in [*agent.rules.warnings, *agent.skills.warnings]:
         surface.notice(f"warning: {warning}")
+    for note in (_minimal_tools(agent), _outside_the_sandbox(agent, mcp)):
+        if note:
+            surface.notice(f"note: {note}")
     return agent
+
+
+def _minimal_tools(agent: Agent) -> str | None:
+    """The line saying that the model was offered the minimal tool set, and how to change it."""
+    if not agent.minimal_tools:
+        return None
+    names = ", ".join(agent.registry.names)
+    if agent.config.tool_set == "auto":
+        why = f"{printable(agent.provider.model)} is a tiny model"
+    else:
+        why = 'tool_set = "minimal"'
+    return f'{why}: it is offered only {names} (tool_set = "full" offers every tool)'
+
+
+def _outside_the_sandbox(agent: Agent, mcp: McpManager | None) -> str | None:
+    """The line saying which MCP servers run outside the sandbox, when the run has a sandbox
+    and starts any: "network off" in the sandbox line does not hold for them."""
+    from journeyman.tools.choices import SandboxKind
+
+    if mcp is None or agent.minimal_tools or agent.sandbox.kind is SandboxKind.LOCAL:
+        return None
+    names = mcp.server_names()
+    if not names:
+        return None
+    listed = ", ".join(printable(name) for name in names)
+    return (
+        f"MCP servers run outside the sandbox, as you, with your network and files: {listed} "
+        "(docs/security.md)"
+    )
 
 
 def build_agent(

@@ -154,6 +154,7 @@ WORKSPACE_RULES: Mapping[str, Rule] = {
         "the edit tool decides how changes reach your files (and a patch tool can touch "
         f"several in one call); {USER_ONLY}"
     ),
+    "tool_set": accept,
     "temperature": accept,
     "stream": accept,
     "snapshot_messages": accept,

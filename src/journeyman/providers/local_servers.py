@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from journeyman.core.errors import ConfigurationError
 from journeyman.providers.http_errors import host_and_port, is_loopback
@@ -83,18 +84,75 @@ def _models(base_url: str, timeout: float, api_key: str | None = None) -> tuple[
     return tuple(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id"))
 
 
+MODEL_LIST_TIMEOUT_S = 5.0
+"""How long a server given by its base URL has to list its models."""
+LISTED_AT_MOST = 20
+"""Models named in the message asking for --model; the rest are counted."""
+
+
 def server_at(
-    base_url: str, *, api_key: str | None = None, timeout: float = 5.0
-) -> LocalServer | None:
-    """The server at `base_url` with the models it lists; None when it lists none (not every
-    OpenAI-compatible service has `/models`). A loopback port nothing listens on is a
-    `ConfigurationError`: no request to it could succeed."""
-    models = _models(base_url, timeout, api_key)
-    if isinstance(models, str):
-        if models.startswith("nothing is listening"):
-            raise ConfigurationError(models)
-        return None
-    return LocalServer("OpenAI-compatible", base_url, models)
+    base_url: str, *, api_key: str | None = None, timeout: float = MODEL_LIST_TIMEOUT_S
+) -> LocalServer:
+    """The server at `base_url` with the models it lists, asked through the official SDK
+    (`GET /models`). A server that cannot be reached or does not list its models is a
+    `ConfigurationError` naming --model: without it there is no model to ask for."""
+    import openai
+
+    shown = without_credentials(base_url)
+    client = openai.OpenAI(
+        api_key=api_key or "no-key-needed", base_url=base_url, timeout=timeout, max_retries=0
+    )
+    try:
+        page = client.models.list()
+        models = tuple(str(model.id) for model in page.data if getattr(model, "id", None))
+    except openai.APIConnectionError as error:
+        if is_loopback(base_url) and _refused(error):
+            reason = f"nothing is listening on {host_and_port(base_url)}; is the server running?"
+        else:
+            reason = f"it could not be reached ({type(error).__name__})"
+        raise ConfigurationError(
+            f"no model given and the server at {shown} could not be asked for its models: "
+            f"{reason} (or pass --model NAME)"
+        ) from None
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+        raise ConfigurationError(
+            f"no model given and the server at {shown} refused the API key when asked for its "
+            f"models (HTTP {error.status_code}); set OPENAI_API_KEY to a key that server "
+            "accepts, or pass --model NAME"
+        ) from None
+    except openai.APIStatusError as error:
+        raise ConfigurationError(
+            f"no model given and the server at {shown} does not list its models (GET /models "
+            f"answered HTTP {error.status_code}); pass --model NAME"
+        ) from None
+    except (openai.OpenAIError, ValueError, TypeError) as error:
+        raise ConfigurationError(
+            f"no model given and the model list of the server at {shown} is not usable "
+            f"({type(error).__name__}); pass --model NAME"
+        ) from None
+    finally:
+        client.close()
+    return LocalServer("OpenAI-compatible", shown, models)
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether a connection was refused somewhere down `error`'s chain of causes."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "refused" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def without_credentials(url: str) -> str:
+    """`url` without a user name or password in it (safe to show)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def find_local_server(
@@ -120,7 +178,10 @@ def pick_model(server: LocalServer, model: str | None) -> str:
             f"the {server.name} server at {server.base_url} lists no models; load or pull one, "
             "then pass --model NAME"
         )
-    listed = "\n".join(f"  - {m}" for m in server.models)
+    listed = "\n".join(f"  - {m}" for m in server.models[:LISTED_AT_MOST])
+    more = len(server.models) - LISTED_AT_MOST
+    if more > 0:
+        listed += f"\n  ... and {more} more (GET {server.base_url.rstrip('/')}/models lists all)"
     raise ConfigurationError(
         f"the {server.name} server at {server.base_url} has several models; pass one with "
         f"--model NAME:\n{listed}"

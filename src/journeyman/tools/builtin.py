@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from journeyman.tools.base import Tool
+from journeyman.tools.base import Tool, ToolKind
 from journeyman.tools.choices import EditToolChoice as EditToolChoice
 from journeyman.tools.edit import EditFileTool
 from journeyman.tools.finish import FinishTool
@@ -65,3 +65,13 @@ def default_tools(
         RunCommandTool(sandbox=sandbox, journal_changes=journal_commands),
         FinishTool(),
     ]
+
+
+MINIMAL_KINDS = frozenset({ToolKind.EDIT, ToolKind.COMMAND, ToolKind.FINISH})
+"""Kinds of the built-in tools the minimal tool set keeps, with `read_file` (the one way of
+looking it needs: `run_command` lists and searches)."""
+
+
+def minimal_tools(tools: list[Tool]) -> list[Tool]:
+    """The minimal tool set out of `tools`: `read_file` and the edit, command and finish tools."""
+    return [t for t in tools if t.kind in MINIMAL_KINDS or t.name == ReadFileTool.name]

@@ -109,3 +109,27 @@ def test_the_users_own_servers_start_without_the_flag_and_not_with_no_mcp(
     with_servers, without = fake_openai.requests
     assert "mine_add" in {tool["function"]["name"] for tool in with_servers.json["tools"]}
     assert not any(t["function"]["name"].startswith("mine_") for t in without.json["tools"])
+
+
+def test_the_run_says_its_mcp_servers_run_outside_the_sandbox(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A sandbox line saying "network off" does not hold for MCP servers: the run says so,
+    naming them, whenever a sandbox is in use (under --sandbox local nothing is inside)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    declare_calc_server(workspace)
+    fake_openai.default = reply("nothing to do")
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
+    said = (
+        "journeyman: note: MCP servers run outside the sandbox, as you, with your network "
+        "and files: calc (docs/security.md)"
+    )
+    boxed = run_in(workspace, tmp_path, env, "--mcp", "--sandbox", "bubblewrap", "say hello")
+    assert boxed.returncode == 0, boxed.stderr
+    assert said in boxed.stderr.splitlines()
+    unboxed = run_in(workspace, tmp_path, env, "--mcp", "--sandbox", "local", "say hello")
+    assert unboxed.returncode == 0, unboxed.stderr
+    assert "outside the sandbox" not in unboxed.stderr
+    without = run_in(workspace, tmp_path, env, "--sandbox", "bubblewrap", "say hello")
+    assert "outside the sandbox" not in without.stderr

@@ -124,3 +124,43 @@ def test_export_failures_are_one_redacted_warning_each_kind(
         "Transient error 0 encountered, retrying"
     )
     assert warnings[1] == "OpenTelemetry: Overriding of current TracerProvider"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_export_timeout_is_short_unless_the_user_sets_one() -> None:
+    assert availability.export_timeout({}) == availability.EXPORT_TIMEOUT_S == 2.0
+    assert availability.export_timeout({"OTEL_EXPORTER_OTLP_TIMEOUT": "30"}) is None
+    assert availability.export_timeout({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "5"}) is None
+
+
+def test_a_collector_that_is_not_there_delays_the_end_by_seconds_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK's own 10 s deadline retried for about 7 s at exit (14 s with two exports);
+    journeyman's gives up after one quick retry. The bound is loose for a busy machine."""
+    import time
+
+    for name in availability.TIMEOUT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    warnings: list[str] = []
+    tracing = command_line.tracing_for_run(True, note=warnings.append, warn=warnings.append)
+    assert tracing is not None
+    with tracing.tracer.start_as_current_span("a run"):
+        pass
+    started = time.monotonic()
+    tracing.close()
+    assert time.monotonic() - started < 5.0
+    assert warnings == [
+        f"traces could not be sent to {endpoint}/v1/traces: no collector could be reached "
+        "there, so this run's spans are dropped (start one, or leave out --otel and the "
+        "endpoint variable)"
+    ]

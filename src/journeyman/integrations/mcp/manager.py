@@ -111,6 +111,14 @@ class McpManager:
             tools.append(t)
         return tools
 
+    def server_names(self) -> list[str]:
+        """The servers `start` starts (all but those disabled in the config), in config order."""
+        return [
+            name
+            for name, conn in self._connections.items()
+            if conn.state is not ServerState.DISABLED
+        ]
+
     def status(self) -> list[McpServerStatus]:
         """Unusable config entries first, then each server in config order."""
         rows = [

@@ -16,6 +16,11 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_
 CAPTURE_CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """`true` puts redacted tool arguments, tool results and model text on the spans."""
 DEFAULT_ENDPOINT = "http://localhost:4318"
+TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+EXPORT_TIMEOUT_S = 2.0
+"""Seconds one export of spans may take, its retries included, unless a timeout variable
+says otherwise. The SDK's own default (10 s) is what a run waited at exit for a collector
+that is not there; a collector that is there answers in milliseconds."""
 _REQUIRED_MODULES = ("opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http")
 
 
@@ -49,6 +54,15 @@ def traces_endpoint(env: Mapping[str, str] | None = None) -> str:
         return specific
     base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or DEFAULT_ENDPOINT
     return base.rstrip("/") + "/v1/traces"
+
+
+def export_timeout(env: Mapping[str, str] | None = None) -> float | None:
+    """The export timeout to give the exporter: `EXPORT_TIMEOUT_S`, or None when the user set
+    one in the environment (the SDK reads it)."""
+    env = os.environ if env is None else env
+    if any(env.get(name, "").strip() for name in TIMEOUT_VARIABLES):
+        return None
+    return EXPORT_TIMEOUT_S
 
 
 def capture_content_by_environment(env: Mapping[str, str] | None = None) -> bool:

@@ -105,9 +105,29 @@ class _ExportFailures(logging.Handler):
         reason = " ".join(redact(record.getMessage()).split())[:200]
         if export:
             endpoint = redact(traces_endpoint())
+            if _unreachable(record.getMessage()):
+                reason = (
+                    "no collector could be reached there, so this run's spans are dropped "
+                    "(start one, or leave out --otel and the endpoint variable)"
+                )
             self.warn(f"traces could not be sent to {endpoint}: {reason}")
         else:
             self.warn(f"OpenTelemetry: {reason}")
+
+
+_UNREACHABLE_SIGNS = (
+    "NewConnectionError",
+    "Connection refused",
+    "Failed to establish",
+    "NameResolutionError",
+    "ConnectTimeout",
+    "timed out",
+)
+
+
+def _unreachable(message: str) -> bool:
+    """Whether an export failure says that no collector answered at all."""
+    return any(sign in message for sign in _UNREACHABLE_SIGNS)
 
 
 def _report_export_failures(warn: Note) -> None:

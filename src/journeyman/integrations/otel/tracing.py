@@ -28,7 +28,10 @@ from journeyman.core import events as ev
 from journeyman.core.events import EventHandler
 from journeyman.core.package import package_version
 from journeyman.core.redact import Redactor
-from journeyman.integrations.otel.availability import capture_content_by_environment
+from journeyman.integrations.otel.availability import (
+    capture_content_by_environment,
+    export_timeout,
+)
 from journeyman.integrations.otel.spans import ModelSettings, ParentLookup, RunTracer
 
 INSTRUMENTATION_NAME = "journeyman"
@@ -53,12 +56,14 @@ AgentT = TypeVar("AgentT", bound=Traceable)
 def otlp_tracer_provider() -> TracerProvider:
     """A tracer provider that batches spans to the OTLP/HTTP endpoint of the environment
     (`OTEL_EXPORTER_OTLP_ENDPOINT`, headers, timeout, sampler: the SDK reads them). The service
-    is `journeyman` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise."""
+    is `journeyman` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise. An
+    export gives up after `EXPORT_TIMEOUT_S` unless a timeout variable is set, so a collector
+    that is not there delays the end of a run by that much at most."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     ours = Resource.create({"service.name": "journeyman", "service.version": package_version()})
     provider = TracerProvider(resource=ours.merge(OTELResourceDetector().detect()))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=export_timeout())))
     return provider
 
 
