@@ -216,14 +216,22 @@ def _looks_like_git_dir(names: set[str]) -> bool:
     return "HEAD" in names and "objects" in names and "refs" in names
 
 
-def scan(workspace: Path, previous: Scan | None = None, racy_ns: int = RACY_NS) -> Scan:
+def scan(
+    workspace: Path,
+    previous: Scan | None = None,
+    racy_ns: int = RACY_NS,
+    *,
+    listings_unchanged: bool = False,
+) -> Scan:
     """Every piece of git metadata in `workspace` (see the module's description).
 
     What `previous` recorded is reused where nothing can have changed since: a folder whose
     inode and ctime are the same is not listed again (adding, removing or renaming an entry
     moves a folder's ctime, and no command can set a ctime), and a file with the same stamp is
     not read again. Anything changed within `racy_ns` of that scan is looked at again, as
-    `git_guard` does."""
+    `git_guard` does. With `listings_unchanged` (a `FolderWatch` saw no folder of `previous`
+    change since it was made) those folders are reused without a `stat` of each; the git
+    metadata files themselves are still looked at."""
     result = Scan(started_ns=time.time_ns())
     reuse = previous.trusted(racy_ns) if previous is not None else {}
     known = previous.trusted_folders(racy_ns) if previous is not None else {}
@@ -233,7 +241,9 @@ def scan(workspace: Path, previous: Scan | None = None, racy_ns: int = RACY_NS) 
     pending = [str(root)]
     while pending:
         folder = pending.pop()
-        listed = _list_folder(folder, known)
+        listed = known.get(folder) if listings_unchanged else None
+        if listed is None:
+            listed = _list_folder(folder, known)
         if listed is None:
             continue
         result.folders[folder] = listed
