@@ -225,7 +225,8 @@ class GitMetadataGuard:
         if found.changed:
             after = git_scan.scan(self.workspace, after, racy_ns=RACY_NS)
         self.scan = after
-        self.watch.cover(_inodes(after))
+        if not settled or found.changed:  # else the folders are those already watched
+            self.watch.cover(_inodes(after))
         return found
 
     def cheap(self) -> bool:
