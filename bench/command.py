@@ -25,7 +25,10 @@ What runs (each round runs one call of every kind, so a loaded machine weighs on
       The first call of each kind (which hashes the whole tree into the shadow repository) is
       not counted.
 
-    Medians per call; the load average is printed before and after.
+    Medians per call of the wall time and of this process's CPU time (user + system, children
+    not included): on a loaded machine the wall time of both sides swings with the wait for a
+    core, while the CPU time is what the agent itself spends; the load average is printed
+    before and after.
 
 Usage (from the repository root)
     .venv/bin/python bench/command.py                  # --calls 200
@@ -111,19 +114,25 @@ async def _interleaved(
     for kind in tools:  # the first record hashes the whole tree: not counted
         await tool_call(kind, "echo warm")()
     times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+
+    def note(kind: str, start: float, start_cpu: float) -> None:
+        times[kind].append(time.perf_counter() - start)
+        cpu[kind].append(time.process_time() - start_cpu)
+
     for i in range(calls):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         subprocess.run(f"echo {i}", shell=True, capture_output=True, check=True)
-        times["bare_sh"].append(time.perf_counter() - start)
-        start = time.perf_counter()
+        note("bare_sh", start, start_cpu)
+        start, start_cpu = time.perf_counter(), time.process_time()
         subprocess.run([shell, "-c", f"echo {i}"], capture_output=True, check=True)
-        times["bare"].append(time.perf_counter() - start)
+        note("bare", start, start_cpu)
         for kind in tools:
             call = tool_call(kind, f"echo {i}")
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             await call()
-            times[kind].append(time.perf_counter() - start)
-    return times
+            note(kind, start, start_cpu)
+    return times | {f"{kind}_cpu": values for kind, values in cpu.items()}
 
 
 def measure(calls: int, root: Path) -> dict[str, Any]:
@@ -138,6 +147,9 @@ def measure(calls: int, root: Path) -> dict[str, Any]:
         times = asyncio.run(_interleaved(calls, shell, small, root, Path(tmp) / "cache"))
     median = {kind: statistics.median(values) * 1000 for kind, values in times.items()}
     ms: dict[str, Any] = {f"{kind}_ms": median[kind] for kind in KINDS}
+    ms |= {f"{kind}_cpu_ms": median[f"{kind}_cpu"] for kind in KINDS}
+    ms["run_command_over_bare_cpu_ms"] = median["run_command_cpu"] - median["bare_cpu"]
+    ms["run_command_tree_over_bare_cpu_ms"] = median["run_command_tree_cpu"] - median["bare_cpu"]
     ms["run_command_over_bare_ms"] = median["run_command"] - median["bare"]
     ms["run_command_tree_over_bare_ms"] = median["run_command_tree"] - median["bare"]
     ms["journal_small_extra_ms"] = median["journal_small"] - median["run_command"]
@@ -165,24 +177,24 @@ def main(argv: list[str] | None = None) -> int:
         f"tree: {root.name}, {r['tree_files']} files in {r['tree_folders']} folders"
     )
     print(f"load average before: {r['load_before']}, after: {r['load_after']}")
-    print(f"  bare subprocess.run /bin/sh -c (scale only):  {r['bare_sh_ms']:7.2f} ms")
-    print(f"  bare subprocess.run {r['shell']} -c:        {r['bare_ms']:7.2f} ms")
-    print(
-        f"  run_command, 1-file workspace:                {r['run_command_ms']:7.2f} ms"
-        f"  ({r['run_command_over_bare_ms']:+.2f} ms over bare)"
-    )
-    print(
-        f"  run_command, tree:                            {r['run_command_tree_ms']:7.2f} ms"
-        f"  ({r['run_command_tree_over_bare_ms']:+.2f} ms over bare)"
-    )
-    print(
-        f"  run_command + journal, 1-file workspace:      {r['journal_small_ms']:7.2f} ms"
-        f"  (journal {r['journal_small_extra_ms']:+.2f} ms)"
-    )
-    print(
-        f"  run_command + journal, tree:                  {r['journal_tree_ms']:7.2f} ms"
-        f"  (journal {r['journal_tree_extra_ms']:+.2f} ms)"
-    )
+    rows = [
+        ("bare_sh", "bare subprocess.run, /bin/sh (scale only)", None),
+        ("bare", f"bare subprocess.run, {r['shell']}", None),
+        ("run_command", "run_command, 1-file workspace", "bare"),
+        ("run_command_tree", "run_command, tree", "bare"),
+        ("journal_small", "run_command + journal, 1-file workspace", "run_command"),
+        ("journal_tree", "run_command + journal, tree", "run_command_tree"),
+    ]
+    print(f"{'':44} {'wall ms':>8} {'(+ over)':>9} {'CPU ms':>8} {'(+ over)':>9}  over")
+    for kind, label, over in rows:
+        wall, cpu = r[f"{kind}_ms"], r[f"{kind}_cpu_ms"]
+        line = f"  {label:<42} {wall:8.2f} {'':>9} {cpu:8.2f} {'':>9}"
+        if over is not None:
+            line = (
+                f"  {label:<42} {wall:8.2f} {wall - r[f'{over}_ms']:+9.2f} "
+                f"{cpu:8.2f} {cpu - r[f'{over}_cpu_ms']:+9.2f}  {over}"
+            )
+        print(line)
     return 0
 
 
