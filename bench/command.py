@@ -14,7 +14,11 @@ Scope
     scale only: it starts faster than bash, and the tool does not use it.
 
 What runs (each round runs one call of every kind, so a loaded machine weighs on all alike)
-    * bare sh, bare shell: the two ``subprocess.run`` calls above.
+    * bare sh, bare shell: the two ``subprocess.run`` calls above; and bare shell in a new
+      session (``start_new_session=True``, as the tool starts every command so that it has
+      no controlling terminal and its process group can be killed whole), for scale: with
+      Linux's autogroup scheduling a new session gets a scheduling group of its own, which
+      costs nothing on a quiet machine and milliseconds of waiting on a loaded one.
     * run_command: the tool with the command journal off, in a one-file workspace.
     * run_command, tree: the same in a git repository of about 2,450 files (a copy of the
       running interpreter's standard library, CPython's ``Lib/`` without ``site-packages/`` and
@@ -55,7 +59,15 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 TREE = BENCH_DIR / ".work" / "journal-tree"
-KINDS = ("bare_sh", "bare", "run_command", "run_command_tree", "journal_small", "journal_tree")
+KINDS = (
+    "bare_sh",
+    "bare",
+    "bare_session",
+    "run_command",
+    "run_command_tree",
+    "journal_small",
+    "journal_tree",
+)
 
 
 def standard_library_copy() -> Path:
@@ -127,6 +139,11 @@ async def _interleaved(
         start, start_cpu = time.perf_counter(), time.process_time()
         subprocess.run([shell, "-c", f"echo {i}"], capture_output=True, check=True)
         note("bare", start, start_cpu)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        subprocess.run(
+            [shell, "-c", f"echo {i}"], capture_output=True, check=True, start_new_session=True
+        )
+        note("bare_session", start, start_cpu)
         for kind in tools:
             call = tool_call(kind, f"echo {i}")
             start, start_cpu = time.perf_counter(), time.process_time()
@@ -180,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("bare_sh", "bare subprocess.run, /bin/sh (scale only)", None),
         ("bare", f"bare subprocess.run, {r['shell']}", None),
+        ("bare_session", "  the same in a new session (scale only)", "bare"),
         ("run_command", "run_command, 1-file workspace", "bare"),
         ("run_command_tree", "run_command, tree", "bare"),
         ("journal_small", "run_command + journal, 1-file workspace", "run_command"),
