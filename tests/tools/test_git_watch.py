@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import journeyman.tools.watch as watch_module
 from journeyman.tools.context import ToolContext
 from journeyman.tools.sandbox import LocalSandbox
 from journeyman.tools.sandbox.git_scan import read_config
@@ -77,6 +78,25 @@ def test_a_folder_replaced_at_the_same_path_is_watched_again(tmp_path: Path) -> 
     assert watch.settled()
     (deep / "x").write_text("x")
     assert not watch.settled()
+
+
+def test_a_watch_past_its_share_of_the_users_watches_gives_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Watching more folders than its share of the user's inotify watches would leave the
+    user's editor without any: the watch stops, and every scan walks again."""
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setattr(watch_module, "watch_budget", lambda: 3)
+    watch = FolderWatch()
+    for _ in range(3):
+        watch.cover(folders(tmp_path))
+        assert not watch.settled()
+    assert watch._fd is None  # the inotify instance and its watches are given back
+
+
+def test_the_share_follows_the_users_limit() -> None:
+    assert 0 < watch_module.watch_budget() <= watch_module.MAX_FOLDERS
 
 
 def count_thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[Callable[..., Any]]:

@@ -8,9 +8,11 @@ as before otherwise.
 
 Changes that inotify cannot see make `ChangeWatch` unusable rather than wrong: where inotify is
 missing (not Linux), or a folder cannot be watched (too many folders, no permission), `arm()`
-returns False and callers scan. Writes that reach a file through another name (a hard link
-from outside the workspace) or through a shared memory mapping are not reported by inotify;
-the scans of a command's own changes before this existed did see the former.
+returns False and callers scan. One watch takes at most an eighth of the user's inotify watches
+(`watch_budget`), so that their editor and other file watchers keep theirs. Writes that reach
+a file through another name (a hard link from outside the workspace) or through a shared
+memory mapping are not reported by inotify; the scans of a command's own changes before this
+existed did see the former.
 
 Folders that tools fill (`GENERATED_DIRS`) and the workspace's own `.git` are not watched: the
 journal leaves them out too.
@@ -66,6 +68,21 @@ _MASK = (
 )
 MAX_FOLDERS = 20_000
 """Workspaces with more folders than this (outside generated ones) are scanned instead."""
+SHARE_OF_USER_WATCHES = 8
+"""One watch takes at most 1/this of the user's inotify watches (`max_user_watches`), so that
+the user's editor and file watchers keep theirs; past that it gives up and callers scan."""
+
+
+@functools.cache
+def watch_budget() -> int:
+    """Folders one watch may watch: `MAX_FOLDERS`, or less where the user's limit is low."""
+    try:
+        limit = int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
+    except (OSError, ValueError):
+        return MAX_FOLDERS
+    return max(0, min(MAX_FOLDERS, limit // SHARE_OF_USER_WATCHES))
+
+
 _SKIPPED_NAMES = frozenset(pattern.strip("/") for pattern in GENERATED_DIRS)
 
 
@@ -155,7 +172,7 @@ class ChangeWatch:
         for count, (root, dirs, _files) in enumerate(walk, start=1):
             top = root == str(self.workspace)
             dirs[:] = [d for d in dirs if d not in _SKIPPED_NAMES and not (top and d == ".git")]
-            if count > MAX_FOLDERS:
+            if count > watch_budget():
                 return False
             if lib.inotify_add_watch(fd, os.fsencode(root), _MASK) < 0:
                 return False
@@ -252,7 +269,7 @@ class FolderWatch:
             for path, inode in folders.items():
                 if self._watched.get(path) == inode:
                     continue
-                if lib is None or len(self._watched) >= MAX_FOLDERS:
+                if lib is None or len(self._watched) >= watch_budget():
                     raise OSError(errno.ENOSPC, "too many folders to watch")
                 descriptor = int(lib.inotify_add_watch(self._fd, os.fsencode(path), _FOLDER_MASK))
                 if descriptor < 0:
