@@ -1,5 +1,9 @@
 """Disk used by a batch's `--out` under each `--keep`.
 
+Scope
+    Disk, not time: what `--out` holds after a local batch on the fake OpenAI server (no SDK
+    latency, no real model), for each `--keep`; the wall time is printed for scale only.
+
 What runs
     20 tasks over one folder of ``--size-mb`` MB (50 files of random bytes), each task one file
     write then `finish` against the fake OpenAI server, through the batch scheduler (threads, 4

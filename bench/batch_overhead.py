@@ -1,5 +1,11 @@
 """Batch figures: the scheduling overhead per task, and spend against the cap.
 
+Scope
+    What the batch scheduler adds around each task (reservations, settlement, workspace
+    copies, the executor's shipping) on the fake OpenAI server; the task's own agent run is
+    timed inside the worker and taken out, so the figure is the scheduler's, not a model's.
+    Executors run one after another, not interleaved: compare columns of one run only.
+
 What runs
     * overhead: 50 trivial tasks (the fake OpenAI server answers each with one `finish` call at
       once) through the batch scheduler on each executor of ``EXECUTORS``, one task at a time

@@ -1,5 +1,11 @@
 """Scheduling overhead per task of the batch executors: local processes and a Ray cluster.
 
+Scope
+    The executors alone (no scheduler, ledger or workspace copies): the wall time per task
+    minus the task's own `run_job` time, local processes next to a one-node Ray cluster on
+    this machine (its start-up not counted). The two run one after the other, not
+    interleaved.
+
 What runs
     ``--tasks`` trivial tasks (the fake OpenAI server answers each task's one model call with
     `finish`) go through an executor, first the local one (worker processes on this machine),

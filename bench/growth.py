@@ -1,5 +1,9 @@
 """Does a step cost more late in a long session? Harness time per step at steps 10, 100, 1,000.
 
+Scope
+    The harness's own time per step in one long scripted session (the model's time taken
+    out; no SDK, no wire format, no CLI start-up): whether it grows with the history.
+
 What runs
     One journeyman session of N steps (default 1,000) against a ``ScriptedProvider``, with the
     real SQLite session store and real, cheap file tools on a temporary workspace. Step i makes

@@ -1,5 +1,10 @@
 """Does a long session's report still open quickly? Size and render time of a 1,000-step report.
 
+Scope
+    The report of a long session: building its HTML in process, and a headless Chromium
+    loading and painting it, each next to a blank page in the same browser; the session's
+    own run is setup and not timed.
+
 What runs
     One journeyman session of N steps (default 1,000) against a scripted model, with the real
     SQLite store and real file tools on a temporary workspace. Step i makes one tool call,

@@ -1,5 +1,10 @@
 """Small local models on examples/demo: the honest baseline of issue 18.
 
+Scope
+    Quality, not speed: what small local models embedded through llama.cpp manage on the
+    demo through the real `journeyman run`; the seconds per step are the model's, on this
+    machine's CPU.
+
 For each model (embedded through `--provider local`, so llama.cpp runs in the journeyman
 process with grammar-constrained tool calls) and each mode (react, phased), N seeded runs
 (`JOURNEYMAN_SEED`) of `journeyman run` on a fresh copy of the demo, counting: runs with at

@@ -1,5 +1,15 @@
 """Per-step harness overhead: journeyman next to mini-swe-agent, on one scripted trajectory.
 
+Scope
+    The harness around the model and the shell: both agents run the same commands with the
+    same shell (bash, found on PATH; mini-swe-agent's ``LocalEnvironment`` would use
+    ``/bin/sh``, which is dash on Debian and starts about 1 ms faster, so its commands are
+    given bash here), with deterministic models that cost nothing, in the project's
+    interpreter for journeyman and in ``bench/.venv-mini`` for mini-swe-agent. Not measured:
+    a real provider's SDK and wire format, start-up, the CLI (see ``startup.py`` and the
+    end-to-end bench for those). Runs of the two harnesses alternate; the load average is
+    printed before and after.
+
 What runs
     Both agents play the same script with a deterministic model (no network, no LLM):
     step i (i = 0 .. N-1) runs ``echo i`` through the agent's shell tool, then the agent finishes.
@@ -32,8 +42,9 @@ How overhead is measured (identically for both)
     of responses is built before the clock starts). Everything that is not running the command
     counts as overhead: model call plumbing, message and prompt building, validation, policy,
     events, persistence, the loop itself. The time inside each shell tool is printed as well,
-    next to a raw ``subprocess.run("echo i", shell=True)`` measured in the same process and the
-    end-to-end wall time per step, so that a slow shell tool cannot hide in the excluded part.
+    next to a bare ``subprocess.run([bash, "-c", "echo i"])`` measured in the same process and
+    the end-to-end wall time per step, so that a slow shell tool cannot hide in the excluded
+    part: "shell tool - bare" is what each tool adds around the same process.
 
     Flatness over a run: the gap between the end of command k-1 and the start of command k is
     pure harness time for one step (it holds one persist and one model call). The table shows the
@@ -118,11 +129,20 @@ class ShellClock:
         return wrapper
 
 
+def _bash() -> str:
+    """The shell both harnesses run their commands with (journeyman's choice: bash on PATH)."""
+    found = shutil.which("bash")
+    if found is None:
+        raise SystemExit("bash is not on PATH: the benchmark runs every command with bash")
+    return found
+
+
 def _raw_echo_ms(calls: int = RAW_BASELINE_CALLS) -> float:
-    """Mean ms of a bare ``subprocess.run("echo i", shell=True)`` in this process."""
+    """Mean ms of a bare ``subprocess.run([bash, "-c", "echo i"])`` in this process."""
+    bash = _bash()
     start = time.perf_counter()
     for i in range(calls):
-        subprocess.run(f"echo {i}", shell=True, capture_output=True, text=True, check=True)
+        subprocess.run([bash, "-c", f"echo {i}"], capture_output=True, text=True, check=True)
     return (time.perf_counter() - start) / calls * 1000
 
 
@@ -367,6 +387,21 @@ def _run_mini(
     )
 
 
+def _mini_runs_bash() -> None:
+    """Make mini-swe-agent's ``LocalEnvironment`` start its commands with bash, as journeyman
+    does (its ``subprocess.Popen(command, shell=True)`` runs ``/bin/sh`` otherwise); only the
+    module's own reference to ``subprocess`` is replaced."""
+    import functools
+    import types
+
+    from minisweagent.environments import local
+
+    shim = types.ModuleType("subprocess")
+    shim.__dict__.update(vars(subprocess))
+    shim.Popen = functools.partial(subprocess.Popen, executable=_bash())  # type: ignore[attr-defined]
+    local.subprocess = shim  # type: ignore[attr-defined]
+
+
 def _drive_mini(steps: int, workdir: Path, stock_model: bool = False) -> dict[str, Any]:
     # Keep mini-swe-agent quiet and its global config dir out of the user's home.
     os.environ["MSWEA_SILENT_STARTUP"] = "1"
@@ -376,6 +411,7 @@ def _drive_mini(steps: int, workdir: Path, stock_model: bool = False) -> dict[st
     from minisweagent.environments.local import LocalEnvironment
 
     config = yaml.safe_load((Path(minisweagent.package_dir) / "config" / "mini.yaml").read_text())
+    _mini_runs_bash()
     clock = ShellClock()
     LocalEnvironment.execute = clock.wrap(LocalEnvironment.execute)  # type: ignore[method-assign]
     _run_mini(WARMUP_STEPS, workdir / "warmup", clock, config, stock_model)
@@ -503,8 +539,9 @@ def print_table(report: dict[str, Any]) -> None:
     print("overhead/step = (wall time of the run - time inside the shell tool) / steps")
     print(
         "shell tool = journeyman run_command._run (the command itself), "
-        "mini-swe-agent LocalEnvironment.execute"
+        "mini-swe-agent LocalEnvironment.execute; both run bash"
     )
+    print(f"load average before: {meta['load_before']}, after: {meta['load_after']}")
     print()
     header = f"{'steps':>6} | {'journeyman ms/step':>18} | {'mini-swe-agent ms/step':>22} | "
     header += f"{'ratio jm/mini':>13}"
@@ -541,23 +578,30 @@ def print_table(report: dict[str, Any]) -> None:
             )
     print()
     print("End to end, shell tool included: wall ms/step, ms inside the shell tool per command")
-    print("(excluded above), a bare subprocess.run('echo i', shell=True) in the same process, and")
-    print("the process's resident memory after the run (now / peak, MiB; warm-up run included):")
+    print("(excluded above), a bare subprocess.run([bash, '-c', 'echo i']) in the same process,")
+    print("the difference, and the resident memory after the run (now / peak, MiB; warm-up")
+    print("run included):")
     header = f"{'steps':>6} | {'harness':>14} | {'wall/step':>9} | {'shell tool':>10} | "
-    header += f"{'bare echo':>9} | {'RSS MiB':>13}"
+    header += f"{'bare bash':>9} | {'tool-bare':>9} | {'RSS MiB':>13}"
     print(header)
     print("-" * len(header))
     for row in rows:
         for harness in HARNESSES:
             data = row.get(harness)
             if data:
+                tool, bare = data["shell_ms_per_step"], data["raw_echo_ms"]
+                added = tool - bare if tool is not None and bare is not None else None
                 print(
                     f"{row['steps']:>6} | {LABELS[harness]:>14} | "
                     f"{_fmt(data['wall_ms_per_step'], '9.3f')} | "
-                    f"{_fmt(data['shell_ms_per_step'], '10.3f')} | "
-                    f"{_fmt(data['raw_echo_ms'], '9.3f')} | "
+                    f"{_fmt(tool, '10.3f')} | "
+                    f"{_fmt(bare, '9.3f')} | {_fmt(added, '9.3f')} | "
                     f"{_fmt(data.get('rss_mib'), '6.1f')} /{_fmt(data.get('peak_rss_mib'), '6.1f')}"
                 )
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _machine() -> str:
@@ -577,6 +621,7 @@ def orchestrate(args: argparse.Namespace) -> int:
         pythons["mini"] = ensure_mini_venv(args.mini_spec)
     WORK_DIR.mkdir(parents=True, exist_ok=True)
 
+    load_before = _load()
     results = []
     raw_runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     versions: dict[str, str] = {}
@@ -616,6 +661,9 @@ def orchestrate(args: argparse.Namespace) -> int:
             "warmup_steps": WARMUP_STEPS,
             "versions": versions,
             "method": "overhead/step = (wall - time inside shell tool) / steps",
+            "shell": _bash(),
+            "load_before": load_before,
+            "load_after": _load(),
         },
         "results": results,
     }

@@ -1,6 +1,11 @@
 """Budget pool under load: random trees of real agents spawning concurrent subagents under a USD
 cap, and what the whole tree spent against it.
 
+Scope
+    Spend, not time: whether a tree of concurrent subagents stays under one USD cap, read back
+    from the session store; the models are scripted, so no figure here says anything about a
+    real provider's speed.
+
 Each trial builds a root `Agent` on a scripted model with `spawn_agent` enabled and a random
 `--max-budget-usd` cap. The root spawns 2–6 children in one turn (all running at once); each
 child works a random number of turns at a random cost per turn and may spawn 0–3 children of

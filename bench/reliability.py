@@ -1,5 +1,10 @@
 """The reliability report: each fault scenario of issue 7, a fixed, seeded number of times.
 
+Scope
+    Outcomes, not speed: how many trials of each fault scenario completed, lost data,
+    crashed or escaped, through the real adapters, CLI and sandboxes against fake servers
+    (and a real small model when llama.cpp is present).
+
 Scenarios (each trial's checks are in the docstring of the module named):
 
 1. provider faults at 20 % of calls (429 + Retry-After, 500, 529, read timeout, connection

@@ -1,5 +1,10 @@
 """Prompt-cache reads of a 4-worker swarm on Anthropic, measured the way the API reports them.
 
+Scope
+    Cache reads as the fake Messages API's prompt-cache model counts them (a model of the
+    API's rules, not a real provider's hit rate), through the official `anthropic` SDK; no
+    timing.
+
 What runs
     The real `Swarm` (planning turn, four workers in their own git worktrees, quality gates,
     merges) with `AnthropicProvider` and the official `anthropic` SDK, against the fake Messages

@@ -1,5 +1,10 @@
 """How much of two swarm workers' first requests is the same, byte for byte, from the start.
 
+Scope
+    Bytes, not time: the shared prefix of two workers' first requests as journeyman builds
+    them (system prompt, request in cache order, OpenAI body); an upper bound on what a
+    provider's cache could reuse, not measured cache hits.
+
 Providers cache a prompt by its prefix (Anthropic from a `cache_control` breakpoint, OpenAI
 automatically from 1,024 tokens): the longer the run of identical bytes the workers' requests
 start with, the more of every worker after the first is read from the cache.

@@ -1,5 +1,14 @@
 """Wall time of a 4-worker swarm next to the same subtasks run one at a time.
 
+Scope
+    Both sides are the same ``Swarm`` on the same scripted model and the same throwaway
+    repository (planning turn, four workers, gates, merges, final check); only the number of
+    workers differs. The model's latency is simulated (a fixed delay per reply, no SDK, no
+    network), so the figure is what parallel workers save when the model dominates, not a
+    real provider's throughput. Runs of the two sides alternate (parallel, one by one,
+    parallel, ...; the order flips each round) and the load average is printed before and
+    after.
+
 What runs
     A scripted model (``tests.fakes.swarm.RoutedProvider``) whose every reply comes after a
     fixed delay (``--delay``, default 0.25 s), standing in for a real model's latency. The
@@ -11,7 +20,8 @@ What runs
     * one by one: the same swarm with ``workers=1``, so the four subtasks run in turn (same
       planning turn, gates and merges).
 
-    Each is run ``--repeat`` times (default 3) and the median wall time printed, with the ratio.
+    Each is run ``--repeat`` times (default 3), interleaved, and the median wall time printed,
+    with the ratio.
 
 Usage (from the repository root)
     .venv/bin/python bench/swarm_wall.py
@@ -25,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -79,6 +90,10 @@ def one_run(workers: int, delay_s: float) -> float:
         return elapsed
 
 
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.25, help="seconds per model reply")
@@ -86,9 +101,15 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     figures: dict[str, Any] = {"delay_s": args.delay, "subtasks": SUBTASKS, "repeat": args.repeat}
-    for label, workers in (("parallel_4", SUBTASKS), ("one_by_one", 1)):
-        times = [one_run(workers, args.delay) for _ in range(args.repeat)]
-        figures[f"{label}_s"] = round(statistics.median(times), 3)
+    figures["load_before"] = load()
+    sides = [("parallel_4", SUBTASKS), ("one_by_one", 1)]
+    times: dict[str, list[float]] = {label: [] for label, _ in sides}
+    for round_number in range(args.repeat):
+        for label, workers in sides if round_number % 2 == 0 else sides[::-1]:
+            times[label].append(one_run(workers, args.delay))
+    for label, values in times.items():
+        figures[f"{label}_s"] = round(statistics.median(values), 3)
+    figures["load_after"] = load()
     figures["speedup"] = round(figures["one_by_one_s"] / figures["parallel_4_s"], 2)
     if args.json:
         print(json.dumps(figures))
@@ -96,8 +117,9 @@ def main() -> None:
     replies = 1 + 3 * SUBTASKS
     print(
         f"{SUBTASKS} subtasks, 3 model replies each plus the plan ({replies} replies), "
-        f"{args.delay:.2f} s per reply, median of {args.repeat}:"
+        f"{args.delay:.2f} s per reply, median of {args.repeat} interleaved runs:"
     )
+    print(f"  load average before: {figures['load_before']}, after: {figures['load_after']}")
     print(f"  swarm, 4 workers:        {figures['parallel_4_s']:.2f} s")
     print(f"  same subtasks one by one: {figures['one_by_one_s']:.2f} s")
     print(f"  speedup:                 {figures['speedup']:.2f}x")

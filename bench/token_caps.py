@@ -1,5 +1,9 @@
 """Token caps under random runs: how far past its cap does a run's token count go?
 
+Scope
+    Counts, not time: how far past its token cap a run's own count goes, with a scripted
+    model billing honest prompt counts; no SDK or wire format.
+
 Runs the trials of `tests/support/cap_trials.py` (the real `Agent` on a scripted model that
 bills honest prompt counts for what it was sent, in English, code, Chinese, emoji or a mix,
 under strict budgets and hard grants, with and without compaction) and prints, per language

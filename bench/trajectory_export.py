@@ -1,6 +1,11 @@
 """How long does a long session take to export? ATIF, mini-swe-agent and JSONL export of a
 1,000-step session.
 
+Scope
+    The exporters on one stored 1,000-step session: in process (reading the store,
+    building and validating the formats) and as the `journeyman sessions export` command
+    (with its start-up); the session's own run is setup and not timed.
+
 What runs
     The 1,000-step session of ``bench/inspector.py`` (a scripted model on the real store and
     file tools: writes, edits, reads and commands, prompts mostly read from the cache, several

@@ -1,6 +1,11 @@
 """The interactive app: time from `journeyman` to an interactive prompt, and memory over a long
 scripted conversation.
 
+Scope
+    The app as a user starts it (the real binary in tmux against the fake OpenAI server, to
+    its prompt on screen) and its memory over a long scripted conversation in one process;
+    no real model, no network.
+
 Start-up: the real `journeyman` binary (this interpreter's `-m journeyman`) starts with no
 arguments inside tmux, against the fake OpenAI server; the figure is the wall time until the
 prompt's placeholder is on the captured screen (polled every 20 ms), median of `--repeat` runs.

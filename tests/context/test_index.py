@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,6 +234,59 @@ def test_refresh_drops_a_file_that_became_binary_or_ignored(tmp_path: Path) -> N
     assert stats.added == (".gitignore",)
     again = indexer.refresh()
     assert (again.added, again.changed, again.removed, again.skipped_binary) == ((), (), (), 1)
+
+
+def walks(indexer: WorkspaceIndexer, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The starts of every walk `indexer` makes from now on."""
+    starts: list[Path] = []
+    real = indexer._scan
+
+    def counted(start: Path, walked: object) -> object:
+        starts.append(start)
+        return real(start, walked)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexer, "_scan", counted)
+    return starts
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux only")
+def test_a_refresh_with_nothing_changed_walks_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, {"a.py": "a = 1\n", "pkg/deep/b.py": "b = 1\n"})
+    indexer = WorkspaceIndexer(tmp_path)
+    indexer.bootstrap()
+    starts = walks(indexer, monkeypatch)
+    for _ in range(3):
+        nothing = indexer.refresh()
+        assert (nothing.added, nothing.changed, nothing.removed, nothing.files) == ((), (), (), 2)
+    assert starts == []
+
+    (tmp_path / "pkg/deep/b.py").write_text("b = 22\n")  # a write in place, in a deep folder
+    assert indexer.refresh().changed == ("pkg/deep/b.py",)
+    assert [h.path for h in indexer.search("22")] == ["pkg/deep/b.py"]
+    write(tmp_path, {"pkg/deep/new/c.py": "c = 1\n"})
+    assert indexer.refresh().added == ("pkg/deep/new/c.py",)
+    (tmp_path / "pkg/deep/new/c.py").write_text("c = 2\n")  # in a folder made after bootstrap
+    assert indexer.refresh().changed == ("pkg/deep/new/c.py",)
+    assert len(starts) == 3
+    indexer.refresh()
+    assert len(starts) == 3
+
+
+def test_an_index_reading_generated_folders_walks_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch leaves out node_modules and the like: an index that reads them must walk."""
+    write(tmp_path, {"a.js": "a\n", "node_modules/m/index.js": "m\n"})
+    indexer = WorkspaceIndexer(tmp_path, config=IndexConfig(exclude=[]))
+    indexer.bootstrap()
+    starts = walks(indexer, monkeypatch)
+    (tmp_path / "node_modules/m/index.js").write_text("changed\n")
+    os.utime(tmp_path / "node_modules/m/index.js", ns=(0, 10**18))
+    assert indexer.refresh().changed == ("node_modules/m/index.js",)
+    indexer.refresh()
+    assert len(starts) == 2
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ the tool) becomes an error result that tells the model what happened; it never e
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -101,7 +102,10 @@ class ToolRegistry:
             return _error(call, f"{call.name}: invalid arguments: {_describe(exc)}", "invalid")
         timeout = getattr(tool, "timeout_s", None) or timeout  # a tool may bring its own
         try:
-            own = dataclasses.replace(ctx, call_id=call.id)  # ctx is shared by the turn's calls
+            # ctx is shared by the turn's calls; a copy, not `dataclasses.replace`, which would
+            # resolve the workspace's real path again (its `__post_init__`)
+            own = copy.copy(ctx)
+            own.call_id = call.id
             result = await asyncio.wait_for(tool.execute(args, own), timeout=timeout)
         except TimeoutError:
             return _error(

@@ -28,9 +28,10 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field
 
@@ -61,6 +62,8 @@ KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL when stopping a process group."""
 DRAIN_GRACE = 0.3
 """Seconds to wait for the output pipe to close after the command itself has exited."""
+
+_T = TypeVar("_T")
 
 _secret = functools.lru_cache(maxsize=4096)(looks_secret)
 """`looks_secret` remembered per name: the environment is scrubbed before every command."""
@@ -203,16 +206,21 @@ class RunCommandTool(BaseTool):
             notes.append(f"timeout lowered from {asked:g} s to the maximum, {timeout:g} s")
 
         output = OutputBuffer(self.head_bytes, self.tail_bytes)
-        # one hop to a worker thread before the command and one after: each costs ~0.1 ms
         await self._heal_interrupted(ctx, notes)
-        snapshots, guard = await asyncio.to_thread(self._prepare, ctx, notes, args.command)
+        # The work before and after the command goes to a worker thread when it may scan the
+        # workspace or run git; when it cannot (nothing moved since the last command: see
+        # `_cheap_before`), it stays here: a hop costs more than the work (0.1-0.3 ms each way).
+        snapshots, guard = await _in_thread_unless(
+            self._cheap_before(ctx), self._prepare, ctx, notes, args.command
+        )
         git_report = GuardReport()
         started = time.monotonic()
         try:
             run = await self._run(args.command, cwd, ctx, timeout, output)
         finally:
             duration = round(time.monotonic() - started, 3)
-            git_report, found = await asyncio.to_thread(self._settle, guard, snapshots)
+            cheap = guard.cheap() and (snapshots is None or snapshots.unchanged())
+            git_report, found = await _in_thread_unless(cheap, self._settle, guard, snapshots)
             if snapshots is not None:
                 try:
                     self._journal_changes(found, ctx, notes)
@@ -251,6 +259,16 @@ class RunCommandTool(BaseTool):
         return ok(
             self.name, f"{text}\n[{_describe_exit(run.exit_code, duration)}]{notes_text}", **meta
         )
+
+    def _cheap_before(self, ctx: ToolContext) -> bool:
+        """Whether `_prepare` only reads a few files: the guard takes the last one's scan, and
+        the journal, if any, has a record that the watch says still holds."""
+        if ctx.workspace not in self._guards:
+            return False
+        if not self.journal_changes or ctx.journal is None:
+            return True
+        snapshots = self._snapshots.get((ctx.workspace, ctx.run_session_id))
+        return snapshots is not None and snapshots.unchanged()
 
     def _prepare(
         self, ctx: ToolContext, notes: list[str], command: str
@@ -428,6 +446,13 @@ def _describe_exit(code: int | None, duration: float) -> str:
 def _shell() -> str | None:
     """bash when available (models write bash), else the platform's /bin/sh (for hooks)."""
     return shutil.which("bash") or None
+
+
+async def _in_thread_unless(cheap: bool, work: Callable[..., _T], *args: object) -> _T:
+    """`work(*args)`, here when `cheap`, else in a worker thread (off the event loop)."""
+    if cheap:
+        return work(*args)
+    return await asyncio.to_thread(work, *args)
 
 
 async def _wait_done(future: asyncio.Future[None], timeout: float) -> bool:

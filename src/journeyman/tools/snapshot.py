@@ -146,6 +146,10 @@ class WorkspaceSnapshots:
         self._recorded_at_ns: int | None = None
         """When the last record (or the scan that became one) began, in ns since the epoch."""
 
+    def unchanged(self) -> bool:
+        """Whether `record()` and `changes()` would find nothing to do (no scan, no git)."""
+        return self._still_recorded()
+
     def _still_recorded(self) -> bool:
         return (
             self._unchanged_since_record

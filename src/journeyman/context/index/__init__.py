@@ -12,7 +12,11 @@ contents (for search). Symbols are parsed on demand and cached.
 * **Bootstrap and refresh.** `bootstrap()` reads everything once. `refresh()` walks again and
   re-reads only files whose mtime or size changed (new files are added, vanished ones dropped);
   `refresh(paths)` looks at just those files or directories, for callers that know what they
-  changed. Search, snippets and the repo map bootstrap on first use.
+  changed. A whole `refresh()` returns at once when an inotify watch (`tools.watch`), armed
+  before the last whole walk, saw nothing change since (the phased mode refreshes before each
+  use, most often to find nothing); where it cannot watch, or the index reads folders the
+  watch leaves out (`IndexConfig.exclude` without the generated folders), it walks every time.
+  Search, snippets and the repo map bootstrap on first use.
 * **Search.** `search(keyword)` finds lines containing a fixed string (case-insensitive by
   default). The token sets answer first which files can possibly contain the keyword (each
   run of word characters in the keyword must be part of a token of the file), so only those

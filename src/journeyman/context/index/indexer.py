@@ -31,9 +31,11 @@ from journeyman.context.index.records import (
 )
 from journeyman.context.index.symbols import extract_symbols
 from journeyman.providers.pricing import estimate_tokens
+from journeyman.tools.context import GENERATED_DIRS
 from journeyman.tools.fileio import SNIFF_BYTES, is_binary
 from journeyman.tools.search import find_ripgrep
 from journeyman.tools.walk import IgnoreRules, walk
+from journeyman.tools.watch import ChangeWatch
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,10 @@ class WorkspaceIndexer:
         self._symbols: dict[str, tuple[int, int, tuple[OutlineSymbol, ...]]] = {}
         self._exclude = pathspec.GitIgnoreSpec.from_lines(self.config.exclude)
         self._bootstrapped = False
+        self._watch = ChangeWatch(self.root) if _watch_covers(self.config) else None
+        """Tells `refresh()` that nothing moved since its last walk (see `_unchanged`)."""
+        self._watched_walk: IndexStats | None = None
+        """The last whole walk, when the watch was armed before it began."""
 
     # ---- index maintenance -----------------------------------------------------------------
 
@@ -104,9 +110,10 @@ class WorkspaceIndexer:
         self._passed.clear()
         self._symbols.clear()
         self._bootstrapped = True
+        armed = self._arm()
         walked = _Walked()
         added = [rel for rel, change in self._scan(self.root, walked) if change == "added"]
-        return IndexStats(
+        stats = IndexStats(
             files=len(self._entries),
             added=tuple(added),
             skipped_binary=walked.skipped_binary,
@@ -114,6 +121,8 @@ class WorkspaceIndexer:
             truncated=walked.truncated,
             seconds=time.perf_counter() - started,
         )
+        self._watched_walk = stats if armed else None
+        return stats
 
     def refresh(self, paths: Iterable[str | Path] | None = None) -> IndexStats:
         """Bring the index up to date: re-read files whose mtime or size changed.
@@ -124,6 +133,16 @@ class WorkspaceIndexer:
         if not self._bootstrapped:
             return self.bootstrap()
         started = time.perf_counter()
+        if paths is None and self._unchanged():
+            assert self._watched_walk is not None
+            return IndexStats(
+                files=len(self._entries),
+                skipped_binary=self._watched_walk.skipped_binary,
+                skipped_large=self._watched_walk.skipped_large,
+                truncated=self._watched_walk.truncated,
+                seconds=time.perf_counter() - started,
+            )
+        armed = paths is None and self._arm()
         walked = _Walked()
         added: list[str] = []
         changed: list[str] = []
@@ -157,7 +176,7 @@ class WorkspaceIndexer:
             elif change != "same" and prefix in self._entries:
                 self._forget(prefix)
                 removed.append(prefix)
-        return IndexStats(
+        stats = IndexStats(
             files=len(self._entries),
             added=tuple(added),
             changed=tuple(changed),
@@ -166,6 +185,22 @@ class WorkspaceIndexer:
             skipped_large=walked.skipped_large,
             truncated=walked.truncated,
             seconds=time.perf_counter() - started,
+        )
+        if paths is None:
+            self._watched_walk = stats if armed else None
+        return stats
+
+    def _arm(self) -> bool:
+        """Start watching the workspace before a whole walk; False when it cannot be."""
+        self._watched_walk = None
+        return self._watch is not None and self._watch.arm()
+
+    def _unchanged(self) -> bool:
+        """Whether the watch, armed before the last whole walk, saw nothing change since: the
+        index then holds the workspace as it is (a file written through a hard link from
+        outside the workspace is the exception; see `tools.watch`)."""
+        return (
+            self._watched_walk is not None and self._watch is not None and not self._watch.changed()
         )
 
     def _ensure(self) -> None:
@@ -659,6 +694,12 @@ class WorkspaceIndexer:
         if rest:
             kept.append(f"  ... {rest} more")
         return "\n".join(kept)
+
+
+def _watch_covers(config: IndexConfig) -> bool:
+    """Whether a `ChangeWatch` sees every folder the index reads: it leaves out the folders
+    tools fill, so only when the index leaves them out too (as it does by default)."""
+    return set(GENERATED_DIRS) <= set(config.exclude)
 
 
 def _windows(matches: list[int], context: int, count: int) -> list[tuple[int, int]]:

@@ -22,6 +22,14 @@ size, mtime and ctime are those seen when its bytes were read is taken as unchan
 next guard (given the previous one), and by `restore()`. A command cannot set a ctime, and any
 write moves it, except within the kernel's timestamp granularity of the read: a file changed
 that recently (`RACY_NS`) is read again, as git does with its "racily clean" entries.
+
+Walking the workspace after every command is the rest of its cost (a `stat` per folder, so
+milliseconds in a workspace holding a virtualenv). A `FolderWatch` (inotify) on every folder
+the scan listed tells when none of their listings changed since the scan; the next scan then
+takes them as they were and only looks at the git metadata files again (which catches a
+config rewritten in place, or through a hard link). Writing to files changes no listing, so
+most commands (a build, tests, `echo`) leave the watch quiet. Where inotify cannot watch, every
+scan walks as before.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from pathlib import Path
 
 import journeyman.tools.sandbox.git_scan as git_scan
 from journeyman.tools.sandbox.git_scan import DisarmReport, Scan
+from journeyman.tools.watch import FolderWatch
 
 GUARDED_FILES = ("config", "config.worktree")
 """Files of a git directory that name programs git runs."""
@@ -134,11 +143,13 @@ class GitMetadataGuard:
         taken from it instead of being read again."""
         self.workspace = workspace
         self._previous = previous._saved if previous is not None else {}
-        self.scan: Scan = (
-            previous.scan
-            if previous is not None and previous.scan.started_ns
-            else git_scan.scan(workspace, racy_ns=RACY_NS)
-        )
+        self.watch: FolderWatch = previous.watch if previous is not None else FolderWatch()
+        """Watches the folders of `scan`: while it saw nothing, the next scan lists none."""
+        if previous is not None and previous.scan.started_ns:
+            self.scan: Scan = previous.scan
+        else:
+            self.scan = git_scan.scan(workspace, racy_ns=RACY_NS)
+            self.watch.cover(_inodes(self.scan))
         """The workspace's git metadata as the command found it (as the previous guard left
         it, when there is one); after `restore()`, as the guard left it."""
         self._told_truncated: bool = previous._told_truncated if previous is not None else False
@@ -203,7 +214,10 @@ class GitMetadataGuard:
     def disarm(self) -> DisarmReport:
         """Scan the workspace and disarm what changed in its git metadata since `self.scan`;
         the scan then holds what is left (also called at the end of a run)."""
-        after = git_scan.scan(self.workspace, self.scan, racy_ns=RACY_NS)
+        settled = self.watch.settled()
+        after = git_scan.scan(
+            self.workspace, self.scan, racy_ns=RACY_NS, listings_unchanged=settled
+        )
         found = git_scan.disarm(self.workspace, self.scan, after)
         if found.truncated:  # said once a run, not after every command
             found.truncated = not self._told_truncated
@@ -211,13 +225,24 @@ class GitMetadataGuard:
         if found.changed:
             after = git_scan.scan(self.workspace, after, racy_ns=RACY_NS)
         self.scan = after
+        if not settled or found.changed:  # else the folders are those already watched
+            self.watch.cover(_inodes(after))
         return found
+
+    def cheap(self) -> bool:
+        """Whether `restore()` would look at the git metadata files only, not at every folder
+        of the workspace (the watch saw no folder change since the last scan)."""
+        return self.watch.quiet()
 
     def _show(self, path: Path) -> str:
         try:
             return path.relative_to(self.workspace).as_posix()
         except ValueError:
             return str(path)
+
+
+def _inodes(scan: Scan) -> dict[str, int]:
+    return {path: folder.stamp[0] for path, folder in scan.folders.items()}
 
 
 def _files_under(folder: Path) -> list[Path]:

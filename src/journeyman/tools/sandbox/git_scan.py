@@ -216,20 +216,57 @@ def _looks_like_git_dir(names: set[str]) -> bool:
     return "HEAD" in names and "objects" in names and "refs" in names
 
 
-def scan(workspace: Path, previous: Scan | None = None, racy_ns: int = RACY_NS) -> Scan:
+def scan(
+    workspace: Path,
+    previous: Scan | None = None,
+    racy_ns: int = RACY_NS,
+    *,
+    listings_unchanged: bool = False,
+) -> Scan:
     """Every piece of git metadata in `workspace` (see the module's description).
 
     What `previous` recorded is reused where nothing can have changed since: a folder whose
     inode and ctime are the same is not listed again (adding, removing or renaming an entry
     moves a folder's ctime, and no command can set a ctime), and a file with the same stamp is
     not read again. Anything changed within `racy_ns` of that scan is looked at again, as
-    `git_guard` does."""
+    `git_guard` does. With `listings_unchanged` (a `FolderWatch`, complete before `previous`
+    began, saw no folder's listing change since) the folders of `previous` are taken as they
+    are, without walking or a `stat` of each; the git metadata files themselves are still
+    looked at."""
     result = Scan(started_ns=time.time_ns())
     reuse = previous.trusted(racy_ns) if previous is not None else {}
-    known = previous.trusted_folders(racy_ns) if previous is not None else {}
     root = Path(os.path.realpath(workspace))
-    budget = MAX_ENTRIES
     git_dirs: list[Path] = []
+    if listings_unchanged and previous is not None and previous.folders and not previous.truncated:
+        result.folders = dict(previous.folders)
+        for folder, listed in result.folders.items():
+            if listed.bare and folder != str(root):
+                git_dirs.append(Path(folder))
+            elif listed.dot_git:
+                _note_dot_git(result, root, Path(folder, ".git"), git_dirs, reuse)
+    else:
+        known = previous.trusted_folders(racy_ns) if previous is not None else {}
+        _walk(result, root, known, git_dirs, reuse)
+    seen_dirs: set[Path] = set()
+    while git_dirs:
+        git_dir = git_dirs.pop()
+        if git_dir in seen_dirs:
+            continue
+        seen_dirs.add(git_dir)
+        _note_git_dir(result, root, git_dir, git_dirs, reuse)
+    return result
+
+
+def _walk(
+    result: Scan,
+    root: Path,
+    known: dict[str, Folder],
+    git_dirs: list[Path],
+    reuse: dict[Path, Seen],
+) -> None:
+    """List the folders below `root` (those in `known` unchanged are not listed again) into
+    `result`, noting `.git` entries and adding the git directories found to `git_dirs`."""
+    budget = MAX_ENTRIES
     pending = [str(root)]
     while pending:
         folder = pending.pop()
@@ -247,14 +284,6 @@ def scan(workspace: Path, previous: Scan | None = None, racy_ns: int = RACY_NS) 
         if listed.dot_git:
             _note_dot_git(result, root, Path(folder, ".git"), git_dirs, reuse)
         pending += [os.path.join(folder, name) for name in listed.subfolders]
-    seen_dirs: set[Path] = set()
-    while git_dirs:
-        git_dir = git_dirs.pop()
-        if git_dir in seen_dirs:
-            continue
-        seen_dirs.add(git_dir)
-        _note_git_dir(result, root, git_dir, git_dirs, reuse)
-    return result
 
 
 def _list_folder(folder: str, known: dict[str, Folder]) -> Folder | None:
