@@ -145,7 +145,7 @@ def test_a_store_locked_by_another_process_is_a_clear_error(tmp_path: Path) -> N
     try:
         assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
         started = time.monotonic()
-        for command in (("sessions", "list"), ("run", "x", "-w", str(workspace))):
+        for command in (("sessions", "list"), ("run", "x", "-w", str(workspace), "--model", "m")):
             done = journeyman(*command, "--session-dir", str(tmp_path / "s"), env=env())
             refused(done, "stayed locked by another process")
         assert time.monotonic() - started < 80  # a bounded wait, not a hang
