@@ -6,7 +6,9 @@ process, and the user's JOURNEYMAN_* settings are dropped. It is done in the env
 every `journeyman` subprocess a test starts inherits it; with pytest-xdist each worker has a
 home of its own."""
 
+import functools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -67,10 +69,38 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # and a file's cluster (module-scoped) is started once.
 RAY_TEST_FILES = ("test_ray_",)
 
+# `make test-fast` leaves out the tests marked slow, and with them every test of a file that runs
+# the `journeyman` command in subprocesses (a CLI start costs a second or more, a batch several):
+# found by what the file calls, so a new end-to-end test file is left out without a list to keep.
+CLI_SUBPROCESS = re.compile(
+    r'"-m",\s*"journeyman"'
+    r"|from tests\.support\.cli import (?:\([^)]*|[^\n]*)\b(?:jm|journeyman)\b"
+)
+# Files that run real projects' test suites or real checks, slow without the CLI.
+SLOW_FILES = frozenset(
+    {
+        "tests/batch/test_eval_grading.py",
+        "tests/context/test_profile.py",
+        "tests/context/test_profile_shapes.py",
+    }
+)
+
+
+@functools.cache
+def _runs_the_cli(path: Path) -> bool:
+    try:
+        return CLI_SUBPROCESS.search(path.read_text(encoding="utf-8")) is not None
+    except OSError:
+        return False
+
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The Ray tests in one xdist group."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Ray tests in one xdist group; end-to-end test files marked slow (before `-m`
+    selects)."""
     for item in items:
         if item.path.name.startswith(RAY_TEST_FILES):
             item.add_marker(pytest.mark.xdist_group("ray"))
+        relative = item.path.relative_to(config.rootpath).as_posix()
+        if relative in SLOW_FILES or _runs_the_cli(item.path):
+            item.add_marker(pytest.mark.slow)
