@@ -89,7 +89,7 @@ def test_the_binary_opens_the_app_answers_and_quits(
         tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command())
         seconds = tmux.wait_for("Ask journeyman")
         print(f"journeyman -> interactive prompt: {seconds:.2f} s")
-        tmux.wait_for("journeyman in ")  # the welcome line names the workspace
+        tmux.wait_for("journeyman in")  # the welcome line names the workspace (long: it may wrap)
         assert "sandbox " in tmux.screen() and "permissions " in tmux.screen()
         tmux("send-keys", "-t", "jm", "-l", "say hello")
         tmux("send-keys", "-t", "jm", "Enter")
