@@ -73,16 +73,17 @@ RAY_TEST_FILES = ("test_ray_",)
 # the `journeyman` command in subprocesses (a CLI start costs a second or more, a batch several):
 # found by what the file calls, so a new end-to-end test file is left out without a list to keep.
 CLI_SUBPROCESS = re.compile(
-    r'"-m",\s*"journeyman"'
+    r'"-m",\s*"journeyman"|-m journeyman\b'
     r"|from tests\.support\.cli import (?:\([^)]*|[^\n]*)\b(?:jm|journeyman)\b"
 )
-# Files that run real projects' test suites or real checks, slow without the CLI.
-SLOW_FILES = frozenset(
-    {
-        "tests/batch/test_eval_grading.py",
-        "tests/context/test_profile.py",
-        "tests/context/test_profile_shapes.py",
-    }
+# Files (or folders, ending in /) that run real projects' test suites, real checks or a bench's
+# trials: slow without the CLI.
+SLOW_PATHS = (
+    "tests/bench/",
+    "tests/batch/test_eval_grading.py",
+    "tests/batch/test_eval_micro.py",
+    "tests/context/test_profile.py",
+    "tests/context/test_profile_shapes.py",
 )
 
 
@@ -101,6 +102,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name.startswith(RAY_TEST_FILES):
             item.add_marker(pytest.mark.xdist_group("ray"))
-        relative = item.path.relative_to(config.rootpath).as_posix()
-        if relative in SLOW_FILES or _runs_the_cli(item.path):
+        relative = item.path.as_posix().removeprefix(f"{config.rootpath.as_posix()}/")
+        if relative.startswith(SLOW_PATHS) or _runs_the_cli(item.path):
             item.add_marker(pytest.mark.slow)
