@@ -40,7 +40,7 @@ test-fast: $(STAMP)
 # The whole suite one test at a time in one process, as before parallel runs: for a test that
 # fails only alongside others, or a machine where workers do not fit.
 test-serial: $(STAMP) harbor-venv
-	$(BIN)/pytest -q -p no:xdist
+	$(BIN)/pytest -q
 
 # The real weak model of the reliability tests (tests/reliability/test_weak_model.py): llama.cpp's
 # OpenAI-compatible server built from source (portable CPU code: a native build was reported to
