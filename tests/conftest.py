@@ -30,8 +30,9 @@ PRIVATE_FOLDERS = {
     "XDG_CACHE_HOME": "home/.cache",
     "XDG_DATA_HOME": "home/.local/share",
     "XDG_STATE_HOME": "home/.local/state",
-    "JOURNEYMAN_CONFIG_DIR": "home/.config/journeyman",
-    "JOURNEYMAN_CACHE_DIR": "home/.cache/journeyman-snapshots",
+    # the suite's own config and snapshot folders, beside the home (where a user's would not be)
+    "JOURNEYMAN_CONFIG_DIR": "suite-config",
+    "JOURNEYMAN_CACHE_DIR": "suite-cache",
 }
 
 # Git commits made by tests get an identity that does not depend on the machine's.

@@ -22,8 +22,10 @@ def account_home() -> Path:
 def test_home_and_xdg_folders_are_private() -> None:
     home = Path(os.environ["HOME"])
     assert home.is_dir() and not home.is_relative_to(account_home())
-    for name in (*XDG_FOLDERS, "JOURNEYMAN_CONFIG_DIR", "JOURNEYMAN_CACHE_DIR"):
+    for name in XDG_FOLDERS:
         assert Path(os.environ[name]).is_relative_to(home), name
+    for name in ("JOURNEYMAN_CONFIG_DIR", "JOURNEYMAN_CACHE_DIR"):  # beside the private home
+        assert Path(os.environ[name]).is_relative_to(home.parent), name
     assert Path.home() == home
 
 
@@ -38,7 +40,7 @@ def test_a_journeyman_subprocess_finds_its_folders_in_the_private_home() -> None
         [sys.executable, "-c", probe], env=clean_env(), capture_output=True, text=True, check=True
     )
     home = Path(os.environ["HOME"])
-    for folder in json.loads(done.stdout):
+    for folder in json.loads(done.stdout):  # platformdirs' own folders: under the private home
         assert Path(folder).is_relative_to(home), folder
 
 
