@@ -69,6 +69,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # worker, one after the other, so two clusters never compete for the machine's CPUs and ports,
 # and a file's cluster (module-scoped) is started once.
 RAY_TEST_FILES = ("test_ray_",)
+# Tests that build or share one folder outside tmp_path (a virtualenv made once): one worker.
+SHARED_FOLDER_TESTS = {"tests/session/test_import.py": "mini-swe-agent-venv"}
 
 # `make test-fast` leaves out the tests marked slow, and with them every test of a file that runs
 # the `journeyman` command in subprocesses (a CLI start costs a second or more, a batch several):
@@ -104,5 +106,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.name.startswith(RAY_TEST_FILES):
             item.add_marker(pytest.mark.xdist_group("ray"))
         relative = item.path.as_posix().removeprefix(f"{config.rootpath.as_posix()}/")
+        if relative in SHARED_FOLDER_TESTS and "mini_swe_agent" in item.name:
+            item.add_marker(pytest.mark.xdist_group(SHARED_FOLDER_TESTS[relative]))
         if relative.startswith(SLOW_PATHS) or _runs_the_cli(item.path):
             item.add_marker(pytest.mark.slow)

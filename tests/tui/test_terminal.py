@@ -90,7 +90,8 @@ def test_the_binary_opens_the_app_answers_and_quits(
         seconds = tmux.wait_for("Ask journeyman")
         print(f"journeyman -> interactive prompt: {seconds:.2f} s")
         tmux.wait_for("journeyman in")  # the welcome line names the workspace (long: it may wrap)
-        assert "sandbox " in tmux.screen() and "permissions " in tmux.screen()
+        welcome = " ".join(tmux.screen().split())  # words, wherever the lines wrap
+        assert "sandbox " in welcome and "permissions " in welcome
         tmux("send-keys", "-t", "jm", "-l", "say hello")
         tmux("send-keys", "-t", "jm", "Enter")
         tmux.wait_for("hello from the fake model")
