@@ -10,7 +10,13 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
   "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null && { echo "$$p"; break; }; \
   done)
 
-.PHONY: test lint typecheck pytest demo clean weak-model harbor-venv
+.PHONY: test test-fast test-serial lint typecheck pytest demo clean weak-model harbor-venv
+
+# pytest-xdist workers. Most tests wait on subprocesses (journeyman, git, bubblewrap), so twice
+# the cores keeps the machine busy; the Ray tests all run on one worker (a single Ray cluster at
+# a time, see tests/conftest.py). `make test PYTEST_WORKERS=0` runs everything in this process.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +29,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 test: $(STAMP) harbor-venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
+	$(BIN)/pytest -q $(PYTEST_PARALLEL)
+
+# Day-to-day: lint, then the tests not marked slow, in parallel (a few minutes). `make test`
+# before you push: it is what CI runs.
+test-fast: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not slow"
+
+# The whole suite one test at a time in one process, as before parallel runs: for a test that
+# fails only alongside others, or a machine where workers do not fit.
+test-serial: $(STAMP) harbor-venv
 	$(BIN)/pytest -q
 
 # The real weak model of the reliability tests (tests/reliability/test_weak_model.py): llama.cpp's

@@ -18,6 +18,7 @@ from tests.batch.support import RateLimitEvery, model, task_text, tasks_for, wri
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem
 from tests.support.cli import clean_env, journeyman
+from tests.support.waiting import children, running, wait_until
 
 
 def env_for(server: FakeOpenAIServer) -> dict[str, str]:
@@ -199,17 +200,21 @@ def test_kill_9_mid_batch_then_resume_loses_nothing_and_charges_nothing_twice(
         text=True,
     )
     finished_before: list[str] = []
+    workers: list[int] = []
     assert process.stdout is not None
     for line in process.stdout:
         event = json.loads(line)
         if event["type"] == "task_finished":
             finished_before.append(event["task_id"])
             if len(finished_before) == 2:
+                workers = children(process.pid, mentioning="multiprocessing")
                 os.kill(process.pid, signal.SIGKILL)
                 break
     process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
-    time.sleep(1.0)  # its workers notice and stop
+    wait_until(  # its workers notice and stop
+        lambda: not any(running(pid) for pid in workers), what="the killed batch's workers ending"
+    )
     requests_at_kill = len(fake_openai.requests)
     again = journeyman(*args[:-2], "--resume", env=env_for(fake_openai))
     assert again.returncode == 0, again.stderr

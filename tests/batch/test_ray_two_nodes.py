@@ -204,7 +204,10 @@ def test_a_batch_on_two_nodes_survives_losing_one_and_matches_the_local_executor
 
     # the second node took tasks, was killed mid-batch, and the head finished the rest
     assert on_ray.killed_at is not None, (dict(on_ray.calls), summary.line())
-    assert on_ray.calls["second"] == KILL_AT_CALL and on_ray.head_calls_after_kill > 0
+    # calls the node's other workers had already sent when it was killed may be read just after
+    # (a loaded machine): at most one more per task it was running
+    assert KILL_AT_CALL <= on_ray.calls["second"] < KILL_AT_CALL + 3  # max_parallel
+    assert on_ray.head_calls_after_kill > 0
     assert second.killed and second.alive(second.killed) == []
     assert executor.worker_deaths >= 1
     assert on_ray.throttled >= TASKS // 4

@@ -18,6 +18,7 @@ from journeyman.session.store import SessionStore
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import hang, reply
 from tests.support.cli import clean_env
+from tests.support.waiting import wait_until
 
 
 def group_members(group: int) -> list[int]:
@@ -59,16 +60,11 @@ def test_termination_signal_cancels_the_run_and_its_command(
         text=True,
     )
     try:
-        for _ in range(1000):  # the command has started its sleep
-            if pid_file.exists() and pid_file.read_text().strip():
-                break
-            time.sleep(0.02)
+        wait_until(  # the command has started its sleep
+            lambda: pid_file.exists() and pid_file.read_text().strip(), what="the command's start"
+        )
         group = int(pid_file.read_text())
-        for _ in range(500):
-            if len(group_members(group)) >= 2:
-                break
-            time.sleep(0.01)
-        assert group_members(group), "the command is not running"
+        wait_until(lambda: len(group_members(group)) >= 2, what="the command's sleep")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -113,12 +109,13 @@ def test_three_quick_ctrl_cs_end_the_run_cleanly(
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        for _ in range(1200):
-            started = (workspace / "started").exists()
-            if fake_openai.requests if waiting_on == "model" else started:
-                break
+
+        def waiting() -> bool:
             assert proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
+            started = (workspace / "started").exists()
+            return bool(fake_openai.requests if waiting_on == "model" else started)
+
+        wait_until(waiting, what=f"the run waiting on the {waiting_on}")
         time.sleep(0.2)
         for _ in range(3):
             proc.send_signal(signal.SIGINT)

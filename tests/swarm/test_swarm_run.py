@@ -304,19 +304,34 @@ def test_with_one_worker_a_later_subtask_sees_an_earlier_subtasks_failure(
     assert "Update a." in first_of_w2
 
 
+class SlowWorkers(RoutedProvider):
+    """The planner's reply comes at once; every later one takes `WORKER_REPLY_S`."""
+
+    async def complete(self, request: Any, on_text: Any = None) -> Any:
+        self.delay_s = WORKER_REPLY_S if self.requests else 0.0
+        return await super().complete(request, on_text)
+
+
+WORKER_REPLY_S = 120.0
+SWARM_LIMIT_S = 3.0
+
+
 def test_max_duration_is_a_time_limit_for_the_whole_swarm(tmp_path: Path) -> None:
     model = SwarmModel(
         [subtask("a", ["a.txt"]), subtask("b", ["b.txt"])],
         {"w1": write_then_finish("a.txt", "A\n"), "w2": write_then_finish("b.txt", "B\n")},
     )
     repo = git_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
-    # each reply takes 0.3 s: the planner's leaves w1 less than one reply's time of the 0.5 s
+    # w1 starts well within the limit (the plan comes at once), then waits on a reply that would
+    # come long after it: the limit ends w1's run, and w2 never starts
     swarm = Swarm(
-        RoutedProvider(model, delay_s=0.3),
+        SlowWorkers(model),
         workspace=repo,
         config=SwarmConfig(verify_command="true", workers=1),
         agent_config=AgentConfig(
-            session_dir=tmp_path / "sessions", sandbox=SandboxKind.LOCAL, max_duration_s=0.5
+            session_dir=tmp_path / "sessions",
+            sandbox=SandboxKind.LOCAL,
+            max_duration_s=SWARM_LIMIT_S,
         ),
     )
     result = asyncio.run(swarm.run("the goal"))
@@ -324,4 +339,4 @@ def test_max_duration_is_a_time_limit_for_the_whole_swarm(tmp_path: Path) -> Non
     assert first.state is WorkerState.FAILED and first.error is not None
     assert "duration" in first.error
     assert second.state is WorkerState.SKIPPED and second.attempts == 0
-    assert second.error is not None and "time limit (0.5s, --max-duration) ran out" in second.error
+    assert second.error is not None and "time limit (3s, --max-duration) ran out" in second.error

@@ -89,8 +89,9 @@ def test_the_binary_opens_the_app_answers_and_quits(
         tmux("new-session", "-d", "-s", "jm", "-x", "100", "-y", "30", command())
         seconds = tmux.wait_for("Ask journeyman")
         print(f"journeyman -> interactive prompt: {seconds:.2f} s")
-        tmux.wait_for("journeyman in ")  # the welcome line names the workspace
-        assert "sandbox " in tmux.screen() and "permissions " in tmux.screen()
+        tmux.wait_for("journeyman in")  # the welcome line names the workspace (long: it may wrap)
+        welcome = " ".join(tmux.screen().split())  # words, wherever the lines wrap
+        assert "sandbox " in welcome and "permissions " in welcome
         tmux("send-keys", "-t", "jm", "-l", "say hello")
         tmux("send-keys", "-t", "jm", "Enter")
         tmux.wait_for("hello from the fake model")
