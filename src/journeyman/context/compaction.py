@@ -242,11 +242,13 @@ class Compactor:
             if i in keep:
                 continue
             if result is None:  # a context pack a newer one replaces
-                history[i] = Message.user(
+                note = (
                     f"{MASKED_PREFIX}: an older context pack of {len(message.content):,} "
                     "characters; a newer one follows]"
                 )
-                changed = True
+                if len(note) < len(message.content):  # masking never makes a message longer
+                    history[i] = Message.user(note)
+                    changed = True
                 continue
             # the call, with its arguments, stays in the assistant message just before: the
             # stub need not repeat them (it is sent with every later request)
@@ -254,8 +256,9 @@ class Compactor:
                 f"{MASKED_PREFIX}: {len(result.content):,} characters; call {result.name} "
                 "again if you still need them]"
             )
-            history[i] = _with_content(message, result, stub)
-            changed = True
+            if len(stub) < len(result.content):
+                history[i] = _with_content(message, result, stub)
+                changed = True
         return changed
 
     async def _summarise(
