@@ -102,7 +102,22 @@ def _libc() -> ctypes.CDLL | None:
     return lib
 
 
-class ChangeWatch:
+class _InotifyOwner:
+    """Owns one inotify descriptor (`_fd`, None when closed), closed with the object."""
+
+    _fd: int | None = None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class ChangeWatch(_InotifyOwner):
     """Reports whether anything under `workspace` changed since the last `arm()`."""
 
     def __init__(self, workspace: Path) -> None:
@@ -138,15 +153,6 @@ class ChangeWatch:
         except (OSError, ValueError):
             return True
         return bool(readable)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def _give_up(self) -> None:
         self._usable = False
@@ -215,7 +221,7 @@ renamed, the folder's mode or owner changed, the folder moved or deleted. Writes
 in it are not asked for."""
 
 
-class FolderWatch:
+class FolderWatch(_InotifyOwner):
     """Reports whether the listing of any of a set of folders changed since they were watched.
 
     For a scan that lists folders and reuses what it listed while a folder is unchanged (the
@@ -281,15 +287,6 @@ class FolderWatch:
             self._give_up()
             return
         self._complete = not added
-
-    def close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def _give_up(self) -> None:
         self._usable = False
