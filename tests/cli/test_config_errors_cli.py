@@ -70,6 +70,9 @@ def test_a_refused_key_exits_2_with_advice_naming_real_settings(
     assert "api_key" not in last.replace("OPENAI_API_KEY", "").replace("invalid_api_key", "")
     assert "sk-wrong" not in done.stdout + done.stderr
     assert len(fake_openai.requests) == 1  # not retried: no retry fixes a refused key
+    # nothing to resume: no session is kept, and the summary says so instead of `resume`
+    assert stored_sessions(tmp_path) == []
+    assert "no session kept" in done.stdout and "journeyman resume" not in done.stdout
 
 
 def test_the_openai_service_refusing_the_key_names_the_variable_only() -> None:

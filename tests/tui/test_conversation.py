@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from journeyman.core.errors import ConfigurationError
+from journeyman.core.errors import ConfigurationError, ErrorCategory, ProviderError
+from journeyman.core.result import FinishReason
 from journeyman.session.store import SessionStore
 from journeyman.tui.conversation import Conversation
 from tests.fakes.agents import finish, make_agent
@@ -49,3 +50,27 @@ async def test_a_first_message_cancelled_mid_run_keeps_its_session(tmp_path: Pat
     with pytest.raises(asyncio.CancelledError):
         await sending
     assert conversation.session_id is not None  # stored: the next message continues it
+
+
+async def test_a_first_message_whose_key_is_refused_leaves_no_session_behind(
+    tmp_path: Path,
+) -> None:
+    refused = ProviderError(
+        "the server rejected the API key",
+        provider="openai",
+        status_code=401,
+        retryable=False,
+        category=ErrorCategory.CONFIGURATION,
+    )
+    agent, _ = make_agent(tmp_path, [refused, finish("done")], sessions="s")
+    conversation = Conversation(agent)
+    first = await conversation.send("fix it")
+    assert first.finish_reason is FinishReason.CONFIGURATION_ERROR
+    assert conversation.session_id is None  # the next message must not ask for it
+    second = await conversation.send("fix it")
+    assert second.success and conversation.session_id == second.session_id
+    store = SessionStore(agent.session_root)
+    try:
+        assert [s.record.id for s in store.list_sessions()] == [second.session_id]
+    finally:
+        store.close()

@@ -243,6 +243,12 @@ class Renderer:
         if result.final_text:
             self.console.print(f"  {self._safe(result.final_text.strip())}")
         self._evidence(result)
+        if result.store_path is None:
+            self.console.print(
+                "  [dim]no session kept: no model call was answered; "
+                "run the same command again once the setting is fixed[/]"
+            )
+            return
         self.console.print(
             f"  [dim]session {result.session_id} — `journeyman sessions show "
             f"{result.session_id}` to inspect, `journeyman resume {result.session_id}` to go on[/]"

@@ -436,7 +436,7 @@ class Agent:
                 history=history,
                 forked_at_step=forked_at_step,
             )
-        self.session_id = result.session_id
+        self.session_id = result.session_id if result.store_path is not None else None
         return result
 
     async def resume(self, session_id: str, *, override_limits: bool = False) -> RunResult:

@@ -266,7 +266,7 @@ class Kernel:
             state.ending = Termination(FinishReason.INTERNAL_ERROR, message)
         await self._disarm_git()
         await self.hooks.end(state, state.ending)
-        return self._finish(state, state.ending)
+        return self._finish(state, state.ending, resumed=resumed)
 
     async def _disarm_git(self) -> None:
         """Git metadata a left-over process changed after the last command is disarmed too;
@@ -400,7 +400,7 @@ class Kernel:
         if self._recorder is not None:
             self._recorder.commit(state.iterations, state.messages, checkpoint)
 
-    def _finish(self, state: LoopState, ending: Termination) -> RunResult:
+    def _finish(self, state: LoopState, ending: Termination, *, resumed: bool) -> RunResult:
         reason = ending.reason
         try:
             self.lifecycle.settle(
@@ -409,10 +409,25 @@ class Kernel:
         finally:
             result = state.result(ending, str(self.store.path))
             self.verdict.annotate(state, result)
+            discard = not resumed and never_reached_the_model(result)
+            if discard:  # nothing to resume or inspect: the same command, fixed, starts again
+                self.store.delete_session(state.session_id)
+                result.store_path = None
             self.emit(ev.RunFinished(result))
-            if self._recorder is not None:
+            if self._recorder is not None and not discard:
                 self._recorder.finish(
                     state.iterations, reason.value, state.final_text, result.error
                 )
             self._unlisten()
         return result
+
+
+def never_reached_the_model(result: RunResult) -> bool:
+    """A new session that ended on a configuration error (a key the server refused, a model
+    it does not have) before any model call was answered: it holds nothing worth keeping."""
+    return (
+        result.finish_reason is FinishReason.CONFIGURATION_ERROR
+        and result.iterations == 0
+        and result.usage.total_tokens == 0
+        and not result.cost_usd
+    )

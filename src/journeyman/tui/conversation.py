@@ -84,7 +84,8 @@ class Conversation:
 
     async def _start(self, text: str, fork: PendingFork | None) -> RunResult:
         """A new session on `text` (a fork's, when `fork` is pending); when the run stores
-        nothing (refused by the settings), the conversation stays on the session it had."""
+        nothing (refused by the settings, or by the model server at its first call), the
+        conversation stays on the session it had."""
         before, self.session_id = self.session_id, new_session_id()  # known for the status bar
         try:
             if fork is None:
@@ -96,10 +97,9 @@ class Conversation:
                 parent_session_id=fork.parent_id,
                 forked_at_step=fork.step,
             )
-        except BaseException:
+        finally:
             if not self._stored(self.session_id):
                 self.session_id = before
-            raise
 
     def _stored(self, session_id: str) -> bool:
         store = self._store()
