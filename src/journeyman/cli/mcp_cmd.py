@@ -50,7 +50,7 @@ def mcp_list(
     except ConfigurationError as exc:
         out.print(f"[red]{escape(exc.message)}[/]")
         return EXIT_CONFIG
-    statuses = asyncio.run(_start_and_stop(manager))
+    statuses = asyncio.run(_start_and_stop(manager, workspace))
     workspace_file = workspace / CONFIG_FILE
     if not include_workspace and workspace_file.is_file():
         out.print(
@@ -72,9 +72,20 @@ def mcp_list(
     return EXIT_OK if all(s.healthy for s in statuses) else EXIT_SERVER_FAILED
 
 
-async def _start_and_stop(manager: McpManager) -> list[McpServerStatus]:
+async def _start_and_stop(manager: McpManager, workspace: Path) -> list[McpServerStatus]:
+    """Start the servers as a run with the default settings would (those asking for the sandbox
+    inside bubblewrap, when this machine has it), then stop them."""
+    confine = None
+    if manager.server_names(sandboxed=True):
+        from journeyman.loop.agent import sandbox_for, servers_confined_in
+        from journeyman.loop.config import AgentConfig
+
+        try:
+            confine = servers_confined_in(sandbox_for(AgentConfig(), workspace))
+        except ConfigurationError:  # no usable sandbox here: such servers say they did not start
+            confine = None
     try:
-        return await manager.start()
+        return await manager.start(confine=confine)
     finally:
         await manager.aclose()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shlex
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -251,7 +252,7 @@ class Agent:
             mcp = None if self.minimal_tools else self._mcp_manager()
             if mcp is not None:
                 stack.push_async_callback(mcp.aclose)
-                statuses = await mcp.start()
+                statuses = await mcp.start(confine=servers_confined_in(self.sandbox))
                 tools += mcp.tools(avoid=[tool.name for tool in tools])
             self._connected_registry = ToolRegistry(tools)
             try:
@@ -683,6 +684,16 @@ def sandbox_for(config: AgentConfig, workspace: Path) -> Sandbox:
         hidden=(*private, *config.sandbox_hidden),
         image=config.sandbox_image,
     )
+
+
+def servers_confined_in(sandbox: Sandbox) -> Callable[[list[str], Path], list[str]] | None:
+    """How an MCP server whose config asks for the sandbox is started inside `sandbox`: under
+    bubblewrap like a command, seeing what commands see (None: `sandbox` is not bubblewrap)."""
+    from journeyman.tools.sandbox.bubblewrap import BubblewrapSandbox
+
+    if not isinstance(sandbox, BubblewrapSandbox):
+        return None
+    return lambda argv, cwd: sandbox.argv("exec " + shlex.join(argv), cwd)
 
 
 def _user_skills_folder() -> Path:

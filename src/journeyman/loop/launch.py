@@ -300,18 +300,19 @@ def _minimal_tools(agent: Agent) -> str | None:
 
 def _outside_the_sandbox(agent: Agent, mcp: McpManager | None) -> str | None:
     """The line saying which MCP servers run outside the sandbox, when the run has a sandbox
-    and starts any: "network off" in the sandbox line does not hold for them."""
+    and starts any (all but those whose config asks for the sandbox): "network off" in the
+    sandbox line does not hold for them."""
     from journeyman.tools.choices import SandboxKind
 
     if mcp is None or agent.minimal_tools or agent.sandbox.kind is SandboxKind.LOCAL:
         return None
-    names = mcp.server_names()
+    names = mcp.server_names(sandboxed=False)
     if not names:
         return None
     listed = ", ".join(printable(name) for name in names)
     return (
         f"MCP servers run outside the sandbox, as you, with your network and files: {listed} "
-        "(docs/security.md)"
+        '(docs/security.md; `"sandbox": true` in its entry starts one inside)'
     )
 
 

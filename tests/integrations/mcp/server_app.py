@@ -5,8 +5,8 @@
                                   `PORT <n>`, printed once the socket is listening
 
 Tools: `add` (read-only), `write_note`, `fail` (raises), `picture` (text and an image),
-`slow` (sleeps), `header` (echoes an HTTP request header) and `exit_now` (the process dies
-mid-call).
+`slow` (sleeps), `header` (echoes an HTTP request header), `reach` (tries a local port and a
+file outside its folder: what a sandbox would stop) and `exit_now` (the process dies mid-call).
 """
 
 from __future__ import annotations
@@ -61,6 +61,24 @@ def header(name: str, ctx: Context) -> str:
     """The value of one HTTP request header ("(none)" over stdio or when absent)."""
     headers = ctx.headers or {}
     return headers.get(name.lower()) or headers.get(name) or "(none)"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def reach(port: int, path: str) -> str:
+    """Try to connect to 127.0.0.1:`port` and to create the file `path`; say what worked."""
+    said = []
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        said.append("connect ok")
+    except OSError as error:
+        said.append(f"connect failed ({type(error).__name__})")
+    try:
+        with open(path, "x") as written:
+            written.write("from the server")
+        said.append("write ok")
+    except OSError as error:
+        said.append(f"write failed ({type(error).__name__})")
+    return "; ".join(said)
 
 
 @server.tool()

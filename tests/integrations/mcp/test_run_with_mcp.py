@@ -123,7 +123,7 @@ def test_the_run_says_its_mcp_servers_run_outside_the_sandbox(
     env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url)
     said = (
         "journeyman: note: MCP servers run outside the sandbox, as you, with your network "
-        "and files: calc (docs/security.md)"
+        'and files: calc (docs/security.md; `"sandbox": true` in its entry starts one inside)'
     )
     boxed = run_in(workspace, tmp_path, env, "--mcp", "--sandbox", "bubblewrap", "say hello")
     assert boxed.returncode == 0, boxed.stderr

@@ -13,7 +13,7 @@ from journeyman.tools.registry import ToolRegistry
 
 from .conftest import HANG_SCRIPT, stdio_server
 
-READ_ONLY = {"add", "picture", "slow", "header"}
+READ_ONLY = {"add", "picture", "slow", "header", "reach"}
 
 
 async def call(manager: McpManager, tmp_path: Path, tool: str, /, **arguments: Any) -> ToolResult:
@@ -27,7 +27,7 @@ def check_listing(manager: McpManager, server: str) -> None:
     tools = {t.name: t for t in manager.tools()}
     assert set(tools) == {
         f"{server}_{n}"
-        for n in ("add", "write_note", "fail", "picture", "slow", "header", "exit_now")
+        for n in ("add", "write_note", "fail", "picture", "slow", "header", "reach", "exit_now")
     }
     for tool in tools.values():
         assert isinstance(tool, McpTool)
@@ -114,7 +114,7 @@ async def test_start_failures_are_reported_not_raised(tmp_path: Path, http_url: 
         statuses = {s.name: s for s in await manager.start()}
         assert statuses["fx"].state is ServerState.RUNNING
         assert [t.name for t in manager.tools()] == [t.name for t in statuses["fx"].tools]
-        assert len(manager.tools()) == 7
+        assert len(manager.tools()) == 8
 
         missing = statuses["missing"]
         assert missing.state is ServerState.FAILED

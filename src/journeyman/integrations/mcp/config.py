@@ -68,6 +68,9 @@ class McpServerConfig(BaseModel):
     """Seconds to connect, negotiate and list tools before the start is reported as timed out."""
     tool_timeout_s: float = Field(default=60.0, gt=0)
     """Seconds one tool call may take before it fails with a timeout."""
+    sandbox: bool = False
+    """Start this stdio server inside the run's bubblewrap sandbox, seeing what commands see
+    (never started at all when the run has no such sandbox)."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -84,6 +87,11 @@ class McpServerConfig(BaseModel):
                 raise ValueError("a stdio server needs a `command`")
         elif not self.url:
             raise ValueError("give either `command` (stdio server) or `url` (HTTP server)")
+        elif self.sandbox:
+            raise ValueError(
+                "`sandbox` is for stdio servers (journeyman starts them); an HTTP server runs "
+                "wherever it was started"
+            )
         return self
 
     @property
@@ -96,7 +104,8 @@ class McpServerConfig(BaseModel):
     def target(self) -> str:
         """What the server runs or where it lives, for status output (no env, no headers)."""
         if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args])
+            command = " ".join([self.command or "", *self.args])
+            return f"{command} (in the sandbox)" if self.sandbox else command
         return _strip_userinfo(self.url or "")
 
 

@@ -15,6 +15,7 @@ import asyncio
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from enum import StrEnum
 from importlib import metadata
@@ -59,6 +60,15 @@ class ServerState(StrEnum):
     """Shut down on request."""
 
 
+Confine = Callable[[list[str], Path], list[str]]
+"""The command line that runs a server's command line (`argv`, started in `cwd`) inside the
+run's sandbox."""
+
+
+class SandboxUnavailableError(Exception):
+    """A server asks to run inside the sandbox and the run has none that can hold it."""
+
+
 class McpConnection:
     """Connects to one server, keeps its tool list and forwards tool calls to it."""
 
@@ -66,6 +76,9 @@ class McpConnection:
         self.name = name
         self.config = config
         self.workspace = workspace
+        self.confine: Confine | None = None
+        """How to start the server inside the run's sandbox (None: the run has none that can
+        hold it); only used for a server whose config asks for `sandbox`."""
         self.state = ServerState.DISABLED if config.disabled else ServerState.PENDING
         self.error: str | None = None
         self.tools: tuple[mt.Tool, ...] = ()
@@ -191,8 +204,16 @@ class McpConnection:
             cwd = self.workspace / cfg.cwd if cfg.cwd else self.workspace
             if not cwd.is_dir():
                 raise NotADirectoryError(f"working directory {cwd} does not exist")
+            argv = [cfg.command or "", *cfg.args]
+            if cfg.sandbox:
+                if self.confine is None:
+                    raise SandboxUnavailableError(
+                        "its entry asks for the sandbox and no bubblewrap sandbox is in use "
+                        "to start it in, so it was not started"
+                    )
+                argv = self.confine(argv, cwd)
             params = StdioServerParameters(
-                command=cfg.command or "", args=list(cfg.args), env=dict(cfg.env) or None, cwd=cwd
+                command=argv[0], args=argv[1:], env=dict(cfg.env) or None, cwd=cwd
             )
             errlog = self._stderr if self._stderr is not None else sys.stderr
             transport: Any = stdio_client(params, errlog=errlog)
@@ -234,6 +255,8 @@ def describe_exception(exc: BaseException, *, command: str | None = None) -> str
         if not inner:
             break
         exc = inner[0]
+    if isinstance(exc, SandboxUnavailableError):
+        return str(exc)
     if isinstance(exc, FileNotFoundError) and command and exc.filename in (command, None):
         return f"cannot run {command!r}: no such file or command (is it installed and on PATH?)"
     if isinstance(exc, MCPError):

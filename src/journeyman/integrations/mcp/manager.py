@@ -19,7 +19,7 @@ from types import TracebackType
 
 from journeyman.integrations.mcp.bridge import McpTool, bridged_name
 from journeyman.integrations.mcp.config import McpServerConfig, load_mcp_config
-from journeyman.integrations.mcp.connection import McpConnection, ServerState
+from journeyman.integrations.mcp.connection import Confine, McpConnection, ServerState
 from journeyman.tools.base import Tool
 
 
@@ -88,10 +88,15 @@ class McpManager:
         problems = {k: v for k, v in config.problems.items() if k not in merged}
         return cls(workspace, merged, problems=problems)
 
-    async def start(self) -> list[McpServerStatus]:
-        """Start every enabled server concurrently and return `status()`; a failure never raises."""
+    async def start(self, *, confine: Confine | None = None) -> list[McpServerStatus]:
+        """Start every enabled server concurrently and return `status()`; a failure never raises.
+
+        `confine` starts the servers whose config asks for the sandbox inside it; without it
+        those servers are not started (their status says why)."""
         if not self._started:
             self._started = True
+            for connection in self._connections.values():
+                connection.confine = confine
             await asyncio.gather(*(c.start() for c in self._connections.values()))
             self._tools = self._bridge()
         return self.status()
@@ -111,12 +116,14 @@ class McpManager:
             tools.append(t)
         return tools
 
-    def server_names(self) -> list[str]:
-        """The servers `start` starts (all but those disabled in the config), in config order."""
+    def server_names(self, *, sandboxed: bool | None = None) -> list[str]:
+        """The servers `start` starts (all but those disabled in the config), in config order;
+        only those whose config asks for the sandbox (`sandboxed=True`) or not (False)."""
         return [
             name
             for name, conn in self._connections.items()
             if conn.state is not ServerState.DISABLED
+            and sandboxed in (None, conn.config.sandbox)
         ]
 
     def status(self) -> list[McpServerStatus]:
