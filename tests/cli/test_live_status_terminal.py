@@ -298,3 +298,43 @@ def test_quiet_leaves_streaming_to_the_flag_and_the_settings(
     assert streamed_text(None, OutputFormat.TEXT, quiet=True) is None  # not on by default
     assert streamed_text(True, OutputFormat.TEXT, quiet=True) is True  # --quiet --stream
     assert streamed_text(None, OutputFormat.STREAM_JSON, quiet=True) is True
+
+
+NOISY_SERVER = """
+import runpy, sys, threading, time
+def chatter():
+    while True:
+        print("NOISE-FROM-THE-SERVER", file=sys.stderr, flush=True)
+        time.sleep(0.1)
+threading.Thread(target=chatter, daemon=True).start()
+runpy.run_path(sys.argv[1], run_name="__main__")
+"""
+
+
+def test_a_server_writing_to_stderr_never_reaches_the_terminal(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The processes a run starts write nowhere near the status line: an MCP server chattering
+    on its stderr the whole run (kept for its error report) shows nothing on the terminal."""
+    from tests.integrations.mcp.conftest import SERVER_APP
+
+    config = tmp_path / "config"
+    config.mkdir()
+    server = {"command": sys.executable, "args": ["-c", NOISY_SERVER, str(SERVER_APP)]}
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {"noisy": server}}))
+    fake_openai.enqueue(
+        after(1.2, reply(tool_calls=[("noisy_add", {"a": 2, "b": 3})])),
+        slow_reply(1.2),
+    )
+    terminal = Terminal(
+        command(fake_openai, tmp_path, "--sandbox", "local"),
+        typed="",
+        JOURNEYMAN_CONFIG_DIR=str(config),
+    )
+    code = terminal.finish()
+    output = terminal.output
+    assert code == 0, output
+    assert THINKING.search(output) and ANSWER in output, output
+    tool_result = [m for m in fake_openai.requests[1].json["messages"] if m["role"] == "tool"]
+    assert tool_result and "5" in str(tool_result[0]["content"])  # the server did answer
+    assert "NOISE" not in output, output

@@ -15,8 +15,11 @@ second by a small thread, and only ever occupies the row below the last complete
   for `ROW_END_AFTER_S` (the model went on to write a long tool call) has its row ended first.
 
 It is drawn only where the text output goes to a real terminal (not a pipe or a file, not
-`TERM=dumb`), never with `--quiet`; `NO_COLOR` keeps it but drops its dim colour. Writes that
-bypass Python's streams (a child process writing straight to the terminal) are not seen.
+`TERM=dumb`), never with `--quiet`; `NO_COLOR` keeps it but drops its dim colour. A write that
+bypassed Python's streams would not be seen, and none reaches the terminal during a run: every
+process a run starts has its output captured (commands and the check through the sandbox,
+language servers through a pipe, MCP servers' stderr into a file kept for their error reports;
+tests/cli/test_live_status_terminal.py has a server chattering on its stderr the whole run).
 """
 
 from __future__ import annotations
