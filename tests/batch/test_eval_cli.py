@@ -12,6 +12,7 @@ from journeyman.batch.suites.micro import micro_root
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem, reply
 from tests.support.cli import clean_env, journeyman
+from tests.support.git import git
 
 FIXES = {
     # task: (file, buggy text, fixed text)
@@ -147,17 +148,6 @@ def test_eval_on_exercise_folders_grades_with_their_tests(
     assert not (staged / "start" / "square_test.py").exists()  # the copy the agent starts from
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def test_eval_on_a_swebench_file_writes_preds_json(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
@@ -165,10 +155,10 @@ def test_eval_on_a_swebench_file_writes_preds_json(
     repo.mkdir()
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (repo / "test_base.py").write_text("def test_base():\n    assert True\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "start")
-    commit = _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "start")
+    commit = git(repo, "rev-parse", "HEAD")
     patch = (
         "diff --git a/test_add.py b/test_add.py\nnew file mode 100644\n--- /dev/null\n"
         "+++ b/test_add.py\n@@ -0,0 +1,4 @@\n+from calc import add\n+\n+def test_add():\n"
@@ -196,7 +186,7 @@ def test_eval_on_a_swebench_file_writes_preds_json(
     assert preds[0]["model_name_or_path"] == "gpt-4.1-mini"
     assert "+    return a + b" in preds[0]["model_patch"]
     assert "test_add.py" not in preds[0]["model_patch"]
-    assert _git(repo, "status", "--porcelain") == ""  # the original repository is untouched
+    assert git(repo, "status", "--porcelain") == ""  # the original repository is untouched
 
 
 def test_bad_suites_and_compare_arguments_exit_2_without_a_traceback(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem, reply
 from tests.support.cli import clean_env, journeyman
+from tests.support.git import git
 
 INSTANCES = ("calc__calc-1", "calc__calc-2")
 WAIT_S = 60.0
@@ -29,17 +30,6 @@ class Fixer:
             edit = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
             return reply(tool_calls=[("edit_file", edit)], output_tokens=30)
         return reply(tool_calls=[("finish", {"summary": "fixed"})], output_tokens=10)
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def blocking_test_patch(started: Path, release: Path) -> str:

@@ -13,17 +13,7 @@ import pytest
 from journeyman.batch.grading import GradingSpec, grade
 from journeyman.batch.suites import SuiteError, load_suite, suite_kind
 from journeyman.batch.suites.micro import micro_root
-
-
-def _git(cwd: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout.strip()
+from tests.support.git import git
 
 
 def _buggy_repo(root: Path) -> tuple[Path, str]:
@@ -36,10 +26,10 @@ def _buggy_repo(root: Path) -> tuple[Path, str]:
     (repo / "tests" / "test_one.py").write_text(
         "from calc import one\n\n\ndef test_one():\n    assert one() == 1\n"
     )
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "start")
-    return repo, _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "start")
+    return repo, git(repo, "rev-parse", "HEAD")
 
 
 TEST_PATCH = (
@@ -152,12 +142,12 @@ def test_swebench_grading_end_to_end_keeps_the_test_patch_out_of_model_patch(
     [task] = load_suite(_jsonl(tmp_path / "suite.jsonl", _instance(repo, commit)))
     spec = GradingSpec.model_validate(task.grading)
     workspace = tmp_path / "work"
-    _git(repo, "worktree", "add", "-q", "--detach", str(workspace), commit)
+    git(repo, "worktree", "add", "-q", "--detach", str(workspace), commit)
     assert not (workspace / "tests" / "test_add.py").exists()
 
     unfixed = grade(spec, workspace)
     assert not unfixed.resolved and unfixed.model_patch == ""
-    _git(workspace, "checkout", "-q", "--", ".")
+    git(workspace, "checkout", "-q", "--", ".")
     (workspace / "tests" / "test_add.py").unlink()
 
     (workspace / "calc.py").write_text(
@@ -166,8 +156,8 @@ def test_swebench_grading_end_to_end_keeps_the_test_patch_out_of_model_patch(
     (workspace / "NOTES.md").write_text("fixed add\n")
     (workspace / "__pycache__").mkdir(exist_ok=True)
     (workspace / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\x00compiled")
-    _git(workspace, "add", "calc.py")
-    _git(workspace, "commit", "-qm", "the agent commits its fix")
+    git(workspace, "add", "calc.py")
+    git(workspace, "commit", "-qm", "the agent commits its fix")
     fixed = grade(spec, workspace)
     assert fixed.resolved, fixed.output_tail
     assert fixed.model_patch is not None

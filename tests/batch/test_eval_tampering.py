@@ -13,6 +13,7 @@ from journeyman.batch.suites.micro import micro_task_dirs
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.script import RecordedRequest, ScriptItem, reply
 from tests.support.cli import clean_env, jm
+from tests.support.git import git
 
 PASS_ALL_PLUGIN = '''\
 """Reports every test as passed."""
@@ -104,17 +105,6 @@ def test_a_pytest_plugin_named_in_pytest_ini_resolves_no_micro_task(
     assert (out / "workspaces" / "url-join" / "attempt-1" / "pytest.ini").read_text() == PYTEST_INI
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 SWE_PYPROJECT = (
     '[project]\nname = "calc"\nversion = "1.0"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
 )
@@ -145,10 +135,10 @@ def test_a_root_conftest_in_a_swebench_suite_is_flagged_and_kept_out_of_preds(
     repo.mkdir()
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (repo / "pyproject.toml").write_text(SWE_PYPROJECT)
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "start")
-    commit = _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "start")
+    commit = git(repo, "rev-parse", "HEAD")
     patch = (
         "diff --git a/test_add.py b/test_add.py\nnew file mode 100644\n--- /dev/null\n"
         "+++ b/test_add.py\n@@ -0,0 +1,4 @@\n+from calc import add\n+\n+def test_add():\n"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from journeyman.batch.grading import GradingSpec
@@ -17,6 +16,7 @@ from journeyman.tools.registry import ToolRegistry
 from journeyman.tools.sandbox.bubblewrap import BubblewrapSandbox
 from journeyman.tools.shell import RunCommandTool
 from tests.support.cli import snapshot
+from tests.support.git import git
 
 PYPROJECT = (
     '[project]\nname = "calc"\nversion = "1.0"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
@@ -112,31 +112,20 @@ def test_the_agents_changes_go_to_a_fresh_copy_without_its_test_infrastructure(
     assert snapshot(workspace) == left  # the agent's workspace is never touched
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def test_a_repository_at_its_base_commit_gets_the_patch_as_graded(tmp_path: Path) -> None:
     repo = _source(tmp_path / "repo")
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    base = _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
     (repo / "calc.py").write_text("later = True\n")
-    _git(repo, "commit", "-qam", "a later commit the task does not start from")
+    git(repo, "commit", "-qam", "a later commit the task does not start from")
     task = _task(tmp_path, source=repo, base_commit=base)
     workspace = _workspace(task, tmp_path)
     (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (workspace / "conftest.py").write_text(RIG)
-    _git(workspace, "add", ".")
-    _git(workspace, "commit", "-qm", "the agent commits its work")
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-qm", "the agent commits its work")
     (workspace / "notes.txt").write_text("uncommitted work counts too\n")
 
     tree = build_graded_tree(task, task.grading, workspace, grading_path(workspace))  # type: ignore[arg-type]
@@ -144,7 +133,7 @@ def test_a_repository_at_its_base_commit_gets_the_patch_as_graded(tmp_path: Path
     assert "+    return a + b" in tree.model_patch and "notes.txt" in tree.model_patch
     assert "conftest.py" not in tree.model_patch and "later = True" not in tree.model_patch
     assert [flag.path for flag in tree.flags] == ["conftest.py"]
-    assert _git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def _registry(workspace: Path) -> ToolRegistry:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from journeyman.batch.task_file import BatchTask, TaskFileError
 from journeyman.batch.tasks import load_tasks
 from journeyman.batch.workspaces import WorkspaceError, prepare_workspace
+from tests.support.git import git
 
 
 def write(path: Path, *lines: object) -> Path:
@@ -64,12 +64,6 @@ def test_an_empty_or_missing_file_is_refused(tmp_path: Path) -> None:
         load_tasks(tmp_path / "nope.jsonl")
     with pytest.raises(TaskFileError, match="holds no task"):
         load_tasks(write(tmp_path / "empty.jsonl", ""))
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 def test_a_repository_task_gets_a_clone_at_its_commit_and_the_original_is_untouched(
