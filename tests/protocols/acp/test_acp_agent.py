@@ -23,7 +23,7 @@ from tests.fakes.long_patch import (
 )
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.projects import BUGGY_ADD, CALC_TEST_COMMAND, calc_package
-from tests.fakes.script import hang, reply
+from tests.fakes.script import error, hang, reply
 from tests.protocols.acp.conftest import EditorClient, EditorLauncher, acp
 from tests.support.cli import clean_env
 
@@ -190,6 +190,28 @@ async def test_cancel_mid_turn_ends_the_prompt_and_the_session_goes_on(
     assert "Here is a short answer." in ed.client.agent_text()
     last = fake_openai.requests[-1].json["messages"]
     assert last[-1] == {"role": "user", "content": "then answer briefly"}
+    assert "Traceback" not in editor.stderr()
+
+
+async def test_a_first_prompt_whose_key_is_refused_keeps_nothing_and_the_next_one_starts(
+    editor: EditorLauncher, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A key the server refuses at the first call stores no session; the editor's session is
+    still usable, and its next prompt starts one (the key works again, say after a fix)."""
+    fake_openai.enqueue(error(401, "Incorrect API key provided"), reply("Hello there."))
+    async with editor.start("--no-verify") as ed:
+        session = await ed.new_session()
+        await ed.prompt(session, "say hello")
+        assert "rejected the API key" in ed.client.agent_text(), ed.client.agent_text()
+        store = SessionStore(tmp_path / "sessions")
+        try:
+            assert store.list_sessions() == []
+        finally:
+            store.close()
+        again = await ed.prompt(session, "say hello")
+    assert again == "end_turn", editor.stderr()
+    assert "Hello there." in ed.client.agent_text()
+    assert fake_openai.requests[-1].json["messages"][-1] == {"role": "user", "content": "say hello"}
     assert "Traceback" not in editor.stderr()
 
 
