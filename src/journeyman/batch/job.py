@@ -29,6 +29,7 @@ from journeyman.batch.tasks import BatchTask
 from journeyman.core import events as ev
 from journeyman.core.errors import AgentError, ConfigurationError, ErrorCategory
 from journeyman.core.messages import Usage
+from journeyman.core.pins import judged_by
 from journeyman.core.result import FinishCategory, FinishReason, RunResult
 from journeyman.economics.ledger import Amount, Reservation
 
@@ -107,6 +108,10 @@ class TaskJob:
     rate_limiter: LimiterBackend | None = None
     """How the attempt's model calls reach the batch's shared rate limiter (picklable: an
     address, or a Ray actor's handle); None: no shared limiter, a 429 ends the attempt."""
+    approved_content: dict[str, str] | None = None
+    """What the user approved (`journeyman trust`) in the folder the task's workspace was
+    copied from, when it is pinned: the copy is judged by it, on whichever machine it runs
+    (rules, skills, hooks, MCP servers changed since are not used); None: not pinned."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,8 @@ def run_job(job: TaskJob) -> TaskOutcome:
     from journeyman.session.lock import SessionBusyError
 
     try:
-        return asyncio.run(_run(job, started))
+        with judged_by(job.approved_content):
+            return asyncio.run(_run(job, started))
     except SessionBusyError as error:  # e.g. a worker of a killed batch not yet gone
         return _ended(job, "infra_error", FinishReason.INTERNAL_ERROR, error.message, started)
     except ConfigurationError as error:

@@ -71,7 +71,7 @@ from journeyman.batch.job import (
 )
 from journeyman.batch.ledgers import LedgerClient, LocalLedger
 from journeyman.batch.results import TaskResult, append_result
-from journeyman.batch.task_file import BatchTask
+from journeyman.batch.task_file import BatchTask, is_git_url
 from journeyman.batch.workspaces import (
     LAYOUT_VERSION,
     WORKSPACES,
@@ -81,6 +81,7 @@ from journeyman.batch.workspaces import (
     legacy_collisions,
 )
 from journeyman.core.errors import ConfigurationError
+from journeyman.core.pins import workspace_key
 from journeyman.core.result import FinishCategory, FinishReason
 from journeyman.core.text import one_line
 from journeyman.economics.ledger import AllocationRefused, Amount, Reservation
@@ -145,6 +146,9 @@ class BatchSettings:
     container_problem: str | None = None
     """Why tasks that name a container image cannot run here (no engine answers); those
     tasks end "not run" with it, the others run. None: they run (`batch.containers`)."""
+    approved_content: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The user's approvals (`journeyman trust`) of the pinned folders tasks are copied from,
+    by the folder's real path (`core.pins.workspace_key`); each copy is judged by them."""
 
     @property
     def cap(self) -> Amount:
@@ -908,7 +912,14 @@ class Scheduler:
             ledger=None if reservation is None else self.ledger.for_workers(),
             reservation=reservation,
             rate_limiter=self._rate_limiter,
+            approved_content=self._approvals(state.task),
         )
+
+    def _approvals(self, task: BatchTask) -> dict[str, str] | None:
+        """The approvals the copy of `task`'s workspace is judged by (None: not pinned)."""
+        if is_git_url(task.workspace):
+            return None
+        return self.settings.approved_content.get(workspace_key(Path(task.workspace).expanduser()))
 
     async def _grade_only(self, state: TaskState) -> None:
         """Grade a task whose agent finished in an earlier run (`TaskState.ungraded`); when

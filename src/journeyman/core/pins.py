@@ -7,7 +7,9 @@ in the repository). From then on the workspace is *pinned*: an item is used only
 content has the approved hash; one that changed (a `git pull`, a model's edit) or appeared
 since is not run or read until the user approves it again, and the run says which.
 
-A workspace the user never pinned is used as before (the flags decide).
+A workspace the user never pinned is used as before (the flags decide). A copy of a pinned
+workspace (a batch task's, on this machine or another) is judged by the original's approvals:
+its job carries them (`approvals_of`) and the worker runs it `judged_by` them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -126,10 +130,7 @@ class Pins:
     def verdict(self, workspace: Path, item: str, digest: str) -> PinVerdict:
         if not self.pinned(workspace):
             return PinVerdict.UNPINNED
-        known = self.approved(workspace).get(item)
-        if known is None:
-            return PinVerdict.NEW
-        return PinVerdict.APPROVED if known == digest else PinVerdict.CHANGED
+        return verdict_against(self.approved(workspace), item, digest)
 
     def approve(self, workspace: Path, items: Iterable[RepoItem]) -> None:
         """Pin `workspace` to exactly `items` (anything approved before and gone is dropped)."""
@@ -161,14 +162,53 @@ class Pins:
             raise
 
 
+def verdict_against(approved: Mapping[str, str], item: str, digest: str) -> PinVerdict:
+    """The verdict on `item` (its content hashing to `digest`) in a workspace pinned to
+    `approved` (item → digest)."""
+    known = approved.get(item)
+    if known is None:
+        return PinVerdict.NEW
+    return PinVerdict.APPROVED if known == digest else PinVerdict.CHANGED
+
+
+def approvals_of(folder: Path, pins: Pins | None = None) -> dict[str, str] | None:
+    """What the user approved in `folder` (item → digest) when it is pinned, else None.
+
+    Raises `ConfigurationError` when the pins file is damaged."""
+    pins = pins or Pins.load()
+    return pins.approved(folder) if pins.pinned(folder) else None
+
+
+_JUDGED_BY: ContextVar[Mapping[str, str] | None] = ContextVar("judged_by", default=None)
+
+
+@contextmanager
+def judged_by(approved: Mapping[str, str] | None) -> Iterator[None]:
+    """Within the block (and the tasks and worker threads it starts), every workspace is judged
+    as pinned to `approved`: the approvals of the pinned workspace it is a copy of. None: each
+    workspace is judged by its own pins, as usual."""
+    if approved is None:
+        yield
+        return
+    token = _JUDGED_BY.set(dict(approved))
+    try:
+        yield
+    finally:
+        _JUDGED_BY.reset(token)
+
+
 class PinCheck:
-    """The verdicts of one run on one workspace: the pins file read once, lazily."""
+    """The verdicts of one run on one workspace: the pins file read once, lazily (or the
+    approvals of the workspace it was copied from, inside `judged_by`)."""
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
+        self._copied_from = _JUDGED_BY.get()
         self._pins: Pins | None = None
 
     def verdict(self, item: str, digest: str) -> PinVerdict:
+        if self._copied_from is not None:
+            return verdict_against(self._copied_from, item, digest)
         if self._pins is None:
             self._pins = Pins.load()
         return self._pins.verdict(self.workspace, item, digest)

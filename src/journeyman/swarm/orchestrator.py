@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from journeyman.core.errors import AgentError, ConfigurationError
+from journeyman.core.pins import approvals_of, judged_by
 from journeyman.core.result import FinishReason, RunResult
 from journeyman.economics.choices import BudgetMode
 from journeyman.economics.ledger import (
@@ -305,6 +306,8 @@ class Swarm:
         self._cancelled = False
         self._verify = ""
         self._check: SwarmCheck | None = None
+        self._approvals: dict[str, str] | None = None
+        """What the user approved in the repository (`journeyman trust`), when pinned."""
         self._deadline: float | None = None
         """When the swarm's time limit (`max_duration_s`) runs out (monotonic clock)."""
 
@@ -335,6 +338,8 @@ class Swarm:
         when the workspace cannot host a swarm or no check command is known (`run` calls it
         first; call it yourself to find out before starting)."""
         repo = open_repo(self.workspace)
+        # a worker's worktree is a copy of the repository: judged by its approvals, if pinned
+        self._approvals = approvals_of(repo.root)
         fixed = fix_check_now(repo.root, self.config.verify_command)
         if fixed.command is None:
             raise ConfigurationError(
@@ -792,9 +797,10 @@ class Swarm:
             permission_approver=self.permission_approver,
             tracing=self.tracing,
         )
-        agent = build_agent(
-            self.provider, attempt.tree.path, config, surface, assume_yes=self.assume_yes
-        )
+        with judged_by(self._approvals):
+            agent = build_agent(
+                self.provider, attempt.tree.path, config, surface, assume_yes=self.assume_yes
+            )
         self._agents.append(agent)
         if self._cancelled:
             agent.cancel()
