@@ -258,3 +258,72 @@ def test_the_verifier_env_is_set_for_the_tests_and_a_host_variable_is_not_read(
     with pytest.raises(SuiteError):
         load_suite(suite / "shout", staging=tmp_path / "staging", note=notes.append)
     assert "[verifier] env reads the host's variables (GREETING)" in notes[0]
+
+
+class Knocker:
+    """Tries to reach a port on 127.0.0.1 from the task's sandbox, then finishes."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        messages = request.json.get("messages", [])
+        if not any(m.get("role") == "tool" for m in messages):
+            knock = (
+                "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", "
+                f"{self.port}), timeout=5); print(\"REACHED\")' || echo UNREACHABLE"
+            )
+            return reply(tool_calls=[("run_command", {"command": knock})], output_tokens=40)
+        return reply(tool_calls=[("finish", {"summary": "done"})], output_tokens=20)
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("network", "reached"),
+    [
+        ("", True),  # Harbor's default is public: the user's allow_network stands
+        ('[agent]\nnetwork_mode = "no-network"\n', False),
+        ('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n', False),
+        ("[environment]\nallow_internet = false\n", False),
+    ],
+)
+def test_a_task_that_is_offline_gets_no_network_even_when_the_user_allows_it(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, network: str, reached: bool
+) -> None:
+    import socket
+
+    folder = _task(
+        tmp_path / "tasks",
+        "knock",
+        "FROM ubuntu:24.04\nWORKDIR /app\n",
+        "Check the service.\n",
+        "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+    )
+    toml = (folder / "task.toml").read_text()
+    (folder / "task.toml").write_text(_merged_toml(toml, network))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        fake_openai.default = Knocker(listener.getsockname()[1])
+        env = clean_env(
+            OPENAI_API_KEY="sk-test-harbor",
+            OPENAI_BASE_URL=fake_openai.base_url,
+            JOURNEYMAN_ALLOW_NETWORK="true",  # the user allows it for every run
+        )
+        done = journeyman(
+            "eval", str(folder), "--out", str(tmp_path / "out"),
+            "--session-dir", str(tmp_path / "sessions"), "--model", "gpt-4.1-mini",
+            "--price-per-mtok", "0,1000", "--no-verify", "--sandbox", "bubblewrap",
+            env=env,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [m["content"] for m in fake_openai.requests[-1].json["messages"] if m["role"] == "tool"]
+    assert ("REACHED" in said[0]) is reached and ("UNREACHABLE" in said[0]) is not reached, said
+
+
+def _merged_toml(toml: str, network: str) -> str:
+    """`toml` with the tables of `network` merged in (a table it already has gets the keys)."""
+    for table in ("[agent]", "[environment]"):
+        if network.startswith(table):
+            return toml.replace(f"{table}\n", network, 1)
+    return toml

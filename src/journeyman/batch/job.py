@@ -438,6 +438,8 @@ def settle_job(job: TaskJob, counted: Spending) -> Launch:
     flags["max_budget_usd"] = None if usd is None else counted.usd + usd
     flags["max_total_tokens"] = None if tokens is None else counted.tokens + int(tokens)
     flags["hard_token_limit"] = True  # every billed token counts against the grant
+    if limits.offline:
+        flags["allow_network"] = False
     if job.task.image is not None:  # its commands and its check in a container of that image
         flags["sandbox"] = "docker"
         flags["sandbox_image"] = job.task.image

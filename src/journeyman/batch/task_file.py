@@ -54,6 +54,9 @@ class TaskLimits(BaseModel):
     """Tokens (input + output) the task may consume."""
     max_duration_s: float | None = Field(default=None, gt=0)
     """Wall-clock seconds one attempt of the task may last."""
+    offline: bool = False
+    """Its commands, check and grading never get the network, even when the batch allows it
+    (`--allow-network`); a task cannot turn the network on."""
 
 
 class BatchTask(BaseModel):

@@ -16,7 +16,12 @@ each through `note`.
 From `task.toml`: `[agent] timeout_sec` is the task's wall-clock limit, `[verifier] timeout_sec`
 the tests' (Harbor's default 600 s), `[verifier] env` literal values are set for the tests (a
 `${VAR}` template, which would read the host's environment, is refused), `[environment]
-workdir` overrides the Dockerfile's `WORKDIR`.
+workdir` overrides the Dockerfile's `WORKDIR`. The agent phase's network (`[agent]
+network_mode`, else `[environment] network_mode` or the older `allow_internet`) can only take
+the network away: "no-network" and "allowlist" (hosts cannot be singled out without a
+container) run the task offline (`TaskLimits.offline`) even under `--allow-network`; "public"
+leaves the batch's choice, which is off unless the user allowed it. The grading runs in the
+agent's sandbox, so with the agent's network.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -56,6 +61,9 @@ _INSTALLS = re.compile(
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+NetworkMode = Literal["public", "no-network", "allowlist"]
+
+
 class _Phase(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -63,6 +71,8 @@ class _Phase(BaseModel):
     """Seconds the phase may last."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for the phase (only the verifier's are used here)."""
+    network_mode: NetworkMode | None = None
+    """The phase's network; unset, the environment's applies."""
 
 
 class _Environment(BaseModel):
@@ -76,6 +86,15 @@ class _Environment(BaseModel):
     """The container's operating system; only linux runs here."""
     gpus: int | None = None
     """GPUs the task asks for: it needs a container engine that provides them."""
+    network_mode: NetworkMode = "public"
+    """The network of every phase that does not set its own (Harbor's default: public)."""
+    allow_internet: bool | None = None
+    """The older way of saying it: false is `network_mode = "no-network"`."""
+
+    def baseline_network(self) -> NetworkMode:
+        if self.allow_internet is False:
+            return "no-network"
+        return self.network_mode
 
 
 class TaskToml(BaseModel):
@@ -184,7 +203,7 @@ def _task(folder: Path, staging: Path) -> BatchTask | Excluded:
         id=task_id,
         task=_instruction(folder, plan.workdir),
         workspace=str(start),
-        limits=TaskLimits(max_duration_s=config.agent.timeout_sec),
+        limits=TaskLimits(max_duration_s=config.agent.timeout_sec, offline=_agent_offline(config)),
         grading=GradingSpec(
             kind="harbor",
             test_cmd=_test_command(config, plan.workdir),
@@ -192,6 +211,13 @@ def _task(folder: Path, staging: Path) -> BatchTask | Excluded:
             timeout_s=config.verifier.timeout_sec or HARBOR_DEFAULT_VERIFIER_TIMEOUT,
         ),
     )
+
+
+def _agent_offline(config: TaskToml) -> bool:
+    """Whether the agent's phase must run without the network: "no-network", and also
+    "allowlist" (a list of hosts cannot be enforced without a container, so none is reached)."""
+    mode = config.agent.network_mode or config.environment.baseline_network()
+    return mode != "public"
 
 
 def read_task_toml(path: Path) -> TaskToml:
