@@ -33,7 +33,7 @@ def pinned_repository(tmp_path: Path, env: dict[str, str]) -> Path:
 
 
 def run_batch(tmp_path: Path, repo: Path, env: dict[str, str], name: str) -> str:
-    tasks = [BatchTask(id=f"{name}-{n}", task="look at app.py", workspace=str(repo)) for n in (1, 2)]
+    tasks = [BatchTask(id=f"{name}-{n}", task="look at app.py", workspace=str(repo)) for n in "12"]
     tasks_file = write_tasks_file(tmp_path / f"{name}.jsonl", tasks)
     done = journeyman(
         "batch", str(tasks_file), "--out", str(tmp_path / name),
