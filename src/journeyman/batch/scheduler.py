@@ -81,7 +81,7 @@ from journeyman.batch.workspaces import (
     legacy_collisions,
 )
 from journeyman.core.errors import ConfigurationError
-from journeyman.core.pins import workspace_key
+from journeyman.core.pins import pinned_sources, workspace_key
 from journeyman.core.result import FinishCategory, FinishReason
 from journeyman.core.text import one_line
 from journeyman.economics.ledger import AllocationRefused, Amount, Reservation
@@ -146,9 +146,6 @@ class BatchSettings:
     container_problem: str | None = None
     """Why tasks that name a container image cannot run here (no engine answers); those
     tasks end "not run" with it, the others run. None: they run (`batch.containers`)."""
-    approved_content: dict[str, dict[str, str]] = field(default_factory=dict)
-    """The user's approvals (`journeyman trust`) of the pinned folders tasks are copied from,
-    by the folder's real path (`core.pins.workspace_key`); each copy is judged by them."""
 
     @property
     def cap(self) -> Amount:
@@ -537,6 +534,11 @@ class Scheduler:
         self._in_flight: dict[str, tuple[Reservation, Spending]] = {}
         """Running attempts by session id: their reservation and the store's count at start."""
         self._wake = asyncio.Event()
+        self._approvals = pinned_sources(
+            Path(t.workspace).expanduser() for t in tasks if not is_git_url(t.workspace)
+        )
+        """The user's approvals of the pinned folders tasks are copied from (by real path):
+        each copy is judged by its original's, wherever it runs."""
         self._failures: list[BaseException | None] = []
         """Exceptions of the scheduler's own attempt coroutines (a bug, raised after the run)."""
         self.workspaces = workspaces_of(settings)
@@ -912,14 +914,14 @@ class Scheduler:
             ledger=None if reservation is None else self.ledger.for_workers(),
             reservation=reservation,
             rate_limiter=self._rate_limiter,
-            approved_content=self._approvals(state.task),
+            approved_content=self._approved(state.task),
         )
 
-    def _approvals(self, task: BatchTask) -> dict[str, str] | None:
+    def _approved(self, task: BatchTask) -> dict[str, str] | None:
         """The approvals the copy of `task`'s workspace is judged by (None: not pinned)."""
         if is_git_url(task.workspace):
             return None
-        return self.settings.approved_content.get(workspace_key(Path(task.workspace).expanduser()))
+        return self._approvals.get(workspace_key(Path(task.workspace).expanduser()))
 
     async def _grade_only(self, state: TaskState) -> None:
         """Grade a task whose agent finished in an earlier run (`TaskState.ungraded`); when

@@ -162,30 +162,8 @@ def batch(
         workspace_layout=identity.workspace_layout,
         ledger=ledger,
         container_problem=container_problem,
-        approved_content=_pinned_sources(loaded),
     )
     _run_and_report(loaded, settings, chosen, tasks, identity.resumed, output_format)
-
-
-def _pinned_sources(loaded: list[BatchTask]) -> dict[str, dict[str, str]]:
-    """The approvals of the tasks' local workspaces the user pinned (`journeyman trust`), by
-    real path: each task's copy is judged by its original's, on any machine."""
-    from journeyman.batch.task_file import is_git_url
-    from journeyman.core.pins import Pins, approvals_of, workspace_key
-
-    try:
-        pins = Pins.load()
-    except ConfigurationError as error:
-        fail(EXIT_CONFIG, error.message)
-    pinned: dict[str, dict[str, str]] = {}
-    for task in loaded:
-        if is_git_url(task.workspace):
-            continue
-        folder = Path(task.workspace).expanduser()
-        approved = approvals_of(folder, pins)
-        if approved is not None:
-            pinned[workspace_key(folder)] = approved
-    return pinned
 
 
 def _hidden_paths(

@@ -179,6 +179,18 @@ def approvals_of(folder: Path, pins: Pins | None = None) -> dict[str, str] | Non
     return pins.approved(folder) if pins.pinned(folder) else None
 
 
+def pinned_sources(folders: Iterable[Path]) -> dict[str, dict[str, str]]:
+    """The approvals of those of `folders` the user pinned, by real path (`workspace_key`),
+    the pins file read once. Raises `ConfigurationError` when it is damaged."""
+    pins = Pins.load()
+    found: dict[str, dict[str, str]] = {}
+    for folder in folders:
+        approved = approvals_of(folder, pins)
+        if approved is not None:
+            found[workspace_key(folder)] = approved
+    return found
+
+
 _JUDGED_BY: ContextVar[Mapping[str, str] | None] = ContextVar("judged_by", default=None)
 
 

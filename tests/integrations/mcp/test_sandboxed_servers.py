@@ -111,7 +111,7 @@ def test_mcp_list_starts_such_a_server_inside_the_sandbox(tmp_path: Path) -> Non
     workspace = tmp_path / "ws"
     workspace.mkdir()
     declare(workspace, boxed=fixture_server(sandbox=True))
-    listed = journeyman("mcp", "list", "--mcp", "-w", str(workspace), env=clean_env())
+    listed = journeyman("mcp", "list", "--mcp", "-w", str(workspace), env=clean_env(COLUMNS="400"))
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert "(in the sandbox)" in listed.stdout and "running" in listed.stdout, listed.stdout
     assert "boxed_reach" in listed.stdout or "reach" in listed.stdout
