@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from journeyman.tools.sandbox.base import SandboxBase, SandboxedProcess, SandboxKind
-from journeyman.tools.sandbox.processes import become_subreaper, children, stop_children
+from journeyman.tools.sandbox.processes import (
+    become_subreaper,
+    children,
+    orphans_of,
+    stop_children,
+)
 
 
 @dataclass
@@ -43,7 +48,7 @@ class LocalSandbox(SandboxBase):
         )
 
         def note_orphans() -> None:
-            self.adopted.update(children() - before - {started.pid})
+            self.adopted.update(orphans_of(self.ident, children() - before - {started.pid}))
 
         started.on_exit = note_orphans
         return started

@@ -80,6 +80,32 @@ def children() -> set[int]:
     return found
 
 
+def orphans_of(ident: str, pids: Iterable[int]) -> set[int]:
+    """Those of `pids` (children of this process that appeared while one of sandbox `ident`'s
+    commands ran) that can be orphans of its commands, not processes this program started
+    itself at the same time: a child still in this process's own session (git, run by the
+    host, never leaves it) or carrying another sandbox's marker (a concurrent command of
+    another agent in this process) is not one."""
+    own_session = os.getsid(0)
+    found = set()
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            environ = b"\0" + Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue  # gone already
+        session = int(stat[stat.rindex(")") + 2 :].split()[3])
+        marker = environ.find(f"\0{MARKER_VAR}=".encode())
+        if session == own_session:
+            continue
+        if marker >= 0 and not environ.startswith(
+            f"{ident}:".encode(), marker + len(MARKER_VAR) + 2
+        ):
+            continue
+        found.add(pid)
+    return found
+
+
 def stop_children(pids: Iterable[int]) -> None:
     """SIGKILL each of `pids` that is still a child of this process (a pid the system gave to
     another process since is left alone), and reap it."""
