@@ -196,9 +196,9 @@ _JUDGED_BY: ContextVar[Mapping[str, str] | None] = ContextVar("judged_by", defau
 
 @contextmanager
 def judged_by(approved: Mapping[str, str] | None) -> Iterator[None]:
-    """Within the block (and the tasks and worker threads it starts), every workspace is judged
-    as pinned to `approved`: the approvals of the pinned workspace it is a copy of. None: each
-    workspace is judged by its own pins, as usual."""
+    """Within the block (and the asyncio tasks and `to_thread` calls it starts), every
+    workspace is judged as pinned to `approved`: the approvals of the pinned workspace it is a
+    copy of. None: each workspace is judged by its own pins, as usual."""
     if approved is None:
         yield
         return
