@@ -163,9 +163,14 @@ class CrashLab:
         proc.stdout.close()
         outcome = CrashOutcome(number, seen)
 
-        sent_before = len(self.server.requests)
         where = ("--session-dir", str(sessions))
-        resumed = jm("resume", "--last", *self.common, *where, "-o", "json", env=self.env)
+        resume_key = f"sk-test-resume-{number}"
+        # the resume's requests are told apart by their key: the killed process's last request
+        # (cut short by the kill, or whole) may be recorded by the server after this point
+        resumed = jm(
+            "resume", "--last", *self.common, *where, "-o", "json",
+            env={**self.env, "OPENAI_API_KEY": resume_key},
+        )  # fmt: skip
         if resumed.returncode != 0:
             outcome.crashed = True
             outcome.problems.append(f"resume exited {resumed.returncode}: {resumed.stderr[-300:]}")
@@ -173,7 +178,11 @@ class CrashLab:
         result = json.loads(resumed.stdout)
         if result["finish_reason"] != "completed":
             outcome.problems.append(f"resume finished with {result['finish_reason']}")
-        first = self.server.requests[sent_before]
+        first = next(
+            r
+            for r in self.server.requests
+            if r.headers.get("authorization") == f"Bearer {resume_key}"
+        )
         outcome.resumed_at = step_of(first)
         if first.raw_body != self.reference[outcome.resumed_at]:
             outcome.problems.append("the first request after the resume differs")
